@@ -1,0 +1,1073 @@
+//===- AtenConverters.cpp - aten ops to cleave ops ------------------------===//
+//
+// One converter per TorchScript op kind, registered by name. Converters read
+// their operands through the Importer's helpers (which report errors at the
+// node's location) and build cleave ops; PyTorch's conventions (negative
+// dims, -1 sizes, Python-number operands, type promotion) end here.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/TorchImporter.h"
+
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+namespace jit = torch::jit;
+
+namespace cleave::importer {
+namespace {
+
+using Inputs = ArrayRef<Val>;
+using Result = FailureOr<std::vector<Val>>;
+
+Result one(Value value) { return std::vector<Val>{Val::ofTensor(value)}; }
+
+RankedTensorType typeOf(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType());
+}
+
+/// Normalizes a PyTorch dim (negative counts from the end) for `rank`.
+FailureOr<int64_t> normDim(Importer &imp, int64_t dim, int64_t rank) {
+  int64_t d = dim < 0 ? dim + rank : dim;
+  if (d < 0 || d >= std::max<int64_t>(rank, 1)) {
+    imp.error() << "dim " << dim << " is out of range for rank " << rank;
+    return failure();
+  }
+  return d;
+}
+
+FailureOr<int64_t> dimArg(Importer &imp, const Val &val, int64_t rank) {
+  auto dim = imp.integer(val);
+  if (failed(dim))
+    return failure();
+  return normDim(imp, *dim, rank);
+}
+
+/// The dtype argument of a node, looked up by its schema name, when present
+/// and not None.
+FailureOr<std::optional<Type>> dtypeArg(Importer &imp, jit::Node *node, Inputs in,
+                                        const char *name = "dtype") {
+  auto index = node->schema().argumentIndexWithName(name);
+  if (!index || imp.isNone(in[*index]))
+    return std::optional<Type>();
+  auto code = imp.integer(in[*index]);
+  if (failed(code))
+    return failure();
+  auto type = imp.elementType(static_cast<c10::ScalarType>(*code));
+  if (failed(type))
+    return failure();
+  return std::optional<Type>(*type);
+}
+
+/// Pads PyTorch's one-entry spatial lists (`kernel_size=3`) to (h, w).
+FailureOr<SmallVector<int64_t>> pairArg(Importer &imp, const Val &val,
+                                        std::optional<SmallVector<int64_t>> ifEmpty = {}) {
+  auto values = imp.intList(val);
+  if (failed(values))
+    return failure();
+  if (values->empty() && ifEmpty)
+    return *ifEmpty;
+  if (values->size() == 1)
+    return SmallVector<int64_t>{(*values)[0], (*values)[0]};
+  if (values->size() != 2) {
+    imp.error() << "expected 1 or 2 spatial sizes, got " << values->size();
+    return failure();
+  }
+  return SmallVector<int64_t>(values->begin(), values->end());
+}
+
+/// Resolves a PyTorch size list with at most one -1 against `numel`.
+FailureOr<SmallVector<int64_t>> resolveShape(Importer &imp, std::vector<int64_t> shape,
+                                             int64_t numel) {
+  int64_t known = 1, inferred = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && inferred < 0) {
+      inferred = i;
+    } else if (shape[i] < 0) {
+      imp.error() << "invalid size " << shape[i] << " in view/reshape";
+      return failure();
+    } else {
+      known *= shape[i];
+    }
+  }
+  if (inferred >= 0 && known > 0 && numel % known == 0)
+    shape[inferred] = numel / known;
+  int64_t total = 1;
+  for (int64_t dim : shape)
+    total *= dim;
+  if (total != numel) {
+    imp.error() << "cannot view " << numel << " elements as ["
+                << llvm::make_range(shape.begin(), shape.end()) << "]";
+    return failure();
+  }
+  return SmallVector<int64_t>(shape.begin(), shape.end());
+}
+
+Value slice(Importer &imp, Value input, int64_t dim, int64_t start, int64_t end,
+            int64_t step = 1) {
+  auto type = typeOf(input);
+  if (start == 0 && end == type.getDimSize(dim) && step == 1)
+    return input;
+  return imp.builder.create<mlir::cleave::SliceOp>(imp.loc(), input, dim, start, end, step);
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise.
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+Converter unary(bool needsFloat) {
+  return [needsFloat](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto values = imp.promote({in[0]}, needsFloat);
+    if (failed(values))
+      return failure();
+    return one(imp.builder.create<OpTy>(imp.loc(), (*values)[0]));
+  };
+}
+
+template <typename OpTy>
+Converter binary(bool trueDivision = false) {
+  return [trueDivision](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    if (trueDivision && in.size() > 2 && !imp.isNone(in[2])) {
+      imp.error() << "division with a rounding mode is not supported";
+      return failure();
+    }
+    auto values = imp.promote({in[0], in[1]}, trueDivision);
+    if (failed(values))
+      return failure();
+    return one(imp.builder.create<OpTy>(imp.loc(), (*values)[0], (*values)[1]));
+  };
+}
+
+/// add/sub(self, other, alpha): self +- alpha * other. `reversed` is rsub.
+template <typename OpTy>
+Converter addSub(bool reversed = false) {
+  return [reversed](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto values = imp.promote({in[0], in[1]});
+    if (failed(values))
+      return failure();
+    Value lhs = (*values)[0], rhs = (*values)[1];
+    if (reversed)
+      std::swap(lhs, rhs);
+    if (in.size() > 2) {
+      auto alpha = imp.real(in[2]);
+      if (failed(alpha))
+        return failure();
+      Type et = typeOf(rhs).getElementType();
+      if (*alpha != 1.0)
+        rhs = imp.builder.create<mlir::cleave::MulOp>(imp.loc(), rhs, imp.splat(*alpha, et));
+    }
+    return one(imp.builder.create<OpTy>(imp.loc(), lhs, rhs));
+  };
+}
+
+Converter compare(mlir::cleave::ComparePredicate predicate) {
+  return [predicate](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto values = imp.promote({in[0], in[1]});
+    if (failed(values))
+      return failure();
+    return one(imp.builder.create<mlir::cleave::CompareOp>(imp.loc(), predicate, (*values)[0],
+                                                     (*values)[1]));
+  };
+}
+
+Result where(Importer &imp, const Val &condition, const Val &onTrue, const Val &onFalse) {
+  auto cond = imp.tensor(condition);
+  if (failed(cond))
+    return failure();
+  auto values = imp.promote({onTrue, onFalse});
+  if (failed(values))
+    return failure();
+  Value c = imp.cast(*cond, imp.builder.getI1Type());
+  return one(imp.builder.create<mlir::cleave::WhereOp>(imp.loc(), c, (*values)[0], (*values)[1]));
+}
+
+Result gelu(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0]}, true);
+  if (failed(values))
+    return failure();
+  auto approximation = mlir::cleave::GeluApproximation::none;
+  if (in.size() > 1) {
+    if (!in[1].isConstant() || !in[1].constant.isString()) {
+      imp.error() << "expected the approximation as a string";
+      return failure();
+    }
+    const std::string &name = in[1].constant.toStringRef();
+    if (name == "tanh") {
+      approximation = mlir::cleave::GeluApproximation::tanh;
+    } else if (name != "none") {
+      imp.error() << "unknown gelu approximation '" << name << "'";
+      return failure();
+    }
+  }
+  return one(imp.builder.create<mlir::cleave::GeluOp>(imp.loc(), (*values)[0], approximation));
+}
+
+Result clamp(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0]});
+  if (failed(values))
+    return failure();
+  Value x = (*values)[0];
+  Type et = typeOf(x).getElementType();
+  for (int i : {1, 2}) {
+    if (imp.isNone(in[i]))
+      continue;
+    auto bound = imp.real(in[i]);
+    if (failed(bound))
+      return failure();
+    Value b = imp.splat(*bound, et);
+    x = i == 1 ? Value(imp.builder.create<mlir::cleave::MaximumOp>(imp.loc(), x, b))
+               : Value(imp.builder.create<mlir::cleave::MinimumOp>(imp.loc(), x, b));
+  }
+  return one(x);
+}
+
+Result castTo(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  Type target = typeOf(*x).getElementType();
+  if (auto other = node->schema().argumentIndexWithName("other")) {
+    auto value = imp.tensor(in[*other]);
+    if (failed(value))
+      return failure();
+    target = typeOf(*value).getElementType();
+  } else {
+    auto dtype = dtypeArg(imp, node, in);
+    if (failed(dtype))
+      return failure();
+    if (*dtype)
+      target = **dtype;
+  }
+  return one(imp.cast(*x, target));
+}
+
+Result identity(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  return one(*x);
+}
+
+/// zeros_like / ones_like / full_like(self, [fill_value,] dtype, ...).
+Converter fillLike(std::optional<double> fill) {
+  return [fill](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    double value = fill.value_or(0);
+    if (!fill) {
+      auto given = imp.real(in[1]);
+      if (failed(given))
+        return failure();
+      value = *given;
+    }
+    auto dtype = dtypeArg(imp, node, in);
+    if (failed(dtype))
+      return failure();
+    Type et = dtype->value_or(typeOf(*x).getElementType());
+    return one(imp.splat(value, et, typeOf(*x).getShape()));
+  };
+}
+
+/// new_zeros / new_ones / new_full(self, size, [fill_value,] dtype, ...).
+Converter fillNew(std::optional<double> fill) {
+  return [fill](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto size = imp.intList(in[1]);
+    if (failed(x) || failed(size))
+      return failure();
+    double value = fill.value_or(0);
+    if (!fill) {
+      auto given = imp.real(in[2]);
+      if (failed(given))
+        return failure();
+      value = *given;
+    }
+    auto dtype = dtypeArg(imp, node, in);
+    if (failed(dtype))
+      return failure();
+    return one(imp.splat(value, dtype->value_or(typeOf(*x).getElementType()), *size));
+  };
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and layers.
+//===----------------------------------------------------------------------===//
+
+/// torch.matmul: 1-D operands gain a dim that the result drops again.
+Result matmul(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0], in[1]});
+  if (failed(values))
+    return failure();
+  Value lhs = (*values)[0], rhs = (*values)[1];
+  int64_t lhsRank = typeOf(lhs).getRank(), rhsRank = typeOf(rhs).getRank();
+  if (lhsRank == 0 || rhsRank == 0) {
+    imp.error() << "matmul of a 0-d tensor";
+    return failure();
+  }
+  if (lhsRank == 1)
+    lhs = imp.reshape(lhs, {1, typeOf(lhs).getDimSize(0)});
+  if (rhsRank == 1)
+    rhs = imp.reshape(rhs, {typeOf(rhs).getDimSize(0), 1});
+  Value product = imp.builder.create<mlir::cleave::MatmulOp>(imp.loc(), lhs, rhs);
+  SmallVector<int64_t> shape(typeOf(product).getShape());
+  if (rhsRank == 1)
+    shape.erase(shape.end() - 1);
+  if (lhsRank == 1)
+    shape.erase(shape.end() - (rhsRank == 1 ? 1 : 2));
+  return one(imp.reshape(product, shape));
+}
+
+/// addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * mat1 @ mat2.
+Result addmm(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0], in[1], in[2]});
+  auto beta = imp.real(in[3]), alpha = imp.real(in[4]);
+  if (failed(values) || failed(beta) || failed(alpha))
+    return failure();
+  Value bias = (*values)[0];
+  Value product =
+      imp.builder.create<mlir::cleave::MatmulOp>(imp.loc(), (*values)[1], (*values)[2]);
+  Type et = typeOf(product).getElementType();
+  if (*alpha != 1.0)
+    product = imp.builder.create<mlir::cleave::MulOp>(imp.loc(), product, imp.splat(*alpha, et));
+  if (*beta == 0.0)
+    return one(product);
+  if (*beta != 1.0)
+    bias = imp.builder.create<mlir::cleave::MulOp>(imp.loc(), bias, imp.splat(*beta, et));
+  return one(imp.builder.create<mlir::cleave::AddOp>(imp.loc(), product, bias));
+}
+
+FailureOr<Value> optionalTensor(Importer &imp, const Val &val) {
+  if (imp.isNone(val))
+    return Value();
+  return imp.tensor(val);
+}
+
+Result linear(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
+  auto bias = optionalTensor(imp, in[2]);
+  if (failed(x) || failed(w) || failed(bias))
+    return failure();
+  return one(imp.builder.create<mlir::cleave::LinearOp>(imp.loc(), *x, *w, *bias));
+}
+
+Result embedding(Importer &imp, jit::Node *, Inputs in) {
+  auto w = imp.tensor(in[0]), ids = imp.tensor(in[1]);
+  if (failed(w) || failed(ids))
+    return failure();
+  return one(imp.builder.create<mlir::cleave::EmbeddingOp>(imp.loc(), *w, *ids));
+}
+
+Result layerNorm(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto shape = imp.intList(in[1]);
+  auto weight = optionalTensor(imp, in[2]), bias = optionalTensor(imp, in[3]);
+  auto eps = imp.real(in[4]);
+  if (failed(x) || failed(shape) || failed(weight) || failed(bias) || failed(eps))
+    return failure();
+  return one(imp.builder.create<mlir::cleave::LayerNormOp>(
+      imp.loc(), typeOf(*x), *x, *weight, *bias, imp.builder.getDenseI64ArrayAttr(*shape),
+      imp.builder.getF64FloatAttr(*eps)));
+}
+
+Result batchNorm(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto weight = optionalTensor(imp, in[1]), bias = optionalTensor(imp, in[2]);
+  auto eps = imp.real(in[7]);
+  if (failed(x) || failed(weight) || failed(bias) || failed(eps))
+    return failure();
+  // Eval semantics: normalize with the running statistics, whatever the
+  // `training` flag of the trace says.
+  if (imp.isNone(in[3]) || imp.isNone(in[4])) {
+    imp.error() << "batch_norm without running statistics cannot run in eval mode";
+    return failure();
+  }
+  auto mean = imp.tensor(in[3]), var = imp.tensor(in[4]);
+  if (failed(mean) || failed(var))
+    return failure();
+  return one(imp.builder.create<mlir::cleave::BatchNormOp>(imp.loc(), typeOf(*x), *x, *mean,
+                                                     *var, *weight, *bias,
+                                                     imp.builder.getF64FloatAttr(*eps)));
+}
+
+template <typename OpTy>
+Converter normalizeAlongDim() {
+  return [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+    auto dtype = dtypeArg(imp, node, in);
+    if (failed(dim) || failed(dtype))
+      return failure();
+    Value input = *dtype ? imp.cast(*x, **dtype) : *x;
+    if (!llvm::isa<FloatType>(typeOf(input).getElementType()))
+      input = imp.cast(input, imp.builder.getF32Type());
+    return one(imp.builder.create<OpTy>(imp.loc(), input, *dim));
+  };
+}
+
+/// mean/sum/amax: (self, dims, keepdim[, dtype]) or (self[, dtype]) for all dims.
+template <typename OpTy>
+Converter reduction(bool mean) {
+  return [mean](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    SmallVector<int64_t> dims;
+    bool keepdim = false;
+    auto dimIndex = node->schema().argumentIndexWithName("dim");
+    if (dimIndex && !imp.isNone(in[*dimIndex])) {
+      auto given = imp.intList(in[*dimIndex]);
+      if (failed(given))
+        return failure();
+      for (int64_t d : *given) {
+        auto dim = normDim(imp, d, rank);
+        if (failed(dim))
+          return failure();
+        dims.push_back(*dim);
+      }
+      auto keep = imp.boolean(in[*node->schema().argumentIndexWithName("keepdim")]);
+      if (failed(keep))
+        return failure();
+      keepdim = *keep;
+    }
+    if (dims.empty()) // no dims (or an empty list) reduces everything
+      for (int64_t d = 0; d < rank; ++d)
+        dims.push_back(d);
+    auto dtype = dtypeArg(imp, node, in);
+    if (failed(dtype))
+      return failure();
+    Value input = *dtype ? imp.cast(*x, **dtype) : *x;
+    Type et = typeOf(input).getElementType();
+    if (mean && !llvm::isa<FloatType>(et)) {
+      imp.error() << "mean of an integer tensor (PyTorch rejects it too)";
+      return failure();
+    }
+    if (!mean && !dtype->has_value() && et.isInteger(1))
+      input = imp.cast(input, imp.builder.getI64Type()); // sum of bools counts
+    return one(imp.builder.create<OpTy>(imp.loc(), input,
+                                        imp.builder.getDenseI64ArrayAttr(dims), keepdim));
+  };
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling.
+//===----------------------------------------------------------------------===//
+
+Result conv(Importer &imp, Inputs in, const Val &groupsVal) {
+  auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
+  auto bias = optionalTensor(imp, in[2]);
+  auto stride = pairArg(imp, in[3]);
+  auto dilation = pairArg(imp, in[5]);
+  auto groups = imp.integer(groupsVal);
+  if (failed(x) || failed(w) || failed(bias) || failed(stride) || failed(dilation) ||
+      failed(groups))
+    return failure();
+  if (typeOf(*w).getRank() != 4) {
+    imp.error() << "only 2-D convolutions are supported, weight is " << typeOf(*w);
+    return failure();
+  }
+  SmallVector<int64_t> padding;
+  if (in[4].isConstant() && in[4].constant.isString()) {
+    // padding='same' (stride 1) pads (k - 1) * dilation / 2 per side.
+    const std::string &mode = in[4].constant.toStringRef();
+    for (int i = 0; i < 2; ++i) {
+      int64_t total = (*dilation)[i] * (typeOf(*w).getDimSize(2 + i) - 1);
+      if (mode == "same" && total % 2) {
+        imp.error() << "padding='same' with an even kernel pads unevenly; not supported";
+        return failure();
+      }
+      padding.push_back(mode == "same" ? total / 2 : 0);
+    }
+  } else {
+    auto given = pairArg(imp, in[4]);
+    if (failed(given))
+      return failure();
+    padding = *given;
+  }
+  auto &b = imp.builder;
+  return one(b.create<mlir::cleave::Conv2dOp>(imp.loc(), *x, *w, *bias,
+                                        b.getDenseI64ArrayAttr(*stride),
+                                        b.getDenseI64ArrayAttr(padding),
+                                        b.getDenseI64ArrayAttr(*dilation), *groups));
+}
+
+Result conv2d(Importer &imp, jit::Node *, Inputs in) { return conv(imp, in, in[6]); }
+
+/// aten::_convolution(input, weight, bias, stride, padding, dilation,
+///                    transposed, output_padding, groups, ...), as traced.
+Result convolution(Importer &imp, jit::Node *, Inputs in) {
+  auto transposed = imp.boolean(in[6]);
+  if (failed(transposed))
+    return failure();
+  if (*transposed) {
+    imp.error() << "transposed convolutions are not supported";
+    return failure();
+  }
+  return conv(imp, in, in[8]);
+}
+
+Result maxPool2d(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto kernel = pairArg(imp, in[1]);
+  if (failed(x) || failed(kernel))
+    return failure();
+  auto stride = pairArg(imp, in[2], *kernel);
+  auto padding = pairArg(imp, in[3]), dilation = pairArg(imp, in[4]);
+  auto ceil = imp.boolean(in[5]);
+  if (failed(stride) || failed(padding) || failed(dilation) || failed(ceil))
+    return failure();
+  auto &b = imp.builder;
+  return one(b.create<mlir::cleave::MaxPool2dOp>(
+      imp.loc(), *x, b.getDenseI64ArrayAttr(*kernel), b.getDenseI64ArrayAttr(*stride),
+      b.getDenseI64ArrayAttr(*padding), b.getDenseI64ArrayAttr(*dilation), *ceil));
+}
+
+Result avgPool2d(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto kernel = pairArg(imp, in[1]);
+  if (failed(x) || failed(kernel))
+    return failure();
+  auto stride = pairArg(imp, in[2], *kernel);
+  auto padding = pairArg(imp, in[3]);
+  auto ceil = imp.boolean(in[4]), countPad = imp.boolean(in[5]);
+  if (failed(stride) || failed(padding) || failed(ceil) || failed(countPad))
+    return failure();
+  if (!imp.isNone(in[6])) {
+    imp.error() << "avg_pool2d with divisor_override is not supported";
+    return failure();
+  }
+  auto &b = imp.builder;
+  return one(b.create<mlir::cleave::AvgPool2dOp>(imp.loc(), *x, b.getDenseI64ArrayAttr(*kernel),
+                                           b.getDenseI64ArrayAttr(*stride),
+                                           b.getDenseI64ArrayAttr(*padding), *ceil,
+                                           *countPad));
+}
+
+Result adaptiveAvgPool2d(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto size = pairArg(imp, in[1]);
+  if (failed(x) || failed(size))
+    return failure();
+  return one(imp.builder.create<mlir::cleave::AdaptiveAvgPool2dOp>(
+      imp.loc(), *x, imp.builder.getDenseI64ArrayAttr(*size)));
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement.
+//===----------------------------------------------------------------------===//
+
+Result view(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto size = imp.intList(in[1]);
+  if (failed(x) || failed(size))
+    return failure();
+  auto shape = resolveShape(imp, *size, typeOf(*x).getNumElements());
+  if (failed(shape))
+    return failure();
+  return one(imp.reshape(*x, *shape));
+}
+
+Result viewAs(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]), other = imp.tensor(in[1]);
+  if (failed(x) || failed(other))
+    return failure();
+  if (typeOf(*x).getNumElements() != typeOf(*other).getNumElements()) {
+    imp.error() << "cannot view " << typeOf(*x) << " as " << typeOf(*other);
+    return failure();
+  }
+  return one(imp.reshape(*x, typeOf(*other).getShape()));
+}
+
+Result flatten(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto type = typeOf(*x);
+  int64_t rank = type.getRank();
+  auto start = dimArg(imp, in[1], rank), end = dimArg(imp, in[2], rank);
+  if (failed(start) || failed(end))
+    return failure();
+  if (rank == 0)
+    return one(imp.reshape(*x, {1}));
+  SmallVector<int64_t> shape(type.getShape().take_front(*start));
+  int64_t merged = 1;
+  for (int64_t d = *start; d <= *end; ++d)
+    merged *= type.getDimSize(d);
+  shape.push_back(merged);
+  llvm::append_range(shape, type.getShape().drop_front(*end + 1));
+  return one(imp.reshape(*x, shape));
+}
+
+Result unsqueeze(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto type = typeOf(*x);
+  auto dim = dimArg(imp, in[1], type.getRank() + 1);
+  if (failed(dim))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape());
+  shape.insert(shape.begin() + *dim, 1);
+  return one(imp.reshape(*x, shape));
+}
+
+Result squeeze(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto type = typeOf(*x);
+  std::optional<int64_t> only;
+  if (in.size() > 1) {
+    auto dim = dimArg(imp, in[1], type.getRank());
+    if (failed(dim))
+      return failure();
+    only = *dim;
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.getDimSize(d) != 1 || (only && *only != d))
+      shape.push_back(type.getDimSize(d));
+  return one(imp.reshape(*x, shape));
+}
+
+Result permuteTo(Importer &imp, Value x, ArrayRef<int64_t> dims) {
+  return one(imp.builder.create<mlir::cleave::PermuteOp>(imp.loc(), x,
+                                                   imp.builder.getDenseI64ArrayAttr(dims)));
+}
+
+Result permute(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto given = imp.intList(in[1]);
+  if (failed(x) || failed(given))
+    return failure();
+  SmallVector<int64_t> dims;
+  for (int64_t d : *given) {
+    auto dim = normDim(imp, d, typeOf(*x).getRank());
+    if (failed(dim))
+      return failure();
+    dims.push_back(*dim);
+  }
+  return permuteTo(imp, *x, dims);
+}
+
+Result transpose(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  if (in.size() == 1) { // aten::t
+    if (rank < 2)
+      return one(*x);
+    std::swap(dims[0], dims[1]);
+    return permuteTo(imp, *x, dims);
+  }
+  auto a = dimArg(imp, in[1], rank), b = dimArg(imp, in[2], rank);
+  if (failed(a) || failed(b))
+    return failure();
+  std::swap(dims[*a], dims[*b]);
+  return permuteTo(imp, *x, dims);
+}
+
+Result broadcastTo(Importer &imp, Value x, ArrayRef<int64_t> shape) {
+  auto type = typeOf(x);
+  if (type.getShape() == shape)
+    return one(x);
+  return one(imp.builder.create<mlir::cleave::BroadcastToOp>(imp.loc(), type.clone(shape), x));
+}
+
+Result expand(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto size = imp.intList(in[1]);
+  if (failed(x) || failed(size))
+    return failure();
+  auto type = typeOf(*x);
+  SmallVector<int64_t> shape(size->begin(), size->end());
+  int64_t offset = int64_t(shape.size()) - type.getRank();
+  if (offset < 0) {
+    imp.error() << "expand to fewer dims than " << type;
+    return failure();
+  }
+  for (int64_t i = 0; i < int64_t(shape.size()); ++i) {
+    if (shape[i] != -1)
+      continue;
+    if (i < offset) {
+      imp.error() << "expand: -1 is not allowed for a new leading dim";
+      return failure();
+    }
+    shape[i] = type.getDimSize(i - offset);
+  }
+  auto fits = mlir::cleave::broadcastShapes({type.getShape(), shape});
+  if (!fits || ArrayRef<int64_t>(*fits) != ArrayRef<int64_t>(shape)) {
+    imp.error() << "cannot expand " << type << " to [" << shape << "]";
+    return failure();
+  }
+  return broadcastTo(imp, *x, shape);
+}
+
+Result expandAs(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]), other = imp.tensor(in[1]);
+  if (failed(x) || failed(other))
+    return failure();
+  return broadcastTo(imp, *x, typeOf(*other).getShape());
+}
+
+/// aten::slice(self, dim, start, end, step) with Python's clamping.
+Result sliceOp(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto type = typeOf(*x);
+  auto dim = dimArg(imp, in[1], type.getRank());
+  auto step = imp.integer(in[4]);
+  if (failed(dim) || failed(step))
+    return failure();
+  if (*step < 1) {
+    imp.error() << "slice step must be positive, got " << *step;
+    return failure();
+  }
+  int64_t size = type.getDimSize(*dim);
+  auto bound = [&](const Val &val, int64_t fallback) -> FailureOr<int64_t> {
+    if (imp.isNone(val))
+      return fallback;
+    auto value = imp.integer(val);
+    if (failed(value))
+      return failure();
+    int64_t v = *value < 0 ? *value + size : *value;
+    return std::clamp<int64_t>(v, 0, size);
+  };
+  auto start = bound(in[2], 0), end = bound(in[3], size);
+  if (failed(start) || failed(end))
+    return failure();
+  return one(slice(imp, *x, *dim, *start, std::max(*start, *end), *step));
+}
+
+FailureOr<Value> select(Importer &imp, Value x, int64_t dim, int64_t index) {
+  auto type = typeOf(x);
+  int64_t size = type.getDimSize(dim);
+  int64_t i = index < 0 ? index + size : index;
+  if (i < 0 || i >= size) {
+    imp.error() << "index " << index << " is out of range for dim " << dim << " of size "
+                << size;
+    return failure();
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + dim);
+  return imp.reshape(slice(imp, x, dim, i, i + 1), shape);
+}
+
+Result selectOp(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+  auto index = imp.integer(in[2]);
+  if (failed(dim) || failed(index))
+    return failure();
+  auto value = select(imp, *x, *dim, *index);
+  if (failed(value))
+    return failure();
+  return one(*value);
+}
+
+Result narrow(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+  auto start = imp.integer(in[2]), length = imp.integer(in[3]);
+  if (failed(dim) || failed(start) || failed(length))
+    return failure();
+  int64_t size = typeOf(*x).getDimSize(*dim);
+  int64_t s = *start < 0 ? *start + size : *start;
+  if (s < 0 || *length < 0 || s + *length > size) {
+    imp.error() << "narrow(" << *start << ", " << *length << ") is outside a dim of "
+                << size;
+    return failure();
+  }
+  return one(slice(imp, *x, *dim, s, s + *length));
+}
+
+/// Splits `x` along `dim` into pieces of `sizes`; the result is one list.
+Result splitInto(Importer &imp, Value x, int64_t dim, ArrayRef<int64_t> sizes) {
+  std::vector<Val> pieces;
+  int64_t start = 0;
+  for (int64_t size : sizes) {
+    pieces.push_back(Val::ofTensor(slice(imp, x, dim, start, start + size)));
+    start += size;
+  }
+  if (start != typeOf(x).getDimSize(dim)) {
+    imp.error() << "split sizes add up to " << start << ", but the dim has "
+                << typeOf(x).getDimSize(dim);
+    return failure();
+  }
+  return std::vector<Val>{Val::ofList(std::move(pieces))};
+}
+
+/// split(self, split_size_or_sizes, dim) and split_with_sizes.
+Result split(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto dim = dimArg(imp, in[2], typeOf(*x).getRank());
+  if (failed(dim))
+    return failure();
+  int64_t size = typeOf(*x).getDimSize(*dim);
+  SmallVector<int64_t> sizes;
+  if (in[1].isConstant() && in[1].constant.isInt()) {
+    int64_t piece = in[1].constant.toInt();
+    if (piece < 1) {
+      imp.error() << "split size must be positive, got " << piece;
+      return failure();
+    }
+    for (int64_t start = 0; start < size; start += piece)
+      sizes.push_back(std::min(piece, size - start));
+  } else {
+    auto given = imp.intList(in[1]);
+    if (failed(given))
+      return failure();
+    sizes.assign(given->begin(), given->end());
+  }
+  return splitInto(imp, *x, *dim, sizes);
+}
+
+Result chunk(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto chunks = imp.integer(in[1]);
+  if (failed(x) || failed(chunks))
+    return failure();
+  auto dim = dimArg(imp, in[2], typeOf(*x).getRank());
+  if (failed(dim))
+    return failure();
+  if (*chunks < 1) {
+    imp.error() << "chunk count must be positive";
+    return failure();
+  }
+  int64_t size = typeOf(*x).getDimSize(*dim);
+  int64_t piece = std::max<int64_t>(1, (size + *chunks - 1) / *chunks);
+  SmallVector<int64_t> sizes;
+  for (int64_t start = 0; start < size; start += piece)
+    sizes.push_back(std::min(piece, size - start));
+  return splitInto(imp, *x, *dim, sizes);
+}
+
+Result unbind(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+  if (failed(dim))
+    return failure();
+  std::vector<Val> pieces;
+  for (int64_t i = 0; i < typeOf(*x).getDimSize(*dim); ++i) {
+    auto piece = select(imp, *x, *dim, i);
+    if (failed(piece))
+      return failure();
+    pieces.push_back(Val::ofTensor(*piece));
+  }
+  return std::vector<Val>{Val::ofList(std::move(pieces))};
+}
+
+/// cat / stack(tensors, dim): operands promote to one dtype first.
+Converter concat(bool stack) {
+  return [stack](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto items = imp.list(in[0]);
+    if (failed(items))
+      return failure();
+    if (items->empty()) {
+      imp.error() << "needs at least one tensor";
+      return failure();
+    }
+    auto values = imp.promote(*items);
+    if (failed(values))
+      return failure();
+    int64_t rank = typeOf(values->front()).getRank() + (stack ? 1 : 0);
+    auto dim = dimArg(imp, in[1], rank);
+    if (failed(dim))
+      return failure();
+    if (stack) {
+      for (Value &value : *values) {
+        SmallVector<int64_t> shape(typeOf(value).getShape());
+        shape.insert(shape.begin() + *dim, 1);
+        value = imp.reshape(value, shape);
+      }
+    }
+    if (values->size() == 1)
+      return one(values->front());
+    return one(imp.builder.create<mlir::cleave::ConcatOp>(imp.loc(), *values, *dim));
+  };
+}
+
+template <typename OpTy>
+Converter triangle() {
+  return [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto diagonal = imp.integer(in[1]);
+    if (failed(x) || failed(diagonal))
+      return failure();
+    if (typeOf(*x).getRank() < 2) {
+      imp.error() << "needs a tensor of rank >= 2";
+      return failure();
+    }
+    return one(imp.builder.create<OpTy>(imp.loc(), *x, *diagonal));
+  };
+}
+
+Result maskedFill(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  // The fill value takes the tensor's dtype, as PyTorch does.
+  Type et = typeOf(*x).getElementType();
+  Value fill;
+  if (in[2].isTensor()) {
+    fill = imp.cast(in[2].tensor, et);
+  } else {
+    auto value = imp.real(in[2]);
+    if (failed(value))
+      return failure();
+    fill = imp.splat(*value, et);
+  }
+  return where(imp, in[1], Val::ofTensor(fill), Val::ofTensor(*x));
+}
+
+/// List concatenation (`aten::add.t`) when a list holds imported tensors.
+Result addOrConcatLists(Importer &imp, jit::Node *node, Inputs in) {
+  if (in[0].kind == Val::Kind::List ||
+      (in[0].isConstant() && in[0].constant.isList())) {
+    auto lhs = imp.list(in[0]), rhs = imp.list(in[1]);
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    std::vector<Val> items = *lhs;
+    items.insert(items.end(), rhs->begin(), rhs->end());
+    return std::vector<Val>{Val::ofList(std::move(items))};
+  }
+  return addSub<mlir::cleave::AddOp>()(imp, node, in);
+}
+
+struct Registry {
+  llvm::StringMap<Converter> converters;
+
+  Registry() {
+    auto &r = converters;
+    r["aten::add"] = addOrConcatLists;
+    r["aten::sub"] = addSub<mlir::cleave::SubOp>();
+    r["aten::rsub"] = addSub<mlir::cleave::SubOp>(/*reversed=*/true);
+    r["aten::mul"] = binary<mlir::cleave::MulOp>();
+    r["aten::div"] = binary<mlir::cleave::DivOp>(/*trueDivision=*/true);
+    r["aten::true_divide"] = binary<mlir::cleave::DivOp>(true);
+    r["aten::pow"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+      auto values = imp.promote({in[0], in[1]}, /*integerToFloat=*/true);
+      if (failed(values))
+        return failure();
+      return one(imp.builder.create<mlir::cleave::PowOp>(imp.loc(), (*values)[0], (*values)[1]));
+    };
+    r["aten::maximum"] = binary<mlir::cleave::MaximumOp>();
+    r["aten::minimum"] = binary<mlir::cleave::MinimumOp>();
+    r["aten::logical_and"] = binary<mlir::cleave::AndOp>();
+    r["aten::logical_or"] = binary<mlir::cleave::OrOp>();
+    r["aten::eq"] = compare(mlir::cleave::ComparePredicate::eq);
+    r["aten::ne"] = compare(mlir::cleave::ComparePredicate::ne);
+    r["aten::lt"] = compare(mlir::cleave::ComparePredicate::lt);
+    r["aten::le"] = compare(mlir::cleave::ComparePredicate::le);
+    r["aten::gt"] = compare(mlir::cleave::ComparePredicate::gt);
+    r["aten::ge"] = compare(mlir::cleave::ComparePredicate::ge);
+    r["aten::where"] = [](Importer &imp, jit::Node *, Inputs in) {
+      return where(imp, in[0], in[1], in[2]);
+    };
+    r["aten::masked_fill"] = maskedFill;
+    r["aten::logical_not"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+      auto x = imp.tensor(in[0]);
+      if (failed(x))
+        return failure();
+      Value b = imp.cast(*x, imp.builder.getI1Type());
+      return one(imp.builder.create<mlir::cleave::NotOp>(imp.loc(), b));
+    };
+    r["aten::neg"] = unary<mlir::cleave::NegOp>(false);
+    r["aten::abs"] = unary<mlir::cleave::AbsOp>(false);
+    r["aten::relu"] = unary<mlir::cleave::ReluOp>(false);
+    r["aten::silu"] = unary<mlir::cleave::SiluOp>(true);
+    r["aten::sigmoid"] = unary<mlir::cleave::SigmoidOp>(true);
+    r["aten::tanh"] = unary<mlir::cleave::TanhOp>(true);
+    r["aten::exp"] = unary<mlir::cleave::ExpOp>(true);
+    r["aten::log"] = unary<mlir::cleave::LogOp>(true);
+    r["aten::sqrt"] = unary<mlir::cleave::SqrtOp>(true);
+    r["aten::rsqrt"] = unary<mlir::cleave::RsqrtOp>(true);
+    r["aten::sin"] = unary<mlir::cleave::SinOp>(true);
+    r["aten::cos"] = unary<mlir::cleave::CosOp>(true);
+    r["aten::erf"] = unary<mlir::cleave::ErfOp>(true);
+    r["aten::gelu"] = gelu;
+    r["aten::clamp"] = clamp;
+    r["aten::to"] = castTo;
+    r["aten::type_as"] = castTo;
+    for (const char *kind : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
+                             "aten::contiguous", "aten::detach", "aten::clone",
+                             "aten::alias", "aten::lift_fresh"})
+      r[kind] = identity;
+    r["aten::zeros_like"] = fillLike(0.0);
+    r["aten::ones_like"] = fillLike(1.0);
+    r["aten::full_like"] = fillLike(std::nullopt);
+    r["aten::new_zeros"] = fillNew(0.0);
+    r["aten::new_ones"] = fillNew(1.0);
+    r["aten::new_full"] = fillNew(std::nullopt);
+
+    r["aten::matmul"] = matmul;
+    r["aten::bmm"] = matmul;
+    r["aten::mm"] = matmul;
+    r["aten::addmm"] = addmm;
+    r["aten::linear"] = linear;
+    r["aten::embedding"] = embedding;
+    r["aten::layer_norm"] = layerNorm;
+    r["aten::batch_norm"] = batchNorm;
+    r["aten::softmax"] = normalizeAlongDim<mlir::cleave::SoftmaxOp>();
+    r["aten::log_softmax"] = normalizeAlongDim<mlir::cleave::LogSoftmaxOp>();
+    r["aten::mean"] = reduction<mlir::cleave::ReduceMeanOp>(true);
+    r["aten::sum"] = reduction<mlir::cleave::ReduceSumOp>(false);
+    r["aten::amax"] = reduction<mlir::cleave::ReduceMaxOp>(false);
+
+    r["aten::conv2d"] = conv2d;
+    r["aten::_convolution"] = convolution;
+    r["aten::max_pool2d"] = maxPool2d;
+    r["aten::avg_pool2d"] = avgPool2d;
+    r["aten::adaptive_avg_pool2d"] = adaptiveAvgPool2d;
+
+    r["aten::view"] = view;
+    r["aten::reshape"] = view;
+    r["aten::view_as"] = viewAs;
+    r["aten::reshape_as"] = viewAs;
+    r["aten::flatten"] = flatten;
+    r["aten::unsqueeze"] = unsqueeze;
+    r["aten::squeeze"] = squeeze;
+    r["aten::permute"] = permute;
+    r["aten::transpose"] = transpose;
+    r["aten::t"] = transpose;
+    r["aten::expand"] = expand;
+    r["aten::expand_as"] = expandAs;
+    r["aten::slice"] = sliceOp;
+    r["aten::select"] = selectOp;
+    r["aten::narrow"] = narrow;
+    r["aten::split"] = split;
+    r["aten::split_with_sizes"] = split;
+    r["aten::chunk"] = chunk;
+    r["aten::unbind"] = unbind;
+    r["aten::cat"] = concat(false);
+    r["aten::concat"] = concat(false);
+    r["aten::stack"] = concat(true);
+    r["aten::tril"] = triangle<mlir::cleave::TrilOp>();
+    r["aten::triu"] = triangle<mlir::cleave::TriuOp>();
+  }
+};
+
+} // namespace
+
+const Converter *findConverter(const std::string &kind) {
+  static const Registry registry;
+  auto it = registry.converters.find(kind);
+  return it == registry.converters.end() ? nullptr : &it->second;
+}
+
+} // namespace cleave::importer

@@ -1,0 +1,65 @@
+//===- Importer.h - TorchScript to cleave IR --------------------*- C++ -*-===//
+//
+// Imports a TorchScript file into a module holding `func.func @forward` in the
+// cleave dialect. This is the only part of cleave that uses LibTorch; this
+// header exposes none of it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COMPILER_IMPORTER_H
+#define CLEAVE_COMPILER_IMPORTER_H
+
+#include "compiler/InputSpec.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cleave {
+
+/// One parameter or buffer of an imported model. `data` is null for models
+/// exported on the meta device: their parameters have a shape but no storage.
+struct ParamData {
+  std::vector<int64_t> shape;
+  std::string dtype;       ///< cleave spelling: f32, bf16, f16, i64, i32, i1
+  const void *data = nullptr; ///< contiguous row-major bytes, or null (meta)
+  size_t bytes = 0;        ///< size of the tensor in bytes, with or without data
+  std::shared_ptr<void> owner; ///< keeps `data` alive
+};
+
+/// The result of an import: the IR and the data of every `cleave.param` in
+/// it, keyed by the param's name.
+struct ImportedModel {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  llvm::MapVector<std::string, ParamData, std::map<std::string, unsigned>> params;
+  bool meta = false; ///< parameters have no data (meta-device export)
+};
+
+struct ImportOptions {
+  /// Input shapes given on the command line; they override the shapes the
+  /// export recorded in the model file.
+  std::vector<InputSpec> inputShapes;
+};
+
+/// Exit codes of a failed import, for the CLI.
+enum class ImportFailure {
+  BadInput = 1,      ///< unreadable file, bad or missing input shapes
+  Unsupported = 2,   ///< the model uses ops or constructs cleave cannot import
+};
+
+/// Imports the TorchScript model at `path`. On failure, diagnostics have been
+/// reported through `context`'s diagnostic engine (one error, with notes) and
+/// `failure` says which kind of failure it was.
+mlir::FailureOr<ImportedModel> importTorchScript(mlir::MLIRContext &context,
+                                                 const std::string &path,
+                                                 const ImportOptions &options,
+                                                 ImportFailure *failure = nullptr);
+
+} // namespace cleave
+
+#endif // CLEAVE_COMPILER_IMPORTER_H

@@ -1,0 +1,164 @@
+//===- TorchImporter.h - state shared by the walker and converters -*- C++ -*-===//
+//
+// Internal to compiler/: the TorchScript graph walker (TorchImporter.cpp) and
+// the per-op converters (AtenConverters.cpp) share these types. A TorchScript
+// value is imported as one `Val`: a cleave tensor, a compile-time constant
+// (shape arithmetic folds to these), a submodule, a list of Vals, or a value
+// that depends on tensor data and so cannot steer the import.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_COMPILER_TORCHIMPORTER_H
+#define CLEAVE_COMPILER_TORCHIMPORTER_H
+
+#include "compiler/Importer.h"
+#include "dialects/cleave/CleaveDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/ir/ir.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cleave::importer {
+
+/// The first line of an exception message (LibTorch appends backtraces).
+std::string firstLine(const std::string &text);
+
+struct Val {
+  enum class Kind {
+    Tensor,   ///< a cleave SSA tensor
+    Constant, ///< a compile-time IValue (ints, floats, lists, CPU tensors...)
+    Module,   ///< a submodule of the model, with its module path
+    List,     ///< a list or tuple with at least one non-constant element
+    Dynamic,  ///< a scalar read from tensor data (aten::item, aten::Bool...)
+    Poison,   ///< produced by an unsupported op: already reported
+  };
+  Kind kind = Kind::Poison;
+  mlir::Value tensor;
+  c10::IValue constant;
+  std::shared_ptr<torch::jit::Object> module;
+  std::string path;        ///< Module: module path; Dynamic: where it was read
+  std::vector<Val> items;  ///< List
+
+  static Val ofTensor(mlir::Value v) { Val r; r.kind = Kind::Tensor; r.tensor = v; return r; }
+  static Val ofConstant(c10::IValue v) { Val r; r.kind = Kind::Constant; r.constant = std::move(v); return r; }
+  static Val ofList(std::vector<Val> items) { Val r; r.kind = Kind::List; r.items = std::move(items); return r; }
+  static Val poison() { return Val(); }
+  bool isTensor() const { return kind == Kind::Tensor; }
+  bool isConstant() const { return kind == Kind::Constant; }
+};
+
+class Importer;
+
+/// Converts one TorchScript node whose inputs are imported. Returns the
+/// outputs, or failure after reporting an error at the node.
+using Converter = std::function<mlir::FailureOr<std::vector<Val>>(
+    Importer &, torch::jit::Node *, llvm::ArrayRef<Val>)>;
+
+/// The converter for `kind` (`aten::linear`), or null when it is unsupported.
+const Converter *findConverter(const std::string &kind);
+
+/// The graph walker and the helpers converters use.
+class Importer {
+public:
+  Importer(mlir::MLIRContext &context, mlir::OpBuilder &builder,
+           ImportedModel &result)
+      : context(context), builder(builder), result(result) {}
+
+  mlir::MLIRContext &context;
+  mlir::OpBuilder &builder;
+  ImportedModel &result;
+
+  /// The location of the node being converted: NameLoc(module scope) around
+  /// the user's source line.
+  mlir::Location loc() const { return currentLoc; }
+  std::string describe(mlir::Location loc) const;
+
+  /// Reports an error at the current node (with its TorchScript kind).
+  mlir::InFlightDiagnostic error();
+
+  // Reading converter operands. Each reports an error and fails on a value
+  // of the wrong kind.
+  mlir::FailureOr<mlir::Value> tensor(const Val &val);
+  mlir::FailureOr<int64_t> integer(const Val &val);
+  mlir::FailureOr<double> real(const Val &val);
+  mlir::FailureOr<bool> boolean(const Val &val);
+  mlir::FailureOr<std::vector<int64_t>> intList(const Val &val);
+  mlir::FailureOr<std::vector<Val>> list(const Val &val);
+  bool isNone(const Val &val) const {
+    return val.isConstant() && val.constant.isNone();
+  }
+
+  /// A cleave constant holding `tensor` (a CPU tensor), converted to
+  /// `dtype` when given.
+  mlir::FailureOr<mlir::Value> constantTensor(const at::Tensor &tensor);
+  /// A 0-d (or `shape`d, splat) constant of `elementType` with `value`.
+  mlir::Value splat(double value, mlir::Type elementType,
+                    llvm::ArrayRef<int64_t> shape = {});
+
+  /// The cleave element type of a torch dtype, or failure with an error.
+  mlir::FailureOr<mlir::Type> elementType(c10::ScalarType dtype);
+  mlir::FailureOr<c10::ScalarType> torchDtype(mlir::Type elementType);
+
+  /// Imports the operands of an elementwise op: tensors stay, scalars and
+  /// constant tensors become constants, and all are cast to the result dtype
+  /// PyTorch's type promotion gives.
+  mlir::FailureOr<std::vector<mlir::Value>>
+  promote(llvm::ArrayRef<Val> operands, bool integerToFloat = false);
+
+  mlir::Value cast(mlir::Value value, mlir::Type elementType);
+  mlir::Value reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape);
+
+  /// Runs the import of `graph` with `inputs` bound to its inputs, under
+  /// the module scope `scope`; returns the graph outputs.
+  mlir::FailureOr<std::vector<Val>> importGraph(torch::jit::Graph &graph,
+                                                std::vector<Val> inputs,
+                                                const std::string &scope);
+
+  /// Emitted ops of unsupported kinds: kind -> (count, first location).
+  struct Unsupported {
+    size_t count = 0;
+    std::string firstAt;
+  };
+  llvm::MapVector<std::string, Unsupported, std::map<std::string, unsigned>> unsupported;
+
+  /// Set when the import must stop (an error was reported).
+  bool hadError = false;
+
+  /// The block where `cleave.param` ops go (the function entry).
+  mlir::Block *entry = nullptr;
+
+private:
+  mlir::FailureOr<std::vector<Val>> importBlock(torch::jit::Block *block,
+                                                std::vector<Val> inputs,
+                                                const std::string &scope);
+  mlir::LogicalResult importNode(torch::jit::Node *node,
+                                 const std::string &scope);
+  mlir::FailureOr<std::vector<Val>> convert(torch::jit::Node *node,
+                                            std::vector<Val> &inputs,
+                                            const std::string &scope);
+  std::optional<std::vector<Val>> tryFold(torch::jit::Node *node,
+                                          llvm::ArrayRef<Val> inputs);
+  mlir::FailureOr<Val> getAttr(torch::jit::Node *node, const Val &owner);
+  mlir::FailureOr<std::vector<Val>> importIf(torch::jit::Node *node,
+                                             llvm::ArrayRef<Val> inputs,
+                                             const std::string &scope);
+  mlir::FailureOr<std::vector<Val>> importLoop(torch::jit::Node *node,
+                                               llvm::ArrayRef<Val> inputs,
+                                               const std::string &scope);
+  mlir::Location locationOf(torch::jit::Node *node, const std::string &scope);
+
+  std::unordered_map<const torch::jit::Value *, Val> env;
+  std::unordered_map<const void *, mlir::Value> paramsByTensor;
+  mlir::Location currentLoc = mlir::UnknownLoc::get(&context);
+  torch::jit::Node *currentNode = nullptr;
+};
+
+} // namespace cleave::importer
+
+#endif // CLEAVE_COMPILER_TORCHIMPORTER_H

@@ -1,0 +1,176 @@
+//===- CleaveBase.td - cleave dialect, types and op classes -*- tablegen -*-===//
+//
+// The dialect definition, the tensor type constraints and the op classes that
+// every cleave op derives from. Ops themselves live in CleaveOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_BASE_TD
+#define CLEAVE_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Cleave_Dialect : Dialect {
+  let name = "cleave";
+  let cppNamespace = "::mlir::cleave";
+  let summary = "Tensor computations of deep-learning models, ready to be partitioned";
+  let description = [{
+    The `cleave` dialect holds the forward computation of an imported model on
+    statically shaped builtin tensors. Parameters are named values
+    (`cleave.param`) keyed by their module path; their data lives outside the
+    IR. Each op carries a `NameLoc` with its module scope around the
+    TorchScript source location, which later passes use to group layers.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints. Traced models are static: every tensor is ranked and has
+// static dims.
+//===----------------------------------------------------------------------===//
+
+def Cleave_ElementType : AnyTypeOf<[F32, BF16, F16, I64, I32, I1]>;
+def Cleave_FloatElementType : AnyTypeOf<[F32, BF16, F16]>;
+def Cleave_IndexElementType : AnyTypeOf<[I64, I32]>;
+
+def Cleave_Tensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32, I1]>;
+def Cleave_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
+def Cleave_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+def Cleave_BoolTensor : StaticShapeTensorOf<[I1]>;
+
+//===----------------------------------------------------------------------===//
+// Enums.
+//===----------------------------------------------------------------------===//
+
+def Cleave_CompareEQ : I32EnumAttrCase<"eq", 0>;
+def Cleave_CompareNE : I32EnumAttrCase<"ne", 1>;
+def Cleave_CompareLT : I32EnumAttrCase<"lt", 2>;
+def Cleave_CompareLE : I32EnumAttrCase<"le", 3>;
+def Cleave_CompareGT : I32EnumAttrCase<"gt", 4>;
+def Cleave_CompareGE : I32EnumAttrCase<"ge", 5>;
+def Cleave_ComparePredicate : I32EnumAttr<"ComparePredicate",
+    "elementwise comparison", [Cleave_CompareEQ, Cleave_CompareNE,
+    Cleave_CompareLT, Cleave_CompareLE, Cleave_CompareGT, Cleave_CompareGE]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::cleave";
+}
+def Cleave_ComparePredicateAttr
+    : EnumAttr<Cleave_Dialect, Cleave_ComparePredicate, "predicate">;
+
+def Cleave_GeluNone : I32EnumAttrCase<"none", 0>;
+def Cleave_GeluTanh : I32EnumAttrCase<"tanh", 1>;
+def Cleave_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "how gelu evaluates the Gaussian CDF", [Cleave_GeluNone, Cleave_GeluTanh]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::cleave";
+}
+def Cleave_GeluApproximationAttr
+    : EnumAttr<Cleave_Dialect, Cleave_GeluApproximation, "gelu_approximation">;
+
+//===----------------------------------------------------------------------===//
+// Op classes.
+//===----------------------------------------------------------------------===//
+
+class Cleave_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Cleave_Dialect, mnemonic, traits>;
+
+// Elementwise op of one operand: result type equals the operand type. Adding
+// an activation is one line in CleaveOps.td.
+class Cleave_UnaryElementwiseOp<string mnemonic, Type operandType,
+                                string formula, list<Trait> traits = []>
+    : Cleave_Op<mnemonic, !listconcat([Pure, Elementwise, SameOperandsAndResultType],
+                                      traits)> {
+  let summary = "elementwise " # mnemonic;
+  let description = "Computes `" # formula # "` for every element. The result "
+      # "has the operand's type.\n\nExample:\n\n```mlir\n%y = cleave." # mnemonic
+      # " %x : tensor<2x8xf32>\n```";
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+// Elementwise op of two operands with numpy/PyTorch broadcasting. The operands
+// share one element type (the importer inserts casts for type promotion); the
+// result shape is the broadcast of the operand shapes.
+class Cleave_BinaryElementwiseOp<string mnemonic, string formula,
+                                 Type operandType = Cleave_Tensor,
+                                 list<Trait> traits = []>
+    : Cleave_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+  let summary = "elementwise " # mnemonic # " with broadcasting";
+  let description = "Computes `" # formula # "` for every element of the "
+      # "broadcast shape. Both operands have the same element type; shapes "
+      # "broadcast as in PyTorch (trailing dims align, dims of size 1 stretch)."
+      # "\n\nExample:\n\n```mlir\n%z = cleave." # mnemonic # " %x, %y : "
+      # "tensor<2x8xf32>, tensor<8xf32> -> tensor<2x8xf32>\n```";
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs operandType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::cleave::inferBroadcastType(
+          loc, {adaptor.getLhs().getType(), adaptor.getRhs().getType()},
+          /*shapeOnly=*/{}, /*elementType=*/nullptr, types);
+    }
+  }];
+}
+
+// Reduction over a set of dims, keeping them as size 1 when `keepdim` is set.
+class Cleave_ReductionOp<string mnemonic, string formula>
+    : Cleave_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = mnemonic # " over dims";
+  let description = "Reduces `input` over `dims` with " # formula # ". With "
+      # "`keepdim` the reduced dims stay as size 1.\n\nExample:\n\n```mlir\n"
+      # "%m = cleave." # mnemonic # " %x {dims = array<i64: 1>, keepdim = true} : "
+      # "tensor<2x8xf32> -> tensor<2x1xf32>\n```";
+  let arguments = (ins Cleave_Tensor:$input, DenseI64ArrayAttr:$dims,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::cleave::inferReductionType(
+          loc, adaptor.getInput().getType(), adaptor.getDims(),
+          adaptor.getKeepdim(), types);
+    }
+  }];
+}
+
+// Softmax-like normalization along one dim; the result has the input's type.
+class Cleave_NormalizeAlongDimOp<string mnemonic, string formula>
+    : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = mnemonic # " along one dim";
+  let description = "Computes `" # formula # "` along `dim`.\n\nExample:\n\n"
+      # "```mlir\n%p = cleave." # mnemonic # " %x {dim = 1 : i64} : tensor<2x8xf32>\n```";
+  let arguments = (ins Cleave_FloatTensor:$input, I64Attr:$dim);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+// Keeps the lower or upper triangle of the last two dims and zeroes the rest.
+class Cleave_TriangleOp<string mnemonic, string kept>
+    : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "keep the " # kept # " triangle of the last two dims";
+  let description = "Zeroes every element outside the " # kept # " triangle of "
+      # "the last two dims; `diagonal` shifts the boundary as in PyTorch.\n\n"
+      # "Example:\n\n```mlir\n%m = cleave." # mnemonic # " %x {diagonal = 0 : i64} : "
+      # "tensor<8x8xf32>\n```";
+  let arguments = (ins Cleave_Tensor:$input,
+                       DefaultValuedAttr<I64Attr, "0">:$diagonal);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // CLEAVE_BASE_TD

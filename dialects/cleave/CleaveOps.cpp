@@ -1,0 +1,448 @@
+//===- CleaveOps.cpp - verifiers, type inference and folders --------------===//
+
+#include "dialects/cleave/CleaveDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType());
+}
+
+/// Checks that a (non-negative) dim attribute names a dim of `rank`.
+LogicalResult verifyDim(Operation *op, int64_t dim, int64_t rank,
+                        llvm::StringRef what = "dim") {
+  if (dim < 0 || dim >= rank)
+    return op->emitOpError() << what << " " << dim
+                             << " is out of range for rank " << rank;
+  return success();
+}
+
+/// Checks that a spatial (height, width) attribute has two entries >= `min`.
+LogicalResult checkPair(std::optional<Location> loc, llvm::StringRef name,
+                        ArrayRef<int64_t> pair, int64_t min) {
+  if (pair.size() != 2)
+    return emitOptionalError(loc, name, " must have 2 entries (height, width), got ",
+                             pair.size());
+  if (pair[0] < min || pair[1] < min)
+    return emitOptionalError(loc, name, " entries must be >= ", min);
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Values.
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  if (getName().empty())
+    return emitOpError("needs a non-empty parameter name");
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// Elementwise.
+//===----------------------------------------------------------------------===//
+
+LogicalResult CompareOp::inferReturnTypes(MLIRContext *context,
+                                          std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  return inferBroadcastType(
+      loc, {adaptor.getLhs().getType(), adaptor.getRhs().getType()}, {},
+      IntegerType::get(context, 1), types);
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return inferBroadcastType(
+      loc, {adaptor.getOnTrue().getType(), adaptor.getOnFalse().getType()},
+      {adaptor.getCondition().getType()}, nullptr, types);
+}
+
+LogicalResult CastOp::verify() {
+  if (tensorType(getInput()).getShape() != tensorType(getResult()).getShape())
+    return emitOpError("changes the shape: ") << getInput().getType() << " to "
+                                              << getResult().getType();
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+template <typename TriangleOp>
+static LogicalResult verifyTriangle(TriangleOp op) {
+  if (tensorType(op.getInput()).getRank() < 2)
+    return op.emitOpError("needs a tensor of rank >= 2");
+  return success();
+}
+LogicalResult TrilOp::verify() { return verifyTriangle(*this); }
+LogicalResult TriuOp::verify() { return verifyTriangle(*this); }
+
+//===----------------------------------------------------------------------===//
+// Contractions and layers.
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto lhs = llvm::cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = llvm::cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return emitOptionalError(loc, "matmul operands need rank >= 2, got ", lhs,
+                             " and ", rhs);
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "matmul operands have different element types");
+  ArrayRef<int64_t> a = lhs.getShape(), b = rhs.getShape();
+  if (a.back() != b[b.size() - 2])
+    return emitOptionalError(loc, "matmul contraction dims differ: ", lhs, " x ",
+                             rhs);
+  auto batch = broadcastShapes({a.drop_back(2), b.drop_back(2)});
+  if (!batch)
+    return emitOptionalError(loc, "matmul batch dims do not broadcast: ", lhs,
+                             " x ", rhs);
+  batch->push_back(a[a.size() - 2]);
+  batch->push_back(b.back());
+  types.push_back(RankedTensorType::get(*batch, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  auto weight = llvm::cast<RankedTensorType>(adaptor.getWeight().getType());
+  if (input.getRank() < 1 || weight.getRank() != 2)
+    return emitOptionalError(loc, "linear needs input rank >= 1 and a 2-D weight");
+  if (input.getShape().back() != weight.getDimSize(1))
+    return emitOptionalError(loc, "linear input features ", input.getShape().back(),
+                             " differ from weight ", weight, " (expected [out, in])");
+  if (input.getElementType() != weight.getElementType())
+    return emitOptionalError(loc, "linear input and weight element types differ");
+  if (Value bias = adaptor.getBias()) {
+    auto biasType = llvm::cast<RankedTensorType>(bias.getType());
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != weight.getDimSize(0) ||
+        biasType.getElementType() != weight.getElementType())
+      return emitOptionalError(loc, "linear bias ", biasType,
+                               " does not match the weight's out features ",
+                               weight.getDimSize(0));
+  }
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = weight.getDimSize(0);
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto weight = llvm::cast<RankedTensorType>(adaptor.getWeight().getType());
+  auto indices = llvm::cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (weight.getRank() != 2)
+    return emitOptionalError(loc, "embedding table must be 2-D [rows, dim], got ",
+                             weight);
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.push_back(weight.getDimSize(1));
+  types.push_back(RankedTensorType::get(shape, weight.getElementType()));
+  return success();
+}
+
+/// Checks an optional affine operand (`weight`/`bias`) of a normalization.
+static LogicalResult verifyAffine(Operation *op, Value value, llvm::StringRef name,
+                                  ArrayRef<int64_t> shape, Type elementType) {
+  if (!value)
+    return success();
+  auto type = tensorType(value);
+  if (type.getShape() != shape || type.getElementType() != elementType)
+    return op->emitOpError() << name << " has type " << type << ", expected shape ["
+                             << shape << "] of " << elementType;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto input = tensorType(getInput());
+  ArrayRef<int64_t> normalized = getNormalizedShape();
+  if (normalized.empty() || normalized.size() > size_t(input.getRank()) ||
+      input.getShape().take_back(normalized.size()) != normalized)
+    return emitOpError("normalized_shape [")
+           << normalized << "] must be the trailing dims of " << input;
+  if (getEps().convertToDouble() < 0)
+    return emitOpError("eps must be >= 0");
+  Type et = input.getElementType();
+  if (failed(verifyAffine(*this, getWeight(), "weight", normalized, et)) ||
+      failed(verifyAffine(*this, getBias(), "bias", normalized, et)))
+    return failure();
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto input = tensorType(getInput());
+  if (input.getRank() < 2)
+    return emitOpError("input must be [N, C, ...], got ") << input;
+  int64_t channels[] = {input.getDimSize(1)};
+  Type et = input.getElementType();
+  if (failed(verifyAffine(*this, getMean(), "mean", channels, et)) ||
+      failed(verifyAffine(*this, getVar(), "var", channels, et)) ||
+      failed(verifyAffine(*this, getWeight(), "weight", channels, et)) ||
+      failed(verifyAffine(*this, getBias(), "bias", channels, et)))
+    return failure();
+  if (getEps().convertToDouble() < 0)
+    return emitOpError("eps must be >= 0");
+  return success();
+}
+
+template <typename NormalizeOp>
+static LogicalResult verifyNormalizeAlongDim(NormalizeOp op) {
+  return verifyDim(op, op.getDimAttr().getInt(), tensorType(op.getInput()).getRank());
+}
+LogicalResult SoftmaxOp::verify() { return verifyNormalizeAlongDim(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifyNormalizeAlongDim(*this); }
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling.
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  auto weight = llvm::cast<RankedTensorType>(adaptor.getWeight().getType());
+  if (input.getRank() != 4 || weight.getRank() != 4)
+    return emitOptionalError(loc, "conv2d needs a 4-D input [N, C, H, W] and a 4-D "
+                                  "weight [F, C/groups, KH, KW], got ",
+                             input, " and ", weight);
+  ArrayRef<int64_t> stride = adaptor.getStride(), padding = adaptor.getPadding(),
+                    dilation = adaptor.getDilation();
+  if (failed(checkPair(loc, "stride", stride, 1)) ||
+      failed(checkPair(loc, "padding", padding, 0)) ||
+      failed(checkPair(loc, "dilation", dilation, 1)))
+    return failure();
+  int64_t groups = adaptor.getGroupsAttr().getInt();
+  int64_t channels = input.getDimSize(1), filters = weight.getDimSize(0);
+  if (groups < 1 || channels % groups || filters % groups ||
+      weight.getDimSize(1) * groups != channels)
+    return emitOptionalError(loc, "conv2d: ", channels, " input channels, ", filters,
+                             " filters of depth ", weight.getDimSize(1),
+                             " do not fit groups = ", groups);
+  if (input.getElementType() != weight.getElementType())
+    return emitOptionalError(loc, "conv2d input and weight element types differ");
+  if (Value bias = adaptor.getBias()) {
+    auto biasType = llvm::cast<RankedTensorType>(bias.getType());
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
+      return emitOptionalError(loc, "conv2d bias ", biasType, " must be [", filters,
+                               "]");
+  }
+  SmallVector<int64_t> shape = {input.getDimSize(0), filters};
+  for (int i = 0; i < 2; ++i) {
+    int64_t out = windowOutputSize(input.getDimSize(2 + i), weight.getDimSize(2 + i),
+                                   stride[i], padding[i], dilation[i], false);
+    if (out < 1)
+      return emitOptionalError(loc, "conv2d kernel is larger than the padded input");
+    shape.push_back(out);
+  }
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+/// Result type of a pooling window over the spatial dims of NCHW `input`.
+static LogicalResult inferPoolType(std::optional<Location> loc, Type inputType,
+                                   ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,
+                                   ArrayRef<int64_t> padding,
+                                   ArrayRef<int64_t> dilation, bool ceilMode,
+                                   SmallVectorImpl<Type> &types) {
+  auto input = llvm::cast<RankedTensorType>(inputType);
+  if (input.getRank() != 4)
+    return emitOptionalError(loc, "pooling needs a 4-D input [N, C, H, W], got ",
+                             input);
+  if (failed(checkPair(loc, "kernel", kernel, 1)) ||
+      failed(checkPair(loc, "stride", stride, 1)) ||
+      failed(checkPair(loc, "padding", padding, 0)) ||
+      failed(checkPair(loc, "dilation", dilation, 1)))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  for (int i = 0; i < 2; ++i) {
+    if (2 * padding[i] > kernel[i])
+      return emitOptionalError(loc, "pooling padding must be at most half the kernel");
+    int64_t out = windowOutputSize(input.getDimSize(2 + i), kernel[i], stride[i],
+                                   padding[i], dilation[i], ceilMode);
+    if (out < 1)
+      return emitOptionalError(loc, "pooling kernel is larger than the padded input");
+    shape.push_back(out);
+  }
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult MaxPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  return inferPoolType(loc, adaptor.getInput().getType(), adaptor.getKernel(),
+                       adaptor.getStride(), adaptor.getPadding(),
+                       adaptor.getDilation(), adaptor.getCeilMode(), types);
+}
+
+LogicalResult AvgPool2dOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  int64_t unitDilation[] = {1, 1};
+  return inferPoolType(loc, adaptor.getInput().getType(), adaptor.getKernel(),
+                       adaptor.getStride(), adaptor.getPadding(), unitDilation,
+                       adaptor.getCeilMode(), types);
+}
+
+LogicalResult AdaptiveAvgPool2dOp::inferReturnTypes(MLIRContext *,
+                                                    std::optional<Location> loc,
+                                                    Adaptor adaptor,
+                                                    SmallVectorImpl<Type> &types) {
+  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  if (input.getRank() != 4)
+    return emitOptionalError(loc, "adaptive_avg_pool2d needs a 4-D input, got ",
+                             input);
+  if (failed(checkPair(loc, "output_size", adaptor.getOutputSize(), 1)))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape().take_front(2));
+  llvm::append_range(shape, adaptor.getOutputSize());
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement.
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto input = tensorType(getInput()), result = tensorType(getResult());
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError("changes the element count: ") << input << " to " << result;
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("changes the element type: ") << input << " to " << result;
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  // reshape(reshape(x)) is one reshape of x.
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  if (auto dense = llvm::dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(tensorType(getResult()));
+  return {};
+}
+
+LogicalResult PermuteOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> dims = adaptor.getDims();
+  if (int64_t(dims.size()) != input.getRank())
+    return emitOptionalError(loc, "permute needs ", input.getRank(), " dims, got ",
+                             dims.size());
+  SmallVector<bool> seen(dims.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t dim : dims) {
+    if (dim < 0 || dim >= input.getRank() || seen[dim])
+      return emitOptionalError(loc, "permute dims [", dims,
+                               "] are not a permutation of 0..", input.getRank() - 1);
+    seen[dim] = true;
+    shape.push_back(input.getDimSize(dim));
+  }
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+OpFoldResult PermuteOp::fold(FoldAdaptor) {
+  for (auto [i, dim] : llvm::enumerate(getDims()))
+    if (int64_t(i) != dim)
+      return {};
+  return getInput();
+}
+
+LogicalResult BroadcastToOp::verify() {
+  auto input = tensorType(getInput()), result = tensorType(getResult());
+  if (input.getElementType() != result.getElementType())
+    return emitOpError("changes the element type");
+  if (input.getRank() > result.getRank())
+    return emitOpError("cannot drop dims: ") << input << " to " << result;
+  auto broadcast = broadcastShapes({input.getShape(), result.getShape()});
+  if (!broadcast || ArrayRef<int64_t>(*broadcast) != result.getShape())
+    return emitOpError("cannot broadcast ") << input << " to " << result;
+  return success();
+}
+
+OpFoldResult BroadcastToOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  if (auto dense = llvm::dyn_cast_if_present<SplatElementsAttr>(adaptor.getInput()))
+    return SplatElementsAttr::get(tensorType(getResult()),
+                                  dense.getSplatValue<Attribute>());
+  return {};
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t dim = adaptor.getDimAttr().getInt();
+  int64_t start = adaptor.getStartAttr().getInt();
+  int64_t end = adaptor.getEndAttr().getInt();
+  int64_t step = adaptor.getStepAttr() ? adaptor.getStepAttr().getInt() : 1;
+  if (dim < 0 || dim >= input.getRank())
+    return emitOptionalError(loc, "slice dim ", dim, " is out of range for ", input);
+  int64_t size = input.getDimSize(dim);
+  if (start < 0 || start > end || end > size || step < 1)
+    return emitOptionalError(loc, "slice [", start, ":", end, ":", step,
+                             "] is not within dim ", dim, " of size ", size,
+                             " (needs 0 <= start <= end <= size, step >= 1)");
+  SmallVector<int64_t> shape(input.getShape());
+  shape[dim] = (end - start + step - 1) / step;
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "concat needs at least one input");
+  auto first = llvm::cast<RankedTensorType>(adaptor.getInputs().front().getType());
+  int64_t dim = adaptor.getDimAttr().getInt();
+  if (dim < 0 || dim >= first.getRank())
+    return emitOptionalError(loc, "concat dim ", dim, " is out of range for ", first);
+  SmallVector<int64_t> shape(first.getShape());
+  shape[dim] = 0;
+  for (Value input : adaptor.getInputs()) {
+    auto type = llvm::cast<RankedTensorType>(input.getType());
+    bool fits = type.getRank() == first.getRank() &&
+                type.getElementType() == first.getElementType();
+    for (int64_t i = 0; fits && i < type.getRank(); ++i)
+      fits = i == dim || type.getDimSize(i) == first.getDimSize(i);
+    if (!fits)
+      return emitOptionalError(loc, "concat inputs ", first, " and ", type,
+                               " differ outside dim ", dim);
+    shape[dim] += type.getDimSize(dim);
+  }
+  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/cleave/CleaveOps.cpp.inc"

@@ -1,0 +1,492 @@
+//===- CleaveOps.td - cleave ops ----------------------------*- tablegen -*-===//
+//
+// Ops cover the forward computation of MLPs, GPT/BERT/ViT/LLaMA transformers
+// and ResNet-style CNNs. Dims in attributes are non-negative (the importer
+// normalizes PyTorch's negative dims).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_OPS_TD
+#define CLEAVE_OPS_TD
+
+include "dialects/cleave/CleaveBase.td"
+
+//===----------------------------------------------------------------------===//
+// Values: parameters and constants.
+//===----------------------------------------------------------------------===//
+
+def Cleave_ParamOp : Cleave_Op<"param", [Pure]> {
+  let summary = "a named parameter or buffer of the model";
+  let description = [{
+    Produces the model parameter or buffer stored under `name`, its module path
+    (`blocks.3.attn.qkv.weight`). The data is not in the IR: it travels beside
+    it and is absent for models exported on the meta device. `buffer` marks
+    tensors that are not trained (running statistics, masks). A tensor shared
+    by several modules (tied weights) is one param under its first name.
+
+    Example:
+
+    ```mlir
+    %w = cleave.param "blocks.0.mlp.fc.weight" : tensor<512x128xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, UnitAttr:$buffer);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cleave_ConstantOp : Cleave_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A tensor whose elements are known at compile time: folded shape
+    arithmetic, scalars of elementwise ops (as 0-d tensors) and small constant
+    tensors of the model.
+
+    Example:
+
+    ```mlir
+    %c = cleave.constant dense<0.5> : tensor<f32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise.
+//===----------------------------------------------------------------------===//
+
+def Cleave_NegOp : Cleave_UnaryElementwiseOp<"neg", Cleave_Tensor, "-x">;
+def Cleave_AbsOp : Cleave_UnaryElementwiseOp<"abs", Cleave_Tensor, "|x|">;
+def Cleave_ReluOp : Cleave_UnaryElementwiseOp<"relu", Cleave_Tensor, "max(x, 0)">;
+def Cleave_SiluOp : Cleave_UnaryElementwiseOp<"silu", Cleave_FloatTensor, "x * sigmoid(x)">;
+def Cleave_SigmoidOp : Cleave_UnaryElementwiseOp<"sigmoid", Cleave_FloatTensor, "1 / (1 + exp(-x))">;
+def Cleave_TanhOp : Cleave_UnaryElementwiseOp<"tanh", Cleave_FloatTensor, "tanh(x)">;
+def Cleave_ExpOp : Cleave_UnaryElementwiseOp<"exp", Cleave_FloatTensor, "exp(x)">;
+def Cleave_LogOp : Cleave_UnaryElementwiseOp<"log", Cleave_FloatTensor, "log(x)">;
+def Cleave_SqrtOp : Cleave_UnaryElementwiseOp<"sqrt", Cleave_FloatTensor, "sqrt(x)">;
+def Cleave_RsqrtOp : Cleave_UnaryElementwiseOp<"rsqrt", Cleave_FloatTensor, "1 / sqrt(x)">;
+def Cleave_SinOp : Cleave_UnaryElementwiseOp<"sin", Cleave_FloatTensor, "sin(x)">;
+def Cleave_CosOp : Cleave_UnaryElementwiseOp<"cos", Cleave_FloatTensor, "cos(x)">;
+def Cleave_ErfOp : Cleave_UnaryElementwiseOp<"erf", Cleave_FloatTensor, "erf(x)">;
+def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
+
+def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
+  let summary = "elementwise GELU";
+  let description = [{
+    Computes `x * Phi(x)`, with the exact Gaussian CDF (`approximation = none`)
+    or its tanh approximation (`approximation = tanh`), as `torch.nn.GELU`.
+
+    Example:
+
+    ```mlir
+    %y = cleave.gelu %x {approximation = #cleave<gelu_approximation tanh>} : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input,
+      DefaultValuedAttr<Cleave_GeluApproximationAttr,
+                        "::mlir::cleave::GeluApproximation::none">:$approximation);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Cleave_AddOp : Cleave_BinaryElementwiseOp<"add", "x + y", Cleave_Tensor, [Commutative]>;
+def Cleave_SubOp : Cleave_BinaryElementwiseOp<"sub", "x - y">;
+def Cleave_MulOp : Cleave_BinaryElementwiseOp<"mul", "x * y", Cleave_Tensor, [Commutative]>;
+def Cleave_DivOp : Cleave_BinaryElementwiseOp<"div", "x / y">;
+def Cleave_PowOp : Cleave_BinaryElementwiseOp<"pow", "x ^ y", Cleave_FloatTensor>;
+def Cleave_MaximumOp : Cleave_BinaryElementwiseOp<"maximum", "max(x, y)", Cleave_Tensor, [Commutative]>;
+def Cleave_MinimumOp : Cleave_BinaryElementwiseOp<"minimum", "min(x, y)", Cleave_Tensor, [Commutative]>;
+def Cleave_AndOp : Cleave_BinaryElementwiseOp<"and", "x && y", Cleave_BoolTensor, [Commutative]>;
+def Cleave_OrOp : Cleave_BinaryElementwiseOp<"or", "x || y", Cleave_BoolTensor, [Commutative]>;
+
+def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise comparison with broadcasting";
+  let description = [{
+    Compares `lhs` and `rhs` with `predicate` for every element of the
+    broadcast shape and yields an i1 tensor. Causal masks are built from it
+    (`mask == 0`).
+
+    Example:
+
+    ```mlir
+    %m = cleave.compare eq, %x, %y : tensor<8x8xf32>, tensor<f32> -> tensor<8x8xi1>
+    ```
+  }];
+  let arguments = (ins Cleave_ComparePredicateAttr:$predicate,
+                       Cleave_Tensor:$lhs, Cleave_Tensor:$rhs);
+  let results = (outs Cleave_BoolTensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor]> {
+  let summary = "select elementwise between two tensors";
+  let description = [{
+    Yields `on_true` where `condition` holds and `on_false` elsewhere; the
+    three operands broadcast together. `masked_fill` becomes a `where`.
+
+    Example:
+
+    ```mlir
+    %y = cleave.where %m, %ninf, %x : tensor<8x8xi1>, tensor<f32>, tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_BoolTensor:$condition, Cleave_Tensor:$on_true,
+                       Cleave_Tensor:$on_false);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $on_true `,` $on_false attr-dict `:` type($condition) `,`
+    type($on_true) `,` type($on_false) `->` type($result)
+  }];
+}
+
+def Cleave_CastOp : Cleave_Op<"cast", [Pure, Elementwise]> {
+  let summary = "convert the element type";
+  let description = [{
+    Converts every element to the result's element type, as `Tensor.to(dtype)`:
+    floats to integers truncate toward zero, anything to i1 tests for non-zero.
+
+    Example:
+
+    ```mlir
+    %y = cleave.cast %x : tensor<2x8xi64> to tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Cleave_TrilOp : Cleave_TriangleOp<"tril", "lower">;
+def Cleave_TriuOp : Cleave_TriangleOp<"triu", "upper">;
+
+//===----------------------------------------------------------------------===//
+// Contractions and layers.
+//===----------------------------------------------------------------------===//
+
+def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product with broadcast batch dims";
+  let description = [{
+    Multiplies the last two dims: `[..., M, K] x [..., K, N] -> [..., M, N]`.
+    Leading (batch) dims broadcast as in `torch.matmul`. Both operands have
+    rank >= 2 and one element type (`bmm`, `mm` and 2-D+ `matmul` map here).
+
+    Example:
+
+    ```mlir
+    %s = cleave.matmul %q, %k : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$lhs, Cleave_Tensor:$rhs);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+  let summary = "affine map with a PyTorch-layout weight";
+  let description = [{
+    Computes `input @ weight^T + bias` as `torch.nn.functional.linear`:
+    `input [..., K]`, `weight [N, K]`, optional `bias [N]` give `[..., N]`.
+    Keeping the weight's `[out, in]` layout lets tensor parallelism split it by
+    rows or columns.
+
+    Example:
+
+    ```mlir
+    %y = cleave.linear %x, %w, %b : tensor<2x8x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<2x8x512xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, Cleave_FloatTensor:$weight,
+                       Optional<Cleave_FloatTensor>:$bias);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "gather rows of a table by index";
+  let description = [{
+    Looks up `weight [V, D]` at integer `indices [...]`, giving `[..., D]`, as
+    `torch.nn.functional.embedding`. Indices outside `[0, V)` are a runtime
+    error.
+
+    Example:
+
+    ```mlir
+    %e = cleave.embedding %table, %ids : tensor<512x128xf32>, tensor<2x8xi64> -> tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$weight, Cleave_IndexTensor:$indices);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)
+  }];
+}
+
+def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the trailing dims";
+  let description = [{
+    Normalizes `input` over its trailing dims given by `normalized_shape` to
+    zero mean and unit variance (biased variance, `eps` added), then applies
+    the optional elementwise `weight` and `bias` of that shape.
+
+    Example:
+
+    ```mlir
+    %y = cleave.layer_norm %x, %w, %b {normalized_shape = array<i64: 128>, eps = 1.0e-05 : f64}
+        : (tensor<2x8x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input,
+                       Optional<Cleave_FloatTensor>:$weight,
+                       Optional<Cleave_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$normalized_shape, F64Attr:$eps);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` `weight` $weight^)? (`,` `bias` $bias^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+  let summary = "batch normalization with running statistics (inference form)";
+  let description = [{
+    Normalizes channel dim 1 of `input [N, C, ...]` with the running `mean` and
+    `var` (`[C]`), then applies the optional `weight` and `bias`:
+    `(x - mean) / sqrt(var + eps) * weight + bias`. This is
+    `torch.nn.BatchNorm2d` in eval mode.
+
+    Example:
+
+    ```mlir
+    %y = cleave.batch_norm %x, %mean, %var, weight %w, bias %b {eps = 1.0e-05 : f64}
+        : (tensor<1x64x8x8xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<1x64x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, Cleave_FloatTensor:$mean,
+                       Cleave_FloatTensor:$var,
+                       Optional<Cleave_FloatTensor>:$weight,
+                       Optional<Cleave_FloatTensor>:$bias, F64Attr:$eps);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $mean `,` $var (`,` `weight` $weight^)? (`,` `bias` $bias^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cleave_SoftmaxOp : Cleave_NormalizeAlongDimOp<"softmax", "exp(x) / sum(exp(x))">;
+def Cleave_LogSoftmaxOp : Cleave_NormalizeAlongDimOp<"log_softmax", "x - log(sum(exp(x)))">;
+
+def Cleave_ReduceSumOp : Cleave_ReductionOp<"reduce_sum", "a sum">;
+def Cleave_ReduceMeanOp : Cleave_ReductionOp<"reduce_mean", "the arithmetic mean">;
+def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum">;
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW).
+//===----------------------------------------------------------------------===//
+
+def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D convolution in NCHW layout";
+  let description = [{
+    Convolves `input [N, C, H, W]` with `weight [F, C / groups, KH, KW]` and
+    adds the optional `bias [F]`, as `torch.nn.functional.conv2d`. `stride`,
+    `padding` and `dilation` hold (height, width).
+
+    Example:
+
+    ```mlir
+    %y = cleave.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 3, 3>,
+        dilation = array<i64: 1, 1>, groups = 1 : i64}
+        : tensor<1x3x32x32xf32>, tensor<64x3x7x7xf32> -> tensor<1x64x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, Cleave_FloatTensor:$weight,
+                       Optional<Cleave_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D max pooling in NCHW layout";
+  let description = [{
+    Takes the maximum over `kernel` windows of the spatial dims, as
+    `torch.nn.functional.max_pool2d`; padding counts as -infinity.
+
+    Example:
+
+    ```mlir
+    %y = cleave.max_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>,
+        padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, ceil_mode = false}
+        : tensor<1x64x16x16xf32> -> tensor<1x64x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D average pooling in NCHW layout";
+  let description = [{
+    Averages over `kernel` windows of the spatial dims, as
+    `torch.nn.functional.avg_pool2d`; `count_include_pad` says whether padded
+    elements count in the divisor.
+
+    Example:
+
+    ```mlir
+    %y = cleave.avg_pool2d %x {kernel = array<i64: 2, 2>, stride = array<i64: 2, 2>,
+        padding = array<i64: 0, 0>, ceil_mode = false, count_include_pad = true}
+        : tensor<1x64x8x8xf32> -> tensor<1x64x4x4xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DefaultValuedAttr<BoolAttr, "false">:$ceil_mode,
+                       DefaultValuedAttr<BoolAttr, "true">:$count_include_pad);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D average pooling to a fixed output size";
+  let description = [{
+    Averages `input [N, C, H, W]` into `output_size` (height, width) bins whose
+    bounds follow `torch.nn.functional.adaptive_avg_pool2d`.
+
+    Example:
+
+    ```mlir
+    %y = cleave.adaptive_avg_pool2d %x {output_size = array<i64: 1, 1>}
+        : tensor<1x512x7x7xf32> -> tensor<1x512x1x1xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, DenseI64ArrayAttr:$output_size);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement.
+//===----------------------------------------------------------------------===//
+
+def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure]> {
+  let summary = "reinterpret the shape, keeping the element order";
+  let description = [{
+    Gives the elements of `input` in row-major order the result's shape; the
+    element count and type stay. `view`, `reshape`, `flatten`, `squeeze` and
+    `unsqueeze` map here.
+
+    Example:
+
+    ```mlir
+    %y = cleave.reshape %x : tensor<2x8x128xf32> to tensor<2x8x4x32xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor]> {
+  let summary = "reorder dims";
+  let description = [{
+    Result dim `i` is input dim `dims[i]`, as `Tensor.permute`; `transpose`
+    and `t` map here.
+
+    Example:
+
+    ```mlir
+    %y = cleave.permute %x {dims = array<i64: 0, 2, 1, 3>} : tensor<2x8x4x32xf32> -> tensor<2x4x8x32xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure]> {
+  let summary = "stretch size-1 dims and add leading dims";
+  let description = [{
+    Broadcasts `input` to the result shape as `Tensor.expand`: the trailing
+    dims align, input dims of size 1 stretch, and new leading dims may be added.
+
+    Example:
+
+    ```mlir
+    %y = cleave.broadcast_to %cls : tensor<1x1x64xf32> to tensor<4x1x64xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+  let summary = "take a strided range of one dim";
+  let description = [{
+    Keeps indices `start, start + step, ...` below `end` of dim `dim`, with
+    `0 <= start <= end <= size` and `step >= 1`. `select`, `narrow`, `split`
+    and `chunk` map to slices (and reshapes).
+
+    Example:
+
+    ```mlir
+    %y = cleave.slice %x {dim = 2 : i64, start = 0 : i64, end = 128 : i64, step = 1 : i64}
+        : tensor<2x8x384xf32> -> tensor<2x8x128xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, I64Attr:$dim, I64Attr:$start,
+                       I64Attr:$end, DefaultValuedAttr<I64Attr, "1">:$step);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+  let summary = "join tensors along one dim";
+  let description = [{
+    Concatenates `inputs` along `dim`; all other dims and the element type
+    agree, as `torch.cat`.
+
+    Example:
+
+    ```mlir
+    %y = cleave.concat %a, %b {dim = 1 : i64} : (tensor<4x1x64xf32>, tensor<4x16x64xf32>) -> tensor<4x17x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Cleave_Tensor>:$inputs, I64Attr:$dim);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
+}
+
+#endif // CLEAVE_OPS_TD

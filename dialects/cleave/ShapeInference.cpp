@@ -1,0 +1,101 @@
+//===- ShapeInference.cpp - result types of cleave ops --------------------===//
+
+#include "dialects/cleave/ShapeInference.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/SmallSet.h"
+
+using namespace mlir;
+
+namespace mlir::cleave {
+
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes) {
+  size_t rank = 0;
+  for (auto shape : shapes)
+    rank = std::max(rank, shape.size());
+  llvm::SmallVector<int64_t> result(rank, 1);
+  for (auto shape : shapes) {
+    size_t offset = rank - shape.size();
+    for (size_t i = 0; i < shape.size(); ++i) {
+      int64_t &dim = result[offset + i];
+      if (shape[i] == dim || shape[i] == 1)
+        continue;
+      if (dim != 1)
+        return std::nullopt;
+      dim = shape[i];
+    }
+  }
+  return result;
+}
+
+LogicalResult inferBroadcastType(std::optional<Location> loc,
+                                 ArrayRef<Type> values, ArrayRef<Type> shapeOnly,
+                                 Type elementType,
+                                 SmallVectorImpl<Type> &results) {
+  llvm::SmallVector<llvm::ArrayRef<int64_t>> shapes;
+  Type common;
+  for (Type type : llvm::concat<const Type>(values, shapeOnly)) {
+    auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+    if (!tensor)
+      return emitOptionalError(loc, "expected ranked tensor operands");
+    shapes.push_back(tensor.getShape());
+  }
+  for (Type type : values) {
+    Type et = llvm::cast<RankedTensorType>(type).getElementType();
+    if (common && common != et)
+      return emitOptionalError(loc, "operands have different element types (",
+                               common, " and ", et,
+                               "); a cleave.cast must promote them first");
+    common = et;
+  }
+  auto shape = broadcastShapes(shapes);
+  if (!shape) {
+    std::string types;
+    llvm::raw_string_ostream os(types);
+    llvm::interleaveComma(llvm::concat<const Type>(values, shapeOnly), os);
+    return emitOptionalError(loc, "operand shapes do not broadcast: ", types);
+  }
+  results.push_back(
+      RankedTensorType::get(*shape, elementType ? elementType : common));
+  return success();
+}
+
+LogicalResult inferReductionType(std::optional<Location> loc, Type input,
+                                 ArrayRef<int64_t> dims, bool keepdim,
+                                 SmallVectorImpl<Type> &results) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(input);
+  if (!tensor)
+    return emitOptionalError(loc, "expected a ranked tensor");
+  llvm::SmallSet<int64_t, 4> reduced;
+  for (int64_t dim : dims) {
+    if (dim < 0 || dim >= tensor.getRank())
+      return emitOptionalError(loc, "reduction dim ", dim,
+                               " is out of range for rank ", tensor.getRank());
+    if (!reduced.insert(dim).second)
+      return emitOptionalError(loc, "reduction dim ", dim, " appears twice");
+  }
+  llvm::SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < tensor.getRank(); ++i) {
+    if (!reduced.contains(i))
+      shape.push_back(tensor.getDimSize(i));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  results.push_back(RankedTensorType::get(shape, tensor.getElementType()));
+  return success();
+}
+
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padding, int64_t dilation, bool ceilMode) {
+  int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;
+  if (span < 0)
+    return 0;
+  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  // PyTorch: the last window must start inside the input or left padding.
+  if (ceilMode && (out - 1) * stride >= in + padding)
+    --out;
+  return out;
+}
+
+} // namespace mlir::cleave

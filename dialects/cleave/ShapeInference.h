@@ -1,0 +1,48 @@
+//===- ShapeInference.h - result types of cleave ops ------------*- C++ -*-===//
+//
+// Shape rules shared by the ops' type inference and by the importer, which
+// must predict the same shapes before it builds an op (for example to insert
+// casts for type promotion). Each function reports a located error and fails
+// when the operands do not fit the rule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_DIALECTS_CLEAVE_SHAPEINFERENCE_H
+#define CLEAVE_DIALECTS_CLEAVE_SHAPEINFERENCE_H
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include <optional>
+
+namespace mlir::cleave {
+
+/// Broadcasts `shapes` as PyTorch does (trailing dims align, size 1 stretches).
+/// Returns std::nullopt when two dims differ and neither is 1.
+std::optional<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<llvm::ArrayRef<int64_t>> shapes);
+
+/// Result type of an elementwise op: the broadcast shape of `values` and
+/// `shapeOnly` (a `where` condition), with the element type shared by
+/// `values`, or `elementType` when given (comparisons yield i1).
+llvm::LogicalResult inferBroadcastType(std::optional<Location> loc,
+                                       llvm::ArrayRef<Type> values,
+                                       llvm::ArrayRef<Type> shapeOnly,
+                                       Type elementType,
+                                       llvm::SmallVectorImpl<Type> &results);
+
+/// Result type of reducing `input` over `dims`.
+llvm::LogicalResult inferReductionType(std::optional<Location> loc, Type input,
+                                       llvm::ArrayRef<int64_t> dims,
+                                       bool keepdim,
+                                       llvm::SmallVectorImpl<Type> &results);
+
+/// Output size of one spatial dim of a convolution or pooling window, as
+/// PyTorch computes it (ceil_mode as in max_pool2d).
+int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
+                         int64_t padding, int64_t dilation, bool ceilMode);
+
+} // namespace mlir::cleave
+
+#endif // CLEAVE_DIALECTS_CLEAVE_SHAPEINFERENCE_H

@@ -1,0 +1,230 @@
+#!/usr/bin/python3
+"""Exports one example model to TorchScript for `cleave compile`.
+
+    /usr/bin/python3 examples/export.py NAME -o OUT.pt [--config small|tiny] [--meta]
+        [--batch B] [--seq S] [--seed 0] [--io DIR]
+
+The file carries `cleave.json` (extra file): the forward arguments' names, static shapes and dtypes.
+gpt-1.7b, gpt-18.4b and gpt-145.6b (Megatron-LM Table 1 sizes) are always built on device='meta',
+so they export in seconds without parameter data. --io DIR writes random inputs and PyTorch's
+outputs as DIR/inputs.safetensors and DIR/outputs.safetensors for end-to-end tests.
+"""
+import argparse
+import inspect
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import torch  # noqa: E402
+import torchvision  # noqa: E402
+
+import models  # noqa: E402
+from safetensors_io import atomic_write, save_file  # noqa: E402
+
+_DTYPE_NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16",
+                torch.int64: "i64", torch.int32: "i32", torch.bool: "i1"}
+
+
+class Spec:
+    """How to build one model and its example inputs.
+
+    configs: config name -> (constructor kwargs, default input sizes {"batch", optional "seq",
+    optional "image"}). inputs(kwargs, sizes) -> [(shape, dtype, id upper bound or None for
+    floats)], one per forward argument. seq_limit: the kwargs key bounding --seq, if any.
+    --seq applies to the models whose sizes have a "seq".
+    """
+
+    def __init__(self, build, configs, inputs, seq_limit=None, script=False, always_meta=False):
+        self.build, self.configs, self.inputs = build, configs, inputs
+        self.seq_limit, self.script, self.always_meta = seq_limit, script, always_meta
+
+
+def _ids(c, s):
+    return [((s["batch"], s["seq"]), torch.int64, c["vocab_size"])]
+
+
+def _features(c, s):
+    return [((s["batch"], c["in_features"]), torch.float32, None)]
+
+
+def _resnet18(device=None):
+    # torchvision 0.14's ResNet takes no device argument: it is always built on the CPU.
+    return torchvision.models.resnet18(weights=None)
+
+
+def _megatron_gpt(n_head, d_model, n_layer):
+    # Megatron-LM Table 1 (REFERENCE.md): vocabulary 51200, sequence 2048, tied embedding.
+    cfg = dict(vocab_size=51200, block_size=2048, n_layer=n_layer, n_head=n_head, d_model=d_model)
+    return Spec(models.GPT, {None: (cfg, dict(batch=1, seq=2048))}, _ids, "block_size",
+                always_meta=True)
+
+
+SPECS = {
+    "mlp": Spec(models.MLP, {
+        "tiny": (dict(in_features=16, hidden=32, out_features=4), dict(batch=2)),
+        "small": (dict(in_features=64, hidden=128, out_features=10), dict(batch=8)),
+    }, _features),
+    "gpt": Spec(models.GPT, {
+        "tiny": (dict(vocab_size=128, block_size=16, n_layer=2, n_head=4, d_model=32),
+                 dict(batch=2, seq=8)),
+        "small": (dict(vocab_size=512, block_size=64, n_layer=4, n_head=4, d_model=128),
+                  dict(batch=2, seq=32)),
+    }, _ids, "block_size"),
+    "bert": Spec(models.BertLike, {
+        "tiny": (dict(vocab_size=128, max_position=16, n_layer=2, n_head=4, d_model=32, d_ff=128),
+                 dict(batch=2, seq=8)),
+        "small": (dict(vocab_size=512, max_position=64, n_layer=4, n_head=4, d_model=128, d_ff=512),
+                  dict(batch=2, seq=32)),
+    }, _ids, "max_position"),
+    "vit": Spec(models.ViTLike, {
+        "tiny": (dict(image_size=16, patch_size=4, n_classes=10, n_layer=2, n_head=4, d_model=32),
+                 dict(batch=2)),
+        "small": (dict(image_size=64, patch_size=8, n_classes=10, n_layer=4, n_head=4, d_model=128),
+                  dict(batch=2)),
+    }, lambda c, s: [((s["batch"], 3, c["image_size"], c["image_size"]), torch.float32, None)]),
+    "llama": Spec(models.LlamaLike, {
+        "tiny": (dict(vocab_size=128, max_seq=16, n_layer=2, n_head=4, d_model=32, hidden=96),
+                 dict(batch=2, seq=8)),
+        "small": (dict(vocab_size=512, max_seq=64, n_layer=4, n_head=4, d_model=128, hidden=352),
+                  dict(batch=2, seq=32)),
+    }, _ids, "max_seq"),
+    "resnet18": Spec(_resnet18, {
+        "tiny": ({}, dict(batch=1, image=32)),
+        "small": ({}, dict(batch=2, image=64)),
+    }, lambda c, s: [((s["batch"], 3, s["image"], s["image"]), torch.float32, None)]),
+    "unsupported": Spec(models.UnsupportedOps, {
+        "tiny": (dict(in_features=16, hidden=32, k=8, out_features=4), dict(batch=2)),
+        "small": (dict(in_features=64, hidden=128, k=16, out_features=10), dict(batch=8)),
+    }, _features),
+    # Input (batch, seq, features): rank 3 takes the flattening branch of ScriptedMLP.forward.
+    "scripted_mlp": Spec(models.ScriptedMLP, {
+        "tiny": (dict(in_features=16, d_model=32), dict(batch=2, seq=4)),
+        "small": (dict(in_features=64, d_model=128), dict(batch=4, seq=8)),
+    }, lambda c, s: [((s["batch"], s["seq"], c["in_features"]), torch.float32, None)], script=True),
+    "data_dependent_if": Spec(models.DataDependentIf, {
+        "tiny": ({}, dict(batch=2)),
+        "small": ({}, dict(batch=8)),
+    }, lambda c, s: [((s["batch"], 8), torch.float32, None)], script=True),
+    "gpt-1.7b": _megatron_gpt(n_head=24, d_model=2304, n_layer=24),
+    "gpt-18.4b": _megatron_gpt(n_head=48, d_model=6144, n_layer=40),
+    "gpt-145.6b": _megatron_gpt(n_head=96, d_model=12288, n_layer=80),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        # One line on stderr and a non-zero exit, for scripts and tests.
+        sys.exit(f"export.py: error: {message}")
+
+
+def _parse_args(argv):
+    p = _Parser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("name", metavar="NAME", help="model: " + ", ".join(SPECS))
+    p.add_argument("-o", "--output", required=True, metavar="OUT.pt")
+    p.add_argument("--config", choices=["tiny", "small"],
+                   help="model size (default small; not for gpt-* names, which have fixed sizes)")
+    p.add_argument("--meta", action="store_true", help="build on device='meta' (no parameter data)")
+    p.add_argument("--batch", type=int, help="batch size (default: per model and config)")
+    p.add_argument("--seq", type=int, help="sequence length, for sequence models")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--io", metavar="DIR", help="write DIR/inputs.safetensors and DIR/outputs.safetensors")
+    args = p.parse_args(argv)
+
+    if args.name not in SPECS:
+        p.error(f"unknown model '{args.name}'; choose one of: {', '.join(SPECS)}")
+    spec = SPECS[args.name]
+    if spec.always_meta and args.config:
+        p.error(f"{args.name} has a fixed size; --config applies to the other models only")
+    if args.name == "resnet18" and args.meta:
+        p.error("resnet18 cannot be built on device='meta': torchvision "
+                f"{torchvision.__version__} resnet18() takes no device argument")
+    if args.io and (args.meta or spec.always_meta):
+        p.error(f"--io needs real parameter data, but {args.name} would be built on device='meta'")
+    kwargs, sizes = spec.configs[None if spec.always_meta else (args.config or "small")]
+    if args.seq is not None and "seq" not in sizes:
+        p.error(f"--seq does not apply to {args.name} (it has no sequence dimension)")
+    for flag in ("batch", "seq"):
+        value = getattr(args, flag)
+        if value is not None:
+            if value < 1:
+                p.error(f"--{flag} must be at least 1")
+            sizes = dict(sizes, **{flag: value})
+    if spec.seq_limit and sizes["seq"] > kwargs[spec.seq_limit]:
+        p.error(f"--seq {sizes['seq']} exceeds {args.name}'s maximum sequence length "
+                f"{kwargs[spec.seq_limit]}")
+    args.kwargs, args.sizes = kwargs, sizes
+    args.device = "meta" if (args.meta or spec.always_meta) else "cpu"
+    return spec, args
+
+
+def _example_inputs(spec, args):
+    # A generator of its own, so inputs do not depend on how much randomness init consumed.
+    gen = torch.Generator().manual_seed(args.seed)
+    inputs = []
+    for shape, dtype, high in spec.inputs(args.kwargs, args.sizes):
+        if args.device == "meta":
+            inputs.append(torch.empty(shape, dtype=dtype, device="meta"))
+        elif high is None:
+            inputs.append(torch.randn(shape, dtype=dtype, generator=gen))
+        else:
+            inputs.append(torch.randint(0, high, shape, dtype=dtype, generator=gen))
+    return inputs
+
+
+def _check_meta_trace(name, graph):
+    """torch 1.13 implements some meta kernels in Python (conv, for one); tracing on 'meta' then
+    records that kernel's shape arithmetic instead of the aten op, which silently drops the op."""
+    for node in graph.nodes():
+        src = node.sourceRange()
+        if "torch/_meta_registrations.py" in src or "torch/_prims" in src or "torch/_refs" in src:
+            sys.exit(f"export.py: error: {name} cannot be traced on device='meta' with torch "
+                     f"{torch.__version__}: the trace recorded a Python meta kernel "
+                     f"({src.splitlines()[0].strip()}) instead of the aten op; export without --meta")
+
+
+def _flatten(out):
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flatten(o)]
+    raise TypeError(f"unexpected model output type {type(out).__name__}")
+
+
+def main(argv=None):
+    spec, args = _parse_args(argv)
+    torch.manual_seed(args.seed)
+    model = spec.build(**args.kwargs, device=args.device).eval()
+    n_params = sum(p.numel() for p in model.parameters())  # parameters() lists tied ones once
+    inputs = _example_inputs(spec, args)
+    arg_names = list(inspect.signature(model.forward).parameters)
+    assert len(arg_names) == len(inputs), f"{args.name}: forward takes {arg_names}"
+
+    if spec.script:
+        module = torch.jit.script(model)
+    else:
+        # check_trace=False: re-running the trace to compare would double the time and can
+        # report spurious mismatches; the models have no data-dependent control flow.
+        module = torch.jit.trace(model, tuple(inputs), check_trace=False)
+        if args.device == "meta":
+            _check_meta_trace(args.name, module.inlined_graph)
+
+    meta = {"format": 1, "model": args.name,
+            "inputs": [{"name": n, "shape": list(t.shape), "dtype": _DTYPE_NAMES[t.dtype]}
+                       for n, t in zip(arg_names, inputs)]}
+    extra = {"cleave.json": json.dumps(meta)}
+    atomic_write(args.output, lambda tmp: torch.jit.save(module, tmp, _extra_files=extra))
+
+    if args.io:
+        with torch.no_grad():
+            outputs = _flatten(module(*inputs))
+        save_file(dict(zip(arg_names, inputs)), os.path.join(args.io, "inputs.safetensors"))
+        save_file({f"output_{i}": t for i, t in enumerate(outputs)},
+                  os.path.join(args.io, "outputs.safetensors"))
+
+    print(f"{args.name}: {n_params:,} parameters -> {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -20,7 +20,11 @@ namespace {
 using Inputs = ArrayRef<Val>;
 using Result = FailureOr<std::vector<Val>>;
 
-Result one(Value value) { return std::vector<Val>{Val::ofTensor(value)}; }
+Result one(FailureOr<Value> value) {
+  if (failed(value))
+    return failure();
+  return std::vector<Val>{Val::ofTensor(*value)};
+}
 
 RankedTensorType typeOf(Value value) {
   return llvm::cast<RankedTensorType>(value.getType());
@@ -103,12 +107,12 @@ FailureOr<SmallVector<int64_t>> resolveShape(Importer &imp, std::vector<int64_t>
   return SmallVector<int64_t>(shape.begin(), shape.end());
 }
 
-Value slice(Importer &imp, Value input, int64_t dim, int64_t start, int64_t end,
-            int64_t step = 1) {
+FailureOr<Value> slice(Importer &imp, Value input, int64_t dim, int64_t start,
+                       int64_t end, int64_t step = 1) {
   auto type = typeOf(input);
   if (start == 0 && end == type.getDimSize(dim) && step == 1)
     return input;
-  return imp.builder.create<mlir::cleave::SliceOp>(imp.loc(), input, dim, start, end, step);
+  return imp.create<mlir::cleave::SliceOp>(input, dim, start, end, step);
 }
 
 //===----------------------------------------------------------------------===//
@@ -121,7 +125,7 @@ Converter unary(bool needsFloat) {
     auto values = imp.promote({in[0]}, needsFloat);
     if (failed(values))
       return failure();
-    return one(imp.builder.create<OpTy>(imp.loc(), (*values)[0]));
+    return one(imp.create<OpTy>((*values)[0]));
   };
 }
 
@@ -135,7 +139,7 @@ Converter binary(bool trueDivision = false) {
     auto values = imp.promote({in[0], in[1]}, trueDivision);
     if (failed(values))
       return failure();
-    return one(imp.builder.create<OpTy>(imp.loc(), (*values)[0], (*values)[1]));
+    return one(imp.create<OpTy>((*values)[0], (*values)[1]));
   };
 }
 
@@ -154,10 +158,14 @@ Converter addSub(bool reversed = false) {
       if (failed(alpha))
         return failure();
       Type et = typeOf(rhs).getElementType();
-      if (*alpha != 1.0)
-        rhs = imp.builder.create<mlir::cleave::MulOp>(imp.loc(), rhs, imp.splat(*alpha, et));
+      if (*alpha != 1.0) {
+        auto scaled = imp.create<mlir::cleave::MulOp>(rhs, imp.splat(*alpha, et));
+        if (failed(scaled))
+          return failure();
+        rhs = *scaled;
+      }
     }
-    return one(imp.builder.create<OpTy>(imp.loc(), lhs, rhs));
+    return one(imp.create<OpTy>(lhs, rhs));
   };
 }
 
@@ -166,7 +174,7 @@ Converter compare(mlir::cleave::ComparePredicate predicate) {
     auto values = imp.promote({in[0], in[1]});
     if (failed(values))
       return failure();
-    return one(imp.builder.create<mlir::cleave::CompareOp>(imp.loc(), predicate, (*values)[0],
+    return one(imp.create<mlir::cleave::CompareOp>(predicate, (*values)[0],
                                                      (*values)[1]));
   };
 }
@@ -179,7 +187,7 @@ Result where(Importer &imp, const Val &condition, const Val &onTrue, const Val &
   if (failed(values))
     return failure();
   Value c = imp.cast(*cond, imp.builder.getI1Type());
-  return one(imp.builder.create<mlir::cleave::WhereOp>(imp.loc(), c, (*values)[0], (*values)[1]));
+  return one(imp.create<mlir::cleave::WhereOp>(c, (*values)[0], (*values)[1]));
 }
 
 Result gelu(Importer &imp, jit::Node *, Inputs in) {
@@ -200,7 +208,7 @@ Result gelu(Importer &imp, jit::Node *, Inputs in) {
       return failure();
     }
   }
-  return one(imp.builder.create<mlir::cleave::GeluOp>(imp.loc(), (*values)[0], approximation));
+  return one(imp.create<mlir::cleave::GeluOp>((*values)[0], approximation));
 }
 
 Result clamp(Importer &imp, jit::Node *, Inputs in) {
@@ -216,8 +224,11 @@ Result clamp(Importer &imp, jit::Node *, Inputs in) {
     if (failed(bound))
       return failure();
     Value b = imp.splat(*bound, et);
-    x = i == 1 ? Value(imp.builder.create<mlir::cleave::MaximumOp>(imp.loc(), x, b))
-               : Value(imp.builder.create<mlir::cleave::MinimumOp>(imp.loc(), x, b));
+    auto clamped = i == 1 ? imp.create<mlir::cleave::MaximumOp>(x, b)
+                          : imp.create<mlir::cleave::MinimumOp>(x, b);
+    if (failed(clamped))
+      return failure();
+    x = *clamped;
   }
   return one(x);
 }
@@ -310,13 +321,15 @@ Result matmul(Importer &imp, jit::Node *, Inputs in) {
     lhs = imp.reshape(lhs, {1, typeOf(lhs).getDimSize(0)});
   if (rhsRank == 1)
     rhs = imp.reshape(rhs, {typeOf(rhs).getDimSize(0), 1});
-  Value product = imp.builder.create<mlir::cleave::MatmulOp>(imp.loc(), lhs, rhs);
-  SmallVector<int64_t> shape(typeOf(product).getShape());
+  auto product = imp.create<mlir::cleave::MatmulOp>(lhs, rhs);
+  if (failed(product))
+    return failure();
+  SmallVector<int64_t> shape(typeOf(*product).getShape());
   if (rhsRank == 1)
     shape.erase(shape.end() - 1);
   if (lhsRank == 1)
     shape.erase(shape.end() - (rhsRank == 1 ? 1 : 2));
-  return one(imp.reshape(product, shape));
+  return one(imp.reshape(*product, shape));
 }
 
 /// addmm(self, mat1, mat2, beta, alpha) = beta * self + alpha * mat1 @ mat2.
@@ -325,17 +338,20 @@ Result addmm(Importer &imp, jit::Node *, Inputs in) {
   auto beta = imp.real(in[3]), alpha = imp.real(in[4]);
   if (failed(values) || failed(beta) || failed(alpha))
     return failure();
-  Value bias = (*values)[0];
-  Value product =
-      imp.builder.create<mlir::cleave::MatmulOp>(imp.loc(), (*values)[1], (*values)[2]);
-  Type et = typeOf(product).getElementType();
+  auto product = imp.create<mlir::cleave::MatmulOp>((*values)[1], (*values)[2]);
+  if (failed(product))
+    return failure();
+  Type et = typeOf(*product).getElementType();
   if (*alpha != 1.0)
-    product = imp.builder.create<mlir::cleave::MulOp>(imp.loc(), product, imp.splat(*alpha, et));
-  if (*beta == 0.0)
+    product = imp.create<mlir::cleave::MulOp>(*product, imp.splat(*alpha, et));
+  if (failed(product) || *beta == 0.0)
     return one(product);
+  FailureOr<Value> bias = (*values)[0];
   if (*beta != 1.0)
-    bias = imp.builder.create<mlir::cleave::MulOp>(imp.loc(), bias, imp.splat(*beta, et));
-  return one(imp.builder.create<mlir::cleave::AddOp>(imp.loc(), product, bias));
+    bias = imp.create<mlir::cleave::MulOp>(*bias, imp.splat(*beta, et));
+  if (failed(bias))
+    return failure();
+  return one(imp.create<mlir::cleave::AddOp>(*product, *bias));
 }
 
 FailureOr<Value> optionalTensor(Importer &imp, const Val &val) {
@@ -349,14 +365,14 @@ Result linear(Importer &imp, jit::Node *, Inputs in) {
   auto bias = optionalTensor(imp, in[2]);
   if (failed(x) || failed(w) || failed(bias))
     return failure();
-  return one(imp.builder.create<mlir::cleave::LinearOp>(imp.loc(), *x, *w, *bias));
+  return one(imp.create<mlir::cleave::LinearOp>(*x, *w, *bias));
 }
 
 Result embedding(Importer &imp, jit::Node *, Inputs in) {
   auto w = imp.tensor(in[0]), ids = imp.tensor(in[1]);
   if (failed(w) || failed(ids))
     return failure();
-  return one(imp.builder.create<mlir::cleave::EmbeddingOp>(imp.loc(), *w, *ids));
+  return one(imp.create<mlir::cleave::EmbeddingOp>(*w, *ids));
 }
 
 Result layerNorm(Importer &imp, jit::Node *, Inputs in) {
@@ -366,8 +382,7 @@ Result layerNorm(Importer &imp, jit::Node *, Inputs in) {
   auto eps = imp.real(in[4]);
   if (failed(x) || failed(shape) || failed(weight) || failed(bias) || failed(eps))
     return failure();
-  return one(imp.builder.create<mlir::cleave::LayerNormOp>(
-      imp.loc(), typeOf(*x), *x, *weight, *bias, imp.builder.getDenseI64ArrayAttr(*shape),
+  return one(imp.create<mlir::cleave::LayerNormOp>(*x, *weight, *bias, imp.builder.getDenseI64ArrayAttr(*shape),
       imp.builder.getF64FloatAttr(*eps)));
 }
 
@@ -386,7 +401,7 @@ Result batchNorm(Importer &imp, jit::Node *, Inputs in) {
   auto mean = imp.tensor(in[3]), var = imp.tensor(in[4]);
   if (failed(mean) || failed(var))
     return failure();
-  return one(imp.builder.create<mlir::cleave::BatchNormOp>(imp.loc(), typeOf(*x), *x, *mean,
+  return one(imp.create<mlir::cleave::BatchNormOp>(*x, *mean,
                                                      *var, *weight, *bias,
                                                      imp.builder.getF64FloatAttr(*eps)));
 }
@@ -404,7 +419,7 @@ Converter normalizeAlongDim() {
     Value input = *dtype ? imp.cast(*x, **dtype) : *x;
     if (!llvm::isa<FloatType>(typeOf(input).getElementType()))
       input = imp.cast(input, imp.builder.getF32Type());
-    return one(imp.builder.create<OpTy>(imp.loc(), input, *dim));
+    return one(imp.create<OpTy>(input, *dim));
   };
 }
 
@@ -448,7 +463,7 @@ Converter reduction(bool mean) {
     }
     if (!mean && !dtype->has_value() && et.isInteger(1))
       input = imp.cast(input, imp.builder.getI64Type()); // sum of bools counts
-    return one(imp.builder.create<OpTy>(imp.loc(), input,
+    return one(imp.create<OpTy>(input,
                                         imp.builder.getDenseI64ArrayAttr(dims), keepdim));
   };
 }
@@ -489,7 +504,7 @@ Result conv(Importer &imp, Inputs in, const Val &groupsVal) {
     padding = *given;
   }
   auto &b = imp.builder;
-  return one(b.create<mlir::cleave::Conv2dOp>(imp.loc(), *x, *w, *bias,
+  return one(imp.create<mlir::cleave::Conv2dOp>(*x, *w, *bias,
                                         b.getDenseI64ArrayAttr(*stride),
                                         b.getDenseI64ArrayAttr(padding),
                                         b.getDenseI64ArrayAttr(*dilation), *groups));
@@ -521,8 +536,7 @@ Result maxPool2d(Importer &imp, jit::Node *, Inputs in) {
   if (failed(stride) || failed(padding) || failed(dilation) || failed(ceil))
     return failure();
   auto &b = imp.builder;
-  return one(b.create<mlir::cleave::MaxPool2dOp>(
-      imp.loc(), *x, b.getDenseI64ArrayAttr(*kernel), b.getDenseI64ArrayAttr(*stride),
+  return one(imp.create<mlir::cleave::MaxPool2dOp>(*x, b.getDenseI64ArrayAttr(*kernel), b.getDenseI64ArrayAttr(*stride),
       b.getDenseI64ArrayAttr(*padding), b.getDenseI64ArrayAttr(*dilation), *ceil));
 }
 
@@ -541,7 +555,7 @@ Result avgPool2d(Importer &imp, jit::Node *, Inputs in) {
     return failure();
   }
   auto &b = imp.builder;
-  return one(b.create<mlir::cleave::AvgPool2dOp>(imp.loc(), *x, b.getDenseI64ArrayAttr(*kernel),
+  return one(imp.create<mlir::cleave::AvgPool2dOp>(*x, b.getDenseI64ArrayAttr(*kernel),
                                            b.getDenseI64ArrayAttr(*stride),
                                            b.getDenseI64ArrayAttr(*padding), *ceil,
                                            *countPad));
@@ -552,8 +566,7 @@ Result adaptiveAvgPool2d(Importer &imp, jit::Node *, Inputs in) {
   auto size = pairArg(imp, in[1]);
   if (failed(x) || failed(size))
     return failure();
-  return one(imp.builder.create<mlir::cleave::AdaptiveAvgPool2dOp>(
-      imp.loc(), *x, imp.builder.getDenseI64ArrayAttr(*size)));
+  return one(imp.create<mlir::cleave::AdaptiveAvgPool2dOp>(*x, imp.builder.getDenseI64ArrayAttr(*size)));
 }
 
 //===----------------------------------------------------------------------===//
@@ -635,7 +648,7 @@ Result squeeze(Importer &imp, jit::Node *, Inputs in) {
 }
 
 Result permuteTo(Importer &imp, Value x, ArrayRef<int64_t> dims) {
-  return one(imp.builder.create<mlir::cleave::PermuteOp>(imp.loc(), x,
+  return one(imp.create<mlir::cleave::PermuteOp>(x,
                                                    imp.builder.getDenseI64ArrayAttr(dims)));
 }
 
@@ -677,7 +690,7 @@ Result broadcastTo(Importer &imp, Value x, ArrayRef<int64_t> shape) {
   auto type = typeOf(x);
   if (type.getShape() == shape)
     return one(x);
-  return one(imp.builder.create<mlir::cleave::BroadcastToOp>(imp.loc(), type.clone(shape), x));
+  return one(imp.create<mlir::cleave::BroadcastToOp>(type.clone(shape), x));
 }
 
 Result expand(Importer &imp, jit::Node *, Inputs in) {
@@ -757,7 +770,10 @@ FailureOr<Value> select(Importer &imp, Value x, int64_t dim, int64_t index) {
   }
   SmallVector<int64_t> shape(type.getShape());
   shape.erase(shape.begin() + dim);
-  return imp.reshape(slice(imp, x, dim, i, i + 1), shape);
+  auto row = slice(imp, x, dim, i, i + 1);
+  if (failed(row))
+    return failure();
+  return imp.reshape(*row, shape);
 }
 
 Result selectOp(Importer &imp, jit::Node *, Inputs in) {
@@ -796,14 +812,20 @@ Result narrow(Importer &imp, jit::Node *, Inputs in) {
 Result splitInto(Importer &imp, Value x, int64_t dim, ArrayRef<int64_t> sizes) {
   std::vector<Val> pieces;
   int64_t start = 0;
-  for (int64_t size : sizes) {
-    pieces.push_back(Val::ofTensor(slice(imp, x, dim, start, start + size)));
-    start += size;
-  }
-  if (start != typeOf(x).getDimSize(dim)) {
-    imp.error() << "split sizes add up to " << start << ", but the dim has "
+  int64_t total = 0;
+  for (int64_t size : sizes)
+    total += size;
+  if (total != typeOf(x).getDimSize(dim) || llvm::any_of(sizes, [](int64_t s) { return s < 0; })) {
+    imp.error() << "split sizes add up to " << total << ", but the dim has "
                 << typeOf(x).getDimSize(dim);
     return failure();
+  }
+  for (int64_t size : sizes) {
+    auto piece = slice(imp, x, dim, start, start + size);
+    if (failed(piece))
+      return failure();
+    pieces.push_back(Val::ofTensor(*piece));
+    start += size;
   }
   return std::vector<Val>{Val::ofList(std::move(pieces))};
 }
@@ -898,7 +920,7 @@ Converter concat(bool stack) {
     }
     if (values->size() == 1)
       return one(values->front());
-    return one(imp.builder.create<mlir::cleave::ConcatOp>(imp.loc(), *values, *dim));
+    return one(imp.create<mlir::cleave::ConcatOp>(*values, *dim));
   };
 }
 
@@ -913,7 +935,7 @@ Converter triangle() {
       imp.error() << "needs a tensor of rank >= 2";
       return failure();
     }
-    return one(imp.builder.create<OpTy>(imp.loc(), *x, *diagonal));
+    return one(imp.create<OpTy>(*x, *diagonal));
   };
 }
 
@@ -964,7 +986,7 @@ struct Registry {
       auto values = imp.promote({in[0], in[1]}, /*integerToFloat=*/true);
       if (failed(values))
         return failure();
-      return one(imp.builder.create<mlir::cleave::PowOp>(imp.loc(), (*values)[0], (*values)[1]));
+      return one(imp.create<mlir::cleave::PowOp>((*values)[0], (*values)[1]));
     };
     r["aten::maximum"] = binary<mlir::cleave::MaximumOp>();
     r["aten::minimum"] = binary<mlir::cleave::MinimumOp>();
@@ -985,7 +1007,7 @@ struct Registry {
       if (failed(x))
         return failure();
       Value b = imp.cast(*x, imp.builder.getI1Type());
-      return one(imp.builder.create<mlir::cleave::NotOp>(imp.loc(), b));
+      return one(imp.create<mlir::cleave::NotOp>(b));
     };
     r["aten::neg"] = unary<mlir::cleave::NegOp>(false);
     r["aten::abs"] = unary<mlir::cleave::AbsOp>(false);

@@ -280,6 +280,7 @@ Value Importer::cast(Value value, Type elementType) {
   auto type = llvm::cast<RankedTensorType>(value.getType());
   if (type.getElementType() == elementType)
     return value;
+  // A cast between static shapes of one size always verifies.
   return builder.create<mlir::cleave::CastOp>(loc(), type.clone(elementType), value);
 }
 
@@ -411,8 +412,11 @@ FailureOr<Val> Importer::getAttr(jit::Node *node, const Val &owner) {
   bool isBuffer = !slot || !object.type()->is_parameter(*slot);
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPointToEnd(entry);
-  auto param = builder.create<mlir::cleave::ParamOp>(
-      NameLoc::get(builder.getStringAttr(path), UnknownLoc::get(&context)),
+  // The param's location is its owning module's scope, like the ops that use it.
+  Location paramLoc = UnknownLoc::get(&context);
+  if (!owner.path.empty())
+    paramLoc = NameLoc::get(builder.getStringAttr(owner.path), paramLoc);
+  auto param = builder.create<mlir::cleave::ParamOp>(paramLoc,
       RankedTensorType::get(data.sizes().vec(), *et), path, isBuffer);
   paramsByTensor[identity] = param;
 

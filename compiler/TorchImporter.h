@@ -15,6 +15,7 @@
 #include "dialects/cleave/CleaveDialect.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/IR/Value.h"
 
 #include <torch/csrc/jit/api/module.h>
@@ -110,6 +111,38 @@ public:
   /// PyTorch's type promotion gives.
   mlir::FailureOr<std::vector<mlir::Value>>
   promote(llvm::ArrayRef<Val> operands, bool integerToFloat = false);
+
+  /// Builds a cleave op at the current node and verifies it. Ops that infer
+  /// their result type get it inferred here; when inference or verification
+  /// fails (the model's shapes do not fit the op), the error is reported at
+  /// the node and nothing is left in the IR. Never aborts.
+  template <typename OpTy, typename... Args>
+  mlir::FailureOr<mlir::Value> create(Args &&...args) {
+    OpTy op;
+    if constexpr (OpTy::template hasTrait<mlir::InferTypeOpInterface::Trait>()) {
+      // Build with a placeholder type, then infer: the ODS builder that
+      // infers aborts the process on failure.
+      op = builder.create<OpTy>(loc(), builder.getNoneType(),
+                                std::forward<Args>(args)...);
+      llvm::SmallVector<mlir::Type> types;
+      if (mlir::failed(OpTy::inferReturnTypes(
+              &context, op.getLoc(), op->getOperands(), op->getAttrDictionary(),
+              op->getPropertiesStorage(), op->getRegions(), types))) {
+        op->erase();
+        hadError = true;
+        return mlir::failure();
+      }
+      op->getResult(0).setType(types.front());
+    } else {
+      op = builder.create<OpTy>(loc(), std::forward<Args>(args)...);
+    }
+    if (mlir::failed(mlir::verify(op))) {
+      op->erase();
+      hadError = true;
+      return mlir::failure();
+    }
+    return op->getResult(0);
+  }
 
   mlir::Value cast(mlir::Value value, mlir::Type elementType);
   mlir::Value reshape(mlir::Value value, llvm::ArrayRef<int64_t> shape);

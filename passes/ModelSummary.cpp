@@ -76,7 +76,12 @@ struct PrintModelSummaryPass
         int64_t elements = type.getNumElements();
         int64_t bytes = elements * std::max<int64_t>(
                                        1, type.getElementTypeBitWidth() / 8);
-        for (Row *row : {&rows[truncatePath(param.getName(), depth)], &total}) {
+        // A param belongs to its module: `blocks.0.attn.qkv.weight` counts
+        // for `blocks.0.attn.qkv`.
+        llvm::StringRef owner = param.getName().rsplit('.').first;
+        if (owner == param.getName())
+          owner = "";
+        for (Row *row : {&rows[truncatePath(owner, depth)], &total}) {
           (param.getBuffer() ? row->buffers : row->params) += elements;
           row->bytes += bytes;
         }

@@ -242,9 +242,10 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return emitOptionalError(loc, "conv2d input and weight element types differ");
   if (Value bias = adaptor.getBias()) {
     auto biasType = llvm::cast<RankedTensorType>(bias.getType());
-    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters)
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters ||
+        biasType.getElementType() != weight.getElementType())
       return emitOptionalError(loc, "conv2d bias ", biasType, " must be [", filters,
-                               "]");
+                               "] of the weight's element type");
   }
   SmallVector<int64_t> shape = {input.getDimSize(0), filters};
   for (int i = 0; i < 2; ++i) {
@@ -413,7 +414,8 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> l
                              "] is not within dim ", dim, " of size ", size,
                              " (needs 0 <= start <= end <= size, step >= 1)");
   SmallVector<int64_t> shape(input.getShape());
-  shape[dim] = (end - start + step - 1) / step;
+  // Written so that a huge step cannot overflow.
+  shape[dim] = end == start ? 0 : 1 + (end - start - 1) / step;
   types.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
 }

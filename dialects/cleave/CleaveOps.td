@@ -246,7 +246,7 @@ def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
     Example:
 
     ```mlir
-    %y = cleave.layer_norm %x, %w, %b {normalized_shape = array<i64: 128>, eps = 1.0e-05 : f64}
+    %y = cleave.layer_norm %x weight %w bias %b {normalized_shape = array<i64: 128>, eps = 1.0e-05 : f64}
         : (tensor<2x8x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
     ```
   }];
@@ -256,7 +256,7 @@ def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
                        DenseI64ArrayAttr:$normalized_shape, F64Attr:$eps);
   let results = (outs Cleave_FloatTensor:$result);
   let assemblyFormat = [{
-    $input (`,` `weight` $weight^)? (`,` `bias` $bias^)? attr-dict `:`
+    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -274,7 +274,7 @@ def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
     Example:
 
     ```mlir
-    %y = cleave.batch_norm %x, %mean, %var, weight %w, bias %b {eps = 1.0e-05 : f64}
+    %y = cleave.batch_norm %x, %mean, %var weight %w bias %b {eps = 1.0e-05 : f64}
         : (tensor<1x64x8x8xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<1x64x8x8xf32>
     ```
   }];
@@ -284,7 +284,7 @@ def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
                        Optional<Cleave_FloatTensor>:$bias, F64Attr:$eps);
   let results = (outs Cleave_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $mean `,` $var (`,` `weight` $weight^)? (`,` `bias` $bias^)?
+    $input `,` $mean `,` $var (`weight` $weight^)? (`bias` $bias^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

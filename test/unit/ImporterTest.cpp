@@ -1,0 +1,237 @@
+//===- ImporterTest.cpp - TorchScript import from C++-defined modules -----===//
+//
+// Each test defines a TorchScript module with LibTorch's C++ API, saves it,
+// and imports the file, so the importer is exercised without Python.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/Importer.h"
+#include "dialects/cleave/CleaveDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include <gtest/gtest.h>
+#include <torch/script.h>
+
+#include <cstdio>
+#include <unistd.h>
+
+using namespace mlir;
+
+namespace {
+
+class ImporterTest : public ::testing::Test {
+protected:
+  ImporterTest() {
+    handler = context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
+      errors += diag.str() + "\n";
+      return success();
+    });
+    char dir[] = "/tmp/cleave-importer-test-XXXXXX";
+    tempDir = mkdtemp(dir);
+  }
+  ~ImporterTest() override {
+    context.getDiagEngine().eraseHandler(handler);
+    std::remove(path().c_str());
+    rmdir(tempDir.c_str());
+  }
+
+  std::string path() const { return tempDir + "/model.pt"; }
+
+  /// Saves `module` and imports it with the given input shapes.
+  FailureOr<::cleave::ImportedModel> import(torch::jit::Module &module,
+                                          std::vector<::cleave::InputSpec> shapes,
+                                          ::cleave::ImportFailure *kind = nullptr) {
+    module.save(path());
+    ::cleave::ImportOptions options;
+    options.inputShapes = std::move(shapes);
+    return ::cleave::importTorchScript(context, path(), options, kind);
+  }
+
+  template <typename OpTy>
+  int count(::cleave::ImportedModel &model) {
+    int n = 0;
+    model.module->walk([&](OpTy) { ++n; });
+    return n;
+  }
+
+  MLIRContext context;
+  DiagnosticEngine::HandlerID handler;
+  std::string errors;
+  std::string tempDir;
+};
+
+TEST_F(ImporterTest, ParameterDataStaysAvailable) {
+  torch::jit::Module fc("Fc");
+  at::Tensor weight = torch::arange(12, torch::kFloat).reshape({3, 4});
+  fc.register_parameter("weight", weight, false);
+  fc.register_buffer("scale", torch::full({3}, 2.0));
+  fc.define(R"(
+def forward(self, x):
+    return torch.linear(x, self.weight) * self.scale
+)");
+  auto model = import(fc, {{"x", {5, 4}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_FALSE(model->meta);
+  ASSERT_EQ(model->params.size(), 2u);
+  const ::cleave::ParamData &w = model->params["weight"];
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(w.dtype, "f32");
+  EXPECT_EQ(w.bytes, 48u);
+  ASSERT_NE(w.data, nullptr);
+  const float *values = static_cast<const float *>(w.data);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(values[i], float(i));
+  EXPECT_EQ(count<mlir::cleave::LinearOp>(*model), 1);
+  bool scaleIsBuffer = false;
+  model->module->walk([&](mlir::cleave::ParamOp param) {
+    if (param.getName() == "scale")
+      scaleIsBuffer = param.getBuffer();
+  });
+  EXPECT_TRUE(scaleIsBuffer);
+}
+
+TEST_F(ImporterTest, TiedWeightsAreOneParam) {
+  at::Tensor shared = torch::randn({8, 4});
+  torch::jit::Module a("A"), b("B"), top("Top");
+  a.register_parameter("weight", shared, false);
+  b.register_parameter("weight", shared, false);
+  for (auto *m : {&a, &b})
+    m->define("def forward(self, x):\n    return torch.linear(x, self.weight)\n");
+  top.register_module("enc", a);
+  top.register_module("dec", b);
+  top.define(R"(
+def forward(self, x):
+    return self.dec.forward(self.enc.forward(x).transpose(0, 1).contiguous().transpose(0, 1)[:, :4])
+)");
+  auto model = import(top, {{"x", {2, 4}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_EQ(model->params.size(), 1u);
+  EXPECT_TRUE(model->params.count("enc.weight"));
+  EXPECT_EQ(count<mlir::cleave::ParamOp>(*model), 1);
+  EXPECT_EQ(count<mlir::cleave::LinearOp>(*model), 2);
+}
+
+TEST_F(ImporterTest, ModuleScopesBecomeNameLocations) {
+  torch::jit::Module inner("Inner"), top("Top");
+  inner.register_parameter("weight", torch::randn({4, 4}), false);
+  inner.define("def forward(self, x):\n    return torch.relu(torch.linear(x, self.weight))\n");
+  top.register_module("block", inner);
+  top.define("def forward(self, x):\n    return self.block.forward(x) + 1\n");
+  auto model = import(top, {{"x", {2, 4}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  model->module->walk([&](Operation *op) {
+    if (isa<mlir::cleave::LinearOp, mlir::cleave::ReluOp>(op)) {
+      auto loc = dyn_cast<NameLoc>(op->getLoc());
+      ASSERT_TRUE(loc) << "op without a module scope";
+      EXPECT_EQ(loc.getName().str(), "block");
+    }
+    if (isa<mlir::cleave::AddOp>(op))
+      EXPECT_FALSE(isa<NameLoc>(op->getLoc())) << "the root's ops have no scope";
+  });
+}
+
+TEST_F(ImporterTest, IfOnStaticShapeFolds) {
+  torch::jit::Module m("M");
+  m.define(R"(
+def forward(self, x):
+    if x.dim() == 2:
+        return x + 1
+    else:
+        return x - 1
+)");
+  auto model = import(m, {{"x", {2, 3}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_EQ(count<mlir::cleave::AddOp>(*model), 1);
+  EXPECT_EQ(count<mlir::cleave::SubOp>(*model), 0);
+  // The other shape takes the other branch.
+  auto other = import(m, {{"x", {2, 3, 4}, "f32"}});
+  ASSERT_TRUE(succeeded(other)) << errors;
+  EXPECT_EQ(count<mlir::cleave::SubOp>(*other), 1);
+}
+
+TEST_F(ImporterTest, ConstantTripCountLoopsUnroll) {
+  torch::jit::Module m("M");
+  m.define(R"(
+def forward(self, x):
+    for i in range(x.size(0) + 1):
+        x = x * 2
+    return x
+)");
+  auto model = import(m, {{"x", {3, 2}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_EQ(count<mlir::cleave::MulOp>(*model), 4);
+}
+
+TEST_F(ImporterTest, DataDependentControlFlowIsAnError) {
+  torch::jit::Module m("M");
+  m.define(R"(
+def forward(self, x):
+    if bool(x.sum() > 0):
+        return x * 2
+    return x
+)");
+  ::cleave::ImportFailure kind = ::cleave::ImportFailure::BadInput;
+  auto model = import(m, {{"x", {4}, "f32"}}, &kind);
+  EXPECT_TRUE(failed(model));
+  EXPECT_EQ(kind, ::cleave::ImportFailure::Unsupported);
+  EXPECT_NE(errors.find("data-dependent control flow"), std::string::npos) << errors;
+}
+
+TEST_F(ImporterTest, AllUnsupportedOpsAreListed) {
+  torch::jit::Module m("M");
+  m.define(R"(
+def forward(self, x):
+    y = torch.cumsum(x, 0)
+    z = torch.cumsum(torch.relu(y), 0)
+    return torch.flip(z, [0]) + torch.erfinv(x)
+)");
+  ::cleave::ImportFailure kind = ::cleave::ImportFailure::BadInput;
+  auto model = import(m, {{"x", {4}, "f32"}}, &kind);
+  EXPECT_TRUE(failed(model));
+  EXPECT_EQ(kind, ::cleave::ImportFailure::Unsupported);
+  EXPECT_NE(errors.find("3 unsupported op kinds (4 uses)"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("aten::cumsum"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("2 uses"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("aten::flip"), std::string::npos) << errors;
+  EXPECT_NE(errors.find("aten::erfinv"), std::string::npos) << errors;
+}
+
+TEST_F(ImporterTest, MetaParametersHaveShapesButNoData) {
+  torch::jit::Module m("M");
+  m.register_parameter("weight", torch::empty({1000, 4000}, torch::kMeta), false);
+  m.define("def forward(self, x):\n    return torch.linear(x, self.weight)\n");
+  auto model = import(m, {{"x", {2, 4000}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_TRUE(model->meta);
+  const ::cleave::ParamData &w = model->params["weight"];
+  EXPECT_EQ(w.data, nullptr);
+  EXPECT_EQ(w.bytes, 16000000u);
+}
+
+TEST_F(ImporterTest, TypePromotionInsertsCasts) {
+  torch::jit::Module m("M");
+  m.define(R"(
+def forward(self, ids, x):
+    return x * ids + 0.5
+)");
+  auto model = import(m, {{"ids", {2, 3}, "i64"}, {"x", {3}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_EQ(count<mlir::cleave::CastOp>(*model), 1);
+  auto func = *model->module->getOps<func::FuncOp>().begin();
+  EXPECT_EQ(func.getResultTypes()[0],
+            RankedTensorType::get({2, 3}, Float32Type::get(&context)));
+}
+
+TEST_F(ImporterTest, MissingInputShapeNamesTheInput) {
+  torch::jit::Module m("M");
+  m.define("def forward(self, tokens):\n    return tokens * 2\n");
+  ::cleave::ImportFailure kind = ::cleave::ImportFailure::Unsupported;
+  auto model = import(m, {}, &kind);
+  EXPECT_TRUE(failed(model));
+  EXPECT_EQ(kind, ::cleave::ImportFailure::BadInput);
+  EXPECT_NE(errors.find("input 'tokens' has no shape"), std::string::npos) << errors;
+}
+
+} // namespace

@@ -4,7 +4,7 @@
 # exported on the meta device (shapes only, nothing materialized).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/build.sh" cleave cleave-opt
+bash "$root/scripts/build.sh" --target cleave cleave-opt
 cleave="$root/build/bin/cleave"
 out="$root/build/demo"
 mkdir -p "$out"

@@ -987,8 +987,10 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
                 << " unsupported op kind" << (imp.unsupported.size() == 1 ? "" : "s")
                 << " (" << total << " uses):";
     for (auto &[kind, entry] : imp.unsupported)
-      diag << llvm::formatv("\n  {0,-28} {1,4} use{2}, first at {3}", kind,
-                            entry.count, entry.count == 1 ? " " : "s", entry.firstAt)
+      diag << llvm::formatv("\n  {0,-28} {1,-9} first at {2}", kind,
+                            std::to_string(entry.count) +
+                                (entry.count == 1 ? " use," : " uses,"),
+                            entry.firstAt)
                   .str();
     return fail(ImportFailure::Unsupported);
   }

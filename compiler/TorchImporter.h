@@ -95,8 +95,7 @@ public:
     return val.isConstant() && val.constant.isNone();
   }
 
-  /// A cleave constant holding `tensor` (a CPU tensor), converted to
-  /// `dtype` when given.
+  /// A cleave constant holding `tensor` (a CPU tensor; f64 becomes f32).
   mlir::FailureOr<mlir::Value> constantTensor(const at::Tensor &tensor);
   /// A 0-d (or `shape`d, splat) constant of `elementType` with `value`.
   mlir::Value splat(double value, mlir::Type elementType,

@@ -97,7 +97,7 @@ int runImport(int argc, char **argv) {
   unsigned depth = 1;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const char *flag) -> const char * {
+    auto value = [&]() -> const char * {
       if (i + 1 >= argc)
         return nullptr;
       return argv[++i];
@@ -106,7 +106,7 @@ int runImport(int argc, char **argv) {
       llvm::outs() << kImportUsage;
       return 0;
     } else if (arg == "--input-shape" || arg.rfind("--input-shape=", 0) == 0) {
-      const char *text = arg == "--input-shape" ? value("--input-shape")
+      const char *text = arg == "--input-shape" ? value()
                                                 : argv[i] + strlen("--input-shape=");
       if (!text)
         return usageError("--input-shape needs a value NAME=DIMS[:DTYPE]", kImportUsage);
@@ -116,14 +116,14 @@ int runImport(int argc, char **argv) {
         return usageError(error, kImportUsage);
       options.inputShapes.push_back(*spec);
     } else if (arg == "-o") {
-      const char *text = value("-o");
+      const char *text = value();
       if (!text)
         return usageError("-o needs a file name", kImportUsage);
       output = text;
     } else if (arg == "--summary") {
       summary = true;
     } else if (arg == "--depth") {
-      const char *text = value("--depth");
+      const char *text = value();
       if (!text || llvm::StringRef(text).getAsInteger(10, depth) || depth == 0)
         return usageError("--depth needs a positive integer", kImportUsage);
     } else if (arg == "--timing") {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/TorchImporter.h"
+#include "dialects/cleave/Locations.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
@@ -88,16 +89,7 @@ Location Importer::locationOf(jit::Node *node, const std::string &scope) {
 }
 
 std::string Importer::describe(Location loc) const {
-  std::string scope, where;
-  if (auto name = llvm::dyn_cast<NameLoc>(loc)) {
-    scope = name.getName().str();
-    loc = name.getChildLoc();
-  }
-  if (auto file = llvm::dyn_cast<FileLineColLoc>(loc))
-    where = llvm::formatv("{0}:{1}", file.getFilename().str(), file.getLine()).str();
-  else
-    where = "unknown source line";
-  return scope.empty() ? where : where + " (in " + scope + ")";
+  return mlir::cleave::describeLocation(loc, "unknown source line");
 }
 
 InFlightDiagnostic Importer::error() {

@@ -1,6 +1,7 @@
 //===- ModelSummary.cpp - ops, parameters and bytes per module ------------===//
 
 #include "dialects/cleave/CleaveDialect.h"
+#include "dialects/cleave/Locations.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -13,16 +14,6 @@
 namespace mlir::cleave {
 #define GEN_PASS_DEF_PRINTMODELSUMMARY
 #include "passes/Passes.h.inc"
-
-std::string moduleScope(Location loc) {
-  if (auto name = llvm::dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = llvm::dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (auto scope = moduleScope(inner); !scope.empty())
-        return scope;
-  return "";
-}
 
 namespace {
 

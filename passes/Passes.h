@@ -6,8 +6,6 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
-#include <string>
-
 namespace mlir::cleave {
 
 #define GEN_PASS_DECL
@@ -15,9 +13,6 @@ namespace mlir::cleave {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
-
-/// The module scope of an op: the name of its outermost NameLoc, or "".
-std::string moduleScope(Location loc);
 
 } // namespace mlir::cleave
 

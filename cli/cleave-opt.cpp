@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
   mlir::registerTransformsPasses(); // canonicalize, cse, ...
-  mlir::cleave::registerCleavePasses();
+  mlir::cleave::registerCleavePipelines();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "cleave optimizer: runs cleave passes on cleave IR\n", registry));
 }

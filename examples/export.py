@@ -54,6 +54,10 @@ def _resnet18(device=None):
     return torchvision.models.resnet18(weights=None)
 
 
+def _resnet50(device=None):
+    return torchvision.models.resnet50(weights=None)
+
+
 def _megatron_gpt(n_head, d_model, n_layer):
     # Megatron-LM Table 1 (REFERENCE.md): vocabulary 51200, sequence 2048, tied embedding.
     cfg = dict(vocab_size=51200, block_size=2048, n_layer=n_layer, n_head=n_head, d_model=d_model)
@@ -107,6 +111,12 @@ SPECS = {
         "tiny": ({}, dict(batch=2)),
         "small": ({}, dict(batch=8)),
     }, lambda c, s: [((s["batch"], 8), torch.float32, None)], script=True),
+    # The single-device CPU benchmark (bench/cpu_forward.sh): fixed sizes.
+    "gpt-bench": Spec(models.GPT, {None: (dict(vocab_size=8192, block_size=256, n_layer=6, n_head=8,
+                                               d_model=512), dict(batch=8, seq=256))},
+                      _ids, "block_size"),
+    "resnet50": Spec(_resnet50, {None: ({}, dict(batch=8, image=224))},
+                     lambda c, s: [((s["batch"], 3, s["image"], s["image"]), torch.float32, None)]),
     "gpt-1.7b": _megatron_gpt(n_head=24, d_model=2304, n_layer=24),
     "gpt-18.4b": _megatron_gpt(n_head=48, d_model=6144, n_layer=40),
     "gpt-145.6b": _megatron_gpt(n_head=96, d_model=12288, n_layer=80),
@@ -135,14 +145,15 @@ def _parse_args(argv):
     if args.name not in SPECS:
         p.error(f"unknown model '{args.name}'; choose one of: {', '.join(SPECS)}")
     spec = SPECS[args.name]
-    if spec.always_meta and args.config:
+    fixed_size = None in spec.configs
+    if fixed_size and args.config:
         p.error(f"{args.name} has a fixed size; --config applies to the other models only")
-    if args.name == "resnet18" and args.meta:
-        p.error("resnet18 cannot be built on device='meta': torchvision "
-                f"{torchvision.__version__} resnet18() takes no device argument")
+    if args.name.startswith("resnet") and args.meta:
+        p.error(f"{args.name} cannot be built on device='meta': torchvision "
+                f"{torchvision.__version__} {args.name}() takes no device argument")
     if args.io and (args.meta or spec.always_meta):
         p.error(f"--io needs real parameter data, but {args.name} would be built on device='meta'")
-    kwargs, sizes = spec.configs[None if spec.always_meta else (args.config or "small")]
+    kwargs, sizes = spec.configs[None if fixed_size else (args.config or "small")]
     if args.seq is not None and "seq" not in sizes:
         p.error(f"--seq does not apply to {args.name} (it has no sequence dimension)")
     for flag in ("batch", "seq"):

@@ -3,7 +3,11 @@
 #ifndef CLEAVE_PASSES_PASSES_H
 #define CLEAVE_PASSES_PASSES_H
 
+#include "dialects/cleave/CleaveDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::cleave {
@@ -13,6 +17,13 @@ namespace mlir::cleave {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// What `cleave compile` runs between import and emission for one device:
+/// canonicalize and CSE (fold what the importer left), then memory planning.
+void addSingleDevicePlanPipeline(OpPassManager &pm);
+
+/// Registers the passes and the named pipeline `cleave-single-device-plan`.
+void registerCleavePipelines();
 
 } // namespace mlir::cleave
 

@@ -21,4 +21,25 @@ def PrintModelSummary : Pass<"cleave-print-summary", "mlir::ModuleOp"> {
   ];
 }
 
+def PlanMemory : Pass<"cleave-plan-memory", "mlir::func::FuncOp"> {
+  let summary = "Assign every activation an offset in one arena, by liveness";
+  let description = [{
+    Static memory planning for one program. Each value that needs memory of
+    its own (function arguments and results of ops that compute) lives from
+    the op that defines it to its last use, or to the end when it is returned
+    or an argument (inputs stay intact, so a program can run again on them);
+    a view (`ExecutableOpInterface::getViewedOperand`, e.g. `reshape`) shares
+    its operand's buffer and extends its lifetime. Parameters and constants
+    live in the weights, not the arena. Buffers are placed largest first at
+    the lowest 64-byte-aligned offset that overlaps no buffer live at the same
+    time. Kernel scratch (`getScratchBytes`) is a buffer live during its op.
+
+    Annotates `cleave.arena_offset` on arguments and ops,
+    `cleave.scratch_offset` on ops with scratch, and on the function
+    `cleave.arena_bytes` (the arena size) and `cleave.peak_live_bytes` (the
+    most bytes live at one time: no placement can use less).
+  }];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 #endif // CLEAVE_PASSES_TD

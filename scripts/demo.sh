@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job, end to end for now: export example models with PyTorch, import
-# them into cleave IR and summarize them, including a 145.6B-parameter GPT
-# exported on the meta device (shapes only, nothing materialized).
+# them into cleave IR and summarize them, compile one into a plan and run it
+# against PyTorch's own outputs, and import a 145.6B-parameter GPT exported on
+# the meta device (shapes only, nothing materialized).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/build.sh" --target cleave cleave-opt
@@ -26,6 +27,16 @@ step "Summary per module: cleave import $out/gpt.pt --summary"
 step "The IR round-trips through cleave-opt"
 "$root/build/bin/cleave-opt" "$out/gpt.mlir" --mlir-print-debuginfo -o "$out/gpt.roundtrip.mlir"
 echo "ok: $out/gpt.roundtrip.mlir"
+
+step "Compile it into a plan and run it: cleave compile / cleave run"
+/usr/bin/python3 "$root/examples/export.py" gpt -o "$out/gpt.pt" --io "$out/gpt-io" >/dev/null
+"$cleave" compile "$out/gpt.pt" -o "$out/gpt.plan"
+ls -R "$out/gpt.plan" | sed 's/^/  /'
+"$cleave" run "$out/gpt.plan" --inputs "$out/gpt-io/inputs.safetensors" \
+  --outputs "$out/gpt.outputs.safetensors" --timing
+echo "cleave's outputs against PyTorch's:"
+/usr/bin/python3 "$root/test/e2e/compare_outputs.py" "$out/gpt-io/outputs.safetensors" \
+  "$out/gpt.outputs.safetensors"
 
 step "A 145.6B-parameter GPT (80 layers, hidden 12288) exported on the meta device"
 /usr/bin/python3 "$root/examples/export.py" gpt-145.6b -o "$out/gpt-145.6b.pt"

@@ -8,7 +8,7 @@ PACKAGES=(
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
   libtorch-dev python3-torch python3-torchvision
   nlohmann-json3-dev libgtest-dev
-  libopenblas-dev libopenmpi-dev openmpi-bin
+  libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -13,6 +13,7 @@ include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "dialects/cleave/CleaveInterfaces.td"
 
 def Cleave_Dialect : Dialect {
   let name = "cleave";
@@ -76,8 +77,13 @@ def Cleave_GeluApproximationAttr
 // Op classes.
 //===----------------------------------------------------------------------===//
 
-class Cleave_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Cleave_Dialect, mnemonic, traits>;
+// Every op states how it executes; `executableOverrides` names the
+// ExecutableOpInterface methods it defines itself instead of the defaults.
+class Cleave_Op<string mnemonic, list<Trait> traits = [],
+                list<string> executableOverrides = []>
+    : Op<Cleave_Dialect, mnemonic, !listconcat(traits,
+         [DeclareOpInterfaceMethods<Cleave_ExecutableOpInterface,
+                                    executableOverrides>])>;
 
 // Elementwise op of one operand: result type equals the operand type. Adding
 // an activation is one line in CleaveOps.td.

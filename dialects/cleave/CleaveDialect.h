@@ -25,6 +25,13 @@
 
 #include "dialects/cleave/ShapeInference.h"
 
+namespace mlir::cleave {
+/// The op's own attributes, for its kernel: everything but operand segment
+/// sizes and discardable (dotted) annotations.
+llvm::SmallVector<NamedAttribute> getDefaultKernelAttributes(Operation *op);
+} // namespace mlir::cleave
+#include "dialects/cleave/CleaveInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/cleave/CleaveOps.h.inc"
 

@@ -75,7 +75,7 @@ def Cleave_CosOp : Cleave_UnaryElementwiseOp<"cos", Cleave_FloatTensor, "cos(x)"
 def Cleave_ErfOp : Cleave_UnaryElementwiseOp<"erf", Cleave_FloatTensor, "erf(x)">;
 def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
 
-def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType]> {
+def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType], ["getKernelAttributes"]> {
   let summary = "elementwise GELU";
   let description = [{
     Computes `x * Phi(x)`, with the exact Gaussian CDF (`approximation = none`)
@@ -104,7 +104,7 @@ def Cleave_MinimumOp : Cleave_BinaryElementwiseOp<"minimum", "min(x, y)", Cleave
 def Cleave_AndOp : Cleave_BinaryElementwiseOp<"and", "x && y", Cleave_BoolTensor, [Commutative]>;
 def Cleave_OrOp : Cleave_BinaryElementwiseOp<"or", "x || y", Cleave_BoolTensor, [Commutative]>;
 
-def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor]> {
+def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor], ["getKernelAttributes"]> {
   let summary = "elementwise comparison with broadcasting";
   let description = [{
     Compares `lhs` and `rhs` with `predicate` for every element of the
@@ -301,7 +301,7 @@ def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum">;
 // Convolution and pooling (NCHW).
 //===----------------------------------------------------------------------===//
 
-def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScratchBytes"]> {
   let summary = "2-D convolution in NCHW layout";
   let description = [{
     Convolves `input [N, C, H, W]` with `weight [F, C / groups, KH, KW]` and
@@ -395,7 +395,7 @@ def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
 // Data movement.
 //===----------------------------------------------------------------------===//
 
-def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure]> {
+def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"]> {
   let summary = "reinterpret the shape, keeping the element order";
   let description = [{
     Gives the elements of `input` in row-major order the result's shape; the

@@ -1,0 +1,69 @@
+//===- Commands.cpp - helpers shared by the subcommands -------------------===//
+
+#include "cli/Commands.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstring>
+#include <sys/resource.h>
+
+namespace cleave {
+
+int usageError(const std::string &message, const char *usage) {
+  llvm::errs() << "cleave: error: " << message << "\n\n" << usage;
+  return 1;
+}
+
+/// Writes `text` to `path` through a temporary file and a rename, so a
+/// failed write never leaves a truncated output.
+bool writeAtomically(const std::string &path,
+                     llvm::function_ref<void(llvm::raw_ostream &)> write) {
+  std::string temp = path + ".tmp";
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(temp, ec);
+    if (ec) {
+      llvm::errs() << "cleave: error: cannot write '" << path << "': " << ec.message() << "\n";
+      return false;
+    }
+    write(os);
+    os.close();
+    if (os.has_error()) {
+      llvm::errs() << "cleave: error: writing '" << path << "' failed: "
+                   << os.error().message() << "\n";
+      os.clear_error();
+      llvm::sys::fs::remove(temp);
+      return false;
+    }
+  }
+  if (auto ec = llvm::sys::fs::rename(temp, path)) {
+    llvm::errs() << "cleave: error: cannot write '" << path << "': " << ec.message() << "\n";
+    llvm::sys::fs::remove(temp);
+    return false;
+  }
+  return true;
+}
+
+bool optionValue(int argc, char **argv, int &i, const char *name, const char **value) {
+  size_t n = std::strlen(name);
+  if (std::strncmp(argv[i], name, n) != 0)
+    return false;
+  if (argv[i][n] == '=') {
+    *value = argv[i] + n + 1;
+    return true;
+  }
+  if (argv[i][n] != '\0')
+    return false;
+  *value = i + 1 < argc ? argv[++i] : nullptr;
+  return true;
+}
+
+void printTiming(const char *what, double seconds) {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  llvm::errs() << llvm::formatv("cleave: {0} took {1:f2} s, peak memory {2:f1} MiB\n", what,
+                                seconds, usage.ru_maxrss / 1024.0);
+}
+
+} // namespace cleave

@@ -1,0 +1,46 @@
+//===- Backend.h - Where kernels run and buffers live ---------------------===//
+//
+// The executor sees a device only through this interface: memory, copies and
+// kernels. The CPU backend is the reference; the CUDA backend implements the
+// same kernels, and one conformance suite checks both.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Kernel.h"
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace cleave::runtime {
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+
+  virtual bool hasKernel(std::string_view kernel) const = 0;
+  virtual std::vector<std::string> kernelNames() const = 0;
+  /// Validates one instruction and prepares the function that runs it.
+  virtual Status prepareKernel(const KernelSignature &signature, KernelFn *fn) = 0;
+
+  /// Device memory, aligned to 64 bytes.
+  virtual Status allocate(size_t bytes, void **out) = 0;
+  virtual void deallocate(void *ptr) = 0;
+  virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
+  virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
+  virtual Status synchronize() = 0;
+  /// True when device memory is host memory (weights load in place).
+  virtual bool sharesHostMemory() const { return false; }
+};
+
+/// The CPU backend: OpenBLAS GEMM and OpenMP loops.
+std::unique_ptr<Backend> createCpuBackend();
+
+/// Threads of the CPU backend's OpenMP loops and OpenBLAS calls; 0 leaves
+/// the default (OMP_NUM_THREADS, else one per core).
+void setCpuThreads(int threads);
+int cpuThreads();
+
+} // namespace cleave::runtime

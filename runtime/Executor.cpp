@@ -1,0 +1,145 @@
+#include "runtime/Executor.h"
+
+#include <chrono>
+
+namespace cleave::runtime {
+namespace {
+
+std::string instructionLabel(const Phase &phase, size_t index, const InstructionSpec &inst) {
+  std::string label = phase.name + " instruction " + std::to_string(index) + " (" +
+                      inst.kernel + ")";
+  if (!inst.loc.empty())
+    label += " at " + inst.loc;
+  return label;
+}
+
+} // namespace
+
+Status Executor::create(const ProgramSpec &program, Backend &backend,
+                        std::unique_ptr<Executor> *out) {
+  std::unique_ptr<Executor> executor(new Executor(program, backend));
+
+  // Validate every instruction before allocating or reading anything.
+  for (const Phase &phase : program.phases) {
+    std::vector<Prepared> prepared;
+    for (size_t i = 0; i < phase.instructions.size(); ++i) {
+      const InstructionSpec &inst = phase.instructions[i];
+      std::string label = program.file + ": " + instructionLabel(phase, i, inst);
+      if (!backend.hasKernel(inst.kernel))
+        return CLEAVE_ERROR(label, ": the ", backend.name(), " backend has no kernel '",
+                            inst.kernel, "'");
+      KernelSignature signature;
+      signature.kernel = inst.kernel;
+      for (const std::optional<int64_t> &id : inst.inputs)
+        signature.inputs.push_back(id ? std::optional<TensorDesc>(program.buffers[*id].desc)
+                                      : std::nullopt);
+      for (int64_t id : inst.outputs)
+        signature.outputs.push_back(program.buffers[id].desc);
+      signature.scratchBytes = inst.scratchBytes;
+      signature.attrs = inst.attrs;
+      Prepared p{&inst, {}, {}};
+      CLEAVE_RETURN_IF_ERROR(backend.prepareKernel(signature, &p.fn).prepend(label));
+      prepared.push_back(std::move(p));
+    }
+    executor->phases_.emplace_back(phase.name, std::move(prepared));
+  }
+
+  CLEAVE_RETURN_IF_ERROR(backend.allocate(program.arenaBytes, &executor->arena_));
+  CLEAVE_RETURN_IF_ERROR(backend.allocate(program.weights.dataBytes, &executor->weights_));
+  if (program.weights.dataBytes > 0) {
+    // Weights are read on the host, then copied (a no-op move on CPU).
+    if (backend.sharesHostMemory()) {
+      CLEAVE_RETURN_IF_ERROR(readSafetensorsData(program.weights, executor->weights_));
+    } else {
+      std::vector<char> host(program.weights.dataBytes);
+      CLEAVE_RETURN_IF_ERROR(readSafetensorsData(program.weights, host.data()));
+      CLEAVE_RETURN_IF_ERROR(
+          backend.copyToDevice(executor->weights_, host.data(), host.size()));
+    }
+  }
+
+  // Data pointers are fixed from here on: resolve them once.
+  for (auto &[name, prepared] : executor->phases_)
+    for (Prepared &p : prepared) {
+      for (const std::optional<int64_t> &id : p.spec->inputs)
+        p.call.inputs.push_back(id ? executor->bufferData(*id) : nullptr);
+      for (int64_t id : p.spec->outputs)
+        p.call.outputs.push_back(executor->bufferData(id));
+      p.call.scratch =
+          p.spec->scratchBytes ? static_cast<char *>(executor->arena_) + p.spec->scratchOffset
+                               : nullptr;
+    }
+  *out = std::move(executor);
+  return {};
+}
+
+Executor::~Executor() {
+  if (arena_)
+    backend_.deallocate(arena_);
+  if (weights_)
+    backend_.deallocate(weights_);
+}
+
+void *Executor::bufferData(int64_t id) const {
+  const BufferSpec &buffer = program_.buffers[id];
+  if (buffer.arenaOffset)
+    return static_cast<char *>(arena_) + *buffer.arenaOffset;
+  const SafetensorsEntry *entry = program_.weights.find(*buffer.weight);
+  return static_cast<char *>(weights_) + entry->begin;
+}
+
+const Binding *Executor::findBinding(const std::vector<Binding> &list,
+                                     const std::string &name) const {
+  for (const Binding &b : list)
+    if (b.name == name)
+      return &b;
+  return nullptr;
+}
+
+Status Executor::setInput(const std::string &name, const void *data, size_t bytes) {
+  const Binding *binding = findBinding(program_.inputs, name);
+  if (!binding)
+    return CLEAVE_ERROR("the program has no input '", name, "'");
+  const BufferSpec &buffer = program_.buffers[binding->buffer];
+  if (bytes != buffer.desc.bytes())
+    return CLEAVE_ERROR("input '", name, "' needs ", buffer.desc.bytes(), " bytes, got ",
+                        bytes);
+  return backend_.copyToDevice(bufferData(binding->buffer), data, bytes);
+}
+
+Status Executor::getOutput(const std::string &name, void *data, size_t bytes) const {
+  const Binding *binding = findBinding(program_.outputs, name);
+  if (!binding)
+    return CLEAVE_ERROR("the program has no output '", name, "'");
+  const BufferSpec &buffer = program_.buffers[binding->buffer];
+  if (bytes != buffer.desc.bytes())
+    return CLEAVE_ERROR("output '", name, "' has ", buffer.desc.bytes(), " bytes, asked for ",
+                        bytes);
+  return backend_.copyToHost(data, bufferData(binding->buffer), bytes);
+}
+
+Status Executor::run(const std::string &phaseName) {
+  for (auto &[name, prepared] : phases_) {
+    if (name != phaseName)
+      continue;
+    const Phase *phase = program_.findPhase(name);
+    if (profiling_)
+      seconds_.assign(prepared.size(), 0.0);
+    for (size_t i = 0; i < prepared.size(); ++i) {
+      auto start = std::chrono::steady_clock::now();
+      Status status = prepared[i].fn(prepared[i].call);
+      if (!status.ok())
+        return status.prepend(program_.file + ": " +
+                              instructionLabel(*phase, i, *prepared[i].spec));
+      if (profiling_) {
+        CLEAVE_RETURN_IF_ERROR(backend_.synchronize());
+        seconds_[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+                          .count();
+      }
+    }
+    return backend_.synchronize();
+  }
+  return CLEAVE_ERROR(program_.file, ": no phase '", phaseName, "'");
+}
+
+} // namespace cleave::runtime

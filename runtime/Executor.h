@@ -1,0 +1,64 @@
+//===- Executor.h - Runs one program of a plan on a backend ---------------===//
+//
+// Creating an executor validates every instruction against the backend's
+// kernel contracts, then allocates exactly the plan's predicted memory (one
+// arena plus the weights) and reads the weights. Nothing runs unless all of
+// that succeeded.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Backend.h"
+#include "runtime/Plan.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cleave::runtime {
+
+class Executor {
+public:
+  static Status create(const ProgramSpec &program, Backend &backend,
+                       std::unique_ptr<Executor> *out);
+  ~Executor();
+  Executor(const Executor &) = delete;
+  Executor &operator=(const Executor &) = delete;
+
+  /// Copies host data into the buffer bound to input `name`.
+  Status setInput(const std::string &name, const void *data, size_t bytes);
+  /// Runs the instructions of `phase` in order.
+  Status run(const std::string &phase = "forward");
+  /// Copies the buffer bound to output `name` to host memory.
+  Status getOutput(const std::string &name, void *data, size_t bytes) const;
+
+  /// Bytes this executor allocated on the device (arena plus weights).
+  size_t allocatedBytes() const { return program_.arenaBytes + program_.weights.dataBytes; }
+  const ProgramSpec &program() const { return program_; }
+
+  /// Wall time of each instruction of the last run, when profiling is on.
+  void setProfiling(bool on) { profiling_ = on; }
+  const std::vector<double> &lastRunSeconds() const { return seconds_; }
+
+private:
+  struct Prepared {
+    const InstructionSpec *spec;
+    KernelFn fn;
+    KernelCall call;
+  };
+
+  Executor(const ProgramSpec &program, Backend &backend)
+      : program_(program), backend_(backend) {}
+  void *bufferData(int64_t id) const;
+  const Binding *findBinding(const std::vector<Binding> &list, const std::string &name) const;
+
+  const ProgramSpec &program_;
+  Backend &backend_;
+  void *arena_ = nullptr;
+  void *weights_ = nullptr;
+  std::vector<std::pair<std::string, std::vector<Prepared>>> phases_;
+  bool profiling_ = false;
+  std::vector<double> seconds_;
+};
+
+} // namespace cleave::runtime

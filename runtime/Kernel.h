@@ -1,0 +1,47 @@
+//===- Kernel.h - The contract between the executor and a kernel ----------===//
+//
+// A backend turns each instruction into a KernelFn once, at load: the builder
+// validates operand dtypes, shapes and attributes (a bad plan fails before
+// anything runs) and captures what it parsed. The executor then calls the
+// function with data pointers only.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Attributes.h"
+#include "runtime/Status.h"
+#include "runtime/Tensor.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::runtime {
+
+/// What an instruction declares, seen at load time.
+struct KernelSignature {
+  std::string kernel;
+  /// std::nullopt for an optional operand that is absent (a linear's bias).
+  std::vector<std::optional<TensorDesc>> inputs;
+  std::vector<TensorDesc> outputs;
+  /// Bytes of arena scratch the plan reserved for this instruction.
+  size_t scratchBytes = 0;
+  Attributes attrs;
+};
+
+/// Data pointers of one call, in the order of the signature; nullptr for an
+/// absent optional input. Outputs never alias inputs.
+struct KernelCall {
+  std::vector<const void *> inputs;
+  std::vector<void *> outputs;
+  void *scratch = nullptr;
+};
+
+using KernelFn = std::function<Status(const KernelCall &)>;
+
+/// Validates `signature` and, if it is well-formed, stores the prepared
+/// kernel in `*fn`.
+using KernelBuilder = Status (*)(const KernelSignature &signature, KernelFn *fn);
+
+} // namespace cleave::runtime

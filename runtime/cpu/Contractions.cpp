@@ -1,0 +1,384 @@
+//===- Contractions.cpp - matmul, linear, embedding, conv2d ---------------===//
+//
+// GEMMs go to oneDNN's dnnl_sgemm, which picks its kernels by the CPU's ISA
+// at run time (AVX-512 where there is one; OpenBLAS 0.3.21 runs AVX2 kernels
+// on CPUs it does not know) and threads with the same OpenMP runtime as our
+// loops. It is only ever called from the calling thread, never inside an
+// OpenMP region.
+// conv2d is im2col + one GEMM per (image, group), with the im2col matrix in
+// the instruction's scratch (see ConvScratch.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Common.h"
+#include "runtime/cpu/ConvScratch.h"
+#include "runtime/cpu/Registry.h"
+
+#include <dnnl.h>
+
+#include <cstring>
+#include <utility>
+
+namespace cleave::runtime::cpu {
+namespace {
+
+/// C[M,N] = A[M,K] * op(B) (+ C when accumulate), row-major, dense.
+void sgemm(bool transB, int64_t m, int64_t n, int64_t k, const float *a, const float *b,
+           float *c, bool accumulate) {
+  if (m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    if (!accumulate)
+      std::memset(c, 0, sizeof(float) * m * n);
+    return;
+  }
+  dnnl_sgemm('N', transB ? 'T' : 'N', m, n, k, 1.0f, a, k, b, transB ? k : n,
+             accumulate ? 1.0f : 0.0f, c, n);
+}
+
+/// Copies `vec` (cols floats) into each of `rows` rows.
+void fillRowsWithVector(float *out, int64_t rows, int64_t cols, const float *vec) {
+  parallelRange(rows, cols, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      std::memcpy(out + r * cols, vec, sizeof(float) * cols);
+  });
+}
+
+/// Fills row r (cols floats) with values[r].
+void fillRowsWithScalars(float *out, int64_t rows, int64_t cols, const float *values) {
+  parallelRange(rows, cols, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      float v = values[r];
+      float *row = out + r * cols;
+      for (int64_t i = 0; i < cols; ++i)
+        row[i] = v;
+    }
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// matmul
+//===----------------------------------------------------------------------===//
+
+Status buildMatmul(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "lhs"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "rhs"));
+  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "lhs", a, {DType::F32}));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "lhs", a, "rhs", b));
+  if (a.rank() < 2 || b.rank() < 2)
+    return CLEAVE_ERROR(sig.kernel, ": operands need rank >= 2, got ",
+                        describe(a.shape, a.dtype), " and ", describe(b.shape, b.dtype));
+  const int64_t m = a.shape[a.rank() - 2], k = a.shape[a.rank() - 1];
+  const int64_t k2 = b.shape[b.rank() - 2], n = b.shape[b.rank() - 1];
+  if (k != k2)
+    return CLEAVE_ERROR(sig.kernel, ": contraction dims differ: ", describe(a.shape, a.dtype),
+                        " x ", describe(b.shape, b.dtype), " (", k, " vs ", k2, ")");
+  Shape aBatch(a.shape.begin(), a.shape.end() - 2), bBatch(b.shape.begin(), b.shape.end() - 2);
+  auto batch = broadcastShapes({aBatch, bBatch});
+  if (!batch)
+    return CLEAVE_ERROR(sig.kernel, ": batch dims do not broadcast: ",
+                        describe(a.shape, a.dtype), " x ", describe(b.shape, b.dtype));
+  Shape outShape = *batch;
+  outShape.push_back(m);
+  outShape.push_back(n);
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {a.dtype, outShape},
+                                     describe(a.shape, a.dtype) + " x " +
+                                         describe(b.shape, b.dtype)));
+
+  const int64_t batches = numElements(*batch);
+  // rhs shared by every batch: fold the batches of lhs into its rows.
+  if (numElements(bBatch) == 1) {
+    const int64_t rows = batches * m;
+    *fn = [rows, n, k](const KernelCall &call) -> Status {
+      sgemm(false, rows, n, k, static_cast<const float *>(call.inputs[0]),
+            static_cast<const float *>(call.inputs[1]), static_cast<float *>(call.outputs[0]),
+            false);
+      return {};
+    };
+    return {};
+  }
+  // One GEMM per output batch; broadcast operands are read in place.
+  std::vector<std::pair<int64_t, int64_t>> offsets;
+  offsets.reserve(batches);
+  if (batches > 0) {
+    BroadcastLayout layout = makeBroadcastLayout(*batch, {aBatch, bBatch});
+    int64_t rank = static_cast<int64_t>(layout.dims.size());
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t i = 0; i < batches; ++i) {
+      int64_t oa = 0, ob = 0;
+      for (int64_t d = 0; d < rank; ++d) {
+        oa += index[d] * layout.strides[d][0];
+        ob += index[d] * layout.strides[d][1];
+      }
+      offsets.emplace_back(oa * m * k, ob * k * n);
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++index[d] < layout.dims[d])
+          break;
+        index[d] = 0;
+      }
+    }
+  }
+  *fn = [offsets, m, n, k](const KernelCall &call) -> Status {
+    const float *a = static_cast<const float *>(call.inputs[0]);
+    const float *b = static_cast<const float *>(call.inputs[1]);
+    float *c = static_cast<float *>(call.outputs[0]);
+    for (size_t i = 0; i < offsets.size(); ++i)
+      sgemm(false, m, n, k, a + offsets[i].first, b + offsets[i].second, c + i * m * n, false);
+    return {};
+  };
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// linear
+//===----------------------------------------------------------------------===//
+
+Status buildLinear(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "weight"));
+  const TensorDesc &x = *sig.inputs[0], &w = *sig.inputs[1];
+  const bool hasBias = sig.inputs.size() == 3 && sig.inputs[2].has_value();
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "input", x, "weight", w));
+  if (x.rank() < 1 || w.rank() != 2)
+    return CLEAVE_ERROR(sig.kernel, ": needs an input of rank >= 1 and a 2-D weight [out, in], got ",
+                        describe(x.shape, x.dtype), " and ", describe(w.shape, w.dtype));
+  const int64_t k = x.shape.back(), n = w.shape[0];
+  if (w.shape[1] != k)
+    return CLEAVE_ERROR(sig.kernel, ": input ", describe(x.shape, x.dtype), " has ", k,
+                        " features, weight ", describe(w.shape, w.dtype),
+                        " expects ", w.shape[1], " (weight is [out, in])");
+  if (hasBias) {
+    const TensorDesc &bias = *sig.inputs[2];
+    CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "weight", w, "bias", bias));
+    if (bias.shape != Shape{n})
+      return CLEAVE_ERROR(sig.kernel, ": bias ", describe(bias.shape, bias.dtype), " must be [",
+                          n, "], the weight's out features");
+  }
+  Shape outShape = x.shape;
+  outShape.back() = n;
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape},
+                                     describe(x.shape, x.dtype) + " times the transpose of " +
+                                         describe(w.shape, w.dtype)));
+  const int64_t m = numElements(Shape(x.shape.begin(), x.shape.end() - 1));
+  *fn = [m, n, k, hasBias](const KernelCall &call) -> Status {
+    const float *x = static_cast<const float *>(call.inputs[0]);
+    const float *w = static_cast<const float *>(call.inputs[1]);
+    float *y = static_cast<float *>(call.outputs[0]);
+    if (hasBias)
+      fillRowsWithVector(y, m, n, static_cast<const float *>(call.inputs[2]));
+    sgemm(true, m, n, k, x, w, y, hasBias);
+    return {};
+  };
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// embedding
+//===----------------------------------------------------------------------===//
+
+template <typename Index>
+Status embed(const float *table, const Index *indices, float *out, int64_t count,
+             int64_t rows, int64_t dim) {
+  for (int64_t i = 0; i < count; ++i)
+    if (indices[i] < 0 || indices[i] >= rows)
+      return CLEAVE_ERROR("embedding: index ", static_cast<int64_t>(indices[i]),
+                          " at position ", i, " is out of range for a table of ", rows,
+                          " rows");
+  parallelRange(count, dim, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      std::memcpy(out + i * dim, table + static_cast<int64_t>(indices[i]) * dim,
+                  sizeof(float) * dim);
+  });
+  return {};
+}
+
+Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "weight"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "indices"));
+  const TensorDesc &w = *sig.inputs[0], &idx = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "weight", w, {DType::F32}));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "indices", idx, {DType::I64, DType::I32}));
+  if (w.rank() != 2)
+    return CLEAVE_ERROR(sig.kernel, ": table must be 2-D [rows, dim], got ",
+                        describe(w.shape, w.dtype));
+  Shape outShape = idx.shape;
+  outShape.push_back(w.shape[1]);
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {w.dtype, outShape}, "the indices' shape plus the row size"));
+  const int64_t count = idx.numel(), rows = w.shape[0], dim = w.shape[1];
+  const bool wide = idx.dtype == DType::I64;
+  *fn = [count, rows, dim, wide](const KernelCall &call) -> Status {
+    const float *table = static_cast<const float *>(call.inputs[0]);
+    float *out = static_cast<float *>(call.outputs[0]);
+    if (wide)
+      return embed(table, static_cast<const int64_t *>(call.inputs[1]), out, count, rows, dim);
+    return embed(table, static_cast<const int32_t *>(call.inputs[1]), out, count, rows, dim);
+  };
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// conv2d
+//===----------------------------------------------------------------------===//
+
+struct ConvGeometry {
+  int64_t channels, height, width;        // per group: channels = C / groups
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t oh, ow;
+};
+
+/// The im2col matrix of one image group: row (c, i, j) holds, for every
+/// output position, the input element under kernel tap (i, j) of channel c
+/// (zero in the padding).
+void im2col(const ConvGeometry &g, const float *image, float *col) {
+  const int64_t rows = g.channels * g.kh * g.kw, ohw = g.oh * g.ow;
+  parallelRange(rows, ohw, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t c = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
+      const float *plane = image + c * g.height * g.width;
+      float *dst = col + r * ohw;
+      // Output columns whose input column is inside the image:
+      // 0 <= ox * sw + off < width.
+      const int64_t off = j * g.dw - g.pw;
+      int64_t oxBegin = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+      int64_t oxEnd = g.width - off <= 0 ? 0 : (g.width - off + g.sw - 1) / g.sw;
+      oxBegin = std::min(oxBegin, g.ow);
+      oxEnd = std::clamp(oxEnd, oxBegin, g.ow);
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        float *d = dst + oy * g.ow;
+        const int64_t iy = oy * g.sh - g.ph + i * g.dh;
+        if (iy < 0 || iy >= g.height) {
+          std::memset(d, 0, sizeof(float) * g.ow);
+          continue;
+        }
+        const float *src = plane + iy * g.width + off;
+        for (int64_t ox = 0; ox < oxBegin; ++ox)
+          d[ox] = 0.0f;
+        if (g.sw == 1) {
+          std::memcpy(d + oxBegin, src + oxBegin, sizeof(float) * (oxEnd - oxBegin));
+        } else {
+          for (int64_t ox = oxBegin; ox < oxEnd; ++ox)
+            d[ox] = src[ox * g.sw];
+        }
+        for (int64_t ox = oxEnd; ox < g.ow; ++ox)
+          d[ox] = 0.0f;
+      }
+    }
+  });
+}
+
+Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "weight"));
+  const TensorDesc &x = *sig.inputs[0], &w = *sig.inputs[1];
+  const bool hasBias = sig.inputs.size() == 3 && sig.inputs[2].has_value();
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "input", x, "weight", w));
+  if (x.rank() != 4 || w.rank() != 4)
+    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W] and a 4-D weight "
+                                    "[F, C/groups, KH, KW], got ",
+                        describe(x.shape, x.dtype), " and ", describe(w.shape, w.dtype));
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("groups", &groups)));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
+  if (groups < 1)
+    return CLEAVE_ERROR(sig.kernel, ": groups must be >= 1, got ", groups);
+  const int64_t batch = x.shape[0], channels = x.shape[1];
+  const int64_t filters = w.shape[0];
+  if (channels % groups != 0)
+    return CLEAVE_ERROR(sig.kernel, ": input ", describe(x.shape, x.dtype), " has ", channels,
+                        " channels, not divisible by groups = ", groups);
+  if (channels / groups != w.shape[1])
+    return CLEAVE_ERROR(sig.kernel, ": weight ", describe(w.shape, w.dtype), " needs ",
+                        w.shape[1], " input channels per group, input ",
+                        describe(x.shape, x.dtype), " has ", channels / groups,
+                        " (groups = ", groups, ")");
+  if (filters % groups != 0)
+    return CLEAVE_ERROR(sig.kernel, ": weight ", describe(w.shape, w.dtype), " has ", filters,
+                        " filters, not divisible by groups = ", groups);
+  if (hasBias) {
+    const TensorDesc &bias = *sig.inputs[2];
+    CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "weight", w, "bias", bias));
+    if (bias.shape != Shape{filters})
+      return CLEAVE_ERROR(sig.kernel, ": bias ", describe(bias.shape, bias.dtype), " must be [",
+                          filters, "], one per filter");
+  }
+  ConvGeometry g;
+  g.channels = channels / groups;
+  g.height = x.shape[2];
+  g.width = x.shape[3];
+  g.kh = w.shape[2];
+  g.kw = w.shape[3];
+  g.sh = stride[0];
+  g.sw = stride[1];
+  g.ph = padding[0];
+  g.pw = padding[1];
+  g.dh = dilation[0];
+  g.dw = dilation[1];
+  int64_t spanH = g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1;
+  int64_t spanW = g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1;
+  if (spanH < 0 || spanW < 0)
+    return CLEAVE_ERROR(sig.kernel, ": kernel ", g.kh, "x", g.kw, " (dilation ",
+                        formatList(dilation), ") is larger than the padded input ",
+                        describe(x.shape, x.dtype));
+  g.oh = spanH / g.sh + 1;
+  g.ow = spanW / g.sw + 1;
+  Shape outShape = {batch, filters, g.oh, g.ow};
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape}, "from the input, weight and attributes"));
+  const size_t needed = conv2dScratchBytes(x.shape, w.shape, outShape, groups, stride, padding,
+                                           dilation, x.dtype);
+  if (sig.scratchBytes < needed)
+    return CLEAVE_ERROR(sig.kernel, ": needs ", needed, " bytes of scratch for its im2col matrix (",
+                        g.channels * g.kh * g.kw, "x", g.oh * g.ow, " floats), the plan reserves ",
+                        sig.scratchBytes);
+  const bool direct = conv2dIsDirectGemm(w.shape, stride, padding, dilation);
+  const int64_t filtersPerGroup = filters / groups;
+  *fn = [g, direct, batch, groups, filtersPerGroup, hasBias](const KernelCall &call) -> Status {
+    const float *x = static_cast<const float *>(call.inputs[0]);
+    const float *w = static_cast<const float *>(call.inputs[1]);
+    const float *bias = hasBias ? static_cast<const float *>(call.inputs[2]) : nullptr;
+    float *y = static_cast<float *>(call.outputs[0]);
+    float *col = static_cast<float *>(call.scratch);
+    const int64_t hw = g.height * g.width, ohw = g.oh * g.ow;
+    const int64_t depth = g.channels * g.kh * g.kw;
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t grp = 0; grp < groups; ++grp) {
+        const float *image = x + (n * groups + grp) * g.channels * hw;
+        float *out = y + (n * groups + grp) * filtersPerGroup * ohw;
+        const float *b = image;
+        if (!direct) {
+          im2col(g, image, col);
+          b = col;
+        }
+        if (bias)
+          fillRowsWithScalars(out, filtersPerGroup, ohw, bias + grp * filtersPerGroup);
+        sgemm(false, filtersPerGroup, ohw, depth, w + grp * filtersPerGroup * depth, b, out,
+              bias != nullptr);
+      }
+    }
+    return {};
+  };
+  return {};
+}
+
+} // namespace
+
+void registerContractionKernels(KernelTable &table) {
+  table["matmul"] = buildMatmul;
+  table["linear"] = buildLinear;
+  table["embedding"] = buildEmbedding;
+  table["conv2d"] = buildConv2d;
+}
+
+} // namespace cleave::runtime::cpu

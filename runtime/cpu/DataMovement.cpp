@@ -1,0 +1,389 @@
+//===- DataMovement.cpp - reshape, permute, broadcast_to, slice, concat ---===//
+//
+// These kernels move elements without looking at them, so they work on every
+// dtype (bf16 and f16 included) by element size. Contiguous runs are
+// memcpy'd; permute transposes in cache-sized tiles when the innermost dim
+// moves.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Common.h"
+#include "runtime/cpu/Registry.h"
+
+#include <cstring>
+
+namespace cleave::runtime::cpu {
+namespace {
+
+/// memcpy split across threads for large buffers.
+void parallelCopy(void *dst, const void *src, size_t bytes) {
+  constexpr int64_t kBlock = 1 << 16;
+  const int64_t blocks = static_cast<int64_t>((bytes + kBlock - 1) / kBlock);
+  parallelRange(blocks, kBlock / 4, [&](int64_t b, int64_t e) {
+    size_t begin = static_cast<size_t>(b) * kBlock;
+    size_t end = std::min(bytes, static_cast<size_t>(e) * kBlock);
+    std::memcpy(static_cast<char *>(dst) + begin, static_cast<const char *>(src) + begin,
+                end - begin);
+  });
+}
+
+/// Calls fn<T>() with the unsigned integer type of `bytes` bytes.
+template <typename Fn> auto withElementType(size_t bytes, const Fn &fn) {
+  switch (bytes) {
+  case 1:
+    return fn(uint8_t{});
+  case 2:
+    return fn(uint16_t{});
+  case 4:
+    return fn(uint32_t{});
+  default:
+    return fn(uint64_t{});
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// reshape: the output may share the input's memory.
+//===----------------------------------------------------------------------===//
+
+Status buildReshape(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0], &y = sig.outputs[0];
+  if (x.dtype != y.dtype || x.numel() != y.numel())
+    return CLEAVE_ERROR(sig.kernel, ": cannot reshape ", describe(x.shape, x.dtype), " to ",
+                        describe(y.shape, y.dtype),
+                        x.dtype != y.dtype ? ": the element type changes"
+                                           : ": the element count changes");
+  const size_t bytes = x.bytes();
+  *fn = [bytes](const KernelCall &call) -> Status {
+    if (call.outputs[0] != call.inputs[0])
+      parallelCopy(call.outputs[0], call.inputs[0], bytes);
+    return {};
+  };
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// permute
+//===----------------------------------------------------------------------===//
+
+/// Copies one tile: out[a * outStride + b] = in[a + b * inStride].
+template <typename T>
+void transposeTile(const T *in, T *out, int64_t rowsA, int64_t colsB, int64_t inStride,
+                   int64_t outStride) {
+  for (int64_t a = 0; a < rowsA; ++a)
+    for (int64_t b = 0; b < colsB; ++b)
+      out[a * outStride + b] = in[a + b * inStride];
+}
+
+/// Permute over coalesced output dims `sizes` (outermost first), each with
+/// its stride in the input.
+template <typename T>
+KernelFn makePermute(std::vector<int64_t> sizes, std::vector<int64_t> inStrides) {
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  std::vector<int64_t> outStrides = contiguousStrides(sizes);
+  int64_t total = numElements(sizes);
+  if (rank == 0 || (rank == 1 && inStrides[0] == 1)) {
+    return [total](const KernelCall &call) -> Status {
+      parallelCopy(call.outputs[0], call.inputs[0], sizeof(T) * total);
+      return {};
+    };
+  }
+  if (inStrides.back() == 1) {
+    // The innermost output dim is contiguous in the input: copy rows.
+    const int64_t inner = sizes.back();
+    const int64_t rows = total / inner;
+    return [=](const KernelCall &call) -> Status {
+      const T *x = static_cast<const T *>(call.inputs[0]);
+      T *y = static_cast<T *>(call.outputs[0]);
+      parallelRange(rows, inner, [&](int64_t b, int64_t e) {
+        std::vector<int64_t> index(rank - 1);
+        int64_t off = 0, rest = b;
+        for (int64_t d = rank - 2; d >= 0; --d) {
+          index[d] = rest % sizes[d];
+          rest /= sizes[d];
+          off += index[d] * inStrides[d];
+        }
+        for (int64_t r = b; r < e; ++r) {
+          std::memcpy(y + r * inner, x + off, sizeof(T) * inner);
+          for (int64_t d = rank - 2; d >= 0; --d) {
+            off += inStrides[d];
+            if (++index[d] < sizes[d])
+              break;
+            off -= index[d] * inStrides[d];
+            index[d] = 0;
+          }
+        }
+      });
+      return {};
+    };
+  }
+  // Transpose: dim `a` is contiguous in the input, the last dim `b` in the
+  // output. Tiles of a x b, looped over the remaining dims.
+  int64_t a = 0;
+  for (int64_t d = 0; d < rank; ++d)
+    if (inStrides[d] == 1)
+      a = d;
+  const int64_t last = rank - 1;
+  std::vector<int64_t> otherSizes, otherIn, otherOut;
+  for (int64_t d = 0; d < last; ++d)
+    if (d != a) {
+      otherSizes.push_back(sizes[d]);
+      otherIn.push_back(inStrides[d]);
+      otherOut.push_back(outStrides[d]);
+    }
+  const int64_t others = numElements(otherSizes);
+  constexpr int64_t kTile = 32;
+  const int64_t sizeA = sizes[a], sizeB = sizes[last];
+  const int64_t tilesA = (sizeA + kTile - 1) / kTile, tilesB = (sizeB + kTile - 1) / kTile;
+  const int64_t inStrideB = inStrides[last], outStrideA = outStrides[a];
+  const int64_t no = static_cast<int64_t>(otherSizes.size());
+  return [=](const KernelCall &call) -> Status {
+    const T *x = static_cast<const T *>(call.inputs[0]);
+    T *y = static_cast<T *>(call.outputs[0]);
+    parallelRange(others * tilesA, kTile * sizeB, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        int64_t o = item / tilesA, ta = item % tilesA;
+        int64_t inOff = 0, outOff = 0, rest = o;
+        for (int64_t d = no - 1; d >= 0; --d) {
+          int64_t i = rest % otherSizes[d];
+          rest /= otherSizes[d];
+          inOff += i * otherIn[d];
+          outOff += i * otherOut[d];
+        }
+        const int64_t a0 = ta * kTile, na = std::min(kTile, sizeA - a0);
+        for (int64_t tb = 0; tb < tilesB; ++tb) {
+          const int64_t b0 = tb * kTile, nb = std::min(kTile, sizeB - b0);
+          transposeTile(x + inOff + a0 + b0 * inStrideB, y + outOff + a0 * outStrideA + b0, na,
+                        nb, inStrideB, outStrideA);
+        }
+      }
+    });
+    return {};
+  };
+}
+
+Status buildPermute(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  std::vector<int64_t> dims;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dims", &dims)));
+  if (static_cast<int64_t>(dims.size()) != x.rank())
+    return CLEAVE_ERROR(sig.kernel, ": dims ", formatList(dims), " must list ", x.rank(),
+                        " dims for input ", describe(x.shape, x.dtype));
+  std::vector<bool> seen(dims.size(), false);
+  Shape outShape;
+  for (int64_t d : dims) {
+    if (d < 0 || d >= x.rank() || seen[d])
+      return CLEAVE_ERROR(sig.kernel, ": dims ", formatList(dims),
+                          " are not a permutation of 0..", x.rank() - 1);
+    seen[d] = true;
+    outShape.push_back(x.shape[d]);
+  }
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape}, "the input's dims permuted"));
+  // Coalesce: drop size-1 dims and merge output dims that are adjacent in
+  // the input too.
+  std::vector<int64_t> inStrides = contiguousStrides(x.shape);
+  std::vector<int64_t> sizes, strides;
+  for (int64_t d : dims) {
+    if (x.shape[d] == 1)
+      continue;
+    if (!sizes.empty() && strides.back() == inStrides[d] * x.shape[d]) {
+      sizes.back() *= x.shape[d];
+      strides.back() = inStrides[d];
+      continue;
+    }
+    sizes.push_back(x.shape[d]);
+    strides.push_back(inStrides[d]);
+  }
+  if (x.numel() == 0) {
+    *fn = [](const KernelCall &) -> Status { return {}; };
+    return {};
+  }
+  *fn = withElementType(dtypeBytes(x.dtype), [&](auto t) {
+    return makePermute<decltype(t)>(sizes, strides);
+  });
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// broadcast_to
+//===----------------------------------------------------------------------===//
+
+Status buildBroadcastTo(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0], &y = sig.outputs[0];
+  auto shape = broadcastShapes({x.shape, y.shape});
+  if (x.dtype != y.dtype || x.rank() > y.rank() || !shape || *shape != y.shape)
+    return CLEAVE_ERROR(sig.kernel, ": cannot broadcast ", describe(x.shape, x.dtype), " to ",
+                        describe(y.shape, y.dtype),
+                        x.dtype != y.dtype ? " (the element type changes)" : "");
+  BroadcastLayout layout = makeBroadcastLayout(y.shape, {x.shape});
+  *fn = withElementType(dtypeBytes(x.dtype), [&](auto t) -> KernelFn {
+    using T = decltype(t);
+    return [layout](const KernelCall &call) -> Status {
+      const T *x = static_cast<const T *>(call.inputs[0]);
+      T *y = static_cast<T *>(call.outputs[0]);
+      const bool contiguous = layout.innerStride(0) != 0;
+      forEachSpan(layout, [&](const std::array<int64_t, kMaxOperands> &off, int64_t pos,
+                              int64_t len) {
+        if (contiguous) {
+          std::memcpy(y + pos, x + off[0], sizeof(T) * len);
+        } else {
+          const T v = x[off[0]];
+          T *out = y + pos;
+          for (int64_t i = 0; i < len; ++i)
+            out[i] = v;
+        }
+      });
+      return {};
+    };
+  });
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// slice
+//===----------------------------------------------------------------------===//
+
+Status buildSlice(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  int64_t dim = 0, start = 0, end = 0, step = 1;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("start", &start)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("end", &end)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("step", &step, 1)));
+  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
+  const int64_t size = x.shape[dim];
+  if (start < 0 || start > end || end > size || step < 1)
+    return CLEAVE_ERROR(sig.kernel, ": [", start, ":", end, ":", step, "] is not within dim ",
+                        dim, " of size ", size, " of ", describe(x.shape, x.dtype),
+                        " (needs 0 <= start <= end <= size, step >= 1)");
+  const int64_t count = end == start ? 0 : 1 + (end - start - 1) / step;
+  Shape outShape = x.shape;
+  outShape[dim] = count;
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape}, "the input with dim " +
+                                                                    std::to_string(dim) +
+                                                                    " sliced"));
+  const int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
+  const int64_t inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
+  const size_t elem = dtypeBytes(x.dtype);
+  if (outer * count * inner == 0) {
+    *fn = [](const KernelCall &) -> Status { return {}; };
+    return {};
+  }
+  if (step == 1) {
+    // One contiguous run per outer index.
+    const size_t run = count * inner * elem, srcStride = size * inner * elem;
+    const size_t offset = start * inner * elem;
+    *fn = [outer, run, srcStride, offset](const KernelCall &call) -> Status {
+      const char *x = static_cast<const char *>(call.inputs[0]);
+      char *y = static_cast<char *>(call.outputs[0]);
+      if (outer == 1) {
+        parallelCopy(y, x + offset, run);
+        return {};
+      }
+      parallelRange(outer, static_cast<int64_t>(run / 4), [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o)
+          std::memcpy(y + o * run, x + o * srcStride + offset, run);
+      });
+      return {};
+    };
+    return {};
+  }
+  *fn = withElementType(elem, [&](auto t) -> KernelFn {
+    using T = decltype(t);
+    return [outer, count, inner, size, start, step](const KernelCall &call) -> Status {
+      const T *x = static_cast<const T *>(call.inputs[0]);
+      T *y = static_cast<T *>(call.outputs[0]);
+      parallelRange(outer * count, inner, [&](int64_t b, int64_t e) {
+        for (int64_t item = b; item < e; ++item) {
+          int64_t o = item / count, k = item % count;
+          const T *src = x + (o * size + start + k * step) * inner;
+          T *dst = y + item * inner;
+          if (inner == 1)
+            *dst = *src;
+          else
+            std::memcpy(dst, src, sizeof(T) * inner);
+        }
+      });
+      return {};
+    };
+  });
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// concat
+//===----------------------------------------------------------------------===//
+
+Status buildConcat(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, SIZE_MAX));
+  for (size_t i = 0; i < sig.inputs.size(); ++i)
+    if (!sig.inputs[i])
+      return CLEAVE_ERROR(sig.kernel, ": input ", i, " is missing");
+  const TensorDesc &first = *sig.inputs[0];
+  int64_t dim = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, first.rank()));
+  Shape outShape = first.shape;
+  outShape[dim] = 0;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const TensorDesc &t = *sig.inputs[i];
+    bool compatible = t.dtype == first.dtype && t.rank() == first.rank();
+    for (int64_t d = 0; compatible && d < first.rank(); ++d)
+      compatible = d == dim || t.shape[d] == first.shape[d];
+    if (!compatible)
+      return CLEAVE_ERROR(sig.kernel, ": input ", i, " ", describe(t.shape, t.dtype),
+                          " does not match input 0 ", describe(first.shape, first.dtype),
+                          " outside dim ", dim);
+    outShape[dim] += t.shape[dim];
+  }
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {first.dtype, outShape},
+                                     "the inputs joined along dim " + std::to_string(dim)));
+  const int64_t outer = numElements(Shape(first.shape.begin(), first.shape.begin() + dim));
+  const int64_t inner = numElements(Shape(first.shape.begin() + dim + 1, first.shape.end()));
+  const size_t elem = dtypeBytes(first.dtype);
+  // Per input: its run of bytes per outer index and where it lands in the
+  // output's run.
+  std::vector<size_t> runs, offsets;
+  size_t total = 0;
+  for (const auto &t : sig.inputs) {
+    runs.push_back(t->shape[dim] * inner * elem);
+    offsets.push_back(total);
+    total += runs.back();
+  }
+  *fn = [outer, runs, offsets, total](const KernelCall &call) -> Status {
+    char *y = static_cast<char *>(call.outputs[0]);
+    const size_t n = runs.size();
+    if (outer == 1) {
+      for (size_t i = 0; i < n; ++i)
+        parallelCopy(y + offsets[i], call.inputs[i], runs[i]);
+      return {};
+    }
+    parallelRange(outer, static_cast<int64_t>(total / 4), [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o)
+        for (size_t i = 0; i < n; ++i)
+          std::memcpy(y + o * total + offsets[i],
+                      static_cast<const char *>(call.inputs[i]) + o * runs[i], runs[i]);
+    });
+    return {};
+  };
+  return {};
+}
+
+} // namespace
+
+void registerDataMovementKernels(KernelTable &table) {
+  table["reshape"] = buildReshape;
+  table["permute"] = buildPermute;
+  table["broadcast_to"] = buildBroadcastTo;
+  table["slice"] = buildSlice;
+  table["concat"] = buildConcat;
+}
+
+} // namespace cleave::runtime::cpu

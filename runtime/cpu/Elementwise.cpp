@@ -1,0 +1,571 @@
+//===- Elementwise.cpp - Unary, binary, compare, where, cast, tril/triu ---===//
+//
+// Float math runs through VecMath.h so that the loops vectorize; the float
+// unary loops are multi-versioned (CLEAVE_CLONES in Common.h).
+//
+// Integer `div` truncates toward zero (C semantics, PyTorch's
+// rounding_mode='trunc'); an integer division by zero gives 0 instead of
+// trapping.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Common.h"
+#include "runtime/cpu/Registry.h"
+#include "runtime/cpu/VecMath.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+
+namespace cleave::runtime::cpu {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Unary.
+//===----------------------------------------------------------------------===//
+
+using FloatLoop = void (*)(const float *, float *, int64_t);
+
+#define CLEAVE_FLOAT_UNARY(name, expr)                                         \
+  CLEAVE_CLONES void name(const float *__restrict x, float *__restrict y,      \
+                          int64_t n) {                                         \
+    for (int64_t i = 0; i < n; ++i) {                                          \
+      float v = x[i];                                                          \
+      y[i] = (expr);                                                           \
+    }                                                                          \
+  }
+
+CLEAVE_FLOAT_UNARY(negF32, -v)
+CLEAVE_FLOAT_UNARY(absF32, std::fabs(v))
+// NaN stays NaN, as torch.relu.
+CLEAVE_FLOAT_UNARY(reluF32, v < 0.0f ? 0.0f : v)
+CLEAVE_FLOAT_UNARY(siluF32, v / (1.0f + vmath::exp(-v)))
+CLEAVE_FLOAT_UNARY(sigmoidF32, vmath::sigmoid(v))
+CLEAVE_FLOAT_UNARY(tanhF32, vmath::tanh(v))
+CLEAVE_FLOAT_UNARY(expF32, vmath::exp(v))
+CLEAVE_FLOAT_UNARY(logF32, std::log(v))
+CLEAVE_FLOAT_UNARY(sqrtF32, std::sqrt(v))
+CLEAVE_FLOAT_UNARY(rsqrtF32, 1.0f / std::sqrt(v))
+CLEAVE_FLOAT_UNARY(sinF32, std::sin(v))
+CLEAVE_FLOAT_UNARY(cosF32, std::cos(v))
+CLEAVE_FLOAT_UNARY(erfF32, vmath::erf(v))
+CLEAVE_FLOAT_UNARY(geluErfF32, 0.5f * v * (1.0f + vmath::erf(v * 0.70710678118654752f)))
+CLEAVE_FLOAT_UNARY(geluTanhF32,
+                   0.5f * v *
+                       (1.0f + vmath::tanh(0.79788456080286536f *
+                                           (v + 0.044715f * v * v * v))))
+
+enum class Unary { Neg, Abs, Relu, Silu, Sigmoid, Tanh, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Erf, Not, Gelu };
+
+template <typename T> void negInt(const T *x, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x[i]));
+}
+template <typename T> void absInt(const T *x, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] < 0 ? static_cast<T>(-static_cast<std::make_unsigned_t<T>>(x[i])) : x[i];
+}
+template <typename T> void reluInt(const T *x, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] < 0 ? T(0) : x[i];
+}
+void notBool(const Bool *x, Bool *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] == 0;
+}
+
+/// A flat loop over n elements, split across threads.
+template <typename In, typename Out, typename Loop>
+KernelFn flatUnary(int64_t n, int64_t cost, Loop loop) {
+  return [n, cost, loop](const KernelCall &call) -> Status {
+    const In *x = static_cast<const In *>(call.inputs[0]);
+    Out *y = static_cast<Out *>(call.outputs[0]);
+    parallelRange(n, cost, [&](int64_t b, int64_t e) { loop(x + b, y + b, e - b); });
+    return {};
+  };
+}
+
+template <typename T> KernelFn intUnary(Unary op, int64_t n) {
+  switch (op) {
+  case Unary::Neg:
+    return flatUnary<T, T>(n, 1, negInt<T>);
+  case Unary::Abs:
+    return flatUnary<T, T>(n, 1, absInt<T>);
+  default:
+    return flatUnary<T, T>(n, 1, reluInt<T>);
+  }
+}
+
+template <Unary Op> Status buildUnary(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  constexpr bool anyNumber = Op == Unary::Neg || Op == Unary::Abs || Op == Unary::Relu;
+  if constexpr (Op == Unary::Not)
+    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::I1}));
+  else if constexpr (anyNumber)
+    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::F32, DType::I64, DType::I32}));
+  else
+    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::F32}));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
+  const int64_t n = in.numel();
+
+  FloatLoop loop = nullptr;
+  int64_t cost = 1;
+  switch (Op) {
+  case Unary::Neg: loop = negF32; break;
+  case Unary::Abs: loop = absF32; break;
+  case Unary::Relu: loop = reluF32; break;
+  case Unary::Silu: loop = siluF32; cost = 8; break;
+  case Unary::Sigmoid: loop = sigmoidF32; cost = 8; break;
+  case Unary::Tanh: loop = tanhF32; cost = 8; break;
+  case Unary::Exp: loop = expF32; cost = 8; break;
+  case Unary::Log: loop = logF32; cost = 16; break;
+  case Unary::Sqrt: loop = sqrtF32; cost = 2; break;
+  case Unary::Rsqrt: loop = rsqrtF32; cost = 2; break;
+  case Unary::Sin: loop = sinF32; cost = 16; break;
+  case Unary::Cos: loop = cosF32; cost = 16; break;
+  case Unary::Erf: loop = erfF32; cost = 8; break;
+  case Unary::Gelu: {
+    std::string approximation;
+    CLEAVE_RETURN_IF_ERROR(
+        withKernel(sig, sig.attrs.getString("approximation", &approximation, "none")));
+    if (approximation == "none")
+      loop = geluErfF32;
+    else if (approximation == "tanh")
+      loop = geluTanhF32;
+    else
+      return CLEAVE_ERROR(sig.kernel, ": approximation '", approximation,
+                          "' is neither 'none' nor 'tanh'");
+    cost = 8;
+    break;
+  }
+  case Unary::Not:
+    *fn = flatUnary<Bool, Bool>(n, 1, notBool);
+    return {};
+  }
+  switch (in.dtype) {
+  case DType::F32:
+    *fn = flatUnary<float, float>(n, cost, loop);
+    return {};
+  case DType::I64:
+    *fn = intUnary<int64_t>(Op, n);
+    return {};
+  case DType::I32:
+    *fn = intUnary<int32_t>(Op, n);
+    return {};
+  default:
+    return noKernelFor(sig.kernel, in.dtype);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Binary with broadcasting.
+//===----------------------------------------------------------------------===//
+
+struct AddOp { template <typename T> static T apply(T a, T b) { return a + b; } };
+struct SubOp { template <typename T> static T apply(T a, T b) { return a - b; } };
+struct MulOp { template <typename T> static T apply(T a, T b) { return a * b; } };
+struct DivOp {
+  template <typename T> static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>)
+      return a / b;
+    else
+      // Truncating; x / 0 = 0 and MIN / -1 wraps instead of trapping.
+      return b == 0 ? T(0) : b == -1 ? static_cast<T>(-static_cast<std::make_unsigned_t<T>>(a)) : a / b;
+  }
+};
+struct PowOp { static float apply(float a, float b) { return std::pow(a, b); } };
+struct MaxOp {
+  template <typename T> static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>)
+      return (a > b || a != a) ? a : b; // NaN propagates, as torch.maximum
+    else
+      return a > b ? a : b;
+  }
+};
+struct MinOp {
+  template <typename T> static T apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>)
+      return (a < b || a != a) ? a : b;
+    else
+      return a < b ? a : b;
+  }
+};
+struct AndOp { static Bool apply(Bool a, Bool b) { return (a != 0) & (b != 0); } };
+struct OrOp { static Bool apply(Bool a, Bool b) { return (a != 0) | (b != 0); } };
+struct EqOp { template <typename T> static Bool apply(T a, T b) { return a == b; } };
+struct NeOp { template <typename T> static Bool apply(T a, T b) { return a != b; } };
+struct LtOp { template <typename T> static Bool apply(T a, T b) { return a < b; } };
+struct LeOp { template <typename T> static Bool apply(T a, T b) { return a <= b; } };
+struct GtOp { template <typename T> static Bool apply(T a, T b) { return a > b; } };
+struct GeOp { template <typename T> static Bool apply(T a, T b) { return a >= b; } };
+
+/// One span: a and b advance by 1 (true) or stay (false).
+template <typename T, typename R, typename Op, bool A, bool B>
+void binarySpan(const T *__restrict a, const T *__restrict b, R *__restrict out, int64_t n) {
+  if constexpr (!A && B) {
+    const T av = a[0];
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = Op::apply(av, b[i]);
+  } else if constexpr (A && !B) {
+    const T bv = b[0];
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = Op::apply(a[i], bv);
+  } else if constexpr (A && B) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = Op::apply(a[i], b[i]);
+  } else {
+    const R v = Op::apply(a[0], b[0]);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = v;
+  }
+}
+
+template <typename T, typename R, typename Op>
+KernelFn makeBinary(const BroadcastLayout &layout) {
+  return [layout](const KernelCall &call) -> Status {
+    const T *a = static_cast<const T *>(call.inputs[0]);
+    const T *b = static_cast<const T *>(call.inputs[1]);
+    R *out = static_cast<R *>(call.outputs[0]);
+    const bool sa = layout.innerStride(0) != 0, sb = layout.innerStride(1) != 0;
+    forEachSpan(layout, [&](const std::array<int64_t, kMaxOperands> &off, int64_t pos,
+                            int64_t len) {
+      const T *pa = a + off[0], *pb = b + off[1];
+      R *po = out + pos;
+      if (sa && sb)
+        binarySpan<T, R, Op, true, true>(pa, pb, po, len);
+      else if (sa)
+        binarySpan<T, R, Op, true, false>(pa, pb, po, len);
+      else if (sb)
+        binarySpan<T, R, Op, false, true>(pa, pb, po, len);
+      else
+        binarySpan<T, R, Op, false, false>(pa, pb, po, len);
+    });
+    return {};
+  };
+}
+
+/// Validates a two-operand broadcasting op and returns its layout.
+Status checkBinary(const KernelSignature &sig, std::initializer_list<DType> allowed,
+                   std::optional<DType> resultType, BroadcastLayout *layout) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "lhs"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "rhs"));
+  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "lhs", a, allowed));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "lhs", a, "rhs", b));
+  auto shape = broadcastShapes({a.shape, b.shape});
+  if (!shape)
+    return CLEAVE_ERROR(sig.kernel, ": operand shapes do not broadcast: ",
+                        describe(a.shape, a.dtype), " and ", describe(b.shape, b.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {resultType.value_or(a.dtype), *shape},
+                                     "the broadcast of " + describe(a.shape, a.dtype) +
+                                         " and " + describe(b.shape, b.dtype)));
+  *layout = makeBroadcastLayout(*shape, {a.shape, b.shape});
+  return {};
+}
+
+template <typename Op> Status buildArithmetic(const KernelSignature &sig, KernelFn *fn) {
+  BroadcastLayout layout;
+  CLEAVE_RETURN_IF_ERROR(
+      checkBinary(sig, {DType::F32, DType::I64, DType::I32}, std::nullopt, &layout));
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    *fn = makeBinary<float, float, Op>(layout);
+    return {};
+  case DType::I64:
+    *fn = makeBinary<int64_t, int64_t, Op>(layout);
+    return {};
+  case DType::I32:
+    *fn = makeBinary<int32_t, int32_t, Op>(layout);
+    return {};
+  default:
+    return noKernelFor(sig.kernel, sig.inputs[0]->dtype);
+  }
+}
+
+Status buildPow(const KernelSignature &sig, KernelFn *fn) {
+  BroadcastLayout layout;
+  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32}, std::nullopt, &layout));
+  KernelFn general = makeBinary<float, float, PowOp>(layout);
+  if (sig.inputs[1]->numel() != 1) {
+    *fn = general;
+    return {};
+  }
+  // A scalar exponent of 2 (RMSNorm's x.pow(2)) is a square.
+  int64_t n = sig.outputs[0].numel();
+  bool sameShape = sig.inputs[0]->numel() == n;
+  *fn = [general, n, sameShape](const KernelCall &call) -> Status {
+    float e = *static_cast<const float *>(call.inputs[1]);
+    if (e != 2.0f || !sameShape)
+      return general(call);
+    const float *x = static_cast<const float *>(call.inputs[0]);
+    float *y = static_cast<float *>(call.outputs[0]);
+    parallelRange(n, 1, [&](int64_t b, int64_t end) {
+      for (int64_t i = b; i < end; ++i)
+        y[i] = x[i] * x[i];
+    });
+    return {};
+  };
+  return {};
+}
+
+template <typename Op> Status buildLogical(const KernelSignature &sig, KernelFn *fn) {
+  BroadcastLayout layout;
+  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::I1}, std::nullopt, &layout));
+  *fn = makeBinary<Bool, Bool, Op>(layout);
+  return {};
+}
+
+template <typename T>
+Status makeCompare(const KernelSignature &sig, const std::string &predicate, const BroadcastLayout &layout, KernelFn *fn) {
+  if (predicate == "eq")
+    *fn = makeBinary<T, Bool, EqOp>(layout);
+  else if (predicate == "ne")
+    *fn = makeBinary<T, Bool, NeOp>(layout);
+  else if (predicate == "lt")
+    *fn = makeBinary<T, Bool, LtOp>(layout);
+  else if (predicate == "le")
+    *fn = makeBinary<T, Bool, LeOp>(layout);
+  else if (predicate == "gt")
+    *fn = makeBinary<T, Bool, GtOp>(layout);
+  else if (predicate == "ge")
+    *fn = makeBinary<T, Bool, GeOp>(layout);
+  else
+    return CLEAVE_ERROR(sig.kernel, ": predicate '", predicate,
+                        "' is not one of eq, ne, lt, le, gt, ge");
+  return {};
+}
+
+Status buildCompare(const KernelSignature &sig, KernelFn *fn) {
+  BroadcastLayout layout;
+  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32, DType::I64, DType::I32, DType::I1},
+                                     DType::I1, &layout));
+  std::string predicate;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getString("predicate", &predicate)));
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    return makeCompare<float>(sig, predicate, layout, fn);
+  case DType::I64:
+    return makeCompare<int64_t>(sig, predicate, layout, fn);
+  case DType::I32:
+    return makeCompare<int32_t>(sig, predicate, layout, fn);
+  case DType::I1:
+    return makeCompare<Bool>(sig, predicate, layout, fn);
+  default:
+    return noKernelFor(sig.kernel, sig.inputs[0]->dtype);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// where(condition, on_true, on_false).
+//===----------------------------------------------------------------------===//
+
+template <typename T, bool C, bool X, bool Y>
+void whereSpan(const Bool *__restrict c, const T *__restrict x, const T *__restrict y,
+               T *__restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = c[C ? i : 0] ? x[X ? i : 0] : y[Y ? i : 0];
+}
+
+template <typename T, bool C, bool X, bool Y> constexpr auto whereSpanPtr() {
+  return &whereSpan<T, C, X, Y>;
+}
+
+template <typename T> KernelFn makeWhere(const BroadcastLayout &layout) {
+  using SpanFn = void (*)(const Bool *, const T *, const T *, T *, int64_t);
+  static constexpr SpanFn spans[8] = {
+      whereSpanPtr<T, false, false, false>(), whereSpanPtr<T, false, false, true>(),
+      whereSpanPtr<T, false, true, false>(),  whereSpanPtr<T, false, true, true>(),
+      whereSpanPtr<T, true, false, false>(),  whereSpanPtr<T, true, false, true>(),
+      whereSpanPtr<T, true, true, false>(),   whereSpanPtr<T, true, true, true>()};
+  int code = (layout.innerStride(0) != 0) * 4 + (layout.innerStride(1) != 0) * 2 +
+             (layout.innerStride(2) != 0);
+  SpanFn span = spans[code];
+  return [layout, span](const KernelCall &call) -> Status {
+    const Bool *c = static_cast<const Bool *>(call.inputs[0]);
+    const T *x = static_cast<const T *>(call.inputs[1]);
+    const T *y = static_cast<const T *>(call.inputs[2]);
+    T *out = static_cast<T *>(call.outputs[0]);
+    forEachSpan(layout, [&](const std::array<int64_t, kMaxOperands> &off, int64_t pos,
+                            int64_t len) {
+      span(c + off[0], x + off[1], y + off[2], out + pos, len);
+    });
+    return {};
+  };
+}
+
+Status buildWhere(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "condition"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "on_true"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "on_false"));
+  const TensorDesc &c = *sig.inputs[0], &x = *sig.inputs[1], &y = *sig.inputs[2];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "condition", c, {DType::I1}));
+  CLEAVE_RETURN_IF_ERROR(
+      checkDType(sig, "on_true", x, {DType::F32, DType::I64, DType::I32, DType::I1}));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "on_true", x, "on_false", y));
+  auto shape = broadcastShapes({c.shape, x.shape, y.shape});
+  if (!shape)
+    return CLEAVE_ERROR(sig.kernel, ": operand shapes do not broadcast: ",
+                        describe(c.shape, c.dtype), ", ", describe(x.shape, x.dtype),
+                        " and ", describe(y.shape, y.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, *shape}, "the broadcast of the operands"));
+  BroadcastLayout layout = makeBroadcastLayout(*shape, {c.shape, x.shape, y.shape});
+  switch (x.dtype) {
+  case DType::F32:
+    *fn = makeWhere<float>(layout);
+    return {};
+  case DType::I64:
+    *fn = makeWhere<int64_t>(layout);
+    return {};
+  case DType::I32:
+    *fn = makeWhere<int32_t>(layout);
+    return {};
+  case DType::I1:
+    *fn = makeWhere<Bool>(layout);
+    return {};
+  default:
+    return noKernelFor(sig.kernel, x.dtype);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// cast.
+//===----------------------------------------------------------------------===//
+
+template <typename From, typename To> To convert(From v) {
+  if constexpr (std::is_same_v<To, Bool>)
+    return v != From(0);
+  else if constexpr (std::is_same_v<From, Bool>)
+    return static_cast<To>(v != 0);
+  else
+    return static_cast<To>(v); // float -> int truncates toward zero
+}
+
+template <typename From, typename To> KernelFn makeCast(int64_t n) {
+  return flatUnary<From, To>(n, 1, [](const From *x, To *y, int64_t len) {
+    for (int64_t i = 0; i < len; ++i)
+      y[i] = convert<From, To>(x[i]);
+  });
+}
+
+template <typename From> Status makeCastFrom(const KernelSignature &sig, DType to, int64_t n, KernelFn *fn) {
+  switch (to) {
+  case DType::F32: *fn = makeCast<From, float>(n); return {};
+  case DType::I64: *fn = makeCast<From, int64_t>(n); return {};
+  case DType::I32: *fn = makeCast<From, int32_t>(n); return {};
+  case DType::I1: *fn = makeCast<From, Bool>(n); return {};
+  default: return noKernelFor(sig.kernel, to);
+  }
+}
+
+Status buildCast(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  const TensorDesc &out = sig.outputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::F32, DType::I64, DType::I32, DType::I1}));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "output", out, {DType::F32, DType::I64, DType::I32, DType::I1}));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {out.dtype, in.shape}, "the input's shape"));
+  const int64_t n = in.numel();
+  if (in.dtype == out.dtype) {
+    size_t bytes = in.bytes();
+    *fn = [bytes](const KernelCall &call) -> Status {
+      std::memcpy(call.outputs[0], call.inputs[0], bytes);
+      return {};
+    };
+    return {};
+  }
+  switch (in.dtype) {
+  case DType::F32: return makeCastFrom<float>(sig, out.dtype, n, fn);
+  case DType::I64: return makeCastFrom<int64_t>(sig, out.dtype, n, fn);
+  case DType::I32: return makeCastFrom<int32_t>(sig, out.dtype, n, fn);
+  case DType::I1: return makeCastFrom<Bool>(sig, out.dtype, n, fn);
+  default: return noKernelFor(sig.kernel, in.dtype);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// tril / triu: byte copies of the kept part of each row, zeros elsewhere.
+// They move bits only, so every dtype works (a zero is all-zero bits).
+//===----------------------------------------------------------------------===//
+
+template <bool Lower> Status buildTriangle(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  if (in.rank() < 2)
+    return CLEAVE_ERROR(sig.kernel, ": needs a tensor of rank >= 2, got ",
+                        describe(in.shape, in.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
+  int64_t diagonal = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("diagonal", &diagonal, 0)));
+  const int64_t rows = in.shape[in.rank() - 2], cols = in.shape[in.rank() - 1];
+  const int64_t totalRows = cols ? in.numel() / cols : 0;
+  const size_t elem = dtypeBytes(in.dtype);
+  *fn = [=](const KernelCall &call) -> Status {
+    const char *x = static_cast<const char *>(call.inputs[0]);
+    char *y = static_cast<char *>(call.outputs[0]);
+    parallelRange(totalRows, cols, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        int64_t i = r % rows;
+        // Kept columns [keepBegin, keepEnd).
+        int64_t keepBegin, keepEnd;
+        if (Lower) {
+          keepBegin = 0;
+          keepEnd = std::clamp<int64_t>(i + diagonal + 1, 0, cols);
+        } else {
+          keepBegin = std::clamp<int64_t>(i + diagonal, 0, cols);
+          keepEnd = cols;
+        }
+        const char *src = x + r * cols * elem;
+        char *dst = y + r * cols * elem;
+        std::memset(dst, 0, keepBegin * elem);
+        std::memcpy(dst + keepBegin * elem, src + keepBegin * elem, (keepEnd - keepBegin) * elem);
+        std::memset(dst + keepEnd * elem, 0, (cols - keepEnd) * elem);
+      }
+    });
+    return {};
+  };
+  return {};
+}
+
+} // namespace
+
+void registerElementwiseKernels(KernelTable &table) {
+  table["neg"] = buildUnary<Unary::Neg>;
+  table["abs"] = buildUnary<Unary::Abs>;
+  table["relu"] = buildUnary<Unary::Relu>;
+  table["silu"] = buildUnary<Unary::Silu>;
+  table["sigmoid"] = buildUnary<Unary::Sigmoid>;
+  table["tanh"] = buildUnary<Unary::Tanh>;
+  table["exp"] = buildUnary<Unary::Exp>;
+  table["log"] = buildUnary<Unary::Log>;
+  table["sqrt"] = buildUnary<Unary::Sqrt>;
+  table["rsqrt"] = buildUnary<Unary::Rsqrt>;
+  table["sin"] = buildUnary<Unary::Sin>;
+  table["cos"] = buildUnary<Unary::Cos>;
+  table["erf"] = buildUnary<Unary::Erf>;
+  table["not"] = buildUnary<Unary::Not>;
+  table["gelu"] = buildUnary<Unary::Gelu>;
+  table["add"] = buildArithmetic<AddOp>;
+  table["sub"] = buildArithmetic<SubOp>;
+  table["mul"] = buildArithmetic<MulOp>;
+  table["div"] = buildArithmetic<DivOp>;
+  table["maximum"] = buildArithmetic<MaxOp>;
+  table["minimum"] = buildArithmetic<MinOp>;
+  table["pow"] = buildPow;
+  table["and"] = buildLogical<AndOp>;
+  table["or"] = buildLogical<OrOp>;
+  table["compare"] = buildCompare;
+  table["where"] = buildWhere;
+  table["cast"] = buildCast;
+  table["tril"] = buildTriangle<true>;
+  table["triu"] = buildTriangle<false>;
+}
+
+} // namespace cleave::runtime::cpu

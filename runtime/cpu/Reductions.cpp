@@ -1,0 +1,288 @@
+//===- Reductions.cpp - reduce_sum, reduce_mean, reduce_max ---------------===//
+//
+// The input dims are coalesced into alternating kept / reduced groups. The
+// common shapes get contiguous loops: [kept, reduced] reduces rows,
+// [kept, reduced, kept] reduces columns (vectorized across the inner kept
+// dim); anything else walks the reduced elements of each output.
+//
+// Floats accumulate in float (vectorized partial sums), integers in int64.
+// An empty `dims` list reduces nothing: the output is the input, as the
+// dialect's type inference says.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cpu/Common.h"
+#include "runtime/cpu/Registry.h"
+
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+namespace cleave::runtime::cpu {
+namespace {
+
+enum class Reduce { Sum, Mean, Max };
+
+template <typename T> using Acc = std::conditional_t<std::is_floating_point_v<T>, float, int64_t>;
+
+template <Reduce K, typename T> Acc<T> identity() {
+  if constexpr (K == Reduce::Max)
+    return std::is_floating_point_v<T> ? -std::numeric_limits<float>::infinity()
+                                       : static_cast<Acc<T>>(std::numeric_limits<T>::lowest());
+  else
+    return Acc<T>(0);
+}
+
+template <Reduce K, typename T> Acc<T> combine(Acc<T> acc, T v) {
+  if constexpr (K == Reduce::Max) {
+    if constexpr (std::is_floating_point_v<T>)
+      return (v > acc || v != v) ? v : acc; // NaN propagates
+    else
+      return v > acc ? v : acc;
+  } else {
+    return acc + v;
+  }
+}
+
+template <Reduce K, typename T> T finish(Acc<T> acc, int64_t count) {
+  if constexpr (K == Reduce::Mean)
+    return static_cast<T>(acc / static_cast<Acc<T>>(count));
+  else
+    return static_cast<T>(acc);
+}
+
+/// Reduces n contiguous elements.
+template <Reduce K, typename T> Acc<T> reduceContiguous(const T *x, int64_t n) {
+  if constexpr (K == Reduce::Max && std::is_floating_point_v<T>) {
+    float m = -std::numeric_limits<float>::infinity();
+    int nan = 0;
+#pragma omp simd reduction(max : m) reduction(| : nan)
+    for (int64_t i = 0; i < n; ++i) {
+      m = x[i] > m ? x[i] : m;
+      nan |= x[i] != x[i];
+    }
+    return nan ? std::numeric_limits<float>::quiet_NaN() : m;
+  } else if constexpr (K == Reduce::Max) {
+    Acc<T> m = identity<K, T>();
+#pragma omp simd reduction(max : m)
+    for (int64_t i = 0; i < n; ++i)
+      m = x[i] > m ? x[i] : m;
+    return m;
+  } else {
+    Acc<T> s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int64_t i = 0; i < n; ++i)
+      s += x[i];
+    return s;
+  }
+}
+
+/// out[j] = reduce over r < rows of x[r * stride + j], for j < count.
+template <Reduce K, typename T>
+void reduceColumns(const T *x, int64_t rows, int64_t stride, int64_t count, T *out) {
+  constexpr int64_t kBlock = 256;
+  Acc<T> acc[kBlock];
+  for (int64_t j0 = 0; j0 < count; j0 += kBlock) {
+    const int64_t len = std::min(kBlock, count - j0);
+    for (int64_t j = 0; j < len; ++j)
+      acc[j] = identity<K, T>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const T *xr = x + r * stride + j0;
+      for (int64_t j = 0; j < len; ++j)
+        acc[j] = combine<K, T>(acc[j], xr[j]);
+    }
+    for (int64_t j = 0; j < len; ++j)
+      out[j0 + j] = finish<K, T>(acc[j], rows);
+  }
+}
+
+/// Output columns per work item of a column reduction.
+constexpr int64_t kColumnBlock = 1024;
+
+struct Group {
+  int64_t size;
+  bool reduced;
+};
+
+template <Reduce K, typename T>
+KernelFn makeReduction(const std::vector<Group> &groups, int64_t outCount, int64_t reducedCount,
+                       const Shape &inShape, const std::vector<bool> &reducedDims) {
+  // [kept?, reduced]: rows.
+  if (groups.size() <= 2 && !groups.empty() && groups.back().reduced) {
+    const int64_t r = groups.back().size;
+    const int64_t outer = groups.size() == 2 ? groups[0].size : 1;
+    return [outer, r](const KernelCall &call) -> Status {
+      const T *x = static_cast<const T *>(call.inputs[0]);
+      T *y = static_cast<T *>(call.outputs[0]);
+      parallelRange(outer, r, [&](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o)
+          y[o] = finish<K, T>(reduceContiguous<K, T>(x + o * r, r), r);
+      });
+      return {};
+    };
+  }
+  // [kept?, reduced, kept]: columns.
+  if ((groups.size() == 2 && groups[0].reduced) ||
+      (groups.size() == 3 && groups[1].reduced)) {
+    const int64_t outer = groups.size() == 3 ? groups[0].size : 1;
+    const int64_t r = groups[groups.size() - 2].size, inner = groups.back().size;
+    const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+    return [outer, r, inner, blocks](const KernelCall &call) -> Status {
+      const T *x = static_cast<const T *>(call.inputs[0]);
+      T *y = static_cast<T *>(call.outputs[0]);
+      parallelRange(outer * blocks, r * std::min(inner, kColumnBlock), [&](int64_t b, int64_t e) {
+        for (int64_t item = b; item < e; ++item) {
+          int64_t o = item / blocks, j0 = (item % blocks) * kColumnBlock;
+          reduceColumns<K, T>(x + o * r * inner + j0, r, inner, std::min(kColumnBlock, inner - j0),
+                              y + o * inner + j0);
+        }
+      });
+      return {};
+    };
+  }
+  // Nothing reduced (only size-1 dims, or no dims): a copy.
+  bool anyReduced = false;
+  for (const Group &g : groups)
+    anyReduced |= g.reduced;
+  if (!anyReduced) {
+    return [outCount](const KernelCall &call) -> Status {
+      std::memcpy(call.outputs[0], call.inputs[0], sizeof(T) * outCount);
+      return {};
+    };
+  }
+  // General: the kept dims index the output, the reduced dims are walked
+  // with an odometer for each output element.
+  std::vector<int64_t> strides = contiguousStrides(inShape);
+  std::vector<int64_t> keptSizes, keptStrides, redSizes, redStrides;
+  for (size_t d = 0; d < inShape.size(); ++d) {
+    if (inShape[d] == 1)
+      continue;
+    (reducedDims[d] ? redSizes : keptSizes).push_back(inShape[d]);
+    (reducedDims[d] ? redStrides : keptStrides).push_back(strides[d]);
+  }
+  return [=](const KernelCall &call) -> Status {
+    const T *x = static_cast<const T *>(call.inputs[0]);
+    T *y = static_cast<T *>(call.outputs[0]);
+    const int64_t nk = static_cast<int64_t>(keptSizes.size());
+    const int64_t nr = static_cast<int64_t>(redSizes.size());
+    parallelRange(outCount, reducedCount, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> index(nr);
+      for (int64_t o = b; o < e; ++o) {
+        int64_t base = 0, rest = o;
+        for (int64_t d = nk - 1; d >= 0; --d) {
+          base += (rest % keptSizes[d]) * keptStrides[d];
+          rest /= keptSizes[d];
+        }
+        std::fill(index.begin(), index.end(), 0);
+        Acc<T> acc = identity<K, T>();
+        int64_t off = base;
+        for (int64_t i = 0; i < reducedCount; ++i) {
+          acc = combine<K, T>(acc, x[off]);
+          for (int64_t d = nr - 1; d >= 0; --d) {
+            off += redStrides[d];
+            if (++index[d] < redSizes[d])
+              break;
+            off -= index[d] * redStrides[d];
+            index[d] = 0;
+          }
+        }
+        y[o] = finish<K, T>(acc, reducedCount);
+      }
+    });
+    return {};
+  };
+}
+
+template <Reduce K> Status buildReduction(const KernelSignature &sig, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  if (K == Reduce::Mean)
+    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
+  else
+    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::I64, DType::I32}));
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dims", &dims)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("keepdim", &keepdim, false)));
+  std::vector<bool> reduced(x.shape.size(), false);
+  for (int64_t d : dims) {
+    CLEAVE_RETURN_IF_ERROR(checkDim(sig, "reduction dim", d, x.rank()));
+    if (reduced[d])
+      return CLEAVE_ERROR(sig.kernel, ": reduction dim ", d, " appears twice in ",
+                          formatList(dims));
+    reduced[d] = true;
+  }
+  Shape outShape;
+  int64_t reducedCount = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (!reduced[d])
+      outShape.push_back(x.shape[d]);
+    else {
+      reducedCount *= x.shape[d];
+      if (keepdim)
+        outShape.push_back(1);
+    }
+  }
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape},
+                                     "input reduced over " + formatList(dims) +
+                                         (keepdim ? " keeping dims" : "")));
+  const int64_t outCount = numElements(outShape);
+  if (K == Reduce::Max && reducedCount == 0 && outCount > 0)
+    return CLEAVE_ERROR(sig.kernel, ": cannot take the maximum over zero elements (input ",
+                        describe(x.shape, x.dtype), ", dims ", formatList(dims), ")");
+  std::vector<Group> groups;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (x.shape[d] == 1)
+      continue;
+    if (!groups.empty() && groups.back().reduced == reduced[d])
+      groups.back().size *= x.shape[d];
+    else
+      groups.push_back({x.shape[d], reduced[d]});
+  }
+  if (outCount == 0 || x.numel() == 0) {
+    // Nothing to read: sums are 0, means 0/0.
+    float meanValue = std::numeric_limits<float>::quiet_NaN();
+    *fn = [outCount, meanValue, dtype = x.dtype](const KernelCall &call) -> Status {
+      if (K == Reduce::Mean && dtype == DType::F32) {
+        float *y = static_cast<float *>(call.outputs[0]);
+        for (int64_t i = 0; i < outCount; ++i)
+          y[i] = meanValue;
+      } else {
+        std::memset(call.outputs[0], 0, outCount * dtypeBytes(dtype));
+      }
+      return {};
+    };
+    return {};
+  }
+  switch (x.dtype) {
+  case DType::F32:
+    *fn = makeReduction<K, float>(groups, outCount, reducedCount, x.shape, reduced);
+    return {};
+  case DType::I64:
+    if constexpr (K != Reduce::Mean) {
+      *fn = makeReduction<K, int64_t>(groups, outCount, reducedCount, x.shape, reduced);
+      return {};
+    }
+    break;
+  case DType::I32:
+    if constexpr (K != Reduce::Mean) {
+      *fn = makeReduction<K, int32_t>(groups, outCount, reducedCount, x.shape, reduced);
+      return {};
+    }
+    break;
+  default:
+    break;
+  }
+  return noKernelFor(sig.kernel, x.dtype);
+}
+
+} // namespace
+
+void registerReductionKernels(KernelTable &table) {
+  table["reduce_sum"] = buildReduction<Reduce::Sum>;
+  table["reduce_mean"] = buildReduction<Reduce::Mean>;
+  table["reduce_max"] = buildReduction<Reduce::Max>;
+}
+
+} // namespace cleave::runtime::cpu

@@ -1,0 +1,31 @@
+//===- Registry.h - The CPU kernels, by family ----------------------------===//
+//
+// Each family file registers its builders under the cleave op mnemonics.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Kernel.h"
+
+#include <map>
+#include <string>
+
+namespace cleave::runtime::cpu {
+
+using KernelTable = std::map<std::string, KernelBuilder, std::less<>>;
+
+/// neg abs relu silu sigmoid tanh exp log sqrt rsqrt sin cos erf not gelu,
+/// add sub mul div pow maximum minimum and or, compare where cast tril triu.
+void registerElementwiseKernels(KernelTable &table);
+/// matmul linear embedding conv2d.
+void registerContractionKernels(KernelTable &table);
+/// layer_norm batch_norm softmax log_softmax.
+void registerNormalizationKernels(KernelTable &table);
+/// reduce_sum reduce_mean reduce_max.
+void registerReductionKernels(KernelTable &table);
+/// max_pool2d avg_pool2d adaptive_avg_pool2d.
+void registerPoolingKernels(KernelTable &table);
+/// reshape permute broadcast_to slice concat.
+void registerDataMovementKernels(KernelTable &table);
+
+} // namespace cleave::runtime::cpu

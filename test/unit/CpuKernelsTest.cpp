@@ -1,0 +1,1579 @@
+//===- CpuKernelsTest.cpp - Kernel conformance suite over backends --------===//
+//
+// Every kernel of the cleave dialect is run against a naive reference
+// written here (double accumulation, plain loops), and every builder is fed
+// malformed instructions whose errors must name the problem. The suite is
+// parameterized over backends: a new backend is one more entry in
+// makeBackend() and INSTANTIATE_TEST_SUITE_P; a backend that cannot start
+// (no device) skips.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Backend.h"
+#include "runtime/cpu/ConvScratch.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <set>
+
+using namespace cleave::runtime;
+
+namespace {
+
+std::unique_ptr<Backend> makeBackend(const std::string &name) {
+  if (name == "cpu")
+    return createCpuBackend();
+  return nullptr;
+}
+
+const double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+//===----------------------------------------------------------------------===//
+// Host tensors and references helpers.
+//===----------------------------------------------------------------------===//
+
+struct HostTensor {
+  TensorDesc desc;
+  std::vector<unsigned char> bytes;
+
+  HostTensor() = default;
+  HostTensor(DType dtype, Shape shape) : desc{dtype, std::move(shape)}, bytes(desc.bytes()) {}
+
+  template <typename T> T *as() { return reinterpret_cast<T *>(bytes.data()); }
+  template <typename T> const T *as() const { return reinterpret_cast<const T *>(bytes.data()); }
+  int64_t numel() const { return desc.numel(); }
+
+  /// Element i as a double, whatever the dtype.
+  double at(int64_t i) const {
+    switch (desc.dtype) {
+    case DType::F32: return as<float>()[i];
+    case DType::I64: return static_cast<double>(as<int64_t>()[i]);
+    case DType::I32: return as<int32_t>()[i];
+    case DType::I1: return as<uint8_t>()[i];
+    default: return bytes[i];
+    }
+  }
+  std::vector<double> values() const {
+    std::vector<double> v(numel());
+    for (int64_t i = 0; i < numel(); ++i)
+      v[i] = at(i);
+    return v;
+  }
+};
+
+/// A tensor of `dtype` holding `values` (converted; i1 stores v != 0).
+HostTensor make(DType dtype, Shape shape, const std::vector<double> &values) {
+  HostTensor t(dtype, std::move(shape));
+  EXPECT_EQ(static_cast<int64_t>(values.size()), t.numel());
+  for (int64_t i = 0; i < t.numel() && i < static_cast<int64_t>(values.size()); ++i) {
+    switch (dtype) {
+    case DType::F32: t.as<float>()[i] = static_cast<float>(values[i]); break;
+    case DType::I64: t.as<int64_t>()[i] = static_cast<int64_t>(values[i]); break;
+    case DType::I32: t.as<int32_t>()[i] = static_cast<int32_t>(values[i]); break;
+    case DType::I1: t.as<uint8_t>()[i] = values[i] != 0; break;
+    default: t.bytes[i] = static_cast<unsigned char>(values[i]); break;
+    }
+  }
+  return t;
+}
+
+Shape broadcastShape(const Shape &a, const Shape &b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+/// Flat offset in `in` of the element that broadcasts to output element
+/// `flat` of shape `out`.
+int64_t broadcastOffset(const Shape &out, const Shape &in, int64_t flat) {
+  int64_t off = 0, stride = 1;
+  int64_t k = static_cast<int64_t>(in.size()) - 1;
+  for (int64_t d = static_cast<int64_t>(out.size()) - 1; d >= 0; --d, --k) {
+    int64_t idx = flat % out[d];
+    flat /= out[d];
+    if (k >= 0) {
+      if (in[k] != 1)
+        off += idx * stride;
+      stride *= in[k];
+    }
+  }
+  return off;
+}
+
+std::vector<int64_t> unravel(int64_t flat, const Shape &shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+
+int64_t ravel(const std::vector<int64_t> &idx, const Shape &shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d)
+    flat = flat * shape[d] + idx[d];
+  return flat;
+}
+
+using Ints = std::vector<int64_t>;
+
+Attributes attrs(std::initializer_list<std::pair<const char *, AttrValue>> values) {
+  Attributes a;
+  for (const auto &[name, value] : values)
+    a.set(name, value);
+  return a;
+}
+AttrValue I(int64_t v) { return v; }
+AttrValue F(double v) { return v; }
+AttrValue S(const char *v) { return std::string(v); }
+AttrValue L(Ints v) { return v; }
+AttrValue B(bool v) { return v; }
+
+TensorDesc D(DType dtype, Shape shape) { return {dtype, std::move(shape)}; }
+const DType f32 = DType::F32, i64 = DType::I64, i32 = DType::I32, i1 = DType::I1,
+            bf16 = DType::BF16, f16 = DType::F16;
+
+KernelSignature sig(const std::string &kernel, std::vector<std::optional<TensorDesc>> inputs,
+                    TensorDesc output, Attributes a = {}, size_t scratch = 0) {
+  KernelSignature s;
+  s.kernel = kernel;
+  s.inputs = std::move(inputs);
+  s.outputs = {std::move(output)};
+  s.attrs = std::move(a);
+  s.scratchBytes = scratch;
+  return s;
+}
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    ::cleave::runtime::Status s_ = (expr);                                     \
+    ASSERT_TRUE(s_.ok()) << s_.message() << " (" << s_.origin() << ")";        \
+  } while (0)
+
+/// Compares element by element; NaN matches NaN, infinities match exactly.
+void expectClose(const HostTensor &got, const std::vector<double> &want, double atol = 1e-5,
+                 double rtol = 1e-5, const std::string &what = "") {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = got.at(i), w = want[i];
+    bool ok;
+    if (std::isnan(w))
+      ok = std::isnan(g);
+    else if (std::isinf(w))
+      ok = g == w;
+    else
+      ok = std::fabs(g - w) <= atol + rtol * std::fabs(w);
+    if (!ok && reported++ < 5)
+      ADD_FAILURE() << what << " element " << i << " of " << describe(got.desc.shape, got.desc.dtype)
+                    << ": got " << g << ", want " << w;
+  }
+}
+
+void expectEqual(const HostTensor &got, const std::vector<double> &want, const std::string &what = "") {
+  expectClose(got, want, 0, 0, what);
+}
+
+//===----------------------------------------------------------------------===//
+// The fixture: runs kernels through the Backend interface only.
+//===----------------------------------------------------------------------===//
+
+class KernelTest : public ::testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    backend = makeBackend(GetParam());
+    if (!backend)
+      GTEST_SKIP() << "backend '" << GetParam() << "' is not available here";
+  }
+
+  HostTensor random(Shape shape, double lo = -2, double hi = 2) {
+    HostTensor t(f32, std::move(shape));
+    std::uniform_real_distribution<float> dist(static_cast<float>(lo), static_cast<float>(hi));
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.as<float>()[i] = dist(rng);
+    return t;
+  }
+
+  HostTensor randomInts(DType dtype, Shape shape, int64_t lo, int64_t hi) {
+    std::uniform_int_distribution<int64_t> dist(lo, hi);
+    std::vector<double> v(numElements(shape));
+    for (double &x : v)
+      x = static_cast<double>(dist(rng));
+    return make(dtype, std::move(shape), v);
+  }
+
+  HostTensor randomBools(Shape shape) { return randomInts(i1, std::move(shape), 0, 1); }
+
+  Status prepare(const KernelSignature &s, KernelFn *fn) { return backend->prepareKernel(s, fn); }
+
+  /// Prepares and runs `s` on device copies of `inputs` (nullptr for an
+  /// absent optional input); the output starts as garbage.
+  Status run(const KernelSignature &s, const std::vector<const HostTensor *> &inputs,
+             HostTensor *out) {
+    KernelFn fn;
+    CLEAVE_RETURN_IF_ERROR(prepare(s, &fn));
+    KernelCall call;
+    std::vector<void *> owned;
+    auto alloc = [&](size_t bytes, void **p) -> Status {
+      CLEAVE_RETURN_IF_ERROR(backend->allocate(bytes, p));
+      owned.push_back(*p);
+      return {};
+    };
+    Status status;
+    auto body = [&]() -> Status {
+      for (const HostTensor *in : inputs) {
+        if (!in) {
+          call.inputs.push_back(nullptr);
+          continue;
+        }
+        void *p = nullptr;
+        CLEAVE_RETURN_IF_ERROR(alloc(in->bytes.size(), &p));
+        CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(p, in->bytes.data(), in->bytes.size()));
+        call.inputs.push_back(p);
+      }
+      *out = HostTensor(s.outputs[0].dtype, s.outputs[0].shape);
+      std::vector<unsigned char> garbage(out->bytes.size(), 0xA5);
+      void *p = nullptr;
+      CLEAVE_RETURN_IF_ERROR(alloc(out->bytes.size(), &p));
+      CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(p, garbage.data(), garbage.size()));
+      call.outputs.push_back(p);
+      if (s.scratchBytes) {
+        CLEAVE_RETURN_IF_ERROR(alloc(s.scratchBytes, &call.scratch));
+        std::vector<unsigned char> junk(s.scratchBytes, 0x5A);
+        CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(call.scratch, junk.data(), junk.size()));
+      }
+      CLEAVE_RETURN_IF_ERROR(fn(call));
+      CLEAVE_RETURN_IF_ERROR(backend->synchronize());
+      return backend->copyToHost(out->bytes.data(), call.outputs[0], out->bytes.size());
+    };
+    status = body();
+    for (void *p : owned)
+      backend->deallocate(p);
+    return status;
+  }
+
+  /// Runs `kernel` on `inputs` with output desc `out`.
+  Status run(const std::string &kernel, const std::vector<const HostTensor *> &inputs,
+             TensorDesc outDesc, HostTensor *out, Attributes a = {}, size_t scratch = 0) {
+    std::vector<std::optional<TensorDesc>> descs;
+    for (const HostTensor *in : inputs)
+      descs.push_back(in ? std::optional<TensorDesc>(in->desc) : std::nullopt);
+    return run(sig(kernel, descs, std::move(outDesc), std::move(a), scratch), inputs, out);
+  }
+
+  /// prepareKernel must fail with a message containing every part.
+  void expectError(const KernelSignature &s, std::initializer_list<std::string> parts) {
+    KernelFn fn;
+    Status status = prepare(s, &fn);
+    ASSERT_FALSE(status.ok()) << s.kernel << ": expected an error mentioning '" << *parts.begin()
+                              << "'";
+    for (const std::string &part : parts)
+      EXPECT_NE(status.message().find(part), std::string::npos)
+          << "error '" << status.message() << "' does not mention '" << part << "'";
+  }
+
+  std::unique_ptr<Backend> backend;
+  std::mt19937 rng{1234};
+};
+
+//===----------------------------------------------------------------------===//
+// Backend basics.
+//===----------------------------------------------------------------------===//
+
+const std::vector<std::string> kAllKernels = {
+    "neg", "abs", "relu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
+    "sin", "cos", "erf", "not", "gelu", "add", "sub", "mul", "div", "pow",
+    "maximum", "minimum", "and", "or", "compare", "where", "cast", "tril", "triu",
+    "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
+    "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "conv2d", "max_pool2d",
+    "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
+    "concat"};
+
+TEST_P(KernelTest, HasEveryKernelOfTheDialect) {
+  std::set<std::string> names;
+  for (const std::string &n : backend->kernelNames())
+    names.insert(n);
+  EXPECT_EQ(names, std::set<std::string>(kAllKernels.begin(), kAllKernels.end()));
+  for (const std::string &n : kAllKernels)
+    EXPECT_TRUE(backend->hasKernel(n)) << n;
+  EXPECT_FALSE(backend->hasKernel("param"));
+  EXPECT_FALSE(backend->hasKernel("constant"));
+}
+
+TEST_P(KernelTest, UnknownKernelIsNamed) {
+  expectError(sig("frobnicate", {D(f32, {2})}, D(f32, {2})), {"frobnicate"});
+}
+
+TEST_P(KernelTest, AllocatesAlignedMemoryAndCopies) {
+  for (size_t bytes : {size_t(0), size_t(1), size_t(63), size_t(64), size_t(1000)}) {
+    void *p = nullptr;
+    ASSERT_OK(backend->allocate(bytes, &p));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u) << bytes;
+    std::vector<unsigned char> src(bytes), dst(bytes);
+    for (size_t i = 0; i < bytes; ++i)
+      src[i] = static_cast<unsigned char>(i * 7);
+    ASSERT_OK(backend->copyToDevice(p, src.data(), bytes));
+    ASSERT_OK(backend->copyToHost(dst.data(), p, bytes));
+    EXPECT_EQ(src, dst);
+    backend->deallocate(p);
+  }
+  ASSERT_OK(backend->synchronize());
+}
+
+TEST_P(KernelTest, RejectsNegativeDims) {
+  expectError(sig("relu", {D(f32, {2, -1})}, D(f32, {2, -1})), {"relu", "negative"});
+}
+
+//===----------------------------------------------------------------------===//
+// Unary elementwise.
+//===----------------------------------------------------------------------===//
+
+double refGeluErf(double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }
+double refGeluTanh(double x) {
+  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+struct UnaryCase {
+  const char *kernel;
+  std::function<double(double)> ref;
+  double lo, hi;
+  Attributes attrs;
+};
+
+TEST_P(KernelTest, FloatUnaryOpsMatchReference) {
+  std::vector<UnaryCase> cases = {
+      {"neg", [](double x) { return -x; }, -3, 3, {}},
+      {"abs", [](double x) { return std::fabs(x); }, -3, 3, {}},
+      {"relu", [](double x) { return x < 0 ? 0 : x; }, -3, 3, {}},
+      {"silu", [](double x) { return x / (1 + std::exp(-x)); }, -12, 12, {}},
+      {"sigmoid", [](double x) { return 1 / (1 + std::exp(-x)); }, -20, 20, {}},
+      {"tanh", [](double x) { return std::tanh(x); }, -6, 6, {}},
+      {"exp", [](double x) { return std::exp(x); }, -30, 30, {}},
+      {"log", [](double x) { return std::log(x); }, 1e-3, 50, {}},
+      {"sqrt", [](double x) { return std::sqrt(x); }, 0, 50, {}},
+      {"rsqrt", [](double x) { return 1 / std::sqrt(x); }, 1e-2, 50, {}},
+      {"sin", [](double x) { return std::sin(x); }, -7, 7, {}},
+      {"cos", [](double x) { return std::cos(x); }, -7, 7, {}},
+      {"erf", [](double x) { return std::erf(x); }, -5, 5, {}},
+      {"gelu", refGeluErf, -6, 6, {}},
+      {"gelu", refGeluErf, -6, 6, attrs({{"approximation", S("none")}})},
+      {"gelu", refGeluTanh, -6, 6, attrs({{"approximation", S("tanh")}})},
+  };
+  // An odd small shape and one large enough for the threaded path.
+  for (const Shape &shape : {Shape{3, 7, 5}, Shape{}, Shape{257, 131}}) {
+    for (const UnaryCase &c : cases) {
+      HostTensor x = random(shape, c.lo, c.hi);
+      HostTensor y;
+      ASSERT_OK(run(c.kernel, {&x}, x.desc, &y, c.attrs));
+      std::vector<double> want;
+      for (double v : x.values())
+        want.push_back(c.ref(static_cast<float>(v)));
+      expectClose(y, want, 2e-6, 4e-6, c.kernel);
+    }
+  }
+}
+
+TEST_P(KernelTest, FloatUnarySpecialValues) {
+  // Repeated so that both the vectorized loop and its scalar tail see them.
+  const std::vector<double> values = {kInf, -kInf, kNaN, 0.0, 100.0, -100.0, 1e-6};
+  const int kRepeats = 9;
+  std::vector<double> repeated;
+  for (int r = 0; r < kRepeats; ++r)
+    repeated.insert(repeated.end(), values.begin(), values.end());
+  HostTensor x = make(f32, {kRepeats * 7}, repeated);
+  auto check = [&](const char *kernel, std::vector<double> want) {
+    HostTensor y;
+    ASSERT_OK(run(kernel, {&x}, x.desc, &y));
+    std::vector<double> wantAll;
+    for (int r = 0; r < kRepeats; ++r)
+      wantAll.insert(wantAll.end(), want.begin(), want.end());
+    expectClose(y, wantAll, 1e-12, 1e-6, kernel);
+  };
+  check("exp", {kInf, 0, kNaN, 1, kInf, 0, 1.000001});
+  check("tanh", {1, -1, kNaN, 0, 1, -1, 1e-6});
+  check("erf", {1, -1, kNaN, 0, 1, -1, std::erf(1e-6)});
+  check("sigmoid", {1, 0, kNaN, 0.5, 1, 0, 0.50000025});
+  check("relu", {kInf, 0, kNaN, 0, 100, 0, 1e-6});
+  check("gelu", {kInf, kNaN, kNaN, 0, 100, 0, refGeluErf(1e-6)});
+}
+
+TEST_P(KernelTest, IntegerUnaryOps) {
+  for (DType dt : {i64, i32}) {
+    HostTensor x = make(dt, {2, 3}, {-5, 0, 7, -1, 2147483647, -2147483647});
+    HostTensor y;
+    ASSERT_OK(run("neg", {&x}, x.desc, &y));
+    expectEqual(y, {5, 0, -7, 1, -2147483647, 2147483647}, "neg");
+    ASSERT_OK(run("abs", {&x}, x.desc, &y));
+    expectEqual(y, {5, 0, 7, 1, 2147483647, 2147483647}, "abs");
+    ASSERT_OK(run("relu", {&x}, x.desc, &y));
+    expectEqual(y, {0, 0, 7, 0, 2147483647, 0}, "relu");
+  }
+}
+
+TEST_P(KernelTest, LogicalNot) {
+  HostTensor x = make(i1, {5}, {1, 0, 0, 1, 1});
+  HostTensor y;
+  ASSERT_OK(run("not", {&x}, x.desc, &y));
+  expectEqual(y, {0, 1, 1, 0, 0});
+}
+
+TEST_P(KernelTest, UnaryValidation) {
+  expectError(sig("exp", {D(i64, {2})}, D(i64, {2})), {"exp", "i64", "f32"});
+  expectError(sig("exp", {D(bf16, {2})}, D(bf16, {2})),
+              {"cpu backend has no bf16 kernel for 'exp' yet"});
+  expectError(sig("relu", {D(f16, {2})}, D(f16, {2})), {"no f16 kernel for 'relu'"});
+  expectError(sig("not", {D(f32, {2})}, D(f32, {2})), {"not", "expected i1"});
+  expectError(sig("neg", {D(i1, {2})}, D(i1, {2})), {"neg", "i1"});
+  expectError(sig("relu", {D(f32, {2, 3})}, D(f32, {3, 2})), {"relu", "output is 3x2xf32", "2x3xf32"});
+  expectError(sig("relu", {D(f32, {2, 3})}, D(i64, {2, 3})), {"output is 2x3xi64"});
+  expectError(sig("relu", {D(f32, {2}), D(f32, {2})}, D(f32, {2})), {"relu", "expects 1 input, got 2"});
+  expectError(sig("relu", {std::nullopt}, D(f32, {2})), {"relu", "missing"});
+  expectError(sig("gelu", {D(f32, {2})}, D(f32, {2}), attrs({{"approximation", S("fast")}})),
+              {"gelu", "'fast'"});
+  expectError(sig("gelu", {D(f32, {2})}, D(f32, {2}), attrs({{"approximation", I(1)}})),
+              {"gelu", "approximation", "string"});
+  KernelSignature twoOutputs = sig("relu", {D(f32, {2})}, D(f32, {2}));
+  twoOutputs.outputs.push_back(D(f32, {2}));
+  expectError(twoOutputs, {"relu", "1 output"});
+}
+
+//===----------------------------------------------------------------------===//
+// Binary elementwise with broadcasting.
+//===----------------------------------------------------------------------===//
+
+const std::vector<std::pair<Shape, Shape>> kBroadcastPairs = {
+    {{3, 5}, {3, 5}},       {{3, 5}, {}},           {{}, {4, 3}},
+    {{2, 3, 7}, {7}},       {{4, 1}, {4, 5}},       {{3, 1, 5}, {1, 4, 1}},
+    {{2, 1, 3, 1}, {5, 1, 4}}, {{}, {}},            {{1}, {6}},
+    {{2, 3, 4, 5}, {1, 3, 1, 1}}, {{301, 129}, {129}}, {{3, 1, 1}, {3, 200, 70}},
+};
+
+Shape outShapeOf(const Shape &a, const Shape &b) { return broadcastShape(a, b); }
+
+void referenceBinary(const HostTensor &a, const HostTensor &b, const Shape &out,
+                     const std::function<double(double, double)> &f, std::vector<double> *want) {
+  want->resize(numElements(out));
+  for (int64_t i = 0; i < numElements(out); ++i)
+    (*want)[i] = f(a.at(broadcastOffset(out, a.desc.shape, i)),
+                   b.at(broadcastOffset(out, b.desc.shape, i)));
+}
+
+TEST_P(KernelTest, FloatBinaryOpsBroadcast) {
+  std::vector<std::pair<const char *, std::function<double(double, double)>>> ops = {
+      {"add", [](double a, double b) { return (float)a + (float)b; }},
+      {"sub", [](double a, double b) { return (float)a - (float)b; }},
+      {"mul", [](double a, double b) { return (float)a * (float)b; }},
+      {"div", [](double a, double b) { return (float)a / (float)b; }},
+      {"maximum", [](double a, double b) { return std::max(a, b); }},
+      {"minimum", [](double a, double b) { return std::min(a, b); }},
+  };
+  for (const auto &[shapeA, shapeB] : kBroadcastPairs) {
+    HostTensor a = random(shapeA, -3, 3), b = random(shapeB, 0.5, 3);
+    Shape out = outShapeOf(shapeA, shapeB);
+    for (const auto &[kernel, f] : ops) {
+      HostTensor y;
+      ASSERT_OK(run(kernel, {&a, &b}, D(f32, out), &y));
+      std::vector<double> want;
+      referenceBinary(a, b, out, f, &want);
+      expectClose(y, want, 1e-6, 1e-6,
+                  std::string(kernel) + " " + describe(shapeA, f32) + " " + describe(shapeB, f32));
+    }
+  }
+}
+
+TEST_P(KernelTest, MaximumMinimumPropagateNaN) {
+  HostTensor a = make(f32, {3}, {kNaN, 1, 2}), b = make(f32, {3}, {1, kNaN, 3});
+  HostTensor y;
+  ASSERT_OK(run("maximum", {&a, &b}, a.desc, &y));
+  expectEqual(y, {kNaN, kNaN, 3});
+  ASSERT_OK(run("minimum", {&a, &b}, a.desc, &y));
+  expectEqual(y, {kNaN, kNaN, 2});
+}
+
+TEST_P(KernelTest, PowWithTensorAndScalarExponents) {
+  HostTensor a = random({4, 9}, 0.1, 3), e = random({9}, -2, 2);
+  HostTensor y;
+  ASSERT_OK(run("pow", {&a, &e}, a.desc, &y));
+  std::vector<double> want;
+  referenceBinary(a, e, {4, 9}, [](double x, double p) { return std::pow(x, p); }, &want);
+  expectClose(y, want, 1e-6, 2e-6, "pow tensor");
+  for (double p : {2.0, 0.5, 3.0, -1.0}) {
+    HostTensor s = make(f32, {}, {p}), x = random({5, 3}, -2, 2);
+    ASSERT_OK(run("pow", {&x, &s}, x.desc, &y));
+    referenceBinary(x, s, {5, 3}, [](double x, double p) { return std::pow((float)x, p); }, &want);
+    expectClose(y, want, 1e-6, 2e-6, "pow scalar " + std::to_string(p));
+  }
+  // A scalar base broadcast against a tensor exponent.
+  HostTensor base = make(f32, {1}, {2}), exps = make(f32, {4}, {0, 1, -1, 10});
+  ASSERT_OK(run("pow", {&base, &exps}, D(f32, {4}), &y));
+  expectClose(y, {1, 2, 0.5, 1024});
+}
+
+TEST_P(KernelTest, IntegerBinaryOps) {
+  std::vector<std::pair<const char *, std::function<double(double, double)>>> ops = {
+      {"add", [](double a, double b) { return a + b; }},
+      {"sub", [](double a, double b) { return a - b; }},
+      {"mul", [](double a, double b) { return a * b; }},
+      // Truncating division, as C.
+      {"div", [](double a, double b) { return b == 0 ? 0 : std::trunc(a / b); }},
+      {"maximum", [](double a, double b) { return std::max(a, b); }},
+      {"minimum", [](double a, double b) { return std::min(a, b); }},
+  };
+  for (DType dt : {i64, i32}) {
+    for (const auto &[shapeA, shapeB] : kBroadcastPairs) {
+      HostTensor a = randomInts(dt, shapeA, -100, 100), b = randomInts(dt, shapeB, -9, 9);
+      Shape out = outShapeOf(shapeA, shapeB);
+      for (const auto &[kernel, f] : ops) {
+        HostTensor y;
+        ASSERT_OK(run(kernel, {&a, &b}, D(dt, out), &y));
+        std::vector<double> want;
+        referenceBinary(a, b, out, f, &want);
+        expectEqual(y, want, std::string(kernel) + " " + dtypeName(dt));
+      }
+    }
+  }
+  // -7 / 2 truncates to -3 (not floor's -4); division by zero gives 0.
+  HostTensor a = make(i64, {4}, {-7, 7, -7, 5}), b = make(i64, {4}, {2, -2, -2, 0});
+  HostTensor y;
+  ASSERT_OK(run("div", {&a, &b}, a.desc, &y));
+  expectEqual(y, {-3, -3, 3, 0});
+}
+
+TEST_P(KernelTest, LogicalAndOr) {
+  HostTensor a = randomBools({3, 1, 4}), b = randomBools({5, 1});
+  Shape out = {3, 5, 4};
+  HostTensor y;
+  std::vector<double> want;
+  ASSERT_OK(run("and", {&a, &b}, D(i1, out), &y));
+  referenceBinary(a, b, out, [](double x, double z) { return x && z; }, &want);
+  expectEqual(y, want, "and");
+  ASSERT_OK(run("or", {&a, &b}, D(i1, out), &y));
+  referenceBinary(a, b, out, [](double x, double z) { return x || z; }, &want);
+  expectEqual(y, want, "or");
+}
+
+TEST_P(KernelTest, CompareAllPredicatesAndDtypes) {
+  std::vector<std::pair<const char *, std::function<bool(double, double)>>> preds = {
+      {"eq", [](double a, double b) { return a == b; }},
+      {"ne", [](double a, double b) { return a != b; }},
+      {"lt", [](double a, double b) { return a < b; }},
+      {"le", [](double a, double b) { return a <= b; }},
+      {"gt", [](double a, double b) { return a > b; }},
+      {"ge", [](double a, double b) { return a >= b; }},
+  };
+  for (DType dt : {f32, i64, i32, i1}) {
+    for (const auto &[shapeA, shapeB] :
+         std::vector<std::pair<Shape, Shape>>{{{4, 6}, {4, 6}}, {{3, 1, 5}, {4, 1}}, {{7}, {}}}) {
+      // Small value ranges so that equality happens.
+      HostTensor a = dt == i1 ? randomBools(shapeA) : randomInts(dt, shapeA, -2, 2);
+      HostTensor b = dt == i1 ? randomBools(shapeB) : randomInts(dt, shapeB, -2, 2);
+      Shape out = outShapeOf(shapeA, shapeB);
+      for (const auto &[pred, f] : preds) {
+        HostTensor y;
+        ASSERT_OK(run("compare", {&a, &b}, D(i1, out), &y, attrs({{"predicate", S(pred)}})));
+        std::vector<double> want;
+        referenceBinary(a, b, out, [&f = f](double x, double z) { return f(x, z) ? 1.0 : 0.0; },
+                        &want);
+        expectEqual(y, want, std::string("compare ") + pred + " " + dtypeName(dt));
+      }
+    }
+  }
+  // NaN compares unequal to everything.
+  HostTensor n = make(f32, {2}, {kNaN, 1}), one = make(f32, {}, {1});
+  HostTensor y;
+  ASSERT_OK(run("compare", {&n, &one}, D(i1, {2}), &y, attrs({{"predicate", S("ne")}})));
+  expectEqual(y, {1, 0});
+  ASSERT_OK(run("compare", {&n, &one}, D(i1, {2}), &y, attrs({{"predicate", S("eq")}})));
+  expectEqual(y, {0, 1});
+}
+
+TEST_P(KernelTest, BinaryValidation) {
+  expectError(sig("add", {D(f32, {2, 3}), D(f32, {4})}, D(f32, {2, 3})),
+              {"add", "do not broadcast", "2x3xf32", "4xf32"});
+  expectError(sig("add", {D(f32, {2, 4}), D(f32, {4})}, D(f32, {2, 3})),
+              {"add: output is 2x3xf32, expected 2x4xf32"});
+  expectError(sig("add", {D(f32, {4}), D(i64, {4})}, D(f32, {4})),
+              {"add", "different element types"});
+  expectError(sig("add", {D(bf16, {4}), D(bf16, {4})}, D(bf16, {4})),
+              {"cpu backend has no bf16 kernel for 'add' yet"});
+  expectError(sig("add", {D(i1, {4}), D(i1, {4})}, D(i1, {4})), {"add", "i1"});
+  expectError(sig("add", {D(f32, {4}), D(f32, {4}), D(f32, {4})}, D(f32, {4})),
+              {"add", "expects 2 inputs, got 3"});
+  expectError(sig("pow", {D(i64, {4}), D(i64, {4})}, D(i64, {4})), {"pow", "i64"});
+  expectError(sig("and", {D(f32, {4}), D(f32, {4})}, D(f32, {4})), {"and", "expected i1"});
+  expectError(sig("compare", {D(f32, {4}), D(f32, {4})}, D(i1, {4})),
+              {"compare", "missing attribute 'predicate'"});
+  expectError(sig("compare", {D(f32, {4}), D(f32, {4})}, D(i1, {4}),
+                  attrs({{"predicate", S("approx")}})),
+              {"compare", "'approx'"});
+  expectError(sig("compare", {D(f32, {4}), D(f32, {4})}, D(f32, {4}),
+                  attrs({{"predicate", S("eq")}})),
+              {"compare", "expected 4xi1"});
+}
+
+//===----------------------------------------------------------------------===//
+// where, cast, tril/triu.
+//===----------------------------------------------------------------------===//
+
+TEST_P(KernelTest, WhereBroadcastsAllThreeOperands) {
+  struct Case { Shape c, x, y; };
+  std::vector<Case> cases = {
+      {{1, 1, 4, 4}, {}, {2, 3, 4, 4}},       // causal masking with a scalar
+      {{5, 6}, {5, 6}, {5, 6}},               // no broadcast
+      {{3, 1}, {1, 7}, {}},                   // everything stretched
+      {{2, 100, 200}, {200}, {2, 100, 1}},    // large, threaded
+  };
+  for (DType dt : {f32, i64, i32, i1}) {
+    for (const Case &c : cases) {
+      HostTensor cond = randomBools(c.c);
+      HostTensor x = dt == i1 ? randomBools(c.x) : dt == f32 ? random(c.x) : randomInts(dt, c.x, -50, 50);
+      HostTensor y = dt == i1 ? randomBools(c.y) : dt == f32 ? random(c.y) : randomInts(dt, c.y, -50, 50);
+      Shape out = broadcastShape(broadcastShape(c.c, c.x), c.y);
+      HostTensor r;
+      ASSERT_OK(run("where", {&cond, &x, &y}, D(dt, out), &r));
+      std::vector<double> want(numElements(out));
+      for (int64_t i = 0; i < numElements(out); ++i)
+        want[i] = cond.at(broadcastOffset(out, c.c, i)) ? x.at(broadcastOffset(out, c.x, i))
+                                                        : y.at(broadcastOffset(out, c.y, i));
+      expectEqual(r, want, std::string("where ") + dtypeName(dt));
+    }
+  }
+  HostTensor mask = make(i1, {2}, {1, 0}), ninf = make(f32, {}, {-kInf}), s = make(f32, {2}, {3, 4});
+  HostTensor r;
+  ASSERT_OK(run("where", {&mask, &ninf, &s}, D(f32, {2}), &r));
+  expectEqual(r, {-kInf, 4});
+  expectError(sig("where", {D(f32, {2}), D(f32, {2}), D(f32, {2})}, D(f32, {2})),
+              {"where", "condition", "expected i1"});
+  expectError(sig("where", {D(i1, {2}), D(f32, {2}), D(i64, {2})}, D(f32, {2})),
+              {"where", "different element types"});
+  expectError(sig("where", {D(i1, {3}), D(f32, {2}), D(f32, {2})}, D(f32, {2})),
+              {"where", "do not broadcast"});
+  expectError(sig("where", {D(i1, {2}), D(f32, {2})}, D(f32, {2})), {"where", "expects 3 inputs"});
+  expectError(sig("where", {D(i1, {2, 1}), D(f32, {2}), D(f32, {2})}, D(f32, {2})),
+              {"where", "expected 2x2xf32"});
+}
+
+TEST_P(KernelTest, CastBetweenAllDtypes) {
+  std::vector<double> src = {-2.7, -1.0, -0.5, 0.0, 0.4, 1.0, 2.9, 100.5};
+  std::vector<DType> dts = {f32, i64, i32, i1};
+  for (DType from : dts) {
+    HostTensor x = make(from, {2, 4}, src);
+    for (DType to : dts) {
+      HostTensor y;
+      ASSERT_OK(run("cast", {&x}, D(to, {2, 4}), &y));
+      std::vector<double> want;
+      for (double v : x.values()) {
+        if (to == i1)
+          want.push_back(v != 0);
+        else if (to == f32)
+          want.push_back(static_cast<float>(v));
+        else
+          want.push_back(std::trunc(v)); // toward zero
+      }
+      expectEqual(y, want, std::string("cast ") + dtypeName(from) + " -> " + dtypeName(to));
+    }
+  }
+  HostTensor nan = make(f32, {1}, {kNaN}), y;
+  ASSERT_OK(run("cast", {&nan}, D(i1, {1}), &y));
+  expectEqual(y, {1}); // NaN is non-zero
+  expectError(sig("cast", {D(f32, {2, 4})}, D(i64, {8})), {"cast", "output is 8xi64", "2x4xi64"});
+  expectError(sig("cast", {D(f32, {2})}, D(bf16, {2})), {"no bf16 kernel for 'cast'"});
+}
+
+TEST_P(KernelTest, TrilAndTriu) {
+  for (DType dt : {f32, i64, i32, i1}) {
+    for (const Shape &shape : {Shape{4, 4}, Shape{2, 3, 4, 6}, Shape{3, 6, 2}}) {
+      for (int64_t diagonal : {-2, -1, 0, 1, 3, 10}) {
+        HostTensor x = dt == i1 ? randomBools(shape) : dt == f32 ? random(shape) : randomInts(dt, shape, -9, 9);
+        for (bool lower : {true, false}) {
+          HostTensor y;
+          Attributes a = attrs({{"diagonal", I(diagonal)}});
+          ASSERT_OK(run(lower ? "tril" : "triu", {&x}, x.desc, &y, a));
+          int64_t rows = shape[shape.size() - 2], cols = shape.back();
+          std::vector<double> want(x.numel());
+          for (int64_t k = 0; k < x.numel(); ++k) {
+            int64_t i = (k / cols) % rows, j = k % cols;
+            bool keep = lower ? j - i <= diagonal : j - i >= diagonal;
+            want[k] = keep ? x.at(k) : 0;
+          }
+          expectEqual(y, want, std::string(lower ? "tril " : "triu ") + dtypeName(dt) +
+                                   " diagonal " + std::to_string(diagonal));
+        }
+      }
+    }
+  }
+  // diagonal defaults to 0.
+  HostTensor x = make(f32, {2, 2}, {1, 2, 3, 4}), y;
+  ASSERT_OK(run("tril", {&x}, x.desc, &y));
+  expectEqual(y, {1, 0, 3, 4});
+  expectError(sig("tril", {D(f32, {4})}, D(f32, {4})), {"tril", "rank >= 2"});
+  expectError(sig("triu", {D(f32, {4, 4})}, D(f32, {4, 4}), attrs({{"diagonal", F(1.5)}})),
+              {"triu", "diagonal", "integer"});
+}
+
+//===----------------------------------------------------------------------===//
+// matmul, linear, embedding.
+//===----------------------------------------------------------------------===//
+
+std::vector<double> refMatmul(const HostTensor &a, const HostTensor &b, const Shape &out) {
+  const Shape &sa = a.desc.shape, &sb = b.desc.shape;
+  int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  Shape batch(out.begin(), out.end() - 2);
+  Shape ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  std::vector<double> want(numElements(out));
+  for (int64_t t = 0; t < numElements(batch); ++t) {
+    int64_t oa = broadcastOffset(batch, ba, t) * m * k, ob = broadcastOffset(batch, bb, t) * k * n;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = 0;
+        for (int64_t p = 0; p < k; ++p)
+          s += a.at(oa + i * k + p) * b.at(ob + p * n + j);
+        want[t * m * n + i * n + j] = s;
+      }
+  }
+  return want;
+}
+
+TEST_P(KernelTest, MatmulWithBroadcastBatches) {
+  struct Case { Shape a, b, out; };
+  std::vector<Case> cases = {
+      {{5, 7}, {7, 3}, {5, 3}},
+      {{2, 3, 4}, {4, 5}, {2, 3, 5}},             // rhs shared: batches fold into rows
+      {{3, 4}, {2, 4, 5}, {2, 3, 5}},             // lhs broadcast
+      {{2, 1, 3, 4}, {3, 4, 6}, {2, 3, 3, 6}},    // both broadcast
+      {{2, 4, 9, 16}, {2, 4, 16, 9}, {2, 4, 9, 9}}, // attention scores
+      {{1, 1, 3, 5}, {1, 5, 2}, {1, 1, 3, 2}},
+      {{3, 0, 4}, {4, 2}, {3, 0, 2}},             // empty rows
+      {{2, 3, 0}, {2, 0, 4}, {2, 3, 4}},          // empty contraction: zeros
+  };
+  for (const Case &c : cases) {
+    HostTensor a = random(c.a), b = random(c.b), y;
+    ASSERT_OK(run("matmul", {&a, &b}, D(f32, c.out), &y));
+    expectClose(y, refMatmul(a, b, c.out), 1e-4, 1e-4,
+                "matmul " + describe(c.a, f32) + " x " + describe(c.b, f32));
+  }
+  expectError(sig("matmul", {D(f32, {2, 3}), D(f32, {4, 5})}, D(f32, {2, 5})),
+              {"matmul", "contraction dims differ", "2x3xf32", "4x5xf32"});
+  expectError(sig("matmul", {D(f32, {2, 3, 4}), D(f32, {3, 4, 5})}, D(f32, {2, 3, 5})),
+              {"matmul", "batch dims do not broadcast"});
+  expectError(sig("matmul", {D(f32, {4}), D(f32, {4, 5})}, D(f32, {5})), {"matmul", "rank >= 2"});
+  expectError(sig("matmul", {D(f32, {2, 4}), D(f32, {4, 5})}, D(f32, {2, 4})),
+              {"matmul", "output is 2x4xf32, expected 2x5xf32"});
+  expectError(sig("matmul", {D(i64, {2, 4}), D(i64, {4, 5})}, D(i64, {2, 5})), {"matmul", "i64"});
+  expectError(sig("matmul", {D(bf16, {2, 4}), D(bf16, {4, 5})}, D(bf16, {2, 5})),
+              {"no bf16 kernel for 'matmul'"});
+}
+
+TEST_P(KernelTest, LinearWithAndWithoutBias) {
+  for (const Shape &xs : {Shape{2, 5, 7}, Shape{7}, Shape{33, 7}}) {
+    const int64_t n = 6, k = 7;
+    HostTensor x = random(xs), w = random({n, k}), b = random({n});
+    Shape out = xs;
+    out.back() = n;
+    int64_t m = x.numel() / k;
+    for (bool withBias : {false, true}) {
+      HostTensor y;
+      if (withBias)
+        ASSERT_OK(run("linear", {&x, &w, &b}, D(f32, out), &y));
+      else
+        ASSERT_OK(run("linear", {&x, &w}, D(f32, out), &y));
+      std::vector<double> want(m * n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = withBias ? b.at(j) : 0;
+          for (int64_t p = 0; p < k; ++p)
+            s += x.at(i * k + p) * w.at(j * k + p);
+          want[i * n + j] = s;
+        }
+      expectClose(y, want, 1e-4, 1e-4, "linear " + describe(xs, f32));
+    }
+  }
+  // An absent bias may also be an explicit nullopt slot.
+  HostTensor x = random({3, 4}), w = random({2, 4}), y;
+  ASSERT_OK(run("linear", {&x, &w, nullptr}, D(f32, {3, 2}), &y));
+  expectError(sig("linear", {D(f32, {3, 4}), D(f32, {2, 5})}, D(f32, {3, 2})),
+              {"linear", "4 features", "2x5xf32"});
+  expectError(sig("linear", {D(f32, {3, 4}), D(f32, {2, 4}), D(f32, {3})}, D(f32, {3, 2})),
+              {"linear", "bias 3xf32", "[2]"});
+  expectError(sig("linear", {D(f32, {3, 4}), std::nullopt}, D(f32, {3, 2})),
+              {"linear", "weight", "missing"});
+  expectError(sig("linear", {D(f32, {3, 4})}, D(f32, {3, 2})), {"linear", "expects 2 to 3 inputs"});
+  expectError(sig("linear", {D(f32, {3, 4}), D(f32, {4})}, D(f32, {3, 2})), {"linear", "2-D weight"});
+  expectError(sig("linear", {D(f32, {3, 4}), D(f32, {2, 4})}, D(f32, {3, 4})),
+              {"linear", "output is 3x4xf32, expected 3x2xf32"});
+}
+
+TEST_P(KernelTest, EmbeddingLooksUpRows) {
+  HostTensor table = random({10, 6});
+  for (DType dt : {i64, i32}) {
+    HostTensor idx = randomInts(dt, {2, 3, 5}, 0, 9), y;
+    ASSERT_OK(run("embedding", {&table, &idx}, D(f32, {2, 3, 5, 6}), &y));
+    std::vector<double> want;
+    for (int64_t i = 0; i < idx.numel(); ++i)
+      for (int64_t j = 0; j < 6; ++j)
+        want.push_back(table.at(static_cast<int64_t>(idx.at(i)) * 6 + j));
+    expectEqual(y, want, std::string("embedding ") + dtypeName(dt));
+  }
+  // An index outside the table is a runtime error naming it and its position.
+  HostTensor bad = make(i64, {4}, {1, 2, 10, 3}), y;
+  Status s = run("embedding", {&table, &bad}, D(f32, {4, 6}), &y);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("index 10"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("position 2"), std::string::npos) << s.message();
+  HostTensor negative = make(i32, {2}, {-1, 0});
+  s = run("embedding", {&table, &negative}, D(f32, {2, 6}), &y);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("index -1"), std::string::npos) << s.message();
+  expectError(sig("embedding", {D(f32, {10}), D(i64, {3})}, D(f32, {3, 10})),
+              {"embedding", "2-D"});
+  expectError(sig("embedding", {D(f32, {10, 4}), D(f32, {3})}, D(f32, {3, 4})),
+              {"embedding", "indices", "f32"});
+  expectError(sig("embedding", {D(f32, {10, 4}), D(i64, {3})}, D(f32, {4, 3})),
+              {"embedding", "expected 3x4xf32"});
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations and softmax.
+//===----------------------------------------------------------------------===//
+
+TEST_P(KernelTest, LayerNormOverTrailingDims) {
+  struct Case { Shape x; Ints normalized; };
+  for (const Case &c : {Case{{2, 5, 16}, {16}}, Case{{3, 4, 6}, {4, 6}}, Case{{7}, {7}},
+                        Case{{300, 130}, {130}}}) {
+    HostTensor x = random(c.x, -3, 5);
+    HostTensor w = random(c.normalized), b = random(c.normalized);
+    const int64_t d = numElements(c.normalized), rows = x.numel() / d;
+    for (int affine = 0; affine < 4; ++affine) {
+      const HostTensor *wp = affine & 1 ? &w : nullptr, *bp = affine & 2 ? &b : nullptr;
+      HostTensor y;
+      ASSERT_OK(run("layer_norm", {&x, wp, bp}, x.desc, &y,
+                    attrs({{"normalized_shape", L(c.normalized)}, {"eps", F(1e-5)}})));
+      std::vector<double> want(x.numel());
+      for (int64_t r = 0; r < rows; ++r) {
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < d; ++i)
+          mean += x.at(r * d + i);
+        mean /= d;
+        for (int64_t i = 0; i < d; ++i)
+          var += (x.at(r * d + i) - mean) * (x.at(r * d + i) - mean);
+        var /= d;
+        for (int64_t i = 0; i < d; ++i)
+          want[r * d + i] = (x.at(r * d + i) - mean) / std::sqrt(var + 1e-5) *
+                                (wp ? w.at(i) : 1) + (bp ? b.at(i) : 0);
+      }
+      expectClose(y, want, 1e-5, 1e-4, "layer_norm " + describe(c.x, f32) + " affine " +
+                                             std::to_string(affine));
+    }
+  }
+  // eps may be written as an integer.
+  HostTensor x = random({2, 3}), y;
+  ASSERT_OK(run("layer_norm", {&x, nullptr, nullptr}, x.desc, &y,
+                attrs({{"normalized_shape", L({3})}, {"eps", I(0)}})));
+  Attributes a = attrs({{"normalized_shape", L({8})}, {"eps", F(1e-5)}});
+  expectError(sig("layer_norm", {D(f32, {2, 4}), std::nullopt, std::nullopt}, D(f32, {2, 4}), a),
+              {"layer_norm", "normalized_shape [8]", "trailing dims", "2x4xf32"});
+  expectError(sig("layer_norm", {D(f32, {2, 8}), D(f32, {4}), std::nullopt}, D(f32, {2, 8}), a),
+              {"layer_norm", "weight is 4xf32", "expected 8xf32"});
+  expectError(sig("layer_norm", {D(f32, {2, 8}), std::nullopt, D(f32, {8, 1})}, D(f32, {2, 8}), a),
+              {"layer_norm", "bias"});
+  expectError(sig("layer_norm", {D(f32, {2, 8})}, D(f32, {2, 8}), a),
+              {"layer_norm", "expects 3 inputs, got 1"});
+  expectError(sig("layer_norm", {D(f32, {2, 8}), std::nullopt, std::nullopt}, D(f32, {2, 8}),
+                  attrs({{"normalized_shape", L({8})}})),
+              {"layer_norm", "missing attribute 'eps'"});
+  expectError(sig("layer_norm", {D(f32, {2, 8}), std::nullopt, std::nullopt}, D(f32, {2, 8}),
+                  attrs({{"normalized_shape", L({8})}, {"eps", F(-1)}})),
+              {"layer_norm", "eps must be >= 0"});
+  expectError(sig("layer_norm", {D(f32, {2, 8}), std::nullopt, std::nullopt}, D(f32, {2, 8}),
+                  attrs({{"normalized_shape", I(8)}, {"eps", F(1e-5)}})),
+              {"layer_norm", "normalized_shape", "list of integers"});
+}
+
+TEST_P(KernelTest, BatchNormInference) {
+  for (const Shape &shape : {Shape{2, 3, 4, 5}, Shape{4, 6}, Shape{8, 64, 9, 9}}) {
+    int64_t c = shape[1];
+    HostTensor x = random(shape), mean = random({c}), var = random({c}, 0.1, 2);
+    HostTensor w = random({c}), b = random({c});
+    int64_t inner = x.numel() / (shape[0] * c);
+    for (int affine = 0; affine < 4; ++affine) {
+      const HostTensor *wp = affine & 1 ? &w : nullptr, *bp = affine & 2 ? &b : nullptr;
+      HostTensor y;
+      ASSERT_OK(run("batch_norm", {&x, &mean, &var, wp, bp}, x.desc, &y,
+                    attrs({{"eps", F(1e-3)}})));
+      std::vector<double> want(x.numel());
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        int64_t ch = (i / inner) % c;
+        want[i] = (x.at(i) - mean.at(ch)) / std::sqrt(var.at(ch) + 1e-3) * (wp ? w.at(ch) : 1) +
+                  (bp ? b.at(ch) : 0);
+      }
+      expectClose(y, want, 1e-5, 1e-5, "batch_norm " + describe(shape, f32));
+    }
+  }
+  Attributes a = attrs({{"eps", F(1e-5)}});
+  expectError(sig("batch_norm", {D(f32, {2, 3, 4}), std::nullopt, D(f32, {3}), std::nullopt,
+                                 std::nullopt},
+                  D(f32, {2, 3, 4}), a),
+              {"batch_norm", "mean", "missing"});
+  expectError(sig("batch_norm", {D(f32, {2, 3, 4}), D(f32, {3}), D(f32, {4}), std::nullopt,
+                                 std::nullopt},
+                  D(f32, {2, 3, 4}), a),
+              {"batch_norm", "var is 4xf32", "expected 3xf32"});
+  expectError(sig("batch_norm", {D(f32, {3}), D(f32, {3}), D(f32, {3}), std::nullopt, std::nullopt},
+                  D(f32, {3}), a),
+              {"batch_norm", "[N, C, ...]"});
+  expectError(sig("batch_norm", {D(f32, {2, 3}), D(f32, {3}), D(f32, {3})}, D(f32, {2, 3}), a),
+              {"batch_norm", "expects 5 inputs, got 3"});
+  expectError(sig("batch_norm", {D(f32, {2, 3}), D(f32, {3}), D(f32, {3}), std::nullopt,
+                                 std::nullopt},
+                  D(f32, {2, 3})),
+              {"batch_norm", "missing attribute 'eps'"});
+}
+
+std::vector<double> refSoftmax(const HostTensor &x, int64_t dim, bool log) {
+  const Shape &s = x.desc.shape;
+  int64_t d = s[dim], inner = 1;
+  for (size_t i = dim + 1; i < s.size(); ++i)
+    inner *= s[i];
+  int64_t outer = x.numel() / std::max<int64_t>(d * inner, 1);
+  std::vector<double> want(x.numel());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      double mx = -kInf, sum = 0;
+      for (int64_t k = 0; k < d; ++k)
+        mx = std::max(mx, x.at((o * d + k) * inner + j));
+      for (int64_t k = 0; k < d; ++k)
+        sum += std::exp(x.at((o * d + k) * inner + j) - mx);
+      for (int64_t k = 0; k < d; ++k) {
+        double v = x.at((o * d + k) * inner + j);
+        want[(o * d + k) * inner + j] = log ? v - mx - std::log(sum) : std::exp(v - mx) / sum;
+      }
+    }
+  return want;
+}
+
+TEST_P(KernelTest, SoftmaxAndLogSoftmaxAlongAnyDim) {
+  struct Case { Shape shape; int64_t dim; };
+  for (const Case &c : {Case{{3, 5, 7}, 2}, Case{{3, 5, 7}, 1}, Case{{3, 5, 7}, 0}, Case{{11}, 0},
+                        Case{{2, 4, 64, 65}, 3}, Case{{2, 300, 300}, 1}}) {
+    HostTensor x = random(c.shape, -20, 20);
+    for (bool log : {false, true}) {
+      HostTensor y;
+      ASSERT_OK(run(log ? "log_softmax" : "softmax", {&x}, x.desc, &y, attrs({{"dim", I(c.dim)}})));
+      expectClose(y, refSoftmax(x, c.dim, log), 1e-6, 1e-5,
+                  std::string(log ? "log_softmax " : "softmax ") + describe(c.shape, f32) +
+                      " dim " + std::to_string(c.dim));
+    }
+  }
+  // Masked (-inf) entries get probability 0; huge logits do not overflow.
+  HostTensor x = make(f32, {2, 3}, {-kInf, 0, 1000, -kInf, -kInf, 5}), y;
+  ASSERT_OK(run("softmax", {&x}, x.desc, &y, attrs({{"dim", I(1)}})));
+  expectClose(y, {0, 0, 1, 0, 0, 1});
+  ASSERT_OK(run("log_softmax", {&x}, x.desc, &y, attrs({{"dim", I(1)}})));
+  expectClose(y, {-kInf, -1000, 0, -kInf, -kInf, 0});
+  expectError(sig("softmax", {D(f32, {2, 3})}, D(f32, {2, 3}), attrs({{"dim", I(2)}})),
+              {"softmax", "dim 2 is out of range for rank 2"});
+  expectError(sig("softmax", {D(f32, {2, 3})}, D(f32, {2, 3})),
+              {"softmax", "missing attribute 'dim'"});
+  expectError(sig("log_softmax", {D(i64, {2, 3})}, D(i64, {2, 3}), attrs({{"dim", I(0)}})),
+              {"log_softmax", "i64"});
+  expectError(sig("softmax", {D(f32, {2, 3})}, D(f32, {2, 3}), attrs({{"dim", S("1")}})),
+              {"softmax", "'dim' must be an integer"});
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions.
+//===----------------------------------------------------------------------===//
+
+TEST_P(KernelTest, ReductionsOverDimSets) {
+  struct Case { Shape shape; Ints dims; };
+  std::vector<Case> cases = {
+      {{4, 6}, {1}},        {{4, 6}, {0}},         {{3, 4, 5}, {1}},      {{3, 4, 5}, {0, 2}},
+      {{3, 4, 5}, {0, 1, 2}}, {{2, 3, 4, 5}, {1, 3}}, {{2, 3, 4, 5}, {0, 2}}, {{5, 1, 3}, {1}},
+      {{4, 6}, {}},         {{300, 200}, {1}},     {{300, 200}, {0}},     {{7}, {0}},
+      {{2, 1, 3, 1}, {0, 3}},
+  };
+  for (const Case &c : cases) {
+    for (bool keepdim : {false, true}) {
+      Shape out;
+      for (size_t d = 0; d < c.shape.size(); ++d) {
+        bool reduced = std::find(c.dims.begin(), c.dims.end(), int64_t(d)) != c.dims.end();
+        if (!reduced)
+          out.push_back(c.shape[d]);
+        else if (keepdim)
+          out.push_back(1);
+      }
+      // Map each input element to its output element.
+      auto outIndex = [&](int64_t flat) {
+        std::vector<int64_t> idx = unravel(flat, c.shape), o;
+        for (size_t d = 0; d < c.shape.size(); ++d) {
+          bool reduced = std::find(c.dims.begin(), c.dims.end(), int64_t(d)) != c.dims.end();
+          if (!reduced)
+            o.push_back(idx[d]);
+          else if (keepdim)
+            o.push_back(0);
+        }
+        return ravel(o, out);
+      };
+      int64_t count = 1;
+      for (int64_t d : c.dims)
+        count *= c.shape[d];
+      Attributes a = attrs({{"dims", L(c.dims)}, {"keepdim", B(keepdim)}});
+      std::string what = describe(c.shape, f32) + " dims " + std::to_string(c.dims.size()) +
+                         (keepdim ? " keepdim" : "");
+      for (DType dt : {f32, i64, i32}) {
+        HostTensor x = dt == f32 ? random(c.shape, -5, 5) : randomInts(dt, c.shape, -1000, 1000);
+        std::vector<double> sum(numElements(out), 0), mx(numElements(out), -kInf);
+        for (int64_t i = 0; i < x.numel(); ++i) {
+          sum[outIndex(i)] += x.at(i);
+          mx[outIndex(i)] = std::max(mx[outIndex(i)], x.at(i));
+        }
+        HostTensor y;
+        ASSERT_OK(run("reduce_sum", {&x}, D(dt, out), &y, a));
+        expectClose(y, sum, dt == f32 ? 1e-4 : 0, dt == f32 ? 1e-5 : 0, "reduce_sum " + what);
+        ASSERT_OK(run("reduce_max", {&x}, D(dt, out), &y, a));
+        expectEqual(y, mx, "reduce_max " + what);
+        if (dt == f32) {
+          std::vector<double> mean = sum;
+          for (double &v : mean)
+            v /= count;
+          ASSERT_OK(run("reduce_mean", {&x}, D(dt, out), &y, a));
+          expectClose(y, mean, 1e-5, 1e-5, "reduce_mean " + what);
+        }
+      }
+    }
+  }
+  // keepdim defaults to false; max propagates NaN.
+  HostTensor x = make(f32, {2, 3}, {1, kNaN, 3, -4, -5, -6}), y;
+  ASSERT_OK(run("reduce_max", {&x}, D(f32, {2}), &y, attrs({{"dims", L({1})}})));
+  expectEqual(y, {kNaN, -4});
+  ASSERT_OK(run("reduce_max", {&x}, D(f32, {3}), &y, attrs({{"dims", L({0})}})));
+  expectEqual(y, {1, kNaN, 3});
+}
+
+TEST_P(KernelTest, ReductionValidation) {
+  expectError(sig("reduce_sum", {D(f32, {2, 3})}, D(f32, {2}), attrs({{"dims", L({2})}})),
+              {"reduce_sum", "dim 2 is out of range for rank 2"});
+  expectError(sig("reduce_sum", {D(f32, {2, 3})}, D(f32, {2}), attrs({{"dims", L({1, 1})}})),
+              {"reduce_sum", "appears twice"});
+  expectError(sig("reduce_sum", {D(f32, {2, 3})}, D(f32, {2}),
+                  attrs({{"dims", L({1})}, {"keepdim", B(true)}})),
+              {"reduce_sum", "output is 2xf32, expected 2x1xf32"});
+  expectError(sig("reduce_sum", {D(f32, {2, 3})}, D(f32, {2})), {"reduce_sum", "'dims'"});
+  expectError(sig("reduce_mean", {D(i64, {2, 3})}, D(i64, {2}), attrs({{"dims", L({1})}})),
+              {"reduce_mean", "i64"});
+  expectError(sig("reduce_max", {D(f32, {2, 0})}, D(f32, {2}), attrs({{"dims", L({1})}})),
+              {"reduce_max", "zero elements"});
+  expectError(sig("reduce_max", {D(i1, {2, 3})}, D(i1, {2}), attrs({{"dims", L({1})}})),
+              {"reduce_max", "i1"});
+  expectError(sig("reduce_sum", {D(f32, {2, 3})}, D(f32, {2}),
+                  attrs({{"dims", L({1})}, {"keepdim", I(1)}})),
+              {"reduce_sum", "'keepdim' must be a boolean"});
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling.
+//===----------------------------------------------------------------------===//
+
+struct ConvCase {
+  Shape x, w;
+  Ints stride, padding, dilation;
+  int64_t groups;
+  bool bias;
+};
+
+int64_t convOut(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
+  std::vector<ConvCase> cases = {
+      {{2, 4, 9, 11}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {{1, 3, 16, 15}, {5, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, false},
+      {{2, 4, 10, 10}, {6, 2, 3, 3}, {1, 2}, {0, 1}, {1, 1}, 2, true},  // groups
+      {{1, 2, 12, 13}, {3, 2, 3, 2}, {1, 1}, {2, 1}, {2, 3}, 1, true},  // dilation
+      {{2, 8, 7, 6}, {5, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, true},    // direct GEMM
+      {{2, 8, 7, 6}, {4, 8, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, false},   // strided 1x1
+      {{1, 6, 8, 8}, {6, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, true},    // depthwise
+      {{2, 4, 5, 5}, {4, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 2, true},    // grouped direct
+      {{1, 2, 4, 4}, {3, 2, 3, 3}, {3, 3}, {2, 2}, {1, 1}, 1, true},    // padding > stride
+      {{1, 1, 3, 3}, {2, 1, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, false},   // 1x1 output
+  };
+  for (const ConvCase &c : cases) {
+    const int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3];
+    const int64_t f = c.w[0], cg = c.w[1], kh = c.w[2], kw = c.w[3];
+    const int64_t oh = convOut(h, kh, c.stride[0], c.padding[0], c.dilation[0]);
+    const int64_t ow = convOut(wd, kw, c.stride[1], c.padding[1], c.dilation[1]);
+    Shape out = {n, f, oh, ow};
+    HostTensor x = random(c.x), w = random(c.w), b = random({f});
+    size_t scratch = conv2dScratchBytes(c.x, c.w, out, c.groups, c.stride, c.padding, c.dilation, f32);
+    Attributes a = attrs({{"stride", L(c.stride)}, {"padding", L(c.padding)},
+                          {"dilation", L(c.dilation)}, {"groups", I(c.groups)}});
+    HostTensor y;
+    std::vector<const HostTensor *> inputs = {&x, &w};
+    if (c.bias)
+      inputs.push_back(&b);
+    ASSERT_OK(run("conv2d", inputs, D(f32, out), &y, a, scratch));
+    std::vector<double> want(numElements(out));
+    const int64_t fg = f / c.groups;
+    for (int64_t in = 0; in < n; ++in)
+      for (int64_t of = 0; of < f; ++of)
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            double s = c.bias ? b.at(of) : 0;
+            int64_t g = of / fg;
+            for (int64_t ic = 0; ic < cg; ++ic)
+              for (int64_t ky = 0; ky < kh; ++ky)
+                for (int64_t kx = 0; kx < kw; ++kx) {
+                  int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+                  int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+                  if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
+                    continue;
+                  s += x.at(((in * cin + g * cg + ic) * h + iy) * wd + ix) *
+                       w.at(((of * cg + ic) * kh + ky) * kw + kx);
+                }
+            want[((in * f + of) * oh + oy) * ow + ox] = s;
+          }
+    expectClose(y, want, 1e-4, 1e-4, "conv2d " + describe(c.x, f32) + " * " + describe(c.w, f32));
+  }
+}
+
+TEST_P(KernelTest, ConvScratchFormula) {
+  // (C_in / groups) * KH * KW * OH * OW floats, 0 for the direct GEMM.
+  EXPECT_EQ(conv2dScratchBytes({1, 3, 32, 32}, {64, 3, 7, 7}, {1, 64, 16, 16}, 1, {2, 2}, {3, 3},
+                               {1, 1}, f32),
+            size_t(3 * 7 * 7 * 16 * 16 * 4));
+  EXPECT_EQ(conv2dScratchBytes({2, 8, 7, 6}, {5, 8, 1, 1}, {2, 5, 7, 6}, 1, {1, 1}, {0, 0}, {1, 1}, f32),
+            0u);
+  EXPECT_EQ(conv2dScratchBytes({2, 8, 7, 6}, {4, 8, 1, 1}, {2, 4, 4, 3}, 1, {2, 2}, {0, 0}, {1, 1}, f32),
+            size_t(8 * 4 * 3 * 4));
+  EXPECT_EQ(conv2dScratchBytes({1, 6, 8, 8}, {6, 2, 3, 3}, {1, 6, 8, 8}, 3, {1, 1}, {1, 1}, {1, 1}, f32),
+            size_t(2 * 9 * 64 * 4));
+}
+
+TEST_P(KernelTest, Conv2dValidation) {
+  Attributes a = attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                        {"groups", I(1)}});
+  size_t scratch = 1 << 20;
+  expectError(sig("conv2d", {D(f32, {1, 4, 32, 32}), D(f32, {64, 3, 7, 7})}, D(f32, {1, 64, 26, 26}),
+                  a, scratch),
+              {"conv2d: weight 64x3x7x7xf32 needs 3 input channels per group, input 1x4x32x32xf32 has 4"});
+  expectError(sig("conv2d", {D(f32, {1, 6, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 6, 6}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(4)}}),
+                  scratch),
+              {"conv2d", "6 channels", "groups = 4"});
+  expectError(sig("conv2d", {D(f32, {1, 4, 8, 8}), D(f32, {3, 2, 3, 3})}, D(f32, {1, 3, 6, 6}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(2)}}),
+                  scratch),
+              {"conv2d", "3 filters", "groups = 2"});
+  // Too little scratch for the im2col matrix: 3 * 3 * 3 * 6 * 6 floats.
+  expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 6, 6}), a,
+                  100),
+              {"conv2d", "needs 3888 bytes of scratch", "reserves 100"});
+  expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 8, 8}), a,
+                  scratch),
+              {"conv2d", "output is 1x4x8x8xf32, expected 1x4x6x6xf32"});
+  expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3}), D(f32, {3})},
+                  D(f32, {1, 4, 6, 6}), a, scratch),
+              {"conv2d", "bias 3xf32", "[4]"});
+  expectError(sig("conv2d", {D(f32, {3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {4, 6, 6}), a, scratch),
+              {"conv2d", "4-D input"});
+  expectError(sig("conv2d", {D(f32, {1, 3, 2, 2}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 1, 1}), a,
+                  scratch),
+              {"conv2d", "larger than the padded input"});
+  expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 6, 6}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"groups", I(1)}}), scratch),
+              {"conv2d", "missing attribute 'dilation'"});
+  expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 6, 6}),
+                  attrs({{"stride", L({0, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(1)}}),
+                  scratch),
+              {"conv2d", "'stride' entries must be >= 1"});
+  expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 6, 6}),
+                  attrs({{"stride", L({1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(1)}}),
+                  scratch),
+              {"conv2d", "'stride' must have 2 entries"});
+  expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 6, 6}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(0)}}),
+                  scratch),
+              {"conv2d", "groups must be >= 1"});
+  expectError(sig("conv2d", {D(bf16, {1, 3, 8, 8}), D(bf16, {4, 3, 3, 3})}, D(bf16, {1, 4, 6, 6}), a,
+                  scratch),
+              {"no bf16 kernel for 'conv2d'"});
+  // The direct-GEMM case needs no scratch at all.
+  KernelFn fn;
+  ASSERT_OK(prepare(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 1, 1})}, D(f32, {1, 4, 8, 8}),
+                        a, 0),
+                    &fn));
+}
+
+int64_t poolOut(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
+  int64_t span = in + 2 * p - d * (k - 1) - 1;
+  int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
+  if (ceil && (out - 1) * s >= in + p)
+    --out;
+  return out;
+}
+
+struct PoolCase {
+  Shape x;
+  Ints kernel, stride, padding, dilation;
+  bool ceil;
+};
+
+const std::vector<PoolCase> kPoolCases = {
+    {{2, 3, 9, 9}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+    {{1, 2, 10, 7}, {3, 2}, {2, 2}, {1, 1}, {1, 1}, true},   // ceil overhang
+    {{1, 2, 5, 5}, {2, 2}, {2, 2}, {1, 1}, {1, 1}, true},    // last window dropped
+    {{2, 2, 8, 8}, {2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
+    {{1, 3, 11, 12}, {3, 3}, {3, 2}, {1, 0}, {2, 1}, true},  // dilation (max only)
+    {{1, 1, 6, 6}, {4, 4}, {3, 3}, {2, 2}, {1, 1}, true},
+    {{8, 64, 20, 20}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false}, // threaded
+};
+
+TEST_P(KernelTest, MaxPool2dWithCeilModeAndDilation) {
+  for (const PoolCase &c : kPoolCases) {
+    const int64_t h = c.x[2], w = c.x[3], planes = c.x[0] * c.x[1];
+    const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], c.dilation[0], c.ceil);
+    const int64_t ow = poolOut(w, c.kernel[1], c.stride[1], c.padding[1], c.dilation[1], c.ceil);
+    HostTensor x = random(c.x), y;
+    Attributes a = attrs({{"kernel", L(c.kernel)}, {"stride", L(c.stride)},
+                          {"padding", L(c.padding)}, {"dilation", L(c.dilation)},
+                          {"ceil_mode", B(c.ceil)}});
+    ASSERT_OK(run("max_pool2d", {&x}, D(f32, {c.x[0], c.x[1], oh, ow}), &y, a));
+    std::vector<double> want;
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          double m = -kInf;
+          for (int64_t ky = 0; ky < c.kernel[0]; ++ky)
+            for (int64_t kx = 0; kx < c.kernel[1]; ++kx) {
+              int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+              int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+              if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+                m = std::max(m, x.at((p * h + iy) * w + ix));
+            }
+          want.push_back(m);
+        }
+    expectEqual(y, want, "max_pool2d " + describe(c.x, f32) + (c.ceil ? " ceil" : ""));
+  }
+  // ceil_mode defaults to false.
+  HostTensor x = random({1, 1, 5, 5}), y;
+  ASSERT_OK(run("max_pool2d", {&x}, D(f32, {1, 1, 2, 2}), &y,
+                attrs({{"kernel", L({2, 2})}, {"stride", L({2, 2})}, {"padding", L({0, 0})},
+                       {"dilation", L({1, 1})}})));
+}
+
+TEST_P(KernelTest, AvgPool2dDivisorsAsPyTorch) {
+  for (const PoolCase &c : kPoolCases) {
+    for (bool includePad : {true, false}) {
+      const int64_t h = c.x[2], w = c.x[3], planes = c.x[0] * c.x[1];
+      const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], 1, c.ceil);
+      const int64_t ow = poolOut(w, c.kernel[1], c.stride[1], c.padding[1], 1, c.ceil);
+      HostTensor x = random(c.x), y;
+      Attributes a = attrs({{"kernel", L(c.kernel)}, {"stride", L(c.stride)},
+                            {"padding", L(c.padding)}, {"ceil_mode", B(c.ceil)},
+                            {"count_include_pad", B(includePad)}});
+      ASSERT_OK(run("avg_pool2d", {&x}, D(f32, {c.x[0], c.x[1], oh, ow}), &y, a));
+      std::vector<double> want;
+      for (int64_t p = 0; p < planes; ++p)
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            double sum = 0;
+            int64_t inside = 0, padded = 0;
+            for (int64_t ky = 0; ky < c.kernel[0]; ++ky)
+              for (int64_t kx = 0; kx < c.kernel[1]; ++kx) {
+                int64_t iy = oy * c.stride[0] - c.padding[0] + ky;
+                int64_t ix = ox * c.stride[1] - c.padding[1] + kx;
+                // Taps in the padded input count with count_include_pad;
+                // taps beyond it (ceil_mode's overhang) never do.
+                if (iy < h + c.padding[0] && ix < w + c.padding[1])
+                  ++padded;
+                if (iy >= 0 && iy < h && ix >= 0 && ix < w) {
+                  sum += x.at((p * h + iy) * w + ix);
+                  ++inside;
+                }
+              }
+            want.push_back(sum / (includePad ? padded : inside));
+          }
+      expectClose(y, want, 1e-6, 1e-5,
+                  "avg_pool2d " + describe(c.x, f32) + (c.ceil ? " ceil" : "") +
+                      (includePad ? " include_pad" : ""));
+    }
+  }
+  // A hand-checked case: 3x3 input, kernel 2, stride 2, padding 1, ceil:
+  // windows start at -1 and 1 (the last one would start at 3 >= 3 + 1 - 1).
+  HostTensor x = make(f32, {1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), y;
+  ASSERT_OK(run("avg_pool2d", {&x}, D(f32, {1, 1, 2, 2}), &y,
+                attrs({{"kernel", L({2, 2})}, {"stride", L({2, 2})}, {"padding", L({1, 1})},
+                       {"ceil_mode", B(true)}})));
+  expectClose(y, {1.0 / 4, (2 + 3) / 4.0, (4 + 7) / 4.0, (5 + 6 + 8 + 9) / 4.0});
+}
+
+TEST_P(KernelTest, PoolValidation) {
+  Attributes a = attrs({{"kernel", L({2, 2})}, {"stride", L({2, 2})}, {"padding", L({0, 0})},
+                        {"dilation", L({1, 1})}, {"ceil_mode", B(true)}});
+  expectError(sig("max_pool2d", {D(f32, {1, 1, 5, 5})}, D(f32, {1, 1, 2, 2}), a),
+              {"max_pool2d", "output is 1x1x2x2xf32, expected 1x1x3x3xf32"});
+  expectError(sig("max_pool2d", {D(f32, {1, 5, 5})}, D(f32, {1, 2, 2}), a), {"max_pool2d", "4-D"});
+  expectError(sig("max_pool2d", {D(f32, {1, 1, 5, 5})}, D(f32, {1, 1, 3, 3}),
+                  attrs({{"kernel", L({2, 2})}, {"stride", L({2, 2})}, {"padding", L({2, 2})},
+                         {"dilation", L({1, 1})}})),
+              {"max_pool2d", "padding [2, 2] must be at most half the kernel [2, 2]"});
+  expectError(sig("max_pool2d", {D(f32, {1, 1, 5, 5})}, D(f32, {1, 1, 3, 3}),
+                  attrs({{"stride", L({2, 2})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})}})),
+              {"max_pool2d", "missing attribute 'kernel'"});
+  expectError(sig("max_pool2d", {D(f32, {1, 1, 5, 5})}, D(f32, {1, 1, 3, 3}),
+                  attrs({{"kernel", L({2, 2})}, {"stride", L({2, 2})}, {"padding", L({0, 0})}})),
+              {"max_pool2d", "missing attribute 'dilation'"});
+  expectError(sig("max_pool2d", {D(f32, {1, 1, 2, 2})}, D(f32, {1, 1, 1, 1}),
+                  attrs({{"kernel", L({3, 3})}, {"stride", L({1, 1})}, {"padding", L({0, 0})},
+                         {"dilation", L({1, 1})}})),
+              {"max_pool2d", "larger than the padded input"});
+  expectError(sig("avg_pool2d", {D(f32, {1, 1, 4, 4})}, D(f32, {1, 1, 2, 2}),
+                  attrs({{"kernel", L({2, 2})}, {"stride", L({2, 2})}, {"padding", L({0, 0})},
+                         {"count_include_pad", S("yes")}})),
+              {"avg_pool2d", "'count_include_pad' must be a boolean"});
+  expectError(sig("avg_pool2d", {D(i64, {1, 1, 4, 4})}, D(i64, {1, 1, 2, 2}),
+                  attrs({{"kernel", L({2, 2})}, {"stride", L({2, 2})}, {"padding", L({0, 0})}})),
+              {"avg_pool2d", "i64"});
+  expectError(sig("adaptive_avg_pool2d", {D(f32, {1, 1, 4, 4})}, D(f32, {1, 1, 2}),
+                  attrs({{"output_size", L({2})}})),
+              {"adaptive_avg_pool2d", "'output_size' must have 2 entries"});
+  expectError(sig("adaptive_avg_pool2d", {D(f32, {1, 1, 4, 4})}, D(f32, {1, 1, 2, 3}),
+                  attrs({{"output_size", L({2, 2})}})),
+              {"adaptive_avg_pool2d", "expected 1x1x2x2xf32"});
+}
+
+TEST_P(KernelTest, AdaptiveAvgPool2dBins) {
+  struct Case { Shape x; Ints size; };
+  for (const Case &c : {Case{{2, 3, 7, 7}, {1, 1}}, Case{{1, 2, 10, 9}, {3, 4}},
+                        Case{{1, 1, 5, 3}, {7, 6}}, Case{{2, 2, 8, 8}, {4, 4}},
+                        Case{{8, 128, 7, 7}, {1, 1}}}) {
+    const int64_t h = c.x[2], w = c.x[3], oh = c.size[0], ow = c.size[1];
+    HostTensor x = random(c.x), y;
+    ASSERT_OK(run("adaptive_avg_pool2d", {&x}, D(f32, {c.x[0], c.x[1], oh, ow}), &y,
+                  attrs({{"output_size", L(c.size)}})));
+    std::vector<double> want;
+    for (int64_t p = 0; p < c.x[0] * c.x[1]; ++p)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          int64_t y0 = static_cast<int64_t>(std::floor(double(oy * h) / oh));
+          int64_t y1 = static_cast<int64_t>(std::ceil(double((oy + 1) * h) / oh));
+          int64_t x0 = static_cast<int64_t>(std::floor(double(ox * w) / ow));
+          int64_t x1 = static_cast<int64_t>(std::ceil(double((ox + 1) * w) / ow));
+          double s = 0;
+          for (int64_t iy = y0; iy < y1; ++iy)
+            for (int64_t ix = x0; ix < x1; ++ix)
+              s += x.at((p * h + iy) * w + ix);
+          want.push_back(s / ((y1 - y0) * (x1 - x0)));
+        }
+    expectClose(y, want, 1e-6, 1e-5, "adaptive_avg_pool2d " + describe(c.x, f32));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement.
+//===----------------------------------------------------------------------===//
+
+TEST_P(KernelTest, ReshapeCopiesOrRunsInPlace) {
+  HostTensor x = random({2, 3, 4}), y;
+  ASSERT_OK(run("reshape", {&x}, D(f32, {6, 4}), &y));
+  expectEqual(y, x.values());
+  HostTensor b = randomBools({3, 5});
+  ASSERT_OK(run("reshape", {&b}, D(i1, {15}), &y));
+  expectEqual(y, b.values());
+  // Output sharing the input's memory: nothing to do, the data stays.
+  KernelFn fn;
+  ASSERT_OK(prepare(sig("reshape", {x.desc}, D(f32, {4, 6})), &fn));
+  void *p = nullptr;
+  ASSERT_OK(backend->allocate(x.bytes.size(), &p));
+  ASSERT_OK(backend->copyToDevice(p, x.bytes.data(), x.bytes.size()));
+  KernelCall call;
+  call.inputs = {p};
+  call.outputs = {p};
+  ASSERT_OK(fn(call));
+  HostTensor back(f32, {2, 3, 4});
+  ASSERT_OK(backend->copyToHost(back.bytes.data(), p, back.bytes.size()));
+  backend->deallocate(p);
+  expectEqual(back, x.values());
+  expectError(sig("reshape", {D(f32, {2, 3})}, D(f32, {5})), {"reshape", "2x3xf32", "5xf32", "count"});
+  expectError(sig("reshape", {D(f32, {2, 3})}, D(i32, {6})), {"reshape", "element type"});
+}
+
+TEST_P(KernelTest, PermuteAnyOrder) {
+  struct Case { Shape x; Ints dims; };
+  std::vector<Case> cases = {
+      {{2, 3, 4, 5}, {0, 2, 1, 3}}, {{2, 3, 4, 5}, {3, 2, 1, 0}}, {{2, 3, 4, 5}, {0, 1, 3, 2}},
+      {{2, 3, 4, 5}, {1, 0, 2, 3}}, {{2, 3, 4, 5}, {0, 1, 2, 3}}, {{7, 1, 5}, {2, 1, 0}},
+      {{3, 70, 50}, {0, 2, 1}},     {{64, 33}, {1, 0}},           {{2, 1, 3, 1}, {3, 2, 1, 0}},
+      {{4}, {0}},                   {{}, {}},                     {{2, 130, 4, 64}, {0, 2, 1, 3}},
+      {{5, 6, 7}, {2, 0, 1}},       {{5, 6, 7}, {1, 2, 0}},
+  };
+  for (DType dt : {f32, i64, i32, i1}) {
+    for (const Case &c : cases) {
+      HostTensor x = dt == i1 ? randomBools(c.x) : dt == f32 ? random(c.x) : randomInts(dt, c.x, -99, 99);
+      Shape out;
+      for (int64_t d : c.dims)
+        out.push_back(c.x[d]);
+      HostTensor y;
+      ASSERT_OK(run("permute", {&x}, D(dt, out), &y, attrs({{"dims", L(c.dims)}})));
+      std::vector<double> want(x.numel());
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        std::vector<int64_t> o = unravel(i, out), in(c.x.size());
+        for (size_t k = 0; k < c.dims.size(); ++k)
+          in[c.dims[k]] = o[k];
+        want[i] = x.at(ravel(in, c.x));
+      }
+      expectEqual(y, want, "permute " + describe(c.x, dt));
+    }
+  }
+  // Data movement is dtype-agnostic: bf16 moves as 2-byte elements.
+  HostTensor h(bf16, {2, 3});
+  for (int i = 0; i < 12; ++i)
+    h.bytes[i] = static_cast<unsigned char>(i);
+  HostTensor y;
+  ASSERT_OK(run("permute", {&h}, D(bf16, {3, 2}), &y, attrs({{"dims", L({1, 0})}})));
+  std::vector<unsigned char> want = {0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11};
+  EXPECT_EQ(y.bytes, want);
+  expectError(sig("permute", {D(f32, {2, 3})}, D(f32, {3, 2}), attrs({{"dims", L({0, 0})}})),
+              {"permute", "not a permutation"});
+  expectError(sig("permute", {D(f32, {2, 3})}, D(f32, {3, 2}), attrs({{"dims", L({1, 0, 2})}})),
+              {"permute", "must list 2 dims"});
+  expectError(sig("permute", {D(f32, {2, 3})}, D(f32, {2, 3}), attrs({{"dims", L({1, 0})}})),
+              {"permute", "output is 2x3xf32, expected 3x2xf32"});
+}
+
+TEST_P(KernelTest, BroadcastToStretchesAndPrepends) {
+  struct Case { Shape x, out; };
+  for (DType dt : {f32, i64, i32, i1}) {
+    for (const Case &c : {Case{{3, 1}, {2, 3, 4}}, Case{{1}, {5}}, Case{{}, {2, 2}},
+                          Case{{2, 3}, {2, 3}}, Case{{1, 1, 64}, {4, 1, 64}},
+                          Case{{5, 1, 7}, {3, 5, 100, 7}}}) {
+      HostTensor x = dt == i1 ? randomBools(c.x) : dt == f32 ? random(c.x) : randomInts(dt, c.x, -9, 9);
+      HostTensor y;
+      ASSERT_OK(run("broadcast_to", {&x}, D(dt, c.out), &y));
+      std::vector<double> want(numElements(c.out));
+      for (int64_t i = 0; i < numElements(c.out); ++i)
+        want[i] = x.at(broadcastOffset(c.out, c.x, i));
+      expectEqual(y, want, "broadcast_to " + describe(c.x, dt) + " -> " + describe(c.out, dt));
+    }
+  }
+  expectError(sig("broadcast_to", {D(f32, {3})}, D(f32, {2, 4})), {"broadcast_to", "cannot broadcast 3xf32 to 2x4xf32"});
+  expectError(sig("broadcast_to", {D(f32, {2, 3})}, D(f32, {3})), {"broadcast_to", "cannot broadcast"});
+  expectError(sig("broadcast_to", {D(f32, {3})}, D(i64, {3})), {"broadcast_to", "element type"});
+}
+
+TEST_P(KernelTest, SliceWithSteps) {
+  struct Case { Shape x; int64_t dim, start, end, step; };
+  std::vector<Case> cases = {
+      {{4, 9}, 1, 2, 7, 1}, {{4, 9}, 0, 1, 4, 2}, {{3, 10, 5}, 1, 0, 10, 3}, {{3, 10, 5}, 2, 1, 4, 2},
+      {{3, 10, 5}, 1, 4, 4, 1}, {{6}, 0, 0, 6, 5}, {{2, 8, 384}, 2, 128, 256, 1}, {{5, 3}, 0, 2, 5, 1},
+  };
+  for (DType dt : {f32, i64, i32, i1}) {
+    for (const Case &c : cases) {
+      HostTensor x = dt == i1 ? randomBools(c.x) : dt == f32 ? random(c.x) : randomInts(dt, c.x, -9, 9);
+      int64_t count = c.end == c.start ? 0 : 1 + (c.end - c.start - 1) / c.step;
+      Shape out = c.x;
+      out[c.dim] = count;
+      HostTensor y;
+      Attributes a = attrs({{"dim", I(c.dim)}, {"start", I(c.start)}, {"end", I(c.end)},
+                            {"step", I(c.step)}});
+      ASSERT_OK(run("slice", {&x}, D(dt, out), &y, a));
+      std::vector<double> want(numElements(out));
+      for (int64_t i = 0; i < numElements(out); ++i) {
+        std::vector<int64_t> idx = unravel(i, out);
+        idx[c.dim] = c.start + idx[c.dim] * c.step;
+        want[i] = x.at(ravel(idx, c.x));
+      }
+      expectEqual(y, want, "slice " + describe(c.x, dt) + " dim " + std::to_string(c.dim));
+    }
+  }
+  // step defaults to 1.
+  HostTensor x = make(f32, {5}, {0, 1, 2, 3, 4}), y;
+  ASSERT_OK(run("slice", {&x}, D(f32, {3}), &y,
+                attrs({{"dim", I(0)}, {"start", I(1)}, {"end", I(4)}})));
+  expectEqual(y, {1, 2, 3});
+  Attributes bad = attrs({{"dim", I(0)}, {"start", I(2)}, {"end", I(6)}});
+  expectError(sig("slice", {D(f32, {5})}, D(f32, {4}), bad), {"slice", "[2:6:1]", "size 5"});
+  expectError(sig("slice", {D(f32, {5})}, D(f32, {1}),
+                  attrs({{"dim", I(0)}, {"start", I(0)}, {"end", I(1)}, {"step", I(0)}})),
+              {"slice", "step >= 1"});
+  expectError(sig("slice", {D(f32, {5})}, D(f32, {1}),
+                  attrs({{"dim", I(1)}, {"start", I(0)}, {"end", I(1)}})),
+              {"slice", "dim 1 is out of range for rank 1"});
+  expectError(sig("slice", {D(f32, {5})}, D(f32, {2}),
+                  attrs({{"dim", I(0)}, {"start", I(0)}, {"end", I(5)}, {"step", I(2)}})),
+              {"slice", "expected 3xf32"});
+  expectError(sig("slice", {D(f32, {5})}, D(f32, {2}), attrs({{"dim", I(0)}, {"start", I(0)}})),
+              {"slice", "missing attribute 'end'"});
+}
+
+TEST_P(KernelTest, ConcatAlongAnyDim) {
+  struct Case { std::vector<Shape> xs; int64_t dim; };
+  std::vector<Case> cases = {
+      {{{2, 3, 4}, {2, 1, 4}, {2, 5, 4}}, 1}, {{{2, 3}, {4, 3}}, 0}, {{{2, 3}, {2, 1}, {2, 0}}, 1},
+      {{{3, 4}}, 1}, {{{4, 1, 64}, {4, 16, 64}}, 1}, {{{100, 300}, {100, 200}}, 1},
+  };
+  for (DType dt : {f32, i64, i32, i1}) {
+    for (const Case &c : cases) {
+      std::vector<HostTensor> xs;
+      for (const Shape &s : c.xs)
+        xs.push_back(dt == i1 ? randomBools(s) : dt == f32 ? random(s) : randomInts(dt, s, -9, 9));
+      std::vector<const HostTensor *> inputs;
+      Shape out = c.xs[0];
+      out[c.dim] = 0;
+      for (const HostTensor &x : xs) {
+        inputs.push_back(&x);
+        out[c.dim] += x.desc.shape[c.dim];
+      }
+      HostTensor y;
+      ASSERT_OK(run("concat", inputs, D(dt, out), &y, attrs({{"dim", I(c.dim)}})));
+      std::vector<double> want(numElements(out));
+      for (int64_t i = 0; i < numElements(out); ++i) {
+        std::vector<int64_t> idx = unravel(i, out);
+        size_t k = 0;
+        while (idx[c.dim] >= xs[k].desc.shape[c.dim]) {
+          idx[c.dim] -= xs[k].desc.shape[c.dim];
+          ++k;
+        }
+        want[i] = xs[k].at(ravel(idx, xs[k].desc.shape));
+      }
+      expectEqual(y, want, "concat " + std::string(dtypeName(dt)) + " dim " + std::to_string(c.dim));
+    }
+  }
+  Attributes a = attrs({{"dim", I(1)}});
+  expectError(sig("concat", {D(f32, {2, 3}), D(f32, {3, 3})}, D(f32, {2, 6}), a),
+              {"concat", "input 1 3x3xf32 does not match input 0 2x3xf32"});
+  expectError(sig("concat", {D(f32, {2, 3}), D(i64, {2, 3})}, D(f32, {2, 6}), a),
+              {"concat", "input 1"});
+  expectError(sig("concat", {D(f32, {2, 3}), D(f32, {2, 3})}, D(f32, {2, 5}), a),
+              {"concat", "expected 2x6xf32"});
+  expectError(sig("concat", {}, D(f32, {2, 5}), a), {"concat", "at least 1 input"});
+  expectError(sig("concat", {D(f32, {2, 3})}, D(f32, {2, 3}), attrs({{"dim", I(2)}})),
+              {"concat", "dim 2 is out of range"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, KernelTest, ::testing::Values(std::string("cpu")),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
+
+} // namespace

@@ -90,8 +90,8 @@ std::optional<Shape> broadcastShapes(const std::vector<Shape> &shapes);
 std::vector<int64_t> contiguousStrides(const Shape &shape);
 
 //===----------------------------------------------------------------------===//
-// Parallel loops. cblas must never be called from inside these: OpenBLAS
-// runs its own threads.
+// Parallel loops. GEMMs are never called from inside these: the GEMM library
+// threads itself (and would run single-threaded nested in a region).
 //===----------------------------------------------------------------------===//
 
 /// Below this many elements of work a loop runs on one thread.

@@ -165,9 +165,31 @@ template <Unary Op> Status buildUnary(const KernelSignature &sig, KernelFn *fn) 
 // Binary with broadcasting.
 //===----------------------------------------------------------------------===//
 
-struct AddOp { template <typename T> static T apply(T a, T b) { return a + b; } };
-struct SubOp { template <typename T> static T apply(T a, T b) { return a - b; } };
-struct MulOp { template <typename T> static T apply(T a, T b) { return a * b; } };
+/// Integer arithmetic wraps on overflow (as PyTorch's), computed unsigned so
+/// that it is defined behavior.
+template <typename T, typename Fn> T wrapping(T a, T b, Fn fn) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return fn(a, b);
+  } else {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(fn(static_cast<U>(a), static_cast<U>(b)));
+  }
+}
+struct AddOp {
+  template <typename T> static T apply(T a, T b) {
+    return wrapping(a, b, [](auto x, auto y) { return x + y; });
+  }
+};
+struct SubOp {
+  template <typename T> static T apply(T a, T b) {
+    return wrapping(a, b, [](auto x, auto y) { return x - y; });
+  }
+};
+struct MulOp {
+  template <typename T> static T apply(T a, T b) {
+    return wrapping(a, b, [](auto x, auto y) { return static_cast<decltype(x)>(x * y); });
+  }
+};
 struct DivOp {
   template <typename T> static T apply(T a, T b) {
     if constexpr (std::is_floating_point_v<T>)
@@ -181,7 +203,7 @@ struct PowOp { static float apply(float a, float b) { return std::pow(a, b); } }
 struct MaxOp {
   template <typename T> static T apply(T a, T b) {
     if constexpr (std::is_floating_point_v<T>)
-      return (a > b || a != a) ? a : b; // NaN propagates, as torch.maximum
+      return ((a > b) | (a != a)) ? a : b; // NaN propagates, as torch.maximum
     else
       return a > b ? a : b;
   }
@@ -189,7 +211,7 @@ struct MaxOp {
 struct MinOp {
   template <typename T> static T apply(T a, T b) {
     if constexpr (std::is_floating_point_v<T>)
-      return (a < b || a != a) ? a : b;
+      return ((a < b) | (a != a)) ? a : b;
     else
       return a < b ? a : b;
   }
@@ -224,6 +246,23 @@ void binarySpan(const T *__restrict a, const T *__restrict b, R *__restrict out,
   }
 }
 
+/// The same, multi-versioned, for the float ops of transformers and CNNs
+/// (residual adds, bias rows, scalings): a wider ISA pays off on data that
+/// sits in cache.
+template <typename Op, bool A, bool B>
+CLEAVE_CLONES void floatBinarySpan(const float *__restrict a, const float *__restrict b,
+                                   float *__restrict out, int64_t n) {
+  binarySpan<float, float, Op, A, B>(a, b, out, n);
+}
+
+template <typename T, typename R, typename Op, bool A, bool B>
+void span(const T *a, const T *b, R *out, int64_t n) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<R, float> && (A || B))
+    floatBinarySpan<Op, A, B>(a, b, out, n);
+  else
+    binarySpan<T, R, Op, A, B>(a, b, out, n);
+}
+
 template <typename T, typename R, typename Op>
 KernelFn makeBinary(const BroadcastLayout &layout) {
   return [layout](const KernelCall &call) -> Status {
@@ -236,13 +275,13 @@ KernelFn makeBinary(const BroadcastLayout &layout) {
       const T *pa = a + off[0], *pb = b + off[1];
       R *po = out + pos;
       if (sa && sb)
-        binarySpan<T, R, Op, true, true>(pa, pb, po, len);
+        span<T, R, Op, true, true>(pa, pb, po, len);
       else if (sa)
-        binarySpan<T, R, Op, true, false>(pa, pb, po, len);
+        span<T, R, Op, true, false>(pa, pb, po, len);
       else if (sb)
-        binarySpan<T, R, Op, false, true>(pa, pb, po, len);
+        span<T, R, Op, false, true>(pa, pb, po, len);
       else
-        binarySpan<T, R, Op, false, false>(pa, pb, po, len);
+        span<T, R, Op, false, false>(pa, pb, po, len);
     });
     return {};
   };
@@ -365,10 +404,28 @@ Status buildCompare(const KernelSignature &sig, KernelFn *fn) {
 //===----------------------------------------------------------------------===//
 
 template <typename T, bool C, bool X, bool Y>
-void whereSpan(const Bool *__restrict c, const T *__restrict x, const T *__restrict y,
+void whereLoop(const Bool *__restrict c, const T *__restrict x, const T *__restrict y,
                T *__restrict out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = c[C ? i : 0] ? x[X ? i : 0] : y[Y ? i : 0];
+  for (int64_t i = 0; i < n; ++i) {
+    // Both loads unconditionally, so that the select vectorizes.
+    const T xv = x[X ? i : 0], yv = y[Y ? i : 0];
+    out[i] = c[C ? i : 0] ? xv : yv;
+  }
+}
+
+/// Float where (attention masking) is multi-versioned.
+template <bool C, bool X, bool Y>
+CLEAVE_CLONES void floatWhereLoop(const Bool *__restrict c, const float *__restrict x,
+                                  const float *__restrict y, float *__restrict out, int64_t n) {
+  whereLoop<float, C, X, Y>(c, x, y, out, n);
+}
+
+template <typename T, bool C, bool X, bool Y>
+void whereSpan(const Bool *c, const T *x, const T *y, T *out, int64_t n) {
+  if constexpr (std::is_same_v<T, float>)
+    floatWhereLoop<C, X, Y>(c, x, y, out, n);
+  else
+    whereLoop<T, C, X, Y>(c, x, y, out, n);
 }
 
 template <typename T, bool C, bool X, bool Y> constexpr auto whereSpanPtr() {

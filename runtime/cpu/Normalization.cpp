@@ -112,6 +112,12 @@ Status buildLayerNorm(const KernelSignature &sig, KernelFn *fn) {
 // CPU kernel computes it.
 //===----------------------------------------------------------------------===//
 
+CLEAVE_CLONES void scaleShift(const float *__restrict x, float *__restrict y, int64_t n, float s,
+                              float t) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i] * s + t;
+}
+
 Status buildBatchNorm(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 5, 5));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
@@ -150,10 +156,7 @@ Status buildBatchNorm(const KernelSignature &sig, KernelFn *fn) {
     parallelRange(planes, inner, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {
         const float s = scale[p % channels], t = shift[p % channels];
-        const float *xp = x + p * inner;
-        float *yp = y + p * inner;
-        for (int64_t i = 0; i < inner; ++i)
-          yp[i] = xp[i] * s + t;
+        scaleShift(x + p * inner, y + p * inner, inner, s, t);
       }
     });
     return {};
@@ -211,11 +214,15 @@ CLEAVE_CLONES void softmaxColumns(const float *__restrict x, float *__restrict y
   for (int64_t r = 0; r < d; ++r) {
     const float *xr = x + r * stride;
     float *yr = y + r * stride;
-    for (int64_t j = 0; j < count; ++j) {
-      float e = vmath::exp(xr[j] - mx[j]);
-      if (!log)
+    if (log) {
+      for (int64_t j = 0; j < count; ++j)
+        sum[j] += vmath::exp(xr[j] - mx[j]);
+    } else {
+      for (int64_t j = 0; j < count; ++j) {
+        float e = vmath::exp(xr[j] - mx[j]);
         yr[j] = e;
-      sum[j] += e;
+        sum[j] += e;
+      }
     }
   }
   if (log) {

@@ -87,34 +87,58 @@ void validTaps(int64_t start, int64_t kernel, int64_t dilation, int64_t size, in
   *end = std::clamp(e, *begin, kernel);
 }
 
+/// out[i] = max(out[i], src[i * stride]) for i < n, NaN-propagating.
+CLEAVE_CLONES void maxInto(float *__restrict out, const float *__restrict src, int64_t n,
+                           int64_t stride) {
+  if (stride == 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      float v = src[i], m = out[i];
+      out[i] = ((v > m) | (v != v)) ? v : m;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      float v = src[i * stride], m = out[i];
+      out[i] = ((v > m) | (v != v)) ? v : m; // NaN propagates, as PyTorch
+    }
+  }
+}
+
 Status buildMaxPool(const KernelSignature &sig, KernelFn *fn) {
   PoolGeometry g;
   bool ceilMode = false;
   CLEAVE_RETURN_IF_ERROR(parsePool(sig, true, &ceilMode, &g));
-  *fn = [g](const KernelCall &call) -> Status {
+  // For each kernel column kx, the output columns whose tap lies inside the
+  // input: [oxBegin[kx], oxEnd[kx]).
+  std::vector<int64_t> oxBegin(g.kw), oxEnd(g.kw);
+  for (int64_t kx = 0; kx < g.kw; ++kx) {
+    const int64_t off = kx * g.dw - g.pw; // input column of output column 0
+    int64_t b = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+    int64_t e = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+    oxBegin[kx] = std::min(b, g.ow);
+    oxEnd[kx] = std::clamp(e, oxBegin[kx], g.ow);
+  }
+  *fn = [g, oxBegin, oxEnd](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     float *y = static_cast<float *>(call.outputs[0]);
     parallelRange(g.planes, g.oh * g.ow * g.kh * g.kw, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) {
         const float *plane = x + p * g.h * g.w;
         float *out = y + p * g.oh * g.ow;
+        // Row by row: each valid tap (ky, kx) updates a run of outputs.
         for (int64_t oy = 0; oy < g.oh; ++oy) {
+          float *o = out + oy * g.ow;
+          for (int64_t ox = 0; ox < g.ow; ++ox)
+            o[ox] = -std::numeric_limits<float>::infinity();
           const int64_t y0 = oy * g.sh - g.ph;
           int64_t kyBegin, kyEnd;
           validTaps(y0, g.kh, g.dh, g.h, &kyBegin, &kyEnd);
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            const int64_t x0 = ox * g.sw - g.pw;
-            int64_t kxBegin, kxEnd;
-            validTaps(x0, g.kw, g.dw, g.w, &kxBegin, &kxEnd);
-            float m = -std::numeric_limits<float>::infinity();
-            for (int64_t ky = kyBegin; ky < kyEnd; ++ky) {
-              const float *row = plane + (y0 + ky * g.dh) * g.w + x0;
-              for (int64_t kx = kxBegin; kx < kxEnd; ++kx) {
-                float v = row[kx * g.dw];
-                m = (v > m || v != v) ? v : m; // NaN propagates, as PyTorch
-              }
+          for (int64_t ky = kyBegin; ky < kyEnd; ++ky) {
+            const float *row = plane + (y0 + ky * g.dh) * g.w;
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int64_t b0 = oxBegin[kx], n = oxEnd[kx] - b0;
+              if (n > 0)
+                maxInto(o + b0, row + b0 * g.sw + kx * g.dw - g.pw, n, g.sw);
             }
-            out[oy * g.ow + ox] = m;
           }
         }
       }
@@ -185,6 +209,26 @@ Status buildAdaptiveAvgPool(const KernelSignature &sig, KernelFn *fn) {
   if (planes > 0 && (h == 0 || w == 0))
     return CLEAVE_ERROR(sig.kernel, ": cannot average an empty plane: input ",
                         describe(x.shape, x.dtype));
+  if (oh == 1 && ow == 1) {
+    // Global average pooling (ResNet's head): one mean per plane.
+    const int64_t hw = h * w;
+    *fn = [planes, hw](const KernelCall &call) -> Status {
+      const float *x = static_cast<const float *>(call.inputs[0]);
+      float *y = static_cast<float *>(call.outputs[0]);
+      parallelRange(planes, hw, [&](int64_t b, int64_t e) {
+        for (int64_t p = b; p < e; ++p) {
+          const float *plane = x + p * hw;
+          float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+          for (int64_t i = 0; i < hw; ++i)
+            sum += plane[i];
+          y[p] = sum / static_cast<float>(hw);
+        }
+      });
+      return {};
+    };
+    return {};
+  }
   *fn = [planes, h, w, oh, ow](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     float *y = static_cast<float *>(call.outputs[0]);

@@ -36,7 +36,7 @@ template <Reduce K, typename T> Acc<T> identity() {
 template <Reduce K, typename T> Acc<T> combine(Acc<T> acc, T v) {
   if constexpr (K == Reduce::Max) {
     if constexpr (std::is_floating_point_v<T>)
-      return (v > acc || v != v) ? v : acc; // NaN propagates
+      return ((v > acc) | (v != v)) ? v : acc; // NaN propagates
     else
       return v > acc ? v : acc;
   } else {

@@ -334,6 +334,19 @@ TEST_P(KernelTest, AllocatesAlignedMemoryAndCopies) {
   ASSERT_OK(backend->synchronize());
 }
 
+TEST_P(KernelTest, EveryBuilderRejectsMalformedSignatures) {
+  for (const std::string &kernel : kAllKernels) {
+    // No inputs at all.
+    expectError(sig(kernel, {}, D(f32, {2})), {kernel + ":"});
+    // Inputs but no output.
+    KernelSignature noOutput = sig(kernel, {D(f32, {2, 2})}, D(f32, {2, 2}));
+    noOutput.outputs.clear();
+    expectError(noOutput, {kernel + ":"});
+    // Five absent inputs.
+    expectError(sig(kernel, std::vector<std::optional<TensorDesc>>(5), D(f32, {2})), {kernel + ":"});
+  }
+}
+
 TEST_P(KernelTest, RejectsNegativeDims) {
   expectError(sig("relu", {D(f32, {2, -1})}, D(f32, {2, -1})), {"relu", "negative"});
 }
@@ -1274,11 +1287,14 @@ TEST_P(KernelTest, MaxPool2dWithCeilModeAndDilation) {
         }
     expectEqual(y, want, "max_pool2d " + describe(c.x, f32) + (c.ceil ? " ceil" : ""));
   }
-  // ceil_mode defaults to false.
+  // ceil_mode defaults to false; a NaN in a window propagates, as PyTorch.
   HostTensor x = random({1, 1, 5, 5}), y;
+  x.as<float>()[6] = std::numeric_limits<float>::quiet_NaN(); // row 1, column 1
   ASSERT_OK(run("max_pool2d", {&x}, D(f32, {1, 1, 2, 2}), &y,
                 attrs({{"kernel", L({2, 2})}, {"stride", L({2, 2})}, {"padding", L({0, 0})},
                        {"dilation", L({1, 1})}})));
+  EXPECT_TRUE(std::isnan(y.at(0)));
+  EXPECT_FALSE(std::isnan(y.at(1)));
 }
 
 TEST_P(KernelTest, AvgPool2dDivisorsAsPyTorch) {

@@ -169,12 +169,8 @@ int runBenchWorker(int argc, char **argv) {
     rt::SafetensorsIndex index;
     if (s.ok())
       s = rt::readSafetensorsIndex(inputs, &index);
-    for (size_t i = 0; s.ok() && i < index.entries.size(); ++i) {
-      std::vector<char> data(index.entries[i].desc.bytes());
-      s = rt::readSafetensorsTensor(index, index.entries[i], data.data());
-      if (s.ok())
-        s = executor->setInput(index.entries[i].name, data.data(), data.size());
-    }
+    if (s.ok())
+      s = executor->setInputs(index);
     if (!s.ok()) {
       llvm::errs() << "cleave: error: " << s.message() << "\n";
       return 1;
@@ -185,14 +181,7 @@ int runBenchWorker(int argc, char **argv) {
       return st.ok();
     };
     write = [&](std::string &e) {
-      std::vector<std::vector<char>> data;
-      std::vector<rt::SafetensorsTensor> tensors;
-      for (const rt::TensorSpec &o : loadedPlan.outputs) {
-        data.emplace_back(o.desc.bytes());
-        executor->getOutput(o.name, data.back().data(), data.back().size());
-        tensors.push_back({o.name, o.desc, data.back().data()});
-      }
-      rt::Status st = rt::writeSafetensors(outputs, tensors);
+      rt::Status st = executor->writeOutputs(outputs);
       e = st.message();
       return st.ok();
     };

@@ -30,8 +30,8 @@ bool writeAtomically(const std::string &path,
                      llvm::function_ref<void(llvm::raw_ostream &)> write);
 
 /// "--name VALUE" or "--name=VALUE" at argv[i]; advances i past a separate
-/// value. Returns false if argv[i] is not the option; sets *missing if the
-/// value is absent.
+/// value. Returns false if argv[i] is not the option; sets *value to null if
+/// the value is absent.
 bool optionValue(int argc, char **argv, int &i, const char *name, const char **value);
 
 /// Wall time since `start` and this process's peak memory, for --timing.

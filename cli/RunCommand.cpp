@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <map>
-#include <set>
 
 namespace cleave {
 namespace {
@@ -46,34 +45,6 @@ int fail(const rt::Status &status) {
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-/// Reads the input file and checks it holds exactly the plan's inputs.
-rt::Status readInputs(const rt::Plan &plan, const std::string &path,
-                      rt::SafetensorsIndex *index) {
-  CLEAVE_RETURN_IF_ERROR(rt::readSafetensorsIndex(path, index));
-  std::set<std::string> expected;
-  for (const rt::TensorSpec &input : plan.inputs) {
-    expected.insert(input.name);
-    const rt::SafetensorsEntry *entry = index->find(input.name);
-    if (!entry)
-      return CLEAVE_ERROR(path, ": missing input '", input.name, "' (",
-                          rt::describe(input.desc.shape, input.desc.dtype), ")");
-    if (entry->desc != input.desc)
-      return CLEAVE_ERROR(path, ": input '", input.name, "' is ",
-                          rt::describe(entry->desc.shape, entry->desc.dtype),
-                          ", the plan expects ",
-                          rt::describe(input.desc.shape, input.desc.dtype));
-  }
-  for (const rt::SafetensorsEntry &entry : index->entries)
-    if (!expected.count(entry.name)) {
-      std::string names;
-      for (const std::string &n : expected)
-        names += (names.empty() ? "" : ", ") + n;
-      return CLEAVE_ERROR(path, ": unexpected input '", entry.name, "' (the plan's inputs: ",
-                          names, ")");
-    }
-  return {};
 }
 
 } // namespace
@@ -134,7 +105,7 @@ int runPlan(int argc, char **argv) {
     return fail(CLEAVE_ERROR(planDir, ": device 0 uses backend '", device.backend,
                              "'; this build runs 'cpu'"));
   rt::SafetensorsIndex inputs;
-  if (rt::Status s = readInputs(plan, inputsPath, &inputs); !s.ok())
+  if (rt::Status s = rt::readSafetensorsIndex(inputsPath, &inputs); !s.ok())
     return fail(s);
 
   rt::setCpuThreads(threads);
@@ -143,13 +114,8 @@ int runPlan(int argc, char **argv) {
   if (rt::Status s = rt::Executor::create(*plan.programForRank(0), *backend, &executor);
       !s.ok())
     return fail(s.prepend(planDir));
-  for (const rt::SafetensorsEntry &entry : inputs.entries) {
-    std::vector<char> data(entry.desc.bytes());
-    if (rt::Status s = rt::readSafetensorsTensor(inputs, entry, data.data()); !s.ok())
-      return fail(s);
-    if (rt::Status s = executor->setInput(entry.name, data.data(), data.size()); !s.ok())
-      return fail(s);
-  }
+  if (rt::Status s = executor->setInputs(inputs); !s.ok())
+    return fail(s);
   double loadSeconds = secondsSince(start);
 
   executor->setProfiling(profile);
@@ -161,16 +127,7 @@ int runPlan(int argc, char **argv) {
     runSeconds.push_back(secondsSince(runStart));
   }
 
-  std::vector<std::vector<char>> data;
-  std::vector<rt::SafetensorsTensor> outputs;
-  for (const rt::TensorSpec &output : plan.outputs) {
-    data.emplace_back(output.desc.bytes());
-    if (rt::Status s = executor->getOutput(output.name, data.back().data(), data.back().size());
-        !s.ok())
-      return fail(s);
-    outputs.push_back({output.name, output.desc, data.back().data()});
-  }
-  if (rt::Status s = rt::writeSafetensors(outputsPath, outputs); !s.ok())
+  if (rt::Status s = executor->writeOutputs(outputsPath); !s.ok())
     return fail(s);
 
   if (profile) {

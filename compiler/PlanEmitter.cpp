@@ -137,7 +137,6 @@ struct ProgramBuilder {
   std::vector<rt::SafetensorsTensor> weights;
   std::vector<std::vector<char>> constantData; // owns constant bytes
   llvm::DenseMap<mlir::Value, int64_t> bufferOf;
-  llvm::StringMap<std::string> weightOfParam;
 
   int64_t addBuffer(mlir::Value value, const std::string &name, Json storage) {
     int64_t id = static_cast<int64_t>(buffers.size());

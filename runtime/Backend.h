@@ -35,10 +35,10 @@ public:
   virtual bool sharesHostMemory() const { return false; }
 };
 
-/// The CPU backend: OpenBLAS GEMM and OpenMP loops.
+/// The CPU backend: oneDNN GEMM and OpenMP loops.
 std::unique_ptr<Backend> createCpuBackend();
 
-/// Threads of the CPU backend's OpenMP loops and OpenBLAS calls; 0 leaves
+/// Threads of the CPU backend's OpenMP pool (loops and GEMMs); 0 leaves
 /// the default (OMP_NUM_THREADS, else one per core).
 void setCpuThreads(int threads);
 int cpuThreads();

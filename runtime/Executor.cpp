@@ -1,6 +1,7 @@
 #include "runtime/Executor.h"
 
 #include <chrono>
+#include <set>
 
 namespace cleave::runtime {
 namespace {
@@ -116,6 +117,48 @@ Status Executor::getOutput(const std::string &name, void *data, size_t bytes) co
     return CLEAVE_ERROR("output '", name, "' has ", buffer.desc.bytes(), " bytes, asked for ",
                         bytes);
   return backend_.copyToHost(data, bufferData(binding->buffer), bytes);
+}
+
+Status Executor::setInputs(const SafetensorsIndex &inputs) {
+  std::set<std::string> expected;
+  for (const Binding &binding : program_.inputs) {
+    expected.insert(binding.name);
+    const TensorDesc &desc = program_.buffers[binding.buffer].desc;
+    const SafetensorsEntry *entry = inputs.find(binding.name);
+    if (!entry)
+      return CLEAVE_ERROR(inputs.path, ": missing input '", binding.name, "' (",
+                          describe(desc.shape, desc.dtype), ")");
+    if (entry->desc != desc)
+      return CLEAVE_ERROR(inputs.path, ": input '", binding.name, "' is ",
+                          describe(entry->desc.shape, entry->desc.dtype),
+                          ", the plan expects ", describe(desc.shape, desc.dtype));
+  }
+  for (const SafetensorsEntry &entry : inputs.entries)
+    if (!expected.count(entry.name)) {
+      std::string names;
+      for (const std::string &n : expected)
+        names += (names.empty() ? "" : ", ") + n;
+      return CLEAVE_ERROR(inputs.path, ": unexpected input '", entry.name,
+                          "' (the plan's inputs: ", names, ")");
+    }
+  for (const SafetensorsEntry &entry : inputs.entries) {
+    std::vector<char> data(entry.desc.bytes());
+    CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(inputs, entry, data.data()));
+    CLEAVE_RETURN_IF_ERROR(setInput(entry.name, data.data(), data.size()));
+  }
+  return {};
+}
+
+Status Executor::writeOutputs(const std::string &path) const {
+  std::vector<std::vector<char>> data;
+  std::vector<SafetensorsTensor> tensors;
+  for (const Binding &binding : program_.outputs) {
+    const TensorDesc &desc = program_.buffers[binding.buffer].desc;
+    data.emplace_back(desc.bytes());
+    CLEAVE_RETURN_IF_ERROR(getOutput(binding.name, data.back().data(), data.back().size()));
+    tensors.push_back({binding.name, desc, data.back().data()});
+  }
+  return writeSafetensors(path, tensors);
 }
 
 Status Executor::run(const std::string &phaseName) {

@@ -32,6 +32,12 @@ public:
   /// Copies the buffer bound to output `name` to host memory.
   Status getOutput(const std::string &name, void *data, size_t bytes) const;
 
+  /// Checks that `inputs` holds exactly this program's inputs, with their
+  /// shapes and dtypes, then copies each into its buffer.
+  Status setInputs(const SafetensorsIndex &inputs);
+  /// Writes every output, named as bound, to `path` (atomically).
+  Status writeOutputs(const std::string &path) const;
+
   /// Bytes this executor allocated on the device (arena plus weights).
   size_t allocatedBytes() const { return program_.arenaBytes + program_.weights.dataBytes; }
   const ProgramSpec &program() const { return program_; }

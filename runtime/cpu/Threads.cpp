@@ -1,8 +1,10 @@
-//===- Threads.cpp - one thread count for OpenMP and OpenBLAS -------------===//
+//===- Threads.cpp - the CPU backend's thread count -----------------------===//
+//
+// Every CPU kernel, GEMMs included (dnnl_sgemm), runs on the OpenMP pool.
+//
 
 #include "runtime/Backend.h"
 
-#include <cblas.h>
 #include <omp.h>
 
 namespace cleave::runtime {
@@ -11,7 +13,6 @@ void setCpuThreads(int threads) {
   if (threads <= 0)
     return;
   omp_set_num_threads(threads);
-  openblas_set_num_threads(threads);
 }
 
 int cpuThreads() { return omp_get_max_threads(); }

@@ -1,0 +1,413 @@
+#include "cost/ClusterSpec.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+#include <unistd.h>
+
+namespace cleave::cost {
+
+using runtime::DType;
+using runtime::Status;
+
+double DeviceSpec::peakFlopsOf(DType dtype) const {
+  auto it = peakFlops.find(dtype);
+  if (it != peakFlops.end())
+    return it->second;
+  it = peakFlops.find(DType::F32);
+  return it != peakFlops.end() ? it->second : 0.0;
+}
+
+namespace {
+
+// Ordered, so that "measurements" keeps the key order people wrote and the
+// formatted spec lists fields in the documented order.
+using Json = nlohmann::ordered_json;
+
+constexpr const char *kFormat = "cleave-cluster";
+constexpr DType kComputeDTypes[] = {DType::F32, DType::BF16, DType::F16};
+
+/// A JSON value and the path that leads to it, for errors such as
+/// "dgx.json: device.efficiency.gemm.compute: must be in (0, 1], got 1.4".
+struct Node {
+  const Json &json;
+  const std::string &origin;
+  std::string path;
+
+  Node child(const std::string &key) const {
+    return {json.at(key), origin, path.empty() ? key : path + "." + key};
+  }
+  Node element(size_t i) const {
+    return {json.at(i), origin, path + "[" + std::to_string(i) + "]"};
+  }
+  bool has(const std::string &key) const { return json.contains(key); }
+  std::string where(const std::string &key = "") const {
+    std::string p = key.empty() ? path : path.empty() ? key : path + "." + key;
+    return origin + ": " + (p.empty() ? "top level" : p);
+  }
+};
+
+std::string describe(const Json &value) {
+  std::string text = value.dump();
+  return text.size() > 40 ? text.substr(0, 37) + "..." : text;
+}
+
+/// Rejects keys outside `known`: a misspelt optional field must not pass as
+/// absent.
+Status checkKeys(const Node &node, std::initializer_list<const char *> known) {
+  for (auto it = node.json.begin(); it != node.json.end(); ++it) {
+    bool found = false;
+    for (const char *k : known)
+      found |= it.key() == k;
+    if (found)
+      continue;
+    std::string list;
+    for (const char *k : known)
+      list += (list.empty() ? "" : ", ") + std::string(k);
+    return CLEAVE_ERROR(node.where(it.key()), ": unknown field (expected one of ", list, ")");
+  }
+  return {};
+}
+
+Status getObject(const Node &node, const std::string &key, std::optional<Node> *out) {
+  if (!node.has(key))
+    return CLEAVE_ERROR(node.where(key), ": missing");
+  Node child = node.child(key);
+  if (!child.json.is_object())
+    return CLEAVE_ERROR(child.where(), ": expected an object, got ", describe(child.json));
+  out->emplace(child);
+  return {};
+}
+
+Status getString(const Node &node, const std::string &key, std::string *out) {
+  if (!node.has(key))
+    return CLEAVE_ERROR(node.where(key), ": missing");
+  Node child = node.child(key);
+  if (!child.json.is_string())
+    return CLEAVE_ERROR(child.where(), ": expected a string, got ", describe(child.json));
+  *out = child.json.get<std::string>();
+  return {};
+}
+
+Status getInt(const Node &node, const std::string &key, int64_t min, int64_t *out) {
+  if (!node.has(key))
+    return CLEAVE_ERROR(node.where(key), ": missing");
+  Node child = node.child(key);
+  const Json &v = child.json;
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)))
+    return CLEAVE_ERROR(child.where(), ": expected an integer, got ", describe(v));
+  *out = v.get<int64_t>();
+  if (*out < min)
+    return CLEAVE_ERROR(child.where(), ": must be at least ", min, ", got ", *out);
+  return {};
+}
+
+Status getInt(const Node &node, const std::string &key, int64_t min, int *out) {
+  int64_t value = 0;
+  CLEAVE_RETURN_IF_ERROR(getInt(node, key, min, &value));
+  if (value > INT32_MAX)
+    return CLEAVE_ERROR(node.where(key), ": too large, got ", value);
+  *out = static_cast<int>(value);
+  return {};
+}
+
+enum class Range { Positive, NonNegative, Fraction };
+
+Status getNumber(const Node &node, const std::string &key, Range range, double *out) {
+  if (!node.has(key))
+    return CLEAVE_ERROR(node.where(key), ": missing");
+  Node child = node.child(key);
+  if (!child.json.is_number())
+    return CLEAVE_ERROR(child.where(), ": expected a number, got ", describe(child.json));
+  double v = child.json.get<double>();
+  if (!std::isfinite(v))
+    return CLEAVE_ERROR(child.where(), ": must be finite");
+  switch (range) {
+  case Range::Positive:
+    if (!(v > 0))
+      return CLEAVE_ERROR(child.where(), ": must be positive, got ", v);
+    break;
+  case Range::NonNegative:
+    if (v < 0)
+      return CLEAVE_ERROR(child.where(), ": must be non-negative, got ", v);
+    break;
+  case Range::Fraction:
+    if (!(v > 0 && v <= 1))
+      return CLEAVE_ERROR(child.where(), ": must be in (0, 1], got ", v);
+    break;
+  }
+  *out = v;
+  return {};
+}
+
+std::optional<DType> parseComputeDType(std::string_view name) {
+  for (DType d : kComputeDTypes)
+    if (name == runtime::dtypeName(d))
+      return d;
+  return std::nullopt;
+}
+
+Status parseDTypeField(const Node &node, const std::string &key, DType *out) {
+  std::string name;
+  CLEAVE_RETURN_IF_ERROR(getString(node, key, &name));
+  std::optional<DType> dtype = parseComputeDType(name);
+  if (!dtype)
+    return CLEAVE_ERROR(node.where(key), ": unknown dtype '", name,
+                        "' (expected f32, bf16 or f16)");
+  *out = *dtype;
+  return {};
+}
+
+Status parsePeakFlops(const Node &device, DeviceSpec &spec) {
+  std::optional<Node> peak;
+  CLEAVE_RETURN_IF_ERROR(getObject(device, "peak_flops", &peak));
+  for (auto it = peak->json.begin(); it != peak->json.end(); ++it) {
+    std::optional<DType> dtype = parseComputeDType(it.key());
+    if (!dtype)
+      return CLEAVE_ERROR(peak->where(it.key()), ": unknown dtype (expected f32, bf16 or f16)");
+    CLEAVE_RETURN_IF_ERROR(getNumber(*peak, it.key(), Range::Positive, &spec.peakFlops[*dtype]));
+  }
+  // Every device computes in f32; other dtypes fall back to it.
+  if (!peak->has("f32"))
+    return CLEAVE_ERROR(peak->where("f32"), ": missing");
+  return {};
+}
+
+Status parseEfficiency(const Node &device, DeviceSpec &spec) {
+  std::optional<Node> table;
+  CLEAVE_RETURN_IF_ERROR(getObject(device, "efficiency", &table));
+  for (auto it = table->json.begin(); it != table->json.end(); ++it)
+    if (!parseOpClass(it.key()))
+      return CLEAVE_ERROR(table->where(it.key()),
+                          ": unknown op class (expected gemm, convolution, elementwise, "
+                          "reduction or attention)");
+  for (int i = 0; i < kNumOpClasses; ++i) {
+    std::optional<Node> entry;
+    CLEAVE_RETURN_IF_ERROR(getObject(*table, std::string(kOpClassNames[i]), &entry));
+    CLEAVE_RETURN_IF_ERROR(checkKeys(*entry, {"compute", "memory"}));
+    CLEAVE_RETURN_IF_ERROR(
+        getNumber(*entry, "compute", Range::Fraction, &spec.efficiency[i].compute));
+    CLEAVE_RETURN_IF_ERROR(
+        getNumber(*entry, "memory", Range::Fraction, &spec.efficiency[i].memory));
+  }
+  return {};
+}
+
+Status parseGemmSamples(const Node &device, DeviceSpec &spec) {
+  if (!device.has("gemm_samples"))
+    return {};
+  Node list = device.child("gemm_samples");
+  if (!list.json.is_array())
+    return CLEAVE_ERROR(list.where(), ": expected a list, got ", describe(list.json));
+  for (size_t i = 0; i < list.json.size(); ++i) {
+    Node item = list.element(i);
+    if (!item.json.is_object())
+      return CLEAVE_ERROR(item.where(), ": expected an object, got ", describe(item.json));
+    CLEAVE_RETURN_IF_ERROR(checkKeys(item, {"batch", "m", "n", "k", "dtype", "flops_per_s"}));
+    GemmSample sample;
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "batch", 1, &sample.shape.batch));
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "m", 1, &sample.shape.m));
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "n", 1, &sample.shape.n));
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "k", 1, &sample.shape.k));
+    CLEAVE_RETURN_IF_ERROR(parseDTypeField(item, "dtype", &sample.dtype));
+    CLEAVE_RETURN_IF_ERROR(getNumber(item, "flops_per_s", Range::Positive, &sample.flopsPerSecond));
+    spec.gemmSamples.push_back(sample);
+  }
+  return {};
+}
+
+Status parseDevice(const Node &top, DeviceSpec &spec) {
+  std::optional<Node> device;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "device", &device));
+  CLEAVE_RETURN_IF_ERROR(
+      checkKeys(*device, {"name", "kind", "memory_bytes", "memory_reserve_bytes", "peak_flops",
+                          "memory_bandwidth", "kernel_overhead_s", "efficiency", "gemm_samples"}));
+  CLEAVE_RETURN_IF_ERROR(getString(*device, "name", &spec.name));
+  CLEAVE_RETURN_IF_ERROR(getString(*device, "kind", &spec.kind));
+  if (spec.kind != "gpu" && spec.kind != "cpu")
+    return CLEAVE_ERROR(device->where("kind"), ": expected 'gpu' or 'cpu', got '", spec.kind, "'");
+  CLEAVE_RETURN_IF_ERROR(getNumber(*device, "memory_bytes", Range::Positive, &spec.memoryBytes));
+  CLEAVE_RETURN_IF_ERROR(
+      getNumber(*device, "memory_reserve_bytes", Range::NonNegative, &spec.memoryReserveBytes));
+  if (spec.memoryReserveBytes >= spec.memoryBytes)
+    return CLEAVE_ERROR(device->where("memory_reserve_bytes"),
+                        ": must be less than device.memory_bytes (", spec.memoryBytes, "), got ",
+                        spec.memoryReserveBytes);
+  CLEAVE_RETURN_IF_ERROR(parsePeakFlops(*device, spec));
+  CLEAVE_RETURN_IF_ERROR(
+      getNumber(*device, "memory_bandwidth", Range::Positive, &spec.memoryBandwidth));
+  CLEAVE_RETURN_IF_ERROR(
+      getNumber(*device, "kernel_overhead_s", Range::NonNegative, &spec.kernelOverhead));
+  CLEAVE_RETURN_IF_ERROR(parseEfficiency(*device, spec));
+  return parseGemmSamples(*device, spec);
+}
+
+Status parseLink(const Node &top, const std::string &key, const char *bandwidthKey, LinkSpec &link,
+                 int *nics) {
+  std::optional<Node> node;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, key, &node));
+  if (nics)
+    CLEAVE_RETURN_IF_ERROR(checkKeys(*node, {bandwidthKey, "nics_per_node", "latency_s"}));
+  else
+    CLEAVE_RETURN_IF_ERROR(checkKeys(*node, {bandwidthKey, "latency_s"}));
+  CLEAVE_RETURN_IF_ERROR(getNumber(*node, bandwidthKey, Range::Positive, &link.bandwidth));
+  if (nics)
+    CLEAVE_RETURN_IF_ERROR(getInt(*node, "nics_per_node", 1, nics));
+  return getNumber(*node, "latency_s", Range::NonNegative, &link.latency);
+}
+
+Status parseTop(const Node &top, ClusterSpec &spec) {
+  if (!top.json.is_object())
+    return CLEAVE_ERROR(top.origin, ": expected a JSON object");
+  CLEAVE_RETURN_IF_ERROR(
+      checkKeys(top, {"format", "version", "name", "description", "source", "nodes",
+                      "devices_per_node", "device", "intra_node", "inter_node", "measurements"}));
+  std::string format;
+  CLEAVE_RETURN_IF_ERROR(getString(top, "format", &format));
+  if (format != kFormat)
+    return CLEAVE_ERROR(top.where("format"), ": expected '", kFormat, "', got '", format, "'");
+  int64_t version = 0;
+  CLEAVE_RETURN_IF_ERROR(getInt(top, "version", 0, &version));
+  if (version != kClusterSpecVersion)
+    return CLEAVE_ERROR(top.where("version"), ": unsupported version ", version,
+                        " (this build reads version ", kClusterSpecVersion, ")");
+  CLEAVE_RETURN_IF_ERROR(getString(top, "name", &spec.name));
+  if (top.has("description"))
+    CLEAVE_RETURN_IF_ERROR(getString(top, "description", &spec.description));
+  CLEAVE_RETURN_IF_ERROR(getString(top, "source", &spec.source));
+  CLEAVE_RETURN_IF_ERROR(getInt(top, "nodes", 1, &spec.nodes));
+  CLEAVE_RETURN_IF_ERROR(getInt(top, "devices_per_node", 1, &spec.devicesPerNode));
+  CLEAVE_RETURN_IF_ERROR(parseDevice(top, spec.device));
+  CLEAVE_RETURN_IF_ERROR(parseLink(top, "intra_node", "bandwidth", spec.intraNode, nullptr));
+  CLEAVE_RETURN_IF_ERROR(
+      parseLink(top, "inter_node", "bandwidth_per_nic", spec.interNode, &spec.nicsPerNode));
+  if (top.has("measurements")) {
+    std::optional<Node> measurements;
+    CLEAVE_RETURN_IF_ERROR(getObject(top, "measurements", &measurements));
+    spec.measurementsJson = measurements->json.dump();
+  }
+  return {};
+}
+
+Json formatEfficiency(const Efficiency &e) {
+  Json j = Json::object();
+  j["compute"] = e.compute;
+  j["memory"] = e.memory;
+  return j;
+}
+
+} // namespace
+
+Status parseClusterSpec(const std::string &text, const std::string &origin, ClusterSpec &spec) {
+  try {
+    Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (json.is_discarded())
+      return CLEAVE_ERROR(origin, ": not valid JSON");
+    // Fill a fresh spec so a failed parse leaves the caller's untouched.
+    ClusterSpec parsed;
+    CLEAVE_RETURN_IF_ERROR(parseTop(Node{json, origin, ""}, parsed));
+    spec = std::move(parsed);
+    return {};
+  } catch (const std::exception &e) {
+    return CLEAVE_ERROR(origin, ": ", e.what());
+  }
+}
+
+Status loadClusterSpec(const std::string &path, ClusterSpec &spec, int nodesOverride) {
+  if (nodesOverride < 0)
+    return CLEAVE_ERROR("--nodes must be at least 1, got ", nodesOverride);
+  std::ifstream in(path);
+  if (!in)
+    return CLEAVE_ERROR(path, ": cannot open: ", std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  CLEAVE_RETURN_IF_ERROR(parseClusterSpec(text.str(), path, spec));
+  if (nodesOverride > 0)
+    spec.nodes = nodesOverride;
+  return {};
+}
+
+std::string formatClusterSpec(const ClusterSpec &spec) {
+  const DeviceSpec &d = spec.device;
+  Json device = Json::object();
+  device["name"] = d.name;
+  device["kind"] = d.kind;
+  device["memory_bytes"] = d.memoryBytes;
+  device["memory_reserve_bytes"] = d.memoryReserveBytes;
+  Json peak = Json::object();
+  for (DType dtype : kComputeDTypes)
+    if (auto it = d.peakFlops.find(dtype); it != d.peakFlops.end())
+      peak[runtime::dtypeName(dtype)] = it->second;
+  device["peak_flops"] = peak;
+  device["memory_bandwidth"] = d.memoryBandwidth;
+  device["kernel_overhead_s"] = d.kernelOverhead;
+  Json efficiency = Json::object();
+  for (int i = 0; i < kNumOpClasses; ++i)
+    efficiency[std::string(kOpClassNames[i])] = formatEfficiency(d.efficiency[i]);
+  device["efficiency"] = efficiency;
+  if (!d.gemmSamples.empty()) {
+    Json samples = Json::array();
+    for (const GemmSample &s : d.gemmSamples) {
+      Json j = Json::object();
+      j["batch"] = s.shape.batch;
+      j["m"] = s.shape.m;
+      j["n"] = s.shape.n;
+      j["k"] = s.shape.k;
+      j["dtype"] = runtime::dtypeName(s.dtype);
+      j["flops_per_s"] = s.flopsPerSecond;
+      samples.push_back(j);
+    }
+    device["gemm_samples"] = samples;
+  }
+
+  Json top = Json::object();
+  top["format"] = kFormat;
+  top["version"] = kClusterSpecVersion;
+  top["name"] = spec.name;
+  top["description"] = spec.description;
+  top["source"] = spec.source;
+  top["nodes"] = spec.nodes;
+  top["devices_per_node"] = spec.devicesPerNode;
+  top["device"] = device;
+  top["intra_node"] = {{"bandwidth", spec.intraNode.bandwidth},
+                       {"latency_s", spec.intraNode.latency}};
+  top["inter_node"] = {{"bandwidth_per_nic", spec.interNode.bandwidth},
+                       {"nics_per_node", spec.nicsPerNode},
+                       {"latency_s", spec.interNode.latency}};
+  if (!spec.measurementsJson.empty())
+    top["measurements"] = Json::parse(spec.measurementsJson, nullptr, false);
+  return top.dump(2) + "\n";
+}
+
+Status saveClusterSpec(const ClusterSpec &spec, const std::string &path) {
+  std::string text = formatClusterSpec(spec);
+  ClusterSpec check;
+  CLEAVE_RETURN_IF_ERROR(parseClusterSpec(text, path, check).prepend("refusing to write"));
+  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out)
+      return CLEAVE_ERROR(tmp, ": cannot create: ", std::strerror(errno));
+    out << text;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      return CLEAVE_ERROR(tmp, ": write failed: ", std::strerror(errno));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    std::remove(tmp.c_str());
+    return CLEAVE_ERROR(path, ": cannot replace: ", std::strerror(err));
+  }
+  return {};
+}
+
+} // namespace cleave::cost

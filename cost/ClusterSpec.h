@@ -1,0 +1,98 @@
+//===- ClusterSpec.h - The machines a plan runs on -------------*- C++ -*-===//
+//
+// A cluster spec (docs/cluster-spec.md) describes nodes of identical devices:
+// each device's memory, peak FLOP/s per dtype, achievable efficiency per op
+// class, memory bandwidth and per-kernel overhead, and the links inside a node
+// and between nodes. All quantities are in SI base units: bytes, bytes/s,
+// FLOP/s, seconds. Specs are shipped for known machines (examples/clusters/)
+// or measured on this machine by `cleave profile`.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "cost/OpCost.h"
+#include "runtime/DType.h"
+#include "runtime/Status.h"
+
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cleave::cost {
+
+inline constexpr int kClusterSpecVersion = 1;
+
+/// Achievable fraction of the device's peak compute and memory bandwidth for
+/// one op class, each in (0, 1].
+struct Efficiency {
+  double compute = 1.0;
+  double memory = 1.0;
+};
+
+/// One measured GEMM: `cleave profile` records several shapes; the cost model
+/// interpolates between them for shape-dependent efficiency.
+struct GemmSample {
+  GemmShape shape;
+  runtime::DType dtype = runtime::DType::F32;
+  double flopsPerSecond = 0;
+};
+
+struct DeviceSpec {
+  std::string name;           // "A100-SXM4-80GB", "AMD EPYC (2 cores)"
+  std::string kind;           // "gpu" or "cpu"
+  double memoryBytes = 0;     // capacity
+  double memoryReserveBytes = 0; // kept back from planning (runtime, fragmentation)
+  std::map<runtime::DType, double> peakFlops; // per compute dtype (f32, bf16, f16)
+  double memoryBandwidth = 0; // bytes/s
+  double kernelOverhead = 0;  // seconds per kernel launch
+  std::array<Efficiency, kNumOpClasses> efficiency;
+  std::vector<GemmSample> gemmSamples; // optional, from `cleave profile`
+
+  const Efficiency &efficiencyOf(OpClass c) const {
+    return efficiency[static_cast<int>(c)];
+  }
+  /// Peak FLOP/s for `dtype`; a dtype the device has no figure for (bf16 on a
+  /// V100) runs at the f32 rate, which every spec gives.
+  double peakFlopsOf(runtime::DType dtype) const;
+};
+
+/// A point-to-point link: per-direction bandwidth each device (or NIC) gets,
+/// and the latency of one message.
+struct LinkSpec {
+  double bandwidth = 0; // bytes/s
+  double latency = 0;   // seconds
+};
+
+struct ClusterSpec {
+  std::string name;
+  std::string description;
+  std::string source; // where the figures come from: datasheet or measurement
+  int nodes = 1;
+  int devicesPerNode = 1;
+  DeviceSpec device;
+  LinkSpec intraNode; // device to device inside a node (per device)
+  LinkSpec interNode; // per NIC
+  int nicsPerNode = 1;
+  /// The optional "measurements" object as compact JSON text ("" if absent):
+  /// raw profile data for people, kept verbatim and never interpreted.
+  std::string measurementsJson;
+
+  int deviceCount() const { return nodes * devicesPerNode; }
+};
+
+/// Reads and validates a spec; every error names the file and the field.
+/// `nodesOverride` > 0 replaces the spec's node count (`--nodes N`); 0 keeps
+/// it; a negative count is an error.
+runtime::Status loadClusterSpec(const std::string &path, ClusterSpec &spec,
+                                int nodesOverride = 0);
+/// Parses a spec from JSON text; `origin` names it in errors.
+runtime::Status parseClusterSpec(const std::string &text,
+                                 const std::string &origin, ClusterSpec &spec);
+/// The spec as JSON text (the format loadClusterSpec reads).
+std::string formatClusterSpec(const ClusterSpec &spec);
+/// Writes the spec atomically (temporary file + rename). A spec that would not
+/// load back is refused and nothing is written.
+runtime::Status saveClusterSpec(const ClusterSpec &spec, const std::string &path);
+
+} // namespace cleave::cost

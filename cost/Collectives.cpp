@@ -1,0 +1,183 @@
+#include "cost/Collectives.h"
+
+#include <algorithm>
+#include <cassert>
+#include <map>
+
+namespace cleave::cost {
+
+std::string_view collectiveName(Collective collective) {
+  switch (collective) {
+  case Collective::AllReduce:
+    return "all-reduce";
+  case Collective::AllGather:
+    return "all-gather";
+  case Collective::ReduceScatter:
+    return "reduce-scatter";
+  case Collective::AllToAll:
+    return "all-to-all";
+  case Collective::SendRecv:
+    return "send-recv";
+  }
+  return "?";
+}
+
+std::string_view algorithmName(Algorithm algorithm) {
+  switch (algorithm) {
+  case Algorithm::Ring:
+    return "ring";
+  case Algorithm::Tree:
+    return "tree";
+  case Algorithm::Hierarchical:
+    return "hierarchical";
+  case Algorithm::Direct:
+    return "direct";
+  }
+  return "?";
+}
+
+CommGroup groupOfRanks(const std::vector<int> &ranks, int devicesPerNode, int concurrentGroups) {
+  assert(devicesPerNode >= 1 && concurrentGroups >= 1);
+  std::map<int, int> perNode;
+  for (int rank : ranks)
+    ++perNode[rank / devicesPerNode];
+  CommGroup group;
+  group.size = std::max<int>(1, ranks.size());
+  group.nodesSpanned = std::max<int>(1, perNode.size());
+  for (const auto &[node, count] : perNode)
+    group.ranksPerNode = std::max(group.ranksPerNode, count);
+  group.concurrentGroups = concurrentGroups;
+  return group;
+}
+
+CommGroup stridedGroup(int size, int stride, int devicesPerNode, int firstRank) {
+  std::vector<int> ranks;
+  for (int i = 0; i < size; ++i)
+    ranks.push_back(firstRank + i * stride);
+  CommGroup group = groupOfRanks(ranks, devicesPerNode);
+  group.concurrentGroups = std::max(1, devicesPerNode / group.ranksPerNode);
+  return group;
+}
+
+namespace {
+
+/// Latency and bandwidth of one hop.
+struct Hop {
+  double alpha;
+  double bandwidth;
+};
+
+int ceilLog2(int n) {
+  int steps = 0;
+  for (int reach = 1; reach < n; reach *= 2)
+    ++steps;
+  return steps;
+}
+
+/// What the group sees of the cluster's links.
+struct Links {
+  Hop intra;     // device to device inside a node
+  double nodeBw; // this group's share of one node's NICs
+  double interAlpha;
+  Hop perRank; // a hop that may cross nodes, as every rank sending at once sees it
+
+  Links(const ClusterSpec &spec, const CommGroup &g) {
+    intra = {spec.intraNode.latency, spec.intraNode.bandwidth};
+    nodeBw = spec.interNode.bandwidth * spec.nicsPerNode / std::max(1, g.concurrentGroups);
+    interAlpha = spec.interNode.latency;
+    if (g.nodesSpanned <= 1)
+      perRank = intra;
+    else
+      perRank = {std::max(intra.alpha, interAlpha),
+                 std::min(intra.bandwidth, nodeBw / std::max(1, g.ranksPerNode))};
+  }
+};
+
+double ringAllReduce(int n, Hop hop, double bytes) {
+  return 2.0 * (n - 1) * hop.alpha + 2.0 * (n - 1) / n * bytes / hop.bandwidth;
+}
+
+/// All-gather and reduce-scatter move the same bytes in the same steps.
+double ringGather(int n, Hop hop, double bytes) {
+  return (n - 1) * hop.alpha + double(n - 1) / n * bytes / hop.bandwidth;
+}
+
+double treeAllReduce(int n, Hop hop, double bytes) {
+  // Reduce up, broadcast down, pipelined: each rank sends every byte once per
+  // phase, over the two trees together.
+  return 2.0 * ceilLog2(n) * hop.alpha + 2.0 * bytes / hop.bandwidth;
+}
+
+/// Inside-node phases on `r` ranks plus an across-node phase on `nodes`
+/// ranks in which each of the r local ranks handles 1/r of the data with 1/r
+/// of the node's NICs; `passes` is 2 for all-reduce, 1 for all-gather and
+/// reduce-scatter.
+double hierarchical(const Links &links, const CommGroup &g, double bytes, int passes) {
+  int r = g.ranksPerNode, nodes = g.nodesSpanned;
+  double inside = (r - 1) * links.intra.alpha + double(r - 1) / r * bytes / links.intra.bandwidth;
+  double across = (nodes - 1) * links.interAlpha + double(nodes - 1) / nodes * bytes / links.nodeBw;
+  return passes * (inside + across);
+}
+
+double allToAll(const Links &links, const CommGroup &g, double bytes) {
+  int n = g.size;
+  if (g.nodesSpanned <= 1)
+    return ringGather(n, links.intra, bytes);
+  // Pairwise exchange: 1/n of the buffer to each peer; the on-node and the
+  // off-node traffic flow at the same time over different links.
+  int local = g.ranksPerNode - 1, remote = n - g.ranksPerNode;
+  double latency = local * links.intra.alpha + remote * links.interAlpha;
+  double onNode = local * bytes / n / links.intra.bandwidth;
+  double offNode = remote * bytes / n / (links.nodeBw / g.ranksPerNode);
+  return latency + std::max(onNode, offNode);
+}
+
+} // namespace
+
+std::optional<double> collectiveTime(const ClusterSpec &spec, Collective collective,
+                                     Algorithm algorithm, const CommGroup &group, double bytes) {
+  bool pointToPoint = collective == Collective::AllToAll || collective == Collective::SendRecv;
+  if (pointToPoint != (algorithm == Algorithm::Direct))
+    return std::nullopt;
+  if (algorithm == Algorithm::Tree && collective != Collective::AllReduce)
+    return std::nullopt;
+  if (algorithm == Algorithm::Hierarchical && group.nodesSpanned <= 1)
+    return std::nullopt;
+  if (group.size <= 1 || bytes <= 0)
+    return 0.0;
+
+  Links links(spec, group);
+  int n = group.size;
+  switch (collective) {
+  case Collective::AllReduce:
+    if (algorithm == Algorithm::Ring)
+      return ringAllReduce(n, links.perRank, bytes);
+    if (algorithm == Algorithm::Tree)
+      return treeAllReduce(n, links.perRank, bytes);
+    return hierarchical(links, group, bytes, 2);
+  case Collective::AllGather:
+  case Collective::ReduceScatter:
+    if (algorithm == Algorithm::Ring)
+      return ringGather(n, links.perRank, bytes);
+    return hierarchical(links, group, bytes, 1);
+  case Collective::AllToAll:
+    return allToAll(links, group, bytes);
+  case Collective::SendRecv:
+    return links.perRank.alpha + bytes / links.perRank.bandwidth;
+  }
+  return std::nullopt;
+}
+
+CommEstimate estimateCollective(const ClusterSpec &spec, Collective collective,
+                                const CommGroup &group, double bytes) {
+  std::optional<CommEstimate> best;
+  for (Algorithm algorithm :
+       {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical, Algorithm::Direct}) {
+    std::optional<double> t = collectiveTime(spec, collective, algorithm, group, bytes);
+    if (t && (!best || *t < best->seconds))
+      best = CommEstimate{*t, algorithm};
+  }
+  return *best; // every collective has at least one algorithm
+}
+
+} // namespace cleave::cost

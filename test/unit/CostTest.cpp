@@ -1,0 +1,507 @@
+//===- CostTest.cpp - cluster specs, collectives and the memory model -----===//
+
+#include "cost/ClusterSpec.h"
+#include "cost/Collectives.h"
+#include "cost/MemoryModel.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace cleave::cost;
+using cleave::runtime::DType;
+using cleave::runtime::Status;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+std::string readFile(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string a100Text() { return readFile(CLEAVE_CLUSTERS_DIR "/dgx-a100-80gb.json"); }
+
+//===----------------------------------------------------------------------===//
+// Cluster specs
+//===----------------------------------------------------------------------===//
+
+TEST(OpClassTest, NamesRoundTrip) {
+  for (int i = 0; i < kNumOpClasses; ++i) {
+    OpClass c = static_cast<OpClass>(i);
+    EXPECT_EQ(parseOpClass(opClassName(c)), c);
+  }
+  EXPECT_EQ(opClassName(OpClass::Convolution), "convolution");
+  EXPECT_FALSE(parseOpClass("matmul"));
+}
+
+TEST(ClusterSpecTest, RoundTripsExactly) {
+  Json json = Json::parse(a100Text());
+  json["device"]["gemm_samples"] = Json::parse(
+      R"([{"batch": 1, "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "flops_per_s": 2.7e14},
+          {"batch": 8, "m": 128, "n": 64, "k": 3, "dtype": "f32", "flops_per_s": 1.234567890123e11}])");
+  json["measurements"] = Json::parse(R"({"zeta": [1, 2.5, "x"], "alpha": {"nested": null}})");
+  json["device"]["kernel_overhead_s"] = 1.0 / 3.0; // needs all 17 digits
+
+  ClusterSpec first;
+  Status s = parseClusterSpec(json.dump(), "a.json", first);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::string text = formatClusterSpec(first);
+  ClusterSpec second;
+  s = parseClusterSpec(text, "b.json", second);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(formatClusterSpec(second), text);
+
+  EXPECT_EQ(second.name, "dgx-a100-80gb");
+  EXPECT_EQ(second.device.kernelOverhead, 1.0 / 3.0);
+  EXPECT_EQ(second.device.peakFlops.at(DType::BF16), 3.12e14);
+  EXPECT_EQ(second.device.memoryBytes, 85899345920.0);
+  EXPECT_EQ(second.device.efficiencyOf(OpClass::Gemm).compute, 0.87);
+  ASSERT_EQ(second.device.gemmSamples.size(), 2u);
+  EXPECT_EQ(second.device.gemmSamples[1].shape.k, 3);
+  EXPECT_EQ(second.device.gemmSamples[1].dtype, DType::F32);
+  EXPECT_EQ(second.device.gemmSamples[1].flopsPerSecond, 1.234567890123e11);
+  EXPECT_EQ(second.nicsPerNode, 8);
+  // Measurements stay verbatim, in the order they were written.
+  EXPECT_EQ(second.measurementsJson, R"({"zeta":[1,2.5,"x"],"alpha":{"nested":null}})");
+  EXPECT_EQ(second.measurementsJson, first.measurementsJson);
+}
+
+TEST(ClusterSpecTest, PeakFlopsFallBackToF32) {
+  ClusterSpec spec;
+  ASSERT_TRUE(loadClusterSpec(CLEAVE_CLUSTERS_DIR "/aws-p3.16xlarge.json", spec).ok());
+  EXPECT_EQ(spec.device.peakFlopsOf(DType::F16), 1.25e14);
+  EXPECT_EQ(spec.device.peakFlopsOf(DType::BF16), 1.57e13); // V100: no bf16 units
+}
+
+struct BadSpec {
+  const char *pointer; // JSON pointer of the field to change
+  const char *value;   // new JSON value, or nullptr to remove the field
+  const char *error;   // expected message
+};
+
+class ClusterSpecErrorTest : public ::testing::TestWithParam<BadSpec> {};
+
+TEST_P(ClusterSpecErrorTest, NamesFileAndField) {
+  const BadSpec &bad = GetParam();
+  Json json = Json::parse(a100Text());
+  json["device"]["gemm_samples"] = Json::parse(
+      R"([{"batch": 1, "m": 64, "n": 64, "k": 64, "dtype": "f32", "flops_per_s": 1e12},
+          {"batch": 1, "m": 64, "n": 64, "k": 64, "dtype": "bf16", "flops_per_s": 1e12}])");
+  Json::json_pointer pointer(bad.pointer);
+  if (bad.value)
+    json[pointer] = Json::parse(bad.value);
+  else
+    json[pointer.parent_pointer()].erase(pointer.back());
+
+  ClusterSpec spec;
+  spec.name = "untouched";
+  Status s = parseClusterSpec(json.dump(), "dgx.json", spec);
+  ASSERT_FALSE(s.ok()) << bad.pointer;
+  EXPECT_EQ(s.message(), bad.error);
+  EXPECT_EQ(spec.name, "untouched"); // a failed parse leaves the spec alone
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fields, ClusterSpecErrorTest,
+    ::testing::Values(
+        BadSpec{"/device/efficiency/gemm/compute", "1.4",
+                "dgx.json: device.efficiency.gemm.compute: must be in (0, 1], got 1.4"},
+        BadSpec{"/device/efficiency/attention/memory", "0",
+                "dgx.json: device.efficiency.attention.memory: must be in (0, 1], got 0"},
+        BadSpec{"/format", "\"cleave-plan\"",
+                "dgx.json: format: expected 'cleave-cluster', got 'cleave-plan'"},
+        BadSpec{"/version", "2",
+                "dgx.json: version: unsupported version 2 (this build reads version 1)"},
+        BadSpec{"/device/memory_bandwidth", nullptr, "dgx.json: device.memory_bandwidth: missing"},
+        BadSpec{"/source", nullptr, "dgx.json: source: missing"},
+        BadSpec{"/nodes", "\"4\"", "dgx.json: nodes: expected an integer, got \"4\""},
+        BadSpec{"/nodes", "2.5", "dgx.json: nodes: expected an integer, got 2.5"},
+        BadSpec{"/nodes", "0", "dgx.json: nodes: must be at least 1, got 0"},
+        BadSpec{"/devices_per_node", "-8",
+                "dgx.json: devices_per_node: must be at least 1, got -8"},
+        BadSpec{"/intra_node/bandwidth", "0",
+                "dgx.json: intra_node.bandwidth: must be positive, got 0"},
+        BadSpec{"/inter_node/bandwidth_per_nic", "-1",
+                "dgx.json: inter_node.bandwidth_per_nic: must be positive, got -1"},
+        BadSpec{"/inter_node/nics_per_node", "0",
+                "dgx.json: inter_node.nics_per_node: must be at least 1, got 0"},
+        BadSpec{"/inter_node/latency_s", "-1e-6",
+                "dgx.json: inter_node.latency_s: must be non-negative, got -1e-06"},
+        BadSpec{"/device/memory_bytes", "\"80GB\"",
+                "dgx.json: device.memory_bytes: expected a number, got \"80GB\""},
+        BadSpec{"/device/memory_reserve_bytes", "85899345920",
+                "dgx.json: device.memory_reserve_bytes: must be less than device.memory_bytes "
+                "(8.58993e+10), got 8.58993e+10"},
+        BadSpec{"/device/efficiency/gemmm", R"({"compute": 0.5, "memory": 0.5})",
+                "dgx.json: device.efficiency.gemmm: unknown op class (expected gemm, "
+                "convolution, elementwise, reduction or attention)"},
+        BadSpec{"/device/efficiency/reduction", nullptr,
+                "dgx.json: device.efficiency.reduction: missing"},
+        BadSpec{"/device/efficiency/gemm/flops", "0.5",
+                "dgx.json: device.efficiency.gemm.flops: unknown field (expected one of "
+                "compute, memory)"},
+        BadSpec{"/device/peak_flops/fp8", "1e15",
+                "dgx.json: device.peak_flops.fp8: unknown dtype (expected f32, bf16 or f16)"},
+        BadSpec{"/device/peak_flops/f32", nullptr, "dgx.json: device.peak_flops.f32: missing"},
+        BadSpec{"/device/kind", "\"tpu\"",
+                "dgx.json: device.kind: expected 'gpu' or 'cpu', got 'tpu'"},
+        BadSpec{"/device/gemm_samples/1/dtype", "\"i64\"",
+                "dgx.json: device.gemm_samples[1].dtype: unknown dtype 'i64' (expected f32, "
+                "bf16 or f16)"},
+        BadSpec{"/device/gemm_samples/0/m", "0",
+                "dgx.json: device.gemm_samples[0].m: must be at least 1, got 0"},
+        BadSpec{"/device/gemm_samples", "{}",
+                "dgx.json: device.gemm_samples: expected a list, got {}"},
+        BadSpec{"/node", "2",
+                "dgx.json: node: unknown field (expected one of format, version, name, "
+                "description, source, nodes, devices_per_node, device, intra_node, "
+                "inter_node, measurements)"},
+        BadSpec{"/device/memory_bandwith", "1e12",
+                "dgx.json: device.memory_bandwith: unknown field (expected one of name, kind, "
+                "memory_bytes, memory_reserve_bytes, peak_flops, memory_bandwidth, "
+                "kernel_overhead_s, efficiency, gemm_samples)"},
+        BadSpec{"/measurements", "[1]", "dgx.json: measurements: expected an object, got [1]"},
+        BadSpec{"/intra_node", "300e9",
+                "dgx.json: intra_node: expected an object, got 300000000000.0"}));
+
+TEST(ClusterSpecTest, RejectsTextThatIsNotAnObject) {
+  ClusterSpec spec;
+  EXPECT_EQ(parseClusterSpec("{\"format\": ", "x.json", spec).message(), "x.json: not valid JSON");
+  EXPECT_EQ(parseClusterSpec("[]", "x.json", spec).message(), "x.json: expected a JSON object");
+}
+
+class ClusterSpecFileTest : public ::testing::Test {
+protected:
+  std::string path =
+      ::testing::TempDir() + "/cleave-cluster-" + std::to_string(::getpid()) + ".json";
+  void TearDown() override { std::remove(path.c_str()); }
+};
+
+TEST_F(ClusterSpecFileTest, NodesOverride) {
+  std::ofstream(path) << a100Text();
+  ClusterSpec spec;
+  ASSERT_TRUE(loadClusterSpec(path, spec).ok());
+  EXPECT_EQ(spec.nodes, 1);
+  EXPECT_EQ(spec.deviceCount(), 8);
+  ASSERT_TRUE(loadClusterSpec(path, spec, 4).ok());
+  EXPECT_EQ(spec.nodes, 4);
+  EXPECT_EQ(spec.deviceCount(), 32);
+  Status s = loadClusterSpec(path, spec, -2);
+  EXPECT_EQ(s.message(), "--nodes must be at least 1, got -2");
+  s = loadClusterSpec(path + ".missing", spec);
+  EXPECT_EQ(s.message(), path + ".missing: cannot open: No such file or directory");
+}
+
+TEST_F(ClusterSpecFileTest, SaveWritesWhatLoadReads) {
+  ClusterSpec spec;
+  ASSERT_TRUE(parseClusterSpec(a100Text(), "a100", spec).ok());
+  spec.nodes = 3;
+  spec.measurementsJson = R"({"gemm": [1, 2]})";
+  Status s = saveClusterSpec(spec, path);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ClusterSpec loaded;
+  s = loadClusterSpec(path, loaded);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(formatClusterSpec(loaded), formatClusterSpec(spec));
+  EXPECT_EQ(loaded.nodes, 3);
+
+  // A spec that would not load back is refused, and the old file stays.
+  spec.device.efficiency[0].compute = 2;
+  s = saveClusterSpec(spec, path);
+  EXPECT_EQ(s.message(), "refusing to write: " + path +
+                             ": device.efficiency.gemm.compute: must be in (0, 1], got 2");
+  ASSERT_TRUE(loadClusterSpec(path, loaded).ok());
+  EXPECT_EQ(loaded.device.efficiency[0].compute, 0.87);
+}
+
+TEST(ClusterSpecTest, ExampleSpecsLoad) {
+  int count = 0;
+  for (const auto &entry : std::filesystem::directory_iterator(CLEAVE_CLUSTERS_DIR)) {
+    if (entry.path().extension() != ".json")
+      continue;
+    ClusterSpec spec;
+    Status s = loadClusterSpec(entry.path().string(), spec);
+    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(spec.name, entry.path().stem().string());
+    EXPECT_EQ(spec.nodes, 1);
+    EXPECT_FALSE(spec.source.empty());
+    ++count;
+  }
+  EXPECT_GE(count, 4);
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+/// 4 nodes of 4 devices; round numbers so the formulas can be checked by hand.
+ClusterSpec toyCluster() {
+  ClusterSpec spec;
+  spec.nodes = 4;
+  spec.devicesPerNode = 4;
+  spec.intraNode = {1e11, 1e-6};
+  spec.interNode = {1e10, 1e-5};
+  spec.nicsPerNode = 2;
+  return spec;
+}
+
+ClusterSpec loadExample(const char *name) {
+  ClusterSpec spec;
+  Status s = loadClusterSpec(std::string(CLEAVE_CLUSTERS_DIR "/") + name, spec, 8);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return spec;
+}
+
+double time(const ClusterSpec &spec, Collective c, Algorithm a, const CommGroup &g, double bytes) {
+  std::optional<double> t = collectiveTime(spec, c, a, g, bytes);
+  EXPECT_TRUE(t.has_value());
+  return t.value_or(-1);
+}
+
+TEST(CommGroupTest, FromRanksAndStrides) {
+  CommGroup tp = stridedGroup(8, 1, 8);
+  EXPECT_EQ(tp.size, 8);
+  EXPECT_EQ(tp.nodesSpanned, 1);
+  EXPECT_EQ(tp.ranksPerNode, 8);
+  EXPECT_EQ(tp.concurrentGroups, 1);
+
+  CommGroup dp = stridedGroup(8, 8, 8); // tp = 8: one rank per node
+  EXPECT_EQ(dp.nodesSpanned, 8);
+  EXPECT_EQ(dp.ranksPerNode, 1);
+  EXPECT_EQ(dp.concurrentGroups, 8);
+
+  CommGroup even = stridedGroup(8, 2, 8); // ranks 0, 2, …, 14
+  EXPECT_EQ(even.nodesSpanned, 2);
+  EXPECT_EQ(even.ranksPerNode, 4);
+  EXPECT_EQ(even.concurrentGroups, 2);
+
+  CommGroup uneven = groupOfRanks({3, 4, 5, 6, 7, 8}, 4);
+  EXPECT_EQ(uneven.size, 6);
+  EXPECT_EQ(uneven.nodesSpanned, 3);
+  EXPECT_EQ(uneven.ranksPerNode, 4);
+}
+
+TEST(CollectivesTest, InsideOneNodeMatchesHandComputedFormulas) {
+  ClusterSpec spec = toyCluster();
+  CommGroup node = stridedGroup(4, 1, 4);
+  double s = 1e9;
+  // 2(n-1)α + 2(n-1)/n · S/B
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllReduce, Algorithm::Ring, node, s), 6e-6 + 0.015);
+  // 2⌈log2 n⌉α + 2 S/B
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllReduce, Algorithm::Tree, node, s), 4e-6 + 0.02);
+  // (n-1)α + (n-1)/n · S/B
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllGather, Algorithm::Ring, node, s), 3e-6 + 0.0075);
+  EXPECT_DOUBLE_EQ(time(spec, Collective::ReduceScatter, Algorithm::Ring, node, s), 3e-6 + 0.0075);
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllToAll, Algorithm::Direct, node, s), 3e-6 + 0.0075);
+  EXPECT_DOUBLE_EQ(
+      time(spec, Collective::SendRecv, Algorithm::Direct, groupOfRanks({0, 1}, 4), 1e8),
+      1e-6 + 0.001);
+
+  CommEstimate best = estimateCollective(spec, Collective::AllReduce, node, s);
+  EXPECT_EQ(best.algorithm, Algorithm::Ring);
+  EXPECT_DOUBLE_EQ(best.seconds, 6e-6 + 0.015);
+}
+
+TEST(CollectivesTest, AcrossNodesMatchesHandComputedFormulas) {
+  ClusterSpec spec = toyCluster();
+  CommGroup all = stridedGroup(16, 1, 4); // 4 nodes x 4 ranks, the node's 2 NICs to itself
+  double s = 1e9;
+  // Flat ring: every hop as slow as a rank's share of the NICs, 2e10 / 4.
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllReduce, Algorithm::Ring, all, s),
+                   30 * 1e-5 + 2.0 * 15 / 16 * s / 5e9);
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllReduce, Algorithm::Tree, all, s),
+                   8 * 1e-5 + 2 * s / 5e9);
+  // Inside: 3α_i + 3/4 S/B_i; across: 3α_e + 3/4 S/(2 NICs · 1e10).
+  double inside = 3e-6 + 0.75 * s / 1e11, across = 3e-5 + 0.75 * s / 2e10;
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllReduce, Algorithm::Hierarchical, all, s),
+                   2 * (inside + across));
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllGather, Algorithm::Hierarchical, all, s),
+                   inside + across);
+  // All-to-all: 3 peers on the node, 12 off it, 1/16 of the buffer each.
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllToAll, Algorithm::Direct, all, 1.6e9),
+                   3e-6 + 12e-5 + 12 * 1e8 / 5e9);
+  // A pipeline send between nodes while the 3 other ranks of the node send too.
+  EXPECT_DOUBLE_EQ(time(spec, Collective::SendRecv, Algorithm::Direct, stridedGroup(2, 4, 4), 1e8),
+                   1e-5 + 1e8 / 5e9);
+
+  CommEstimate best = estimateCollective(spec, Collective::AllReduce, all, s);
+  EXPECT_EQ(best.algorithm, Algorithm::Hierarchical);
+  EXPECT_DOUBLE_EQ(best.seconds, 2 * (inside + across));
+}
+
+TEST(CollectivesTest, AlgorithmsOnlyWhereTheyApply) {
+  ClusterSpec spec = toyCluster();
+  CommGroup node = stridedGroup(4, 1, 4), all = stridedGroup(16, 1, 4);
+  EXPECT_FALSE(collectiveTime(spec, Collective::AllReduce, Algorithm::Hierarchical, node, 1e6));
+  EXPECT_FALSE(collectiveTime(spec, Collective::AllGather, Algorithm::Tree, all, 1e6));
+  EXPECT_FALSE(collectiveTime(spec, Collective::AllToAll, Algorithm::Ring, all, 1e6));
+  EXPECT_FALSE(collectiveTime(spec, Collective::AllReduce, Algorithm::Direct, all, 1e6));
+  EXPECT_EQ(estimateCollective(spec, Collective::SendRecv, all, 1e6).algorithm, Algorithm::Direct);
+}
+
+TEST(CollectivesTest, OneRankOrNoBytesCostNothing) {
+  ClusterSpec spec = toyCluster();
+  CommGroup one = groupOfRanks({5}, 4);
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                       Collective::AllToAll, Collective::SendRecv})
+    EXPECT_EQ(estimateCollective(spec, c, one, 1e9).seconds, 0.0) << collectiveName(c);
+  EXPECT_EQ(estimateCollective(spec, Collective::AllReduce, stridedGroup(16, 1, 4), 0).seconds, 0);
+}
+
+TEST(CollectivesTest, TensorParallelGroupBelongsInsideANode) {
+  ClusterSpec spec = loadExample("dgx-a100-80gb.json");
+  double s = 64e6; // one layer's activations, bf16
+  CommEstimate inside = estimateCollective(spec, Collective::AllReduce, stridedGroup(8, 1, 8), s);
+  CommEstimate across = estimateCollective(spec, Collective::AllReduce, stridedGroup(8, 8, 8), s);
+  EXPECT_GT(across.seconds, 8 * inside.seconds);
+}
+
+TEST(CollectivesTest, HierarchicalWinsAcrossManyNodesForLargeMessages) {
+  ClusterSpec spec = loadExample("dgx-a100-80gb.json");
+  CommGroup all = stridedGroup(64, 1, 8);
+  double s = 1e9;
+  double ring = time(spec, Collective::AllReduce, Algorithm::Ring, all, s);
+  double hier = time(spec, Collective::AllReduce, Algorithm::Hierarchical, all, s);
+  EXPECT_LT(2 * hier, ring);
+  EXPECT_EQ(estimateCollective(spec, Collective::AllReduce, all, s).algorithm,
+            Algorithm::Hierarchical);
+  EXPECT_EQ(estimateCollective(spec, Collective::ReduceScatter, all, s).algorithm,
+            Algorithm::Hierarchical);
+}
+
+TEST(CollectivesTest, TreeWinsForTinyMessagesOnManyRanks) {
+  ClusterSpec spec = loadExample("dgx-a100-80gb.json");
+  CommGroup all = stridedGroup(64, 1, 8);
+  double s = 1024;
+  double ring = time(spec, Collective::AllReduce, Algorithm::Ring, all, s);
+  double tree = time(spec, Collective::AllReduce, Algorithm::Tree, all, s);
+  EXPECT_LT(3 * tree, ring);
+  EXPECT_EQ(estimateCollective(spec, Collective::AllReduce, all, s).algorithm, Algorithm::Tree);
+  // With large messages the ring's smaller bandwidth term wins inside a node.
+  EXPECT_EQ(estimateCollective(spec, Collective::AllReduce, stridedGroup(8, 1, 8), 1e9).algorithm,
+            Algorithm::Ring);
+}
+
+TEST(CollectivesTest, ConcurrentGroupsShareTheNics) {
+  ClusterSpec spec = loadExample("dgx-a100-80gb.json");
+  CommGroup alone = groupOfRanks({0, 8, 16, 24}, 8); // the only group talking
+  CommGroup shared = stridedGroup(4, 8, 8);          // with 7 others: one NIC each
+  double a = time(spec, Collective::AllReduce, Algorithm::Ring, alone, 1e9);
+  double b = time(spec, Collective::AllReduce, Algorithm::Ring, shared, 1e9);
+  EXPECT_NEAR(b / a, 8, 0.1);
+}
+
+//===----------------------------------------------------------------------===//
+// Memory model
+//===----------------------------------------------------------------------===//
+
+TEST(MemoryModelTest, NamesRoundTrip) {
+  for (Schedule s : {Schedule::GPipe, Schedule::OneFOneB, Schedule::Interleaved})
+    EXPECT_EQ(parseSchedule(scheduleName(s)), s);
+  EXPECT_EQ(scheduleName(Schedule::OneFOneB), "1f1b");
+  for (ShardingLevel l : {ShardingLevel::None, ShardingLevel::OptimizerState,
+                          ShardingLevel::Gradients, ShardingLevel::Parameters})
+    EXPECT_EQ(parseShardingLevel(shardingLevelName(l)), l);
+  EXPECT_EQ(shardingLevelName(ShardingLevel::OptimizerState), "optimizer");
+  EXPECT_FALSE(parseSchedule("pipedream"));
+  EXPECT_FALSE(parseShardingLevel("zero3"));
+}
+
+TEST(MemoryModelTest, ZeroLevelsShardWhatTheyName) {
+  MemoryInputs in;
+  in.parameters = 1'000'000'000;
+  in.paramDType = DType::BF16;
+  in.mixedPrecision = true;
+  in.dp = 8;
+  struct Expected {
+    ShardingLevel level;
+    double parameters, gradients, optimizer;
+  };
+  for (Expected e : {Expected{ShardingLevel::None, 2e9, 2e9, 12e9},
+                     Expected{ShardingLevel::OptimizerState, 2e9, 2e9, 1.5e9},
+                     Expected{ShardingLevel::Gradients, 2e9, 0.25e9, 1.5e9},
+                     Expected{ShardingLevel::Parameters, 0.25e9, 0.25e9, 1.5e9}}) {
+    in.sharding = e.level;
+    MemoryBreakdown m = predictMemory(in);
+    EXPECT_DOUBLE_EQ(m.parameters, e.parameters) << shardingLevelName(e.level);
+    EXPECT_DOUBLE_EQ(m.gradients, e.gradients) << shardingLevelName(e.level);
+    EXPECT_DOUBLE_EQ(m.optimizerState, e.optimizer) << shardingLevelName(e.level);
+  }
+
+  in.mixedPrecision = false;
+  in.paramDType = DType::F32;
+  in.sharding = ShardingLevel::None;
+  MemoryBreakdown f32 = predictMemory(in);
+  EXPECT_DOUBLE_EQ(f32.parameters, 4e9);
+  EXPECT_DOUBLE_EQ(f32.gradients, 4e9);
+  EXPECT_DOUBLE_EQ(f32.optimizerState, 8e9);
+}
+
+TEST(MemoryModelTest, InferenceHoldsParametersAndLiveActivations) {
+  MemoryInputs in;
+  in.training = false;
+  in.parameters = 1000;
+  in.paramDType = DType::F16;
+  in.dp = 4;
+  in.sharding = ShardingLevel::Parameters;
+  in.activationBytesPerMicrobatch = 1e9; // training-only: ignored
+  in.inferenceActivationBytes = 300;
+  in.commBufferBytes = 10;
+  in.workspaceBytes = 20;
+  MemoryBreakdown m = predictMemory(in);
+  EXPECT_EQ(m.parameters, 2000);
+  EXPECT_EQ(m.gradients, 0);
+  EXPECT_EQ(m.optimizerState, 0);
+  EXPECT_EQ(m.activations, 300);
+  EXPECT_EQ(m.total(), 2330);
+}
+
+TEST(MemoryModelTest, InFlightMicrobatchesPerSchedule) {
+  // GPipe keeps every microbatch until the backward.
+  for (int s = 0; s < 4; ++s)
+    EXPECT_EQ(inFlightChunks(Schedule::GPipe, 4, s, 8, 1), 8);
+  // 1F1B: the first stage holds pp, the last one.
+  EXPECT_EQ(inFlightChunks(Schedule::OneFOneB, 4, 0, 8, 1), 4);
+  EXPECT_EQ(inFlightChunks(Schedule::OneFOneB, 4, 1, 8, 1), 3);
+  EXPECT_EQ(inFlightChunks(Schedule::OneFOneB, 4, 3, 8, 1), 1);
+  EXPECT_EQ(inFlightChunks(Schedule::OneFOneB, 4, 0, 2, 1), 2);
+  // Interleaved, pp 4, v 2: 2·(4−s−1) + 4 + 1 chunks of half a microbatch each.
+  EXPECT_EQ(inFlightChunks(Schedule::Interleaved, 4, 0, 8, 2), 11);
+  EXPECT_EQ(inFlightChunks(Schedule::Interleaved, 4, 3, 8, 2), 5);
+  EXPECT_DOUBLE_EQ(inFlightMicrobatches(Schedule::Interleaved, 4, 0, 8, 2), 5.5);
+  EXPECT_EQ(inFlightChunks(Schedule::Interleaved, 4, 0, 2, 2), 4); // capped at m·v
+  EXPECT_EQ(inFlightChunks(Schedule::Interleaved, 4, 1, 8, 1),
+            inFlightChunks(Schedule::OneFOneB, 4, 1, 8, 1));
+  EXPECT_DOUBLE_EQ(inFlightMicrobatches(Schedule::GPipe, 4, 0, 8, 2), 8);
+}
+
+TEST(MemoryModelTest, ActivationsFollowScheduleAndRecompute) {
+  MemoryInputs in;
+  in.parameters = 0;
+  in.schedule = Schedule::OneFOneB;
+  in.pp = 4;
+  in.stage = 1;
+  in.microbatches = 16;
+  in.activationBytesPerMicrobatch = 100;
+  in.checkpointBytesPerMicrobatch = 10;
+  in.recomputeWorkingBytes = 7;
+  EXPECT_EQ(predictMemory(in).activations, 300);
+  in.recompute = true;
+  EXPECT_EQ(predictMemory(in).activations, 37);
+  in.schedule = Schedule::Interleaved;
+  in.virtualStages = 2;
+  in.stage = 0;
+  EXPECT_EQ(predictMemory(in).activations, 5.5 * 10 + 7);
+  in.commBufferBytes = 1;
+  in.workspaceBytes = 2;
+  EXPECT_EQ(predictMemory(in).total(), 5.5 * 10 + 7 + 3);
+}
+
+} // namespace

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,10 @@ struct ImportOptions {
   /// Input shapes given on the command line; they override the shapes the
   /// export recorded in the model file.
   std::vector<InputSpec> inputShapes;
+  /// Replaces dim 0 (the batch dim, by the convention of traced models) of
+  /// every input of rank >= 1, after `inputShapes`; shapes inside the model
+  /// follow, since the importer folds shape arithmetic from the inputs.
+  std::optional<int64_t> batchSize;
 };
 
 /// Exit codes of a failed import, for the CLI.

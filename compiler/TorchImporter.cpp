@@ -932,9 +932,12 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
                          << arg.type()->str() << "; cleave model inputs are tensors";
       return fail(ImportFailure::BadInput);
     }
-    inputs.push_back(*spec);
+    InputSpec input = *spec;
+    if (options.batchSize && !input.shape.empty())
+      input.shape[0] = *options.batchSize;
+    inputs.push_back(input);
     argTypes.push_back(
-        RankedTensorType::get(spec->shape, elementTypeOf(builder, spec->dtype)));
+        RankedTensorType::get(input.shape, elementTypeOf(builder, input.dtype)));
   }
 
   ImportedModel result;

@@ -3,6 +3,7 @@
 #include "dialects/cleave/CleaveDialect.h"
 #include "dialects/cleave/Locations.h"
 #include "passes/Passes.h"
+#include "cost/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
@@ -17,6 +18,9 @@ namespace mlir::cleave {
 
 namespace {
 
+using ::cleave::cost::humanBytes;
+using ::cleave::cost::humanCount;
+
 /// `blocks.3.attn.qkv` cut to `depth` components.
 std::string truncatePath(llvm::StringRef path, unsigned depth) {
   if (path.empty())
@@ -25,29 +29,6 @@ std::string truncatePath(llvm::StringRef path, unsigned depth) {
   path.split(parts, '.');
   parts.resize(std::min<size_t>(parts.size(), depth));
   return llvm::join(parts, ".");
-}
-
-/// Human-readable count: 1.2K, 3.4M, 145.6B.
-std::string humanCount(double value, llvm::StringRef unitSuffix = "") {
-  const char *suffixes[] = {"", "K", "M", "B", "T"};
-  int i = 0;
-  while (value >= 1000 && i < 4) {
-    value /= 1000;
-    ++i;
-  }
-  return i == 0 ? llvm::formatv("{0}", int64_t(value)).str()
-                : llvm::formatv("{0:f1}{1}", value, suffixes[i]).str();
-}
-
-std::string humanBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int i = 0;
-  while (bytes >= 1024 && i < 4) {
-    bytes /= 1024;
-    ++i;
-  }
-  return i == 0 ? llvm::formatv("{0} B", int64_t(bytes)).str()
-                : llvm::formatv("{0:f1} {1}", bytes, units[i]).str();
 }
 
 struct Row {

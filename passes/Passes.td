@@ -42,4 +42,14 @@ def PlanMemory : Pass<"cleave-plan-memory", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def TestOpCost : Pass<"cleave-test-op-cost", "mlir::func::FuncOp"> {
+  let summary = "Test only: print what each op reports through CostOpInterface";
+  let description = [{
+    Prints one line per op with a kernel: its name, op class, forward and
+    backward FLOPs, bytes read and written, kernel launches, the GEMM shape
+    when it has one, and the activation bytes it keeps for backward. Exposes
+    the cost interface to lit; changes nothing.
+  }];
+}
+
 #endif // CLEAVE_PASSES_TD

@@ -77,20 +77,26 @@ def Cleave_GeluApproximationAttr
 // Op classes.
 //===----------------------------------------------------------------------===//
 
-// Every op states how it executes; `executableOverrides` names the
-// ExecutableOpInterface methods it defines itself instead of the defaults.
+// Every op states how it executes and what it costs; `executableOverrides`
+// and `costOverrides` name the interface methods it defines itself instead of
+// the defaults.
 class Cleave_Op<string mnemonic, list<Trait> traits = [],
-                list<string> executableOverrides = []>
+                list<string> executableOverrides = [],
+                list<string> costOverrides = []>
     : Op<Cleave_Dialect, mnemonic, !listconcat(traits,
          [DeclareOpInterfaceMethods<Cleave_ExecutableOpInterface,
-                                    executableOverrides>])>;
+                                    executableOverrides>,
+          DeclareOpInterfaceMethods<Cleave_CostOpInterface, costOverrides>])>;
 
 // Elementwise op of one operand: result type equals the operand type. Adding
-// an activation is one line in CleaveOps.td.
+// an activation is one line in CleaveOps.td. `flops` is the arithmetic per
+// element of its vectorized kernel (1 for simple maps).
 class Cleave_UnaryElementwiseOp<string mnemonic, Type operandType,
-                                string formula, list<Trait> traits = []>
-    : Cleave_Op<mnemonic, !listconcat([Pure, Elementwise, SameOperandsAndResultType],
-                                      traits)> {
+                                string formula, int flops = 1,
+                                list<string> costOverrides = []>
+    : Cleave_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType], [],
+                !listconcat(costOverrides,
+                            !if(!eq(flops, 1), [], ["getFlopsPerElement"]))> {
   let summary = "elementwise " # mnemonic;
   let description = "Computes `" # formula # "` for every element. The result "
       # "has the operand's type.\n\nExample:\n\n```mlir\n%y = cleave." # mnemonic
@@ -98,6 +104,8 @@ class Cleave_UnaryElementwiseOp<string mnemonic, Type operandType,
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let extraClassDefinition = !if(!eq(flops, 1), "",
+      "int64_t $cppClass::getFlopsPerElement() { return " # flops # "; }");
 }
 
 // Elementwise op of two operands with numpy/PyTorch broadcasting. The operands
@@ -105,8 +113,10 @@ class Cleave_UnaryElementwiseOp<string mnemonic, Type operandType,
 // result shape is the broadcast of the operand shapes.
 class Cleave_BinaryElementwiseOp<string mnemonic, string formula,
                                  Type operandType = Cleave_Tensor,
-                                 list<Trait> traits = []>
-    : Cleave_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits)> {
+                                 list<Trait> traits = [],
+                                 list<string> costOverrides = []>
+    : Cleave_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits), [],
+                costOverrides> {
   let summary = "elementwise " # mnemonic # " with broadcasting";
   let description = "Computes `" # formula # "` for every element of the "
       # "broadcast shape. Both operands have the same element type; shapes "
@@ -131,7 +141,8 @@ class Cleave_BinaryElementwiseOp<string mnemonic, string formula,
 
 // Reduction over a set of dims, keeping them as size 1 when `keepdim` is set.
 class Cleave_ReductionOp<string mnemonic, string formula>
-    : Cleave_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Cleave_Op<mnemonic, [Pure, InferTypeOpAdaptor], [],
+                ["getCost", "getSavedForBackward"]> {
   let summary = mnemonic # " over dims";
   let description = "Reduces `input` over `dims` with " # formula # ". With "
       # "`keepdim` the reduced dims stay as size 1.\n\nExample:\n\n```mlir\n"
@@ -154,7 +165,8 @@ class Cleave_ReductionOp<string mnemonic, string formula>
 
 // Softmax-like normalization along one dim; the result has the input's type.
 class Cleave_NormalizeAlongDimOp<string mnemonic, string formula>
-    : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType], [],
+                ["getCost", "getSavedForBackward"]> {
   let summary = mnemonic # " along one dim";
   let description = "Computes `" # formula # "` along `dim`.\n\nExample:\n\n"
       # "```mlir\n%p = cleave." # mnemonic # " %x {dim = 1 : i64} : tensor<2x8xf32>\n```";
@@ -166,7 +178,8 @@ class Cleave_NormalizeAlongDimOp<string mnemonic, string formula>
 
 // Keeps the lower or upper triangle of the last two dims and zeroes the rest.
 class Cleave_TriangleOp<string mnemonic, string kept>
-    : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType], [],
+                ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "keep the " # kept # " triangle of the last two dims";
   let description = "Zeroes every element outside the " # kept # " triangle of "
       # "the last two dims; `diagonal` shifts the boundary as in PyTorch.\n\n"

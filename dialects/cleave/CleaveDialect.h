@@ -24,11 +24,21 @@
 #include "dialects/cleave/CleaveAttrs.h.inc"
 
 #include "dialects/cleave/ShapeInference.h"
+#include "cost/OpCost.h"
 
 namespace mlir::cleave {
 /// The op's own attributes, for its kernel: everything but operand segment
 /// sizes and discardable (dotted) annotations.
 llvm::SmallVector<NamedAttribute> getDefaultKernelAttributes(Operation *op);
+
+/// Backward of a differentiable elementwise map reads its float operands.
+void getDefaultSavedForBackward(Operation *op, llvm::SmallVectorImpl<Value> &saved);
+/// Cost of an elementwise map: `getFlopsPerElement` per result element; its
+/// backward computes each float operand's gradient from the result's and the
+/// saved values.
+::cleave::cost::OpCost getElementwiseCost(Operation *op);
+/// Bytes of a ranked tensor type as stored: i1 takes one byte per element.
+int64_t tensorBytes(Type type);
 } // namespace mlir::cleave
 #include "dialects/cleave/CleaveInterfaces.h.inc"
 

@@ -36,4 +36,33 @@ def Cleave_ExecutableOpInterface : OpInterface<"ExecutableOpInterface"> {
   ];
 }
 
+def Cleave_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::cleave";
+  let description = [{
+    What an op costs on a device, forward and backward: its op class (which
+    efficiency of the cluster spec applies), FLOPs, bytes read and written,
+    kernel launches, and which of its operands or results its backward needs
+    (the activations training keeps). The defaults describe an elementwise
+    map; ops that differ override `getCost`, `getFlopsPerElement` or
+    `getSavedForBackward`. The cost model and the planner read only this.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        FLOPs per result element of an elementwise op; transcendental maps
+        count the arithmetic of their vectorized approximation.
+      }], "int64_t", "getFlopsPerElement", (ins), [{}], [{ return 1; }]>,
+    InterfaceMethod<[{
+        Appends the values the backward of this op reads: operands or
+        results. Parameters among them are not activations; the analysis
+        drops them.
+      }], "void", "getSavedForBackward",
+      (ins "::llvm::SmallVectorImpl<::mlir::Value> &":$saved), [{}],
+      [{ ::mlir::cleave::getDefaultSavedForBackward($_op, saved); }]>,
+    InterfaceMethod<[{
+        The op's forward and backward cost.
+      }], "::cleave::cost::OpCost", "getCost", (ins), [{}],
+      [{ return ::mlir::cleave::getElementwiseCost($_op); }]>,
+  ];
+}
+
 #endif // CLEAVE_INTERFACES_TD

@@ -15,7 +15,7 @@ include "dialects/cleave/CleaveBase.td"
 // Values: parameters and constants.
 //===----------------------------------------------------------------------===//
 
-def Cleave_ParamOp : Cleave_Op<"param", [Pure]> {
+def Cleave_ParamOp : Cleave_Op<"param", [Pure], [], ["getCost"]> {
   let summary = "a named parameter or buffer of the model";
   let description = [{
     Produces the model parameter or buffer stored under `name`, its module path
@@ -37,7 +37,7 @@ def Cleave_ParamOp : Cleave_Op<"param", [Pure]> {
 }
 
 def Cleave_ConstantOp : Cleave_Op<"constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>], [], ["getCost"]> {
   let summary = "a constant tensor";
   let description = [{
     A tensor whose elements are known at compile time: folded shape
@@ -60,22 +60,23 @@ def Cleave_ConstantOp : Cleave_Op<"constant",
 // Elementwise.
 //===----------------------------------------------------------------------===//
 
-def Cleave_NegOp : Cleave_UnaryElementwiseOp<"neg", Cleave_Tensor, "-x">;
+def Cleave_NegOp : Cleave_UnaryElementwiseOp<"neg", Cleave_Tensor, "-x", 1,
+                                              ["getSavedForBackward"]>;
 def Cleave_AbsOp : Cleave_UnaryElementwiseOp<"abs", Cleave_Tensor, "|x|">;
 def Cleave_ReluOp : Cleave_UnaryElementwiseOp<"relu", Cleave_Tensor, "max(x, 0)">;
-def Cleave_SiluOp : Cleave_UnaryElementwiseOp<"silu", Cleave_FloatTensor, "x * sigmoid(x)">;
-def Cleave_SigmoidOp : Cleave_UnaryElementwiseOp<"sigmoid", Cleave_FloatTensor, "1 / (1 + exp(-x))">;
-def Cleave_TanhOp : Cleave_UnaryElementwiseOp<"tanh", Cleave_FloatTensor, "tanh(x)">;
-def Cleave_ExpOp : Cleave_UnaryElementwiseOp<"exp", Cleave_FloatTensor, "exp(x)">;
-def Cleave_LogOp : Cleave_UnaryElementwiseOp<"log", Cleave_FloatTensor, "log(x)">;
-def Cleave_SqrtOp : Cleave_UnaryElementwiseOp<"sqrt", Cleave_FloatTensor, "sqrt(x)">;
-def Cleave_RsqrtOp : Cleave_UnaryElementwiseOp<"rsqrt", Cleave_FloatTensor, "1 / sqrt(x)">;
-def Cleave_SinOp : Cleave_UnaryElementwiseOp<"sin", Cleave_FloatTensor, "sin(x)">;
-def Cleave_CosOp : Cleave_UnaryElementwiseOp<"cos", Cleave_FloatTensor, "cos(x)">;
-def Cleave_ErfOp : Cleave_UnaryElementwiseOp<"erf", Cleave_FloatTensor, "erf(x)">;
+def Cleave_SiluOp : Cleave_UnaryElementwiseOp<"silu", Cleave_FloatTensor, "x * sigmoid(x)", 13>;
+def Cleave_SigmoidOp : Cleave_UnaryElementwiseOp<"sigmoid", Cleave_FloatTensor, "1 / (1 + exp(-x))", 12>;
+def Cleave_TanhOp : Cleave_UnaryElementwiseOp<"tanh", Cleave_FloatTensor, "tanh(x)", 12>;
+def Cleave_ExpOp : Cleave_UnaryElementwiseOp<"exp", Cleave_FloatTensor, "exp(x)", 10>;
+def Cleave_LogOp : Cleave_UnaryElementwiseOp<"log", Cleave_FloatTensor, "log(x)", 10>;
+def Cleave_SqrtOp : Cleave_UnaryElementwiseOp<"sqrt", Cleave_FloatTensor, "sqrt(x)", 4>;
+def Cleave_RsqrtOp : Cleave_UnaryElementwiseOp<"rsqrt", Cleave_FloatTensor, "1 / sqrt(x)", 4>;
+def Cleave_SinOp : Cleave_UnaryElementwiseOp<"sin", Cleave_FloatTensor, "sin(x)", 12>;
+def Cleave_CosOp : Cleave_UnaryElementwiseOp<"cos", Cleave_FloatTensor, "cos(x)", 12>;
+def Cleave_ErfOp : Cleave_UnaryElementwiseOp<"erf", Cleave_FloatTensor, "erf(x)", 14>;
 def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
 
-def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType], ["getKernelAttributes"]> {
+def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType], ["getKernelAttributes"], ["getFlopsPerElement"]> {
   let summary = "elementwise GELU";
   let description = [{
     Computes `x * Phi(x)`, with the exact Gaussian CDF (`approximation = none`)
@@ -94,8 +95,10 @@ def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultT
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Cleave_AddOp : Cleave_BinaryElementwiseOp<"add", "x + y", Cleave_Tensor, [Commutative]>;
-def Cleave_SubOp : Cleave_BinaryElementwiseOp<"sub", "x - y">;
+def Cleave_AddOp : Cleave_BinaryElementwiseOp<"add", "x + y", Cleave_Tensor, [Commutative],
+                                              ["getSavedForBackward"]>;
+def Cleave_SubOp : Cleave_BinaryElementwiseOp<"sub", "x - y", Cleave_Tensor, [],
+                                              ["getSavedForBackward"]>;
 def Cleave_MulOp : Cleave_BinaryElementwiseOp<"mul", "x * y", Cleave_Tensor, [Commutative]>;
 def Cleave_DivOp : Cleave_BinaryElementwiseOp<"div", "x / y">;
 def Cleave_PowOp : Cleave_BinaryElementwiseOp<"pow", "x ^ y", Cleave_FloatTensor>;
@@ -125,7 +128,7 @@ def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor], ["getKer
   }];
 }
 
-def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor]> {
+def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor], [], ["getSavedForBackward"]> {
   let summary = "select elementwise between two tensors";
   let description = [{
     Yields `on_true` where `condition` holds and `on_false` elsewhere; the
@@ -146,7 +149,7 @@ def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Cleave_CastOp : Cleave_Op<"cast", [Pure, Elementwise]> {
+def Cleave_CastOp : Cleave_Op<"cast", [Pure, Elementwise], [], ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "convert the element type";
   let description = [{
     Converts every element to the result's element type, as `Tensor.to(dtype)`:
@@ -172,7 +175,7 @@ def Cleave_TriuOp : Cleave_TriangleOp<"triu", "upper">;
 // Contractions and layers.
 //===----------------------------------------------------------------------===//
 
-def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor], [], ["getCost"]> {
   let summary = "batched matrix product with broadcast batch dims";
   let description = [{
     Multiplies the last two dims: `[..., M, K] x [..., K, N] -> [..., M, N]`.
@@ -192,7 +195,8 @@ def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor], [],
+    ["getCost", "getSavedForBackward"]> {
   let summary = "affine map with a PyTorch-layout weight";
   let description = [{
     Computes `input @ weight^T + bias` as `torch.nn.functional.linear`:
@@ -215,7 +219,7 @@ def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"]> {
   let summary = "gather rows of a table by index";
   let description = [{
     Looks up `weight [V, D]` at integer `indices [...]`, giving `[..., D]`, as
@@ -236,7 +240,8 @@ def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
-    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>], [],
+    ["getCost"]> {
   let summary = "layer normalization over the trailing dims";
   let description = [{
     Normalizes `input` over its trailing dims given by `normalized_shape` to
@@ -263,7 +268,8 @@ def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
 }
 
 def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
-    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>], [],
+    ["getFlopsPerElement"]> {
   let summary = "batch normalization with running statistics (inference form)";
   let description = [{
     Normalizes channel dim 1 of `input [N, C, ...]` with the running `mean` and
@@ -301,7 +307,8 @@ def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum">;
 // Convolution and pooling (NCHW).
 //===----------------------------------------------------------------------===//
 
-def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScratchBytes"]> {
+def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScratchBytes"],
+    ["getCost", "getSavedForBackward"]> {
   let summary = "2-D convolution in NCHW layout";
   let description = [{
     Convolves `input [N, C, H, W]` with `weight [F, C / groups, KH, KW]` and
@@ -327,7 +334,7 @@ def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScrat
   }];
 }
 
-def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor]> {
+def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor], [], ["getCost"]> {
   let summary = "2-D max pooling in NCHW layout";
   let description = [{
     Takes the maximum over `kernel` windows of the spatial dims, as
@@ -349,7 +356,7 @@ def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor]> {
+def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"]> {
   let summary = "2-D average pooling in NCHW layout";
   let description = [{
     Averages over `kernel` windows of the spatial dims, as
@@ -373,7 +380,7 @@ def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"]> {
   let summary = "2-D average pooling to a fixed output size";
   let description = [{
     Averages `input [N, C, H, W]` into `output_size` (height, width) bins whose
@@ -395,7 +402,7 @@ def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
 // Data movement.
 //===----------------------------------------------------------------------===//
 
-def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"]> {
+def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"], ["getCost", "getSavedForBackward"]> {
   let summary = "reinterpret the shape, keeping the element order";
   let description = [{
     Gives the elements of `input` in row-major order the result's shape; the
@@ -415,7 +422,7 @@ def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"]> {
   let hasFolder = 1;
 }
 
-def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor]> {
+def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [], ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "reorder dims";
   let description = [{
     Result dim `i` is input dim `dims[i]`, as `Tensor.permute`; `transpose`
@@ -433,7 +440,7 @@ def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor]> {
   let hasFolder = 1;
 }
 
-def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure]> {
+def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure], [], ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "stretch size-1 dims and add leading dims";
   let description = [{
     Broadcasts `input` to the result shape as `Tensor.expand`: the trailing
@@ -452,7 +459,8 @@ def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure]> {
   let hasFolder = 1;
 }
 
-def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor]> {
+def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor], [],
+    ["getCost", "getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "take a strided range of one dim";
   let description = [{
     Keeps indices `start, start + step, ...` below `end` of dim `dim`, with
@@ -472,7 +480,7 @@ def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor]> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor]> {
+def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [], ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "join tensors along one dim";
   let description = [{
     Concatenates `inputs` along `dim`; all other dims and the element type

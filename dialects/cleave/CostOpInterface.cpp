@@ -1,0 +1,343 @@
+//===- CostOpInterface.cpp - what cleave ops cost, forward and backward ---===//
+//
+// FLOPs count multiply and add as two; bytes are what a kernel must read and
+// write at least (every operand once, every result once). Backward costs are
+// the op's own gradient kernels, so a model's backward/forward ratio comes
+// out of its ops (2x for GEMMs, near 1x for maps), never from a global factor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/cleave/CleaveDialect.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::cleave;
+using ::cleave::cost::GemmShape;
+using ::cleave::cost::OpClass;
+using ::cleave::cost::OpCost;
+using ::cleave::cost::PassCost;
+
+int64_t mlir::cleave::tensorBytes(Type type) {
+  auto tensor = llvm::cast<RankedTensorType>(type);
+  int64_t bits = tensor.getElementType().getIntOrFloatBitWidth();
+  // i1 is stored as one byte per element, as PyTorch's bool.
+  return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
+}
+
+namespace {
+
+double bytesOf(Value v) { return static_cast<double>(tensorBytes(v.getType())); }
+
+double elementsOf(Value v) {
+  return static_cast<double>(llvm::cast<RankedTensorType>(v.getType()).getNumElements());
+}
+
+bool isFloat(Value v) {
+  return llvm::isa<FloatType>(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+double sumBytes(ValueRange values) {
+  double total = 0;
+  for (Value v : values)
+    total += bytesOf(v);
+  return total;
+}
+
+bool isWeight(Value v) {
+  Operation *def = v.getDefiningOp();
+  return def && isa<ParamOp, ConstantOp>(def);
+}
+
+/// Bytes the backward reads from forward: all saved values (`activations`
+/// false) or only those that are not weights (what training keeps).
+double savedBytesOf(Operation *op, bool activations) {
+  SmallVector<Value> saved;
+  if (auto cost = dyn_cast<CostOpInterface>(op))
+    cost.getSavedForBackward(saved);
+  double total = 0;
+  for (Value v : saved)
+    if (!activations || !isWeight(v))
+      total += bytesOf(v);
+  return total;
+}
+
+/// A map over `elements` outputs: `flops` each forward; its backward reads the
+/// result's gradient plus the saved values and writes one gradient per float
+/// operand, at `backwardFlops` per element.
+OpCost mapCost(Operation *op, OpClass opClass, double forwardFlops, double backwardFlops) {
+  OpCost cost;
+  cost.opClass = opClass;
+  cost.forward = {forwardFlops, sumBytes(op->getOperands()), sumBytes(op->getResults()), 1};
+  cost.savedBytes = savedBytesOf(op, /*activations=*/true);
+  SmallVector<Value> gradients;
+  for (Value operand : op->getOperands())
+    if (isFloat(operand))
+      gradients.push_back(operand);
+  bool differentiable =
+      op->getNumResults() == 1 && isFloat(op->getResult(0)) && !gradients.empty();
+  if (differentiable)
+    cost.backward = {backwardFlops,
+                     bytesOf(op->getResult(0)) + savedBytesOf(op, /*activations=*/false),
+                     sumBytes(gradients), 1};
+  return cost;
+}
+
+/// A product of `batch` matrices [m, k] x [k, n]: 2mnk FLOPs forward; the
+/// backward is two products of the same size (each operand's gradient).
+OpCost gemmCost(Operation *op, OpClass opClass, GemmShape shape,
+                ArrayRef<Value> gradientOperands) {
+  double flops = 2.0 * shape.batch * shape.m * shape.n * shape.k;
+  OpCost cost;
+  cost.opClass = opClass;
+  cost.gemm = shape;
+  cost.forward = {flops, sumBytes(op->getOperands()), sumBytes(op->getResults()), 1};
+  cost.savedBytes = savedBytesOf(op, /*activations=*/true);
+  double gradientBytes = 0;
+  for (Value v : gradientOperands)
+    gradientBytes += bytesOf(v);
+  cost.backward = {flops * gradientOperands.size(),
+                   bytesOf(op->getResult(0)) + savedBytesOf(op, /*activations=*/false),
+                   gradientBytes,
+                   static_cast<int>(gradientOperands.size())};
+  return cost;
+}
+
+OpCost noCost() {
+  OpCost cost;
+  cost.forward.kernels = 0;
+  return cost;
+}
+
+} // namespace
+
+void mlir::cleave::getDefaultSavedForBackward(Operation *op, SmallVectorImpl<Value> &saved) {
+  if (op->getNumResults() != 1 || !isFloat(op->getResult(0)))
+    return; // not differentiable: no backward
+  for (Value operand : op->getOperands())
+    if (isFloat(operand))
+      saved.push_back(operand);
+}
+
+OpCost mlir::cleave::getElementwiseCost(Operation *op) {
+  double elements = op->getNumResults() == 1 ? elementsOf(op->getResult(0)) : 0;
+  int64_t perElement = cast<CostOpInterface>(op).getFlopsPerElement();
+  // The derivative costs about what the map does, plus the chain-rule product.
+  return mapCost(op, OpClass::Elementwise, elements * perElement,
+                 elements * (perElement + 1));
+}
+
+//===----------------------------------------------------------------------===//
+// Values and views: no kernel.
+//===----------------------------------------------------------------------===//
+
+OpCost ParamOp::getCost() { return noCost(); }
+OpCost ConstantOp::getCost() { return noCost(); }
+OpCost ReshapeOp::getCost() { return noCost(); }
+void ReshapeOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+//===----------------------------------------------------------------------===//
+// Elementwise maps whose gradient needs nothing from forward, or less.
+//===----------------------------------------------------------------------===//
+
+void NegOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void AddOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void SubOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+int64_t GeluOp::getFlopsPerElement() {
+  // 0.5x(1 + erf(x/sqrt 2)) or the tanh form: a transcendental plus a few ops.
+  return 18;
+}
+
+void WhereOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  // Routing the gradient needs only the condition.
+  saved.push_back(getCondition());
+}
+
+int64_t CastOp::getFlopsPerElement() { return 0; }
+void CastOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+int64_t BatchNormOp::getFlopsPerElement() {
+  // A per-channel scale and shift once mean/var/weight/bias are folded.
+  return 2;
+}
+
+// Masks: a select per element; the gradient is the same mask.
+int64_t TrilOp::getFlopsPerElement() { return 0; }
+int64_t TriuOp::getFlopsPerElement() { return 0; }
+void TrilOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void TriuOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+// Data movement: copies, no arithmetic; their gradients are the inverse
+// movement (or a sum, for broadcast_to), which needs no saved values.
+int64_t PermuteOp::getFlopsPerElement() { return 0; }
+void PermuteOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+int64_t BroadcastToOp::getFlopsPerElement() { return 0; }
+void BroadcastToOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+int64_t SliceOp::getFlopsPerElement() { return 0; }
+OpCost SliceOp::getCost() {
+  // Reads only the elements it keeps.
+  OpCost cost = getElementwiseCost(*this);
+  cost.forward.bytesRead = bytesOf(getResult());
+  return cost;
+}
+void SliceOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+int64_t ConcatOp::getFlopsPerElement() { return 0; }
+void ConcatOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+//===----------------------------------------------------------------------===//
+// Contractions.
+//===----------------------------------------------------------------------===//
+
+OpCost MatmulOp::getCost() {
+  auto result = getResult().getType();
+  auto lhs = getLhs().getType();
+  int64_t rank = result.getRank();
+  GemmShape shape;
+  shape.m = result.getDimSize(rank - 2);
+  shape.n = result.getDimSize(rank - 1);
+  shape.k = lhs.getDimSize(lhs.getRank() - 1);
+  shape.batch = result.getNumElements() / std::max<int64_t>(1, shape.m * shape.n);
+  SmallVector<Value> gradients;
+  for (Value v : {getLhs(), getRhs()})
+    if (isFloat(v))
+      gradients.push_back(v);
+  return gemmCost(*this, OpClass::Gemm, shape, gradients);
+}
+
+OpCost LinearOp::getCost() {
+  auto input = getInput().getType();
+  GemmShape shape;
+  shape.k = input.getDimSize(input.getRank() - 1);
+  shape.n = getWeight().getType().getDimSize(0);
+  shape.m = input.getNumElements() / std::max<int64_t>(1, shape.k);
+  OpCost cost = gemmCost(*this, OpClass::Gemm, shape, {getInput(), getWeight()});
+  if (getBias()) {
+    // Bias add forward; its gradient is the column sum of the result's gradient.
+    double elements = static_cast<double>(shape.m) * shape.n;
+    cost.forward.flops += elements;
+    cost.backward.flops += elements;
+    cost.backward.bytesWritten += bytesOf(getBias());
+    cost.backward.kernels += 1;
+  }
+  return cost;
+}
+
+void LinearOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  // dX needs the weight, dW the input; the bias gradient needs neither.
+  saved.append({getInput(), getWeight()});
+}
+
+void Conv2dOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.append({getInput(), getWeight()});
+}
+
+OpCost Conv2dOp::getCost() {
+  // As an implicit GEMM per group: [N*OH*OW, IC/g*KH*KW] x [IC/g*KH*KW, OC/g].
+  auto result = getResult().getType();
+  auto weight = getWeight().getType();
+  int64_t groups = getGroups();
+  GemmShape shape;
+  shape.batch = groups;
+  shape.m = result.getDimSize(0) * result.getDimSize(2) * result.getDimSize(3);
+  shape.n = weight.getDimSize(0) / groups;
+  shape.k = weight.getDimSize(1) * weight.getDimSize(2) * weight.getDimSize(3);
+  OpCost cost = gemmCost(*this, OpClass::Convolution, shape, {getInput(), getWeight()});
+  if (getBias()) {
+    double elements = elementsOf(getResult());
+    cost.forward.flops += elements;
+    cost.backward.flops += elements;
+    cost.backward.bytesWritten += bytesOf(getBias());
+  }
+  return cost;
+}
+
+OpCost EmbeddingOp::getCost() {
+  // A gather: no arithmetic, reads the rows it returns. Its backward adds
+  // each row's gradient into the table's gradient (a scatter-add).
+  OpCost cost;
+  cost.opClass = OpClass::Elementwise;
+  double rows = bytesOf(getResult());
+  cost.forward = {0, rows + bytesOf(getIndices()), rows, 1};
+  cost.savedBytes = savedBytesOf(*this, /*activations=*/true);
+  cost.backward = {elementsOf(getResult()), rows + bytesOf(getIndices()), rows, 1};
+  return cost;
+}
+
+void EmbeddingOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getIndices());
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalizations.
+//===----------------------------------------------------------------------===//
+
+OpCost LayerNormOp::getCost() {
+  // Mean, variance, normalize, scale and shift: ~8 FLOPs per element; the
+  // backward recomputes the statistics' gradients and those of weight/bias.
+  double elements = elementsOf(getInput());
+  OpCost cost = mapCost(*this, OpClass::Reduction, 8 * elements, 14 * elements);
+  cost.backward.kernels = (getWeight() || getBias()) ? 2 : 1;
+  return cost;
+}
+
+template <typename Reduction> static OpCost reductionCost(Reduction op) {
+  // One pass over the input; the backward broadcasts the result's gradient
+  // back over it (and, for a max, compares against the saved extremum).
+  double elements = elementsOf(op.getInput());
+  return mapCost(op, OpClass::Reduction, elements, elements);
+}
+OpCost ReduceSumOp::getCost() { return reductionCost(*this); }
+OpCost ReduceMeanOp::getCost() { return reductionCost(*this); }
+OpCost ReduceMaxOp::getCost() { return reductionCost(*this); }
+void ReduceSumOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void ReduceMeanOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void ReduceMaxOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getInput());
+  saved.push_back(getResult());
+}
+
+template <typename Normalize> static OpCost normalizeCost(Normalize op) {
+  // max, subtract, exp (~10), sum, divide; the backward y * (dy - sum(dy * y))
+  // (or dy - exp(y) * sum(dy) for log_softmax) reads only the saved result.
+  double elements = elementsOf(op.getInput());
+  return mapCost(op, OpClass::Reduction, 14 * elements, 4 * elements);
+}
+OpCost SoftmaxOp::getCost() { return normalizeCost(*this); }
+OpCost LogSoftmaxOp::getCost() { return normalizeCost(*this); }
+void SoftmaxOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getResult());
+}
+void LogSoftmaxOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Pooling: each output reads a window of the input.
+//===----------------------------------------------------------------------===//
+
+template <typename Pool> static OpCost windowCost(Pool op, int64_t windowElements) {
+  double outputs = elementsOf(op.getResult());
+  return mapCost(op, OpClass::Reduction, outputs * windowElements,
+                 outputs * windowElements);
+}
+
+OpCost MaxPool2dOp::getCost() {
+  auto kernel = getKernel();
+  return windowCost(*this, kernel[0] * kernel[1]);
+}
+
+OpCost AvgPool2dOp::getCost() {
+  auto kernel = getKernel();
+  return windowCost(*this, kernel[0] * kernel[1]);
+}
+void AvgPool2dOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+OpCost AdaptiveAvgPool2dOp::getCost() {
+  // Bins cover the input about once.
+  auto input = getInput().getType();
+  int64_t bins = std::max<int64_t>(1, elementsOf(getResult()));
+  int64_t window = std::max<int64_t>(1, input.getNumElements() / bins);
+  return windowCost(*this, window);
+}
+void AdaptiveAvgPool2dOp::getSavedForBackward(SmallVectorImpl<Value> &) {}

@@ -1,0 +1,40 @@
+//===- TestOpCost.cpp - print each op's CostOpInterface answers -----------===//
+
+#include "dialects/cleave/CleaveDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_TESTOPCOST
+#include "passes/Passes.h.inc"
+
+namespace {
+
+struct TestOpCostPass : impl::TestOpCostBase<TestOpCostPass> {
+  void runOnOperation() override {
+    llvm::raw_ostream &os = llvm::outs();
+    os << "cost of @" << getOperation().getName() << "\n";
+    getOperation().walk([&](CostOpInterface op) {
+      ::cleave::cost::OpCost cost = op.getCost();
+      if (cost.forward.kernels == 0)
+        return;
+      auto pass = [](const ::cleave::cost::PassCost &p) {
+        return llvm::formatv("flops={0} read={1} written={2} kernels={3}", int64_t(p.flops),
+                             int64_t(p.bytesRead), int64_t(p.bytesWritten), p.kernels)
+            .str();
+      };
+      os << op->getName() << " " << ::cleave::cost::opClassName(cost.opClass)
+         << " fwd: " << pass(cost.forward) << " bwd: " << pass(cost.backward)
+         << " saved=" << int64_t(cost.savedBytes);
+      if (cost.gemm)
+        os << llvm::formatv(" gemm={0}x{1}x{2}x{3}", cost.gemm->batch, cost.gemm->m,
+                            cost.gemm->n, cost.gemm->k);
+      os << "\n";
+    });
+  }
+};
+
+} // namespace
+} // namespace mlir::cleave

@@ -1,0 +1,48 @@
+// RUN: cleave-opt %s -cleave-test-op-cost -o /dev/null | FileCheck %s
+
+// Every number below is worked out by hand from the op's shapes.
+
+// CHECK-LABEL: cost of @mlp
+func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x16xf32> {
+  %w = cleave.param "fc.weight" : tensor<16x8xf32>
+  %b = cleave.param "fc.bias" : tensor<16xf32>
+  // GEMM 4x16x8: 2*4*16*8 = 1024 FLOPs + 64 for the bias. Reads x (128 B),
+  // w (512 B), b (64 B); writes 256 B. Backward: dX and dW products (2048)
+  // + the bias sum (64); reads dY (256) + x and w (640); writes dX (128), dW
+  // (512), db (64). Keeps x (128 B) as its activation; w is a parameter.
+  // CHECK-NEXT: cleave.linear gemm fwd: flops=1088 read=704 written=256 kernels=1 bwd: flops=2112 read=896 written=704 kernels=3 saved=128 gemm=1x4x16x8
+  %y = cleave.linear %x, %w, %b : tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32> -> tensor<4x16xf32>
+  // gelu: 18 FLOPs per element (64 elements); its backward (19 per element)
+  // reads dY and the saved input.
+  // CHECK-NEXT: cleave.gelu elementwise fwd: flops=1152 read=256 written=256 kernels=1 bwd: flops=1216 read=512 written=256 kernels=1 saved=256
+  %g = cleave.gelu %y : tensor<4x16xf32>
+  // add keeps nothing: its gradient passes straight through.
+  // CHECK-NEXT: cleave.add elementwise fwd: flops=64 read=512 written=256 kernels=1 bwd: flops=128 read=256 written=512 kernels=1 saved=0
+  %s = cleave.add %g, %y : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
+  // A reshape is a view: no kernel, no line.
+  %r = cleave.reshape %s : tensor<4x16xf32> to tensor<64xf32>
+  %back = cleave.reshape %r : tensor<64xf32> to tensor<4x16xf32>
+  // softmax: 14 FLOPs per element forward, 4 backward; keeps its result.
+  // CHECK-NEXT: cleave.softmax reduction fwd: flops=896 read=256 written=256 kernels=1 bwd: flops=256 read=512 written=256 kernels=1 saved=256
+  %p = cleave.softmax %back {dim = 1 : i64} : tensor<4x16xf32>
+  // CHECK-NOT: cleave
+  return %p : tensor<4x16xf32>
+}
+
+// CHECK-LABEL: cost of @attention
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x16x8xf32>) -> tensor<2x4x8x8xf32> {
+  // Batched GEMM: 8 products of 8x8x16 = 8 * 2*8*8*16 = 16384 FLOPs; both
+  // operands are activations, so both are kept and both get gradients.
+  // CHECK-NEXT: cleave.matmul gemm fwd: flops=16384 read=8192 written=2048 kernels=1 bwd: flops=32768 read=10240 written=8192 kernels=2 saved=8192 gemm=8x8x8x16
+  %s = cleave.matmul %q, %k : tensor<2x4x8x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x8x8xf32>
+  return %s : tensor<2x4x8x8xf32>
+}
+
+// CHECK-LABEL: cost of @conv
+func.func @conv(%x: tensor<1x3x8x8xf32>) -> tensor<1x4x4x4xf32> {
+  %w = cleave.param "conv.weight" : tensor<4x3x3x3xf32>
+  // Implicit GEMM [1*4*4, 3*3*3] x [27, 4]: 2*16*4*27 = 3456 FLOPs.
+  // CHECK-NEXT: cleave.conv2d convolution fwd: flops=3456 read=1200 written=256 kernels=1 bwd: flops=6912 read=1456 written=1200 kernels=2 saved=768 gemm=1x16x4x27
+  %y = cleave.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x4x4xf32>
+  return %y : tensor<1x4x4x4xf32>
+}

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cli/Commands.h"
+#include "cli/ProfileComm.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -49,6 +50,8 @@ int main(int argc, char **argv) {
     return runBench(argc - 2, argv + 2, argv[0]);
   if (command == "bench-worker")
     return runBenchWorker(argc - 2, argv + 2);
+  if (command == "profile-comm-worker")
+    return runProfileCommWorker(argc - 2, argv + 2);
   llvm::errs() << "cleave: error: unknown command '" << command << "'\n\n" << kUsage;
   return 1;
 }

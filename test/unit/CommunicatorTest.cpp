@@ -1,0 +1,364 @@
+//===- CommunicatorTest.cpp - MPI communicator on 2 and 4 ranks -----------===//
+//
+// Runs under `mpirun -np N` (ctest runs N = 2 and 4). Every rank checks its
+// own results against values computed from the rank numbers; after each test
+// the ranks agree on the outcome, so a failure on any rank fails the test on
+// every rank and mpirun exits non-zero. Bodies use EXPECT (not ASSERT) around
+// communication so that no rank leaves a test early while others still wait
+// in a collective.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/comm/MpiCommunicator.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <vector>
+
+using namespace cleave::runtime;
+
+namespace {
+
+Communicator *gWorld = nullptr;
+
+class CommTest : public ::testing::Test {
+protected:
+  Communicator &world() { return *gWorld; }
+  int rank() { return gWorld->rank(); }
+  int size() { return gWorld->size(); }
+
+  // Every rank learns which ranks failed this test.
+  void TearDown() override {
+    int32_t failed = HasFailure() ? 1 : 0;
+    std::vector<int32_t> all(size());
+    Status s = world().allGather(&failed, all.data(), 1, DType::I32);
+    ASSERT_TRUE(s.ok()) << s.message();
+    for (int r = 0; r < size(); ++r)
+      if (all[r])
+        ADD_FAILURE() << "rank " << r << " failed this test";
+  }
+};
+
+#define EXPECT_OK(expr)                                                        \
+  do {                                                                         \
+    Status s_ = (expr);                                                        \
+    EXPECT_TRUE(s_.ok()) << s_.message() << " (" << s_.origin() << ")";        \
+  } while (0)
+
+TEST_F(CommTest, RanksAreDistinctAndComplete) {
+  EXPECT_GE(size(), 2) << "run under mpirun -np 2 or more";
+  int32_t me = rank();
+  std::vector<int32_t> ranks(size(), -1);
+  EXPECT_OK(world().allGather(&me, ranks.data(), 1, DType::I32));
+  for (int r = 0; r < size(); ++r)
+    EXPECT_EQ(ranks[r], r);
+  EXPECT_EQ(world().name(), "world");
+}
+
+TEST_F(CommTest, AllReduceSumF32) {
+  const int n = size();
+  std::vector<float> in(1000), out(1000, -1);
+  for (size_t i = 0; i < in.size(); ++i)
+    in[i] = rank() + 0.5f * i;
+  EXPECT_OK(world().allReduce(in.data(), out.data(), in.size(), DType::F32,
+                              ReduceOp::Sum));
+  for (size_t i = 0; i < in.size(); ++i)
+    EXPECT_EQ(out[i], n * (n - 1) / 2 + n * 0.5f * i) << "element " << i;
+}
+
+TEST_F(CommTest, AllReduceSumIntegersInPlace) {
+  const int n = size();
+  // Above 2^32, so a 32-bit path would lose it.
+  std::vector<int64_t> big = {(int64_t(1) << 40) + rank(), -rank()};
+  EXPECT_OK(world().allReduce(big.data(), big.data(), big.size(), DType::I64,
+                              ReduceOp::Sum));
+  EXPECT_EQ(big[0], n * (int64_t(1) << 40) + n * (n - 1) / 2);
+  EXPECT_EQ(big[1], -n * (n - 1) / 2);
+
+  std::vector<int32_t> small = {rank() + 1, 7};
+  EXPECT_OK(world().allReduce(small.data(), small.data(), small.size(),
+                              DType::I32, ReduceOp::Sum));
+  EXPECT_EQ(small[0], n * (n + 1) / 2);
+  EXPECT_EQ(small[1], 7 * n);
+}
+
+TEST_F(CommTest, AllReduceOfHalfFloatsIsAClearError) {
+  std::vector<uint16_t> in(4), out(4);
+  Status s =
+      world().allReduce(in.data(), out.data(), 4, DType::BF16, ReduceOp::Sum);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("all-reduce on group 'world'"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("sum of bf16 is not supported yet"),
+            std::string::npos)
+      << s.message();
+  EXPECT_FALSE(
+      world()
+          .reduceScatter(in.data(), out.data(), 1, DType::F16, ReduceOp::Sum)
+          .ok());
+}
+
+TEST_F(CommTest, AllGatherMovesEveryDType) {
+  const int n = size();
+  // bf16 only moves: its bit patterns must arrive unchanged.
+  std::vector<uint16_t> in = {uint16_t(0x3f80 + rank()), uint16_t(0xc000)};
+  std::vector<uint16_t> out(2 * n);
+  EXPECT_OK(world().allGather(in.data(), out.data(), 2, DType::BF16));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(out[2 * r], 0x3f80 + r);
+    EXPECT_EQ(out[2 * r + 1], 0xc000);
+  }
+
+  std::vector<uint8_t> flags(n, 0);
+  flags[rank()] = rank() % 2; // in place: this rank's block is its input
+  EXPECT_OK(world().allGather(&flags[rank()], flags.data(), 1, DType::I1));
+  for (int r = 0; r < n; ++r)
+    EXPECT_EQ(flags[r], r % 2);
+}
+
+TEST_F(CommTest, ReduceScatterSumsEachBlock) {
+  const int n = size(), count = 3;
+  std::vector<float> in(n * count);
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < count; ++i)
+      in[p * count + i] = 100.0f * rank() + 10.0f * p + i;
+  std::vector<float> out(count, -1);
+  EXPECT_OK(world().reduceScatter(in.data(), out.data(), count, DType::F32,
+                                  ReduceOp::Sum));
+  for (int i = 0; i < count; ++i)
+    EXPECT_EQ(out[i], 100.0f * n * (n - 1) / 2 + n * (10.0f * rank() + i));
+}
+
+TEST_F(CommTest, AllToAllTransposesBlocks) {
+  const int n = size(), count = 2;
+  std::vector<int32_t> in(n * count), out(n * count, -1);
+  for (int p = 0; p < n; ++p)
+    for (int i = 0; i < count; ++i)
+      in[p * count + i] = 1000 * rank() + 10 * p + i;
+  EXPECT_OK(world().allToAll(in.data(), out.data(), count, DType::I32));
+  for (int q = 0; q < n; ++q)
+    for (int i = 0; i < count; ++i)
+      EXPECT_EQ(out[q * count + i], 1000 * q + 10 * rank() + i);
+}
+
+TEST_F(CommTest, BroadcastFromLastRank) {
+  const int root = size() - 1;
+  std::vector<int64_t> buffer(5, rank() == root ? 42 : 0);
+  EXPECT_OK(world().broadcast(buffer.data(), buffer.size(), DType::I64, root));
+  for (int64_t v : buffer)
+    EXPECT_EQ(v, 42);
+}
+
+// Pipeline pairs (0,1), (2,3): the even stage sends activations forward, the
+// odd one sends gradients back.
+TEST_F(CommTest, SendRecvBetweenPipelineStages) {
+  const bool even = rank() % 2 == 0;
+  const int peer = even ? rank() + 1 : rank() - 1;
+  if (peer >= size())
+    return; // odd world size: the last rank has no pair
+  std::vector<float> activation(4096), gradient(4096);
+  if (even) {
+    std::iota(activation.begin(), activation.end(), float(rank()));
+    EXPECT_OK(world().send(activation.data(), activation.size(), DType::F32,
+                           peer, /*tag=*/1));
+    EXPECT_OK(world().recv(gradient.data(), gradient.size(), DType::F32, peer,
+                           /*tag=*/2));
+    for (size_t i = 0; i < gradient.size(); ++i)
+      EXPECT_EQ(gradient[i], -float(peer + i)) << "element " << i;
+  } else {
+    EXPECT_OK(world().recv(activation.data(), activation.size(), DType::F32,
+                           peer, /*tag=*/1));
+    for (size_t i = 0; i < activation.size(); ++i) {
+      EXPECT_EQ(activation[i], float(peer + i)) << "element " << i;
+      gradient[i] = -float(rank() + i);
+    }
+    EXPECT_OK(world().send(gradient.data(), gradient.size(), DType::F32, peer,
+                           /*tag=*/2));
+  }
+}
+
+// A ring where every rank sends to the next and receives from the previous,
+// two messages with different tags received in the opposite order: the
+// non-blocking calls must not deadlock and must match by tag.
+TEST_F(CommTest, IsendIrecvRingMatchesTags) {
+  const int n = size();
+  const int next = (rank() + 1) % n, previous = (rank() + n - 1) % n;
+  std::vector<int32_t> first(1000, rank()), second(10, 100 + rank());
+  std::vector<int32_t> gotFirst(1000, -1), gotSecond(10, -1);
+  std::vector<Request> requests(4);
+  EXPECT_OK(world().irecv(gotSecond.data(), gotSecond.size(), DType::I32,
+                          previous, /*tag=*/8, &requests[0]));
+  EXPECT_OK(world().irecv(gotFirst.data(), gotFirst.size(), DType::I32,
+                          previous, /*tag=*/7, &requests[1]));
+  EXPECT_OK(world().isend(first.data(), first.size(), DType::I32, next,
+                          /*tag=*/7, &requests[2]));
+  EXPECT_OK(world().isend(second.data(), second.size(), DType::I32, next,
+                          /*tag=*/8, &requests[3]));
+  EXPECT_TRUE(requests[0].pending());
+  EXPECT_OK(waitAll(requests));
+  EXPECT_FALSE(requests[0].pending());
+  EXPECT_OK(requests[0].wait()); // a completed request waits as ok
+  for (int32_t v : gotFirst)
+    EXPECT_EQ(v, previous);
+  for (int32_t v : gotSecond)
+    EXPECT_EQ(v, 100 + previous);
+}
+
+TEST_F(CommTest, IsendIrecvToSelf) {
+  int64_t sent = 1234 + rank(), got = 0;
+  Request receive, send;
+  EXPECT_OK(world().irecv(&got, 1, DType::I64, rank(), 0, &receive));
+  EXPECT_OK(world().isend(&sent, 1, DType::I64, rank(), 0, &send));
+  EXPECT_OK(send.wait());
+  EXPECT_OK(receive.wait());
+  EXPECT_EQ(got, sent);
+}
+
+// The world as tp groups of 2 (consecutive ranks) and dp groups across them:
+// 4 ranks give tp {0,1} {2,3} and dp {0,2} {1,3}.
+TEST_F(CommTest, SplitIntoTpAndDpGroups) {
+  const int n = size();
+  if (n % 2 != 0)
+    GTEST_SKIP() << "needs an even number of ranks";
+  std::unique_ptr<Communicator> tp, dp;
+  const int tpIndex = rank() / 2;
+  EXPECT_OK(
+      world().split(tpIndex, rank(), "tp" + std::to_string(tpIndex), &tp));
+  EXPECT_OK(world().split(rank() % 2, rank(), "", &dp));
+  ASSERT_TRUE(tp && dp);
+  EXPECT_EQ(tp->size(), 2);
+  EXPECT_EQ(tp->rank(), rank() % 2);
+  EXPECT_EQ(tp->name(), "tp" + std::to_string(tpIndex));
+  EXPECT_EQ(dp->size(), n / 2);
+  EXPECT_EQ(dp->rank(), rank() / 2);
+  EXPECT_EQ(dp->name(), "world/" + std::to_string(rank() % 2));
+
+  // Sums stay inside each group.
+  int64_t worldRank = rank(), tpSum = 0, dpSum = 0;
+  EXPECT_OK(tp->allReduce(&worldRank, &tpSum, 1, DType::I64, ReduceOp::Sum));
+  EXPECT_EQ(tpSum, 2 * tpIndex + 2 * tpIndex + 1);
+  EXPECT_OK(dp->allReduce(&worldRank, &dpSum, 1, DType::I64, ReduceOp::Sum));
+  int64_t expected = 0;
+  for (int r = rank() % 2; r < n; r += 2)
+    expected += r;
+  EXPECT_EQ(dpSum, expected);
+
+  // Peers are numbered within the group: the tp partner is peer 1 - rank.
+  int32_t mine = rank(), partner = -1;
+  Request receive, send;
+  EXPECT_OK(tp->irecv(&partner, 1, DType::I32, 1 - tp->rank(), 3, &receive));
+  EXPECT_OK(tp->isend(&mine, 1, DType::I32, 1 - tp->rank(), 3, &send));
+  EXPECT_OK(receive.wait());
+  EXPECT_OK(send.wait());
+  EXPECT_EQ(partner, rank() ^ 1);
+}
+
+TEST_F(CommTest, SplitWithNegativeColorJoinsNoGroup) {
+  std::unique_ptr<Communicator> group;
+  const bool member = rank() != 0;
+  EXPECT_OK(world().split(member ? 0 : -1, -rank(), "rest", &group));
+  if (!member) {
+    EXPECT_EQ(group, nullptr);
+    return;
+  }
+  ASSERT_NE(group, nullptr);
+  EXPECT_EQ(group->size(), size() - 1);
+  EXPECT_EQ(group->rank(), size() - 1 - rank()); // keys reverse the order
+}
+
+TEST_F(CommTest, InvalidPeerIsAClearError) {
+  float x = 1;
+  Status s = world().send(&x, 1, DType::F32, size(), 0);
+  ASSERT_FALSE(s.ok());
+  std::string expected =
+      "send to peer " + std::to_string(size()) + " on group 'world' (rank " +
+      std::to_string(rank()) + " of " + std::to_string(size()) + "): peer " +
+      std::to_string(size()) + " is not in the group (ranks 0.." +
+      std::to_string(size() - 1) + ")";
+  EXPECT_EQ(s.message(), expected);
+  EXPECT_NE(s.origin().find("MpiCommunicator.cpp"), std::string::npos);
+
+  Request request;
+  EXPECT_FALSE(world().irecv(&x, 1, DType::F32, -1, 0, &request).ok());
+  EXPECT_FALSE(request.pending());
+  EXPECT_FALSE(world().send(&x, 1, DType::F32, 0, -5).ok()); // bad tag
+  EXPECT_FALSE(world().broadcast(&x, 1, DType::F32, size()).ok());
+  Status self = world().recv(&x, 1, DType::F32, rank(), 0);
+  EXPECT_NE(self.message().find("would deadlock"), std::string::npos)
+      << self.message();
+
+  // The communicator still works afterwards.
+  float sum = 0;
+  EXPECT_OK(world().allReduce(&x, &sum, 1, DType::F32, ReduceOp::Sum));
+  EXPECT_EQ(sum, float(size()));
+}
+
+// What MPI itself rejects (a message longer than the receive buffer) comes
+// back as a Status with MPI's error string; a shorter one is caught by the
+// element count check.
+TEST_F(CommTest, MismatchedMessageSizesAreErrors) {
+  if (size() < 2)
+    GTEST_SKIP() << "needs 2 ranks";
+  if (rank() > 1)
+    return;
+  std::vector<int32_t> buffer(8, 5);
+  if (rank() == 0) {
+    EXPECT_OK(world().send(buffer.data(), 8, DType::I32, 1, 11));
+    EXPECT_OK(world().send(buffer.data(), 2, DType::I32, 1, 12));
+  } else {
+    Status longer = world().recv(buffer.data(), 4, DType::I32, 0, 11);
+    ASSERT_FALSE(longer.ok());
+    EXPECT_NE(longer.message().find("recv from peer 0 on group 'world'"),
+              std::string::npos)
+        << longer.message();
+    EXPECT_NE(longer.message().find("MPI_ERR_TRUNCATE"), std::string::npos)
+        << longer.message();
+    Request request;
+    EXPECT_OK(world().irecv(buffer.data(), 4, DType::I32, 0, 12, &request));
+    Status shorter = request.wait();
+    EXPECT_NE(shorter.message().find("expected 4 elements, received 2"),
+              std::string::npos)
+        << shorter.message();
+  }
+}
+
+/// Ranks other than 0 print only their failures, prefixed with the rank, so
+/// the log reads like one run.
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+public:
+  explicit RankFailurePrinter(int rank) : rank_(rank) {}
+  void OnTestPartResult(const ::testing::TestPartResult &result) override {
+    if (result.failed())
+      std::fprintf(stderr, "[rank %d] %s:%d: %s\n", rank_,
+                   result.file_name() ? result.file_name() : "?",
+                   result.line_number(), result.summary());
+  }
+
+private:
+  int rank_;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  std::unique_ptr<Communicator> world;
+  Status s = createMpiWorld(&world);
+  if (!s.ok()) {
+    std::fprintf(stderr, "CommunicatorTest: %s\n", s.message().c_str());
+    return 1;
+  }
+  gWorld = world.get();
+  if (world->rank() != 0) {
+    ::testing::TestEventListeners &listeners =
+        ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new RankFailurePrinter(world->rank()));
+  }
+  int result = RUN_ALL_TESTS();
+  world.reset();
+  return result;
+}

@@ -18,6 +18,8 @@ namespace cleave {
 int runImport(int argc, char **argv);
 int runCompile(int argc, char **argv);
 int runPlan(int argc, char **argv);
+int runCost(int argc, char **argv);
+int runProfile(int argc, char **argv, const char *argv0);
 int runBench(int argc, char **argv, const char *argv0);
 int runBenchWorker(int argc, char **argv);
 

@@ -24,6 +24,8 @@ commands:
   compile   compile a TorchScript model into a plan directory
   run       run a plan on inputs from a safetensors file
   bench     time a plan against LibTorch eager on the same model and inputs
+  cost      predict per-layer FLOPs, memory and time on a cluster spec
+  profile   measure this machine and write a calibrated cluster spec
 
 Run 'cleave <command> --help' for a command's options.
 )";
@@ -48,6 +50,10 @@ int main(int argc, char **argv) {
     return runPlan(argc - 2, argv + 2);
   if (command == "bench")
     return runBench(argc - 2, argv + 2, argv[0]);
+  if (command == "cost")
+    return runCost(argc - 2, argv + 2);
+  if (command == "profile")
+    return runProfile(argc - 2, argv + 2, argv[0]);
   if (command == "bench-worker")
     return runBenchWorker(argc - 2, argv + 2);
   if (command == "profile-comm-worker")

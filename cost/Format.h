@@ -38,10 +38,12 @@ inline std::string humanBytes(double bytes) {
   return text;
 }
 
-/// Seconds in the unit that reads best: 12.3 us, 4.56 ms, 1.23 s.
+/// Seconds in the unit that reads best: 0.32 us, 12.3 us, 4.56 ms, 1.23 s.
 inline std::string humanSeconds(double seconds) {
   char text[32];
-  if (seconds < 1e-3)
+  if (seconds < 1e-5)
+    std::snprintf(text, sizeof text, "%.2f us", seconds * 1e6);
+  else if (seconds < 1e-3)
     std::snprintf(text, sizeof text, "%.1f us", seconds * 1e6);
   else if (seconds < 1)
     std::snprintf(text, sizeof text, "%.2f ms", seconds * 1e3);

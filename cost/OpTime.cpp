@@ -33,17 +33,18 @@ double gemmEfficiency(const DeviceSpec &device, const GemmShape &shape,
   if (nearest.empty())
     return classEfficiency;
   std::sort(nearest.begin(), nearest.end());
-  if (nearest.front().first < 1e-9)
-    return nearest.front().second;
-  // Inverse-square-distance weights over the few nearest samples.
-  constexpr size_t kNeighbours = 3;
-  double weights = 0, weighted = 0;
-  for (size_t i = 0; i < std::min(kNeighbours, nearest.size()); ++i) {
-    double w = 1.0 / (nearest[i].first * nearest[i].first);
-    weights += w;
-    weighted += w * nearest[i].second;
+  double efficiency = nearest.front().second; // an exact sample is its own figure
+  if (nearest.front().first > 1e-9) {
+    // Inverse-square-distance weights over the few nearest samples.
+    constexpr size_t kNeighbours = 3;
+    double weights = 0, weighted = 0;
+    for (size_t i = 0; i < std::min(kNeighbours, nearest.size()); ++i) {
+      double w = 1.0 / (nearest[i].first * nearest[i].first);
+      weights += w;
+      weighted += w * nearest[i].second;
+    }
+    efficiency = weighted / weights;
   }
-  double efficiency = weighted / weights;
   // Convolutions run as implicit GEMMs at their own class's efficiency
   // relative to a plain GEMM (im2col or the conv algorithm's overhead).
   if (opClass != OpClass::Gemm) {

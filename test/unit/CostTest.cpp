@@ -3,6 +3,7 @@
 #include "cost/ClusterSpec.h"
 #include "cost/Collectives.h"
 #include "cost/MemoryModel.h"
+#include "cost/OpTime.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -505,3 +506,55 @@ TEST(MemoryModelTest, ActivationsFollowScheduleAndRecompute) {
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// Op time: the roofline and GEMM efficiency by shape.
+//===----------------------------------------------------------------------===//
+
+namespace {
+DeviceSpec rooflineDevice() {
+  DeviceSpec d;
+  d.peakFlops = {{DType::F32, 100e9}};
+  d.memoryBandwidth = 10e9;
+  d.kernelOverhead = 1e-6;
+  d.efficiency[int(OpClass::Gemm)] = {0.5, 1.0};
+  d.efficiency[int(OpClass::Convolution)] = {0.25, 1.0};
+  d.efficiency[int(OpClass::Elementwise)] = {0.1, 0.5};
+  return d;
+}
+} // namespace
+
+TEST(OpTimeTest, RooflineTakesTheSlowerSideAndAddsOverhead) {
+  DeviceSpec d = rooflineDevice();
+  OpCost map;
+  map.opClass = OpClass::Elementwise;
+  // 1e6 FLOPs at 10 GFLOP/s = 100 us; 1e6 bytes at 5 GB/s = 200 us.
+  PassCost pass{1e6, 6e5, 4e5, 2};
+  PassTime t = predictPass(d, map, pass, DType::F32);
+  EXPECT_DOUBLE_EQ(t.compute, 1e-4);
+  EXPECT_DOUBLE_EQ(t.memory, 2e-4);
+  EXPECT_DOUBLE_EQ(t.overhead, 2e-6);
+  EXPECT_DOUBLE_EQ(t.seconds(), 2e-4 + 2e-6);
+  EXPECT_FALSE(t.computeBound());
+  // No kernel, no time (a view).
+  EXPECT_EQ(predictPass(d, map, PassCost{}, DType::F32).seconds(), 0);
+}
+
+TEST(OpTimeTest, GemmEfficiencyFromSamplesOrClass) {
+  DeviceSpec d = rooflineDevice();
+  GemmShape square{1, 1024, 1024, 1024};
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::F32, OpClass::Gemm), 0.5);
+  d.gemmSamples = {{{1, 1024, 1024, 1024}, DType::F32, 80e9},
+                   {{1, 64, 64, 64}, DType::F32, 20e9}};
+  // An exact sample is its own efficiency.
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::F32, OpClass::Gemm), 0.8);
+  // Between samples: between their efficiencies, nearer the closer one.
+  double mid = gemmEfficiency(d, {1, 512, 512, 512}, DType::F32, OpClass::Gemm);
+  EXPECT_GT(mid, 0.2);
+  EXPECT_LT(mid, 0.8);
+  EXPECT_GT(mid, 0.5);
+  // Samples of another dtype do not apply.
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::BF16, OpClass::Gemm), 0.5);
+  // A convolution runs at the GEMM figure scaled by its class's ratio.
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::F32, OpClass::Convolution), 0.8 * 0.5);
+}

@@ -1,0 +1,327 @@
+//===- CostCommand.cpp - cleave cost --------------------------------------===//
+//
+// Prints what the cost model predicts for a model on one device of a cluster
+// spec: per layer FLOPs, parameters, saved activations and forward/backward
+// time, then the memory of a single-device run, inference and training.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cli/Commands.h"
+#include "cli/Diagnostics.h"
+#include "compiler/Importer.h"
+#include "cost/ClusterSpec.h"
+#include "cost/Format.h"
+#include "cost/MemoryModel.h"
+#include "dialects/cleave/CleaveDialect.h"
+#include "dialects/cleave/Locations.h"
+#include "passes/CostModel.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace cleave {
+namespace {
+
+using cost::humanBytes;
+using cost::humanCount;
+using cost::humanSeconds;
+
+constexpr const char *kCostUsage = R"(usage: cleave cost MODEL --cluster SPEC.json [options]
+
+Predicts, for one device of the cluster spec, each layer's FLOPs, parameters,
+activation bytes kept for backward and forward/backward time, the totals, and
+the memory of running the model on one device (inference and training).
+MODEL is a TorchScript file (.pt, with weights or exported on the meta device)
+or cleave IR (.mlir).
+
+options:
+  --cluster SPEC.json              the cluster spec (examples/clusters/, or
+                                   written by 'cleave profile') (required)
+  --nodes N                        override the spec's node count
+  --batch N                        batch size: replaces dim 0 of every input
+  --input-shape NAME=DIMS[:DTYPE]  shape of forward input NAME (repeatable)
+  --ops                            also print every op: class, FLOPs, bytes,
+                                   predicted forward time and what bounds it
+  --kernels                        also print predicted forward time per kernel,
+                                   as 'cleave run --profile' reports measured time
+  --json                           print the same as JSON, for scripts
+  -h, --help                       show this help
+
+exit status: 0 success, 1 bad arguments, spec or model, 2 the model uses ops
+cleave cannot import.
+)";
+
+struct CostOptions {
+  std::string model, cluster;
+  int nodes = 0;
+  ImportOptions import;
+  bool json = false, ops = false, kernels = false;
+};
+
+bool parsePositive(const char *text, int64_t &out) {
+  char *end = nullptr;
+  long long value = std::strtoll(text, &end, 10);
+  if (!text[0] || *end || value < 1)
+    return false;
+  out = value;
+  return true;
+}
+
+/// The model's forward function after the same clean-up `cleave compile`
+/// runs, so the ops costed are the ops a plan executes.
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+loadModel(mlir::MLIRContext &context, const CostOptions &options, int &exitCode) {
+  llvm::StringRef path(options.model);
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (path.ends_with(".mlir")) {
+    if (options.import.batchSize || !options.import.inputShapes.empty()) {
+      llvm::errs() << "cleave: error: --batch and --input-shape need a TorchScript model: the "
+                      "shapes of cleave IR are fixed\n";
+      return mlir::failure();
+    }
+    module = mlir::parseSourceFile<mlir::ModuleOp>(options.model, &context);
+    if (!module)
+      return mlir::failure();
+  } else {
+    ImportFailure kind = ImportFailure::BadInput;
+    auto imported = importTorchScript(context, options.model, options.import, &kind);
+    if (mlir::failed(imported)) {
+      exitCode = static_cast<int>(kind);
+      return mlir::failure();
+    }
+    module = std::move(imported->module);
+  }
+  mlir::PassManager pm(&context);
+  mlir::cleave::addSingleDevicePlanPipeline(pm);
+  if (mlir::failed(pm.run(*module)))
+    return mlir::failure();
+  if (!module->lookupSymbol<mlir::func::FuncOp>("forward")) {
+    llvm::errs() << "cleave: error: " << options.model << ": no function @forward\n";
+    return mlir::failure();
+  }
+  return module;
+}
+
+/// Memory of a single-device run: inference holds the weights and the
+/// forward's live activations; training (fp32 AdamW, no recomputation, one
+/// microbatch) also holds gradients, moments and every saved activation.
+std::pair<cost::MemoryBreakdown, cost::MemoryBreakdown>
+singleDeviceMemory(const mlir::cleave::ModelEstimate &model) {
+  cost::MemoryInputs inference;
+  inference.training = false;
+  inference.parameterBytes = model.total.parameterBytes;
+  inference.inferenceActivationBytes = model.peakLiveBytes;
+  cost::MemoryInputs training;
+  training.training = true;
+  training.parameters = static_cast<int64_t>(model.total.parameters);
+  training.paramDType = runtime::DType::F32;
+  training.activationBytesPerMicrobatch = model.total.activationBytes + model.inputBytes;
+  return {cost::predictMemory(inference), cost::predictMemory(training)};
+}
+
+nlohmann::json layerJson(const mlir::cleave::LayerEstimate &row) {
+  return {{"name", row.name},
+          {"ops", row.ops},
+          {"parameters", row.parameters},
+          {"parameter_bytes", row.parameterBytes},
+          {"forward_flops", row.forwardFlops},
+          {"backward_flops", row.backwardFlops},
+          {"activation_bytes", row.activationBytes},
+          {"forward_seconds", row.forwardSeconds},
+          {"backward_seconds", row.backwardSeconds}};
+}
+
+nlohmann::json memoryJson(const cost::MemoryBreakdown &m) {
+  return {{"parameters", m.parameters},   {"gradients", m.gradients},
+          {"optimizer_state", m.optimizerState}, {"activations", m.activations},
+          {"comm_buffers", m.commBuffers}, {"workspace", m.workspace},
+          {"total", m.total()}};
+}
+
+void printTable(const CostOptions &options, const cost::ClusterSpec &spec,
+                const mlir::cleave::ModelEstimate &model, mlir::func::FuncOp func) {
+  auto &os = llvm::outs();
+  std::string inputs;
+  for (mlir::Type type : func.getArgumentTypes()) {
+    std::string text;
+    llvm::raw_string_ostream(text) << type;
+    inputs += (inputs.empty() ? "" : ", ") + text;
+  }
+  os << llvm::formatv("model {0} ({1})\ndevice {2} of cluster {3} ({4} x {5})\n\n",
+                      options.model, inputs, spec.device.name, spec.name, spec.nodes,
+                      spec.devicesPerNode);
+  os << llvm::formatv("{0,-22} {1,5} {2,10} {3,10} {4,10} {5,12} {6,11} {7,11}\n", "layer",
+                      "ops", "params", "fwd FLOPs", "bwd FLOPs", "activations", "fwd time",
+                      "bwd time");
+  auto row = [&](const mlir::cleave::LayerEstimate &r) {
+    os << llvm::formatv("{0,-22} {1,5} {2,10} {3,10} {4,10} {5,12} {6,11} {7,11}\n", r.name,
+                        r.ops, humanCount(r.parameters), humanCount(r.forwardFlops),
+                        humanCount(r.backwardFlops), humanBytes(r.activationBytes),
+                        humanSeconds(r.forwardSeconds), humanSeconds(r.backwardSeconds));
+  };
+  for (const auto &r : model.layers)
+    row(r);
+  row(model.total);
+  auto [inference, training] = singleDeviceMemory(model);
+  os << llvm::formatv("\nforward {0} ({1:f1} GFLOP/s), backward {2}, training step {3}\n",
+                      humanSeconds(model.total.forwardSeconds),
+                      model.total.forwardFlops / model.total.forwardSeconds / 1e9,
+                      humanSeconds(model.total.backwardSeconds),
+                      humanSeconds(model.total.forwardSeconds + model.total.backwardSeconds));
+  os << llvm::formatv("memory, inference on one device: parameters {0} + activations {1} = {2}\n",
+                      humanBytes(inference.parameters), humanBytes(inference.activations),
+                      humanBytes(inference.total()));
+  os << llvm::formatv("memory, fp32 AdamW training on one device: parameters {0} + gradients "
+                      "{1} + optimizer {2} + activations {3} = {4}\n",
+                      humanBytes(training.parameters), humanBytes(training.gradients),
+                      humanBytes(training.optimizerState), humanBytes(training.activations),
+                      humanBytes(training.total()));
+}
+
+/// The plan's kernel name of an op: its mnemonic without the dialect.
+std::string kernelName(mlir::Operation *op) {
+  return op->getName().stripDialect().str();
+}
+
+void printOps(const mlir::cleave::ModelEstimate &model) {
+  auto &os = llvm::outs();
+  os << llvm::formatv("\n{0,-14} {1,-28} {2,-11} {3,10} {4,10} {5,11} {6,-7}\n", "op", "scope",
+                      "class", "fwd FLOPs", "fwd bytes", "fwd time", "bound");
+  for (const auto &e : model.ops) {
+    if (e.cost.forward.kernels == 0)
+      continue;
+    std::string scope = mlir::cleave::moduleScope(e.op->getLoc());
+    os << llvm::formatv("{0,-14} {1,-28} {2,-11} {3,10} {4,10} {5,11} {6,-7}\n", kernelName(e.op),
+                        scope.empty() ? "(root)" : scope, cost::opClassName(e.cost.opClass),
+                        humanCount(e.cost.forward.flops),
+                        humanBytes(e.cost.forward.bytesRead + e.cost.forward.bytesWritten),
+                        humanSeconds(e.forward.seconds()),
+                        e.forward.computeBound() ? "compute" : "memory");
+  }
+}
+
+void printKernels(const mlir::cleave::ModelEstimate &model) {
+  std::map<std::string, std::pair<int, double>> byKernel;
+  double total = 0;
+  for (const auto &e : model.ops)
+    if (e.cost.forward.kernels > 0) {
+      auto &entry = byKernel[kernelName(e.op)];
+      ++entry.first;
+      entry.second += e.forward.seconds();
+      total += e.forward.seconds();
+    }
+  std::vector<std::pair<std::string, std::pair<int, double>>> rows(byKernel.begin(),
+                                                                    byKernel.end());
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto &a, const auto &b) { return a.second.second > b.second.second; });
+  auto &os = llvm::outs();
+  os << llvm::formatv("\n{0,-18} {1,6} {2,10} {3,7}\n", "kernel", "calls", "pred. ms", "share");
+  for (const auto &[name, entry] : rows)
+    os << llvm::formatv("{0,-18} {1,6} {2,10:f2} {3,6:f1}%\n", name, entry.first,
+                        entry.second * 1e3, 100 * entry.second / total);
+}
+
+} // namespace
+
+int runCost(int argc, char **argv) {
+  CostOptions options;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    const char *value = nullptr;
+    if (arg == "-h" || arg == "--help") {
+      llvm::outs() << kCostUsage;
+      return 0;
+    } else if (optionValue(argc, argv, i, "--cluster", &value)) {
+      if (!value || !*value)
+        return usageError("--cluster needs a spec file", kCostUsage);
+      options.cluster = value;
+    } else if (optionValue(argc, argv, i, "--nodes", &value)) {
+      int64_t nodes;
+      if (!value || !parsePositive(value, nodes) || nodes > 1000000)
+        return usageError("--nodes needs a positive count", kCostUsage);
+      options.nodes = static_cast<int>(nodes);
+    } else if (optionValue(argc, argv, i, "--batch", &value)) {
+      int64_t batch;
+      if (!value || !parsePositive(value, batch))
+        return usageError("--batch needs a positive size", kCostUsage);
+      options.import.batchSize = batch;
+    } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
+      if (!value)
+        return usageError("--input-shape needs a value NAME=DIMS[:DTYPE]", kCostUsage);
+      std::string error;
+      auto spec = parseInputSpec(value, error);
+      if (!spec)
+        return usageError(error, kCostUsage);
+      options.import.inputShapes.push_back(*spec);
+    } else if (arg == "--json") {
+      options.json = true;
+    } else if (arg == "--ops") {
+      options.ops = true;
+    } else if (arg == "--kernels") {
+      options.kernels = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usageError("unknown option '" + arg + "'", kCostUsage);
+    } else if (options.model.empty()) {
+      options.model = arg;
+    } else {
+      return usageError("more than one model given ('" + options.model + "', '" + arg + "')",
+                        kCostUsage);
+    }
+  }
+  if (options.model.empty())
+    return usageError("no model given", kCostUsage);
+  if (options.cluster.empty())
+    return usageError("no cluster spec given (--cluster SPEC.json)", kCostUsage);
+
+  cost::ClusterSpec spec;
+  runtime::Status status = cost::loadClusterSpec(options.cluster, spec, options.nodes);
+  if (!status.ok()) {
+    llvm::errs() << "cleave: error: " << status.message() << "\n";
+    return 1;
+  }
+
+  mlir::MLIRContext context;
+  context.disableMultithreading();
+  context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
+  CliDiagnostics diagnostics(context);
+  int exitCode = 1;
+  auto module = loadModel(context, options, exitCode);
+  if (mlir::failed(module))
+    return exitCode;
+  auto func = (*module)->lookupSymbol<mlir::func::FuncOp>("forward");
+  auto model = mlir::cleave::estimateModel(func, spec.device);
+  if (mlir::failed(model))
+    return 1;
+
+  if (!options.json) {
+    printTable(options, spec, *model, func);
+    if (options.kernels)
+      printKernels(*model);
+    if (options.ops)
+      printOps(*model);
+    return 0;
+  }
+  auto [inference, training] = singleDeviceMemory(*model);
+  nlohmann::json out = {{"model", options.model},
+                        {"cluster", spec.name},
+                        {"device", spec.device.name},
+                        {"layers", nlohmann::json::array()},
+                        {"total", layerJson(model->total)},
+                        {"input_bytes", model->inputBytes},
+                        {"peak_live_bytes", model->peakLiveBytes},
+                        {"memory", {{"inference", memoryJson(inference)},
+                                    {"training", memoryJson(training)}}}};
+  for (const auto &row : model->layers)
+    out["layers"].push_back(layerJson(row));
+  llvm::outs() << out.dump(2) << "\n";
+  return 0;
+}
+
+} // namespace cleave

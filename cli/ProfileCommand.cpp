@@ -1,0 +1,667 @@
+//===- ProfileCommand.cpp - cleave profile --------------------------------===//
+//
+// Measures this machine and writes a cluster spec calibrated to it. Every
+// compute measurement is a one-op plan compiled and run exactly as `cleave
+// compile` and `cleave run` would, and its cost comes from the op's
+// CostOpInterface, so the efficiencies written are those the cost model will
+// apply to the same ops. Collectives are measured over MPI (ProfileComm.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cli/Commands.h"
+#include "cli/Diagnostics.h"
+#include "cli/ProfileComm.h"
+#include "compiler/PlanEmitter.h"
+#include "cost/ClusterSpec.h"
+#include "cost/Format.h"
+#include "cost/OpTime.h"
+#include "dialects/cleave/CleaveDialect.h"
+#include "passes/Passes.h"
+#include "runtime/Backend.h"
+#include "runtime/Executor.h"
+#include "runtime/Plan.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <thread>
+#include <unistd.h>
+
+namespace cleave {
+namespace {
+
+namespace rt = runtime;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char *kProfileUsage = R"(usage: cleave profile [-o SPEC.json] [options]
+
+Measures this machine and writes a cluster spec calibrated to it
+(docs/cluster-spec.md): GEMM throughput at several shapes, convolution,
+elementwise and reduction kernels, memory bandwidth and per-kernel overhead,
+all through the CPU runtime's own kernels, and collectives and send/recv over
+MPI between local ranks. Progress goes to stderr.
+
+options:
+  -o SPEC.json    where to write the spec (default: stdout)
+  --ranks N       devices on this machine: the spec has N devices per node,
+                  each with cores/N threads; collectives are measured with
+                  max(2, N) ranks (default 1)
+  --threads T     threads per device for the compute measurements
+                  (default: cores / ranks)
+  --name NAME     the spec's name (default: cpu-<cores>core)
+  --quick         fewer shapes and shorter timing, for tests
+  -h, --help      show this help
+)";
+
+struct Progress {
+  int done = 0, total = 0;
+  void step(const std::string &what) {
+    ++done;
+    llvm::errs() << llvm::formatv("[{0,2}/{1}] {2}\n", done, total, what);
+    llvm::errs().flush();
+  }
+};
+
+struct Measured {
+  cost::OpCost cost;
+  double seconds = 0; // median kernel time
+};
+
+std::string cpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      std::string name = line.substr(colon + 1);
+      return name.substr(name.find_first_not_of(' '));
+    }
+  return "unknown CPU";
+}
+
+double memTotalBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  while (in >> key) {
+    if (key == "MemTotal:") {
+      in >> kib;
+      return kib * 1024;
+    }
+    in.ignore(1 << 10, '\n');
+  }
+  return 0;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+/// Copy bandwidth (bytes read + written per second) of `threads` threads each
+/// copying its share of a buffer far larger than any cache; best of a few runs.
+double measureCopyBandwidth(int threads, bool quick) {
+  size_t bytes = (quick ? 64 : 256) << 20;
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  double best = 0;
+  for (int rep = 0; rep < (quick ? 3 : 8); ++rep) {
+    auto start = Clock::now();
+    std::vector<std::thread> pool;
+    size_t chunk = bytes / threads;
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        std::memcpy(dst.data() + t * chunk, src.data() + t * chunk, chunk);
+      });
+    for (auto &th : pool)
+      th.join();
+    double s = std::chrono::duration<double>(Clock::now() - start).count();
+    best = std::max(best, 2.0 * chunk * threads / s);
+  }
+  return best;
+}
+
+/// Compiles `mlir` (a @forward of one computing op) to a plan in `workDir`,
+/// runs it until `minSeconds` have passed, and returns the op's cost and its
+/// median kernel time.
+/// Puts an add over two inputs of `elements` each, whose result is returned,
+/// before the measured (first computing) op: it sweeps the caches, so the op
+/// then finds its weights in memory, as in a model whose weights outgrow the
+/// cache. With `warmInputs`, each input the op reads is first copied by a
+/// `neg`, so it arrives warm, as a model's activations do from the op that
+/// produced them. Returns the kernels inserted before the measured op.
+int insertCacheSweep(mlir::ModuleOp module, int64_t elements, bool warmInputs) {
+  auto func = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  mlir::Builder b(module.getContext());
+  auto type = mlir::RankedTensorType::get({elements}, b.getF32Type());
+  unsigned inputs = func.getNumArguments();
+  for (const char *name : {"sweep_a", "sweep_b"})
+    func.insertArgument(func.getNumArguments(), type,
+                        b.getDictionaryAttr(b.getNamedAttr("cleave.name", b.getStringAttr(name))),
+                        func.getLoc());
+  mlir::Operation *measured = nullptr;
+  func.walk([&](mlir::cleave::CostOpInterface op) {
+    if (!measured && op.getCost().forward.kernels > 0)
+      measured = op;
+  });
+  mlir::OpBuilder builder(measured);
+  auto sweep = builder.create<mlir::cleave::AddOp>(func.getLoc(), func.getArgument(inputs),
+                                                   func.getArgument(inputs + 1));
+  int inserted = 1;
+  if (warmInputs)
+    for (unsigned i = 0; i < inputs; ++i) {
+      mlir::Value arg = func.getArgument(i);
+      auto copy = builder.create<mlir::cleave::NegOp>(func.getLoc(), arg);
+      arg.replaceUsesWithIf(copy, [&](mlir::OpOperand &use) { return use.getOwner() == measured; });
+      ++inserted;
+    }
+  mlir::Operation *ret = func.front().getTerminator();
+  ret->insertOperands(ret->getNumOperands(), {sweep.getResult()});
+  llvm::SmallVector<mlir::Type> results(func.getResultTypes());
+  results.push_back(type);
+  func.setType(b.getFunctionType(func.getArgumentTypes(), results));
+  return inserted;
+}
+
+/// How a measurement counts time: the kernels' own time, as `cleave run
+/// --profile` reports it, or the wall time of the program, dispatch included.
+enum class Timing { Kernels, Wall };
+
+rt::Status measureOp(mlir::MLIRContext &context, const std::string &mlir,
+                     const std::string &workDir, double minSeconds, Measured &out,
+                     int expectedKernels = 1, int64_t sweepElements = 0,
+                     Timing timing = Timing::Kernels) {
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(mlir, &context);
+  if (!module)
+    return CLEAVE_ERROR("internal: profile kernel does not parse:\n", mlir);
+  // Kernels before the measured ones: the cache sweep and input copies.
+  int setupKernels = 0;
+  if (sweepElements > 0)
+    setupKernels = insertCacheSweep(*module, sweepElements, /*warmInputs=*/expectedKernels == 1);
+  mlir::PassManager pm(&context);
+  mlir::cleave::addSingleDevicePlanPipeline(pm);
+  if (mlir::failed(pm.run(*module)))
+    return CLEAVE_ERROR("internal: profile kernel does not compile:\n", mlir);
+
+  // Weights: random data for every param.
+  decltype(ImportedModel::params) params;
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  int kernels = 0;
+  module->walk([&](mlir::Operation *op) {
+    if (auto param = llvm::dyn_cast<mlir::cleave::ParamOp>(op)) {
+      auto type = llvm::cast<mlir::RankedTensorType>(param.getType());
+      ParamData data;
+      data.shape.assign(type.getShape().begin(), type.getShape().end());
+      data.dtype = "f32";
+      data.bytes = type.getNumElements() * sizeof(float);
+      auto storage = std::shared_ptr<float[]>(new float[type.getNumElements()]);
+      for (int64_t i = 0; i < type.getNumElements(); ++i)
+        storage[i] = dist(rng);
+      data.data = storage.get();
+      data.owner = storage;
+      params.insert({param.getName().str(), data});
+    } else if (auto costly = llvm::dyn_cast<mlir::cleave::CostOpInterface>(op)) {
+      cost::OpCost c = costly.getCost();
+      if (c.forward.kernels > 0) {
+        // The measured op is the last: a cache sweep comes before it.
+        out.cost = c;
+        ++kernels;
+      }
+    }
+  });
+  kernels -= setupKernels;
+  if (kernels != expectedKernels)
+    return CLEAVE_ERROR("internal: profile program has ", kernels, " kernels, not ",
+                        expectedKernels);
+
+  std::string dir = workDir + "/plan";
+  if (mlir::failed(emitSingleDevicePlan(*module, params, dir, PlanEmitOptions{})))
+    return CLEAVE_ERROR("internal: cannot write the profile plan to ", dir);
+  rt::Plan plan;
+  CLEAVE_RETURN_IF_ERROR(rt::loadPlan(dir, &plan));
+  std::unique_ptr<rt::Backend> backend = rt::createCpuBackend();
+  std::unique_ptr<rt::Executor> executor;
+  CLEAVE_RETURN_IF_ERROR(rt::Executor::create(*plan.programForRank(0), *backend, &executor));
+  for (const rt::TensorSpec &input : plan.inputs) {
+    std::vector<float> data(input.desc.numel());
+    for (float &x : data)
+      x = dist(rng);
+    CLEAVE_RETURN_IF_ERROR(
+        executor->setInput(input.name, data.data(), data.size() * sizeof(float)));
+  }
+  bool perKernel = timing == Timing::Kernels;
+  executor->setProfiling(perKernel);
+  for (int i = 0; i < 2; ++i)
+    CLEAVE_RETURN_IF_ERROR(executor->run());
+  std::vector<double> times;
+  auto start = Clock::now();
+  while (times.size() < 5 ||
+         (std::chrono::duration<double>(Clock::now() - start).count() < minSeconds &&
+          times.size() < 20000)) {
+    auto runStart = Clock::now();
+    CLEAVE_RETURN_IF_ERROR(executor->run());
+    double total = std::chrono::duration<double>(Clock::now() - runStart).count();
+    if (perKernel) {
+      const std::vector<double> &seconds = executor->lastRunSeconds();
+      total = 0;
+      for (size_t i = setupKernels; i < seconds.size(); ++i)
+        total += seconds[i];
+    }
+    times.push_back(total);
+  }
+  out.seconds = median(times);
+  return {};
+}
+
+std::string tensor(std::initializer_list<int64_t> dims) {
+  std::string text = "tensor<";
+  for (int64_t d : dims)
+    text += std::to_string(d) + "x";
+  return text + "f32>";
+}
+
+std::string linearKernel(int64_t m, int64_t n, int64_t k) {
+  return llvm::formatv(R"(func.func @forward(%x: {0} {{cleave.name = "x"}) -> {2} {{
+  %w = cleave.param "w" : {1}
+  %y = cleave.linear %x, %w : {0}, {1} -> {2}
+  return %y : {2}
+})",
+                       tensor({m, k}), tensor({n, k}), tensor({m, n}));
+}
+
+std::string matmulKernel(int64_t b, int64_t m, int64_t n, int64_t k) {
+  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}, %b: {1} {{cleave.name = "b"}) -> {2} {{
+  %y = cleave.matmul %a, %b : {0}, {1} -> {2}
+  return %y : {2}
+})",
+                       tensor({b, m, k}), tensor({b, k, n}), tensor({b, m, n}));
+}
+
+std::string convKernel(int64_t n, int64_t c, int64_t hw, int64_t oc, int64_t kernel,
+                       int64_t stride) {
+  int64_t pad = kernel / 2;
+  int64_t out = (hw + 2 * pad - kernel) / stride + 1;
+  return llvm::formatv(
+      R"(func.func @forward(%x: {0} {{cleave.name = "x"}) -> {2} {{
+  %w = cleave.param "w" : {1}
+  %y = cleave.conv2d %x, %w {{stride = array<i64: {3}, {3}>, padding = array<i64: {4}, {4}>, dilation = array<i64: 1, 1>, groups = 1 : i64} : {0}, {1} -> {2}
+  return %y : {2}
+})",
+      tensor({n, c, hw, hw}), tensor({oc, c, kernel, kernel}), tensor({n, oc, out, out}),
+      stride, pad);
+}
+
+std::string addKernel(int64_t elements) {
+  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}, %b: {0} {{cleave.name = "b"}) -> {0} {{
+  %y = cleave.add %a, %b : {0}, {0} -> {0}
+  return %y : {0}
+})",
+                       tensor({elements}));
+}
+
+/// `count` dependent adds of `elements` each: nearly all dispatch and
+/// per-kernel set-up, for the per-kernel overhead.
+std::string addChainKernel(int64_t elements, int count) {
+  std::string type = tensor({elements});
+  std::string body;
+  std::string last = "%a";
+  for (int i = 0; i < count; ++i) {
+    body += llvm::formatv("  %y{0} = cleave.add {1}, %b : {2}, {2} -> {2}\n", i, last, type);
+    last = "%y" + std::to_string(i);
+  }
+  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}, %b: {0} {{cleave.name = "b"}) -> {0} {{
+{1}  return {2} : {0}
+})",
+                       type, body, last);
+}
+
+/// `count` adds, each of the previous result and an input of its own, as
+/// activations flow through a model.
+std::string addFlowKernel(int64_t elements, int count) {
+  std::string type = tensor({elements});
+  std::string args = llvm::formatv("%a: {0} {{cleave.name = \"a\"}", type);
+  std::string body;
+  std::string last = "%a";
+  for (int i = 0; i < count; ++i) {
+    args += llvm::formatv(", %b{0}: {1} {{cleave.name = \"b{0}\"}", i, type);
+    body += llvm::formatv("  %y{0} = cleave.add {1}, %b{0} : {2}, {2} -> {2}\n", i, last, type);
+    last = "%y" + std::to_string(i);
+  }
+  return llvm::formatv("func.func @forward({0}) -> {1} {{\n{2}  return {3} : {1}\n}", args, type,
+                       body, last);
+}
+
+std::string geluKernel(int64_t elements) {
+  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}) -> {0} {{
+  %y = cleave.gelu %a : {0}
+  return %y : {0}
+})",
+                       tensor({elements}));
+}
+
+std::string softmaxKernel(int64_t rows, int64_t cols) {
+  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}) -> {0} {{
+  %y = cleave.softmax %a {{dim = 1 : i64} : {0}
+  return %y : {0}
+})",
+                       tensor({rows, cols}));
+}
+
+std::string layerNormKernel(int64_t rows, int64_t cols) {
+  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}) -> {0} {{
+  %w = cleave.param "w" : {1}
+  %b = cleave.param "b" : {1}
+  %y = cleave.layer_norm %a weight %w bias %b {{normalized_shape = array<i64: {2}>, eps = 1.0e-05 : f64} : ({0}, {1}, {1}) -> {0}
+  return %y : {0}
+})",
+                       tensor({rows, cols}), tensor({cols}), cols);
+}
+
+std::string permuteKernel(int64_t b, int64_t s, int64_t h, int64_t d) {
+  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}) -> {1} {{
+  %y = cleave.permute %a {{dims = array<i64: 0, 2, 1, 3>} : {0} -> {1}
+  return %y : {1}
+})",
+                       tensor({b, s, h, d}), tensor({b, h, s, d}));
+}
+
+struct ProfileOptions {
+  std::string output;
+  int ranks = 1;
+  int threads = 0;
+  std::string name;
+  bool quick = false;
+};
+
+/// The GEMM shapes measured: squares, the projections of transformer layers
+/// at several token counts, and the small batched products of attention.
+struct GemmCase {
+  int64_t batch, m, n, k;
+};
+std::vector<GemmCase> gemmCases(bool quick) {
+  if (quick)
+    return {{1, 256, 256, 256}, {1, 512, 512, 512}, {8, 128, 128, 64}};
+  return {{1, 256, 256, 256},    {1, 512, 512, 512},    {1, 1024, 1024, 1024},
+          {1, 2048, 2048, 2048}, {1, 2048, 1536, 512},  {1, 2048, 512, 512},
+          {1, 2048, 2048, 512},  {1, 2048, 512, 2048},  {1, 2048, 8192, 512},
+          {1, 4096, 3072, 768},  {1, 4096, 768, 3072},  {1, 256, 1536, 512},
+          {1, 64, 2048, 512},    {1, 16384, 512, 512},  {1, 256, 128, 128},
+          {1, 256, 384, 128},    {1, 256, 512, 128},    {1, 256, 128, 512},
+          {32, 32, 32, 32},      {64, 256, 256, 64},
+          {64, 256, 64, 256},    {16, 512, 512, 64},    {16, 512, 64, 512},
+          {96, 128, 128, 64},    {96, 128, 64, 128}};
+}
+
+rt::Status profile(const ProfileOptions &options, const char *argv0, cost::ClusterSpec &spec) {
+  int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.threads > 0 ? options.threads : std::max(1, cores / options.ranks);
+  rt::setCpuThreads(threads);
+  double minSeconds = options.quick ? 0.02 : 0.25;
+
+  mlir::MLIRContext context;
+  context.disableMultithreading();
+  context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
+  CliDiagnostics diagnostics(context);
+  llvm::SmallString<128> workDir;
+  if (llvm::sys::fs::createUniqueDirectory("cleave-profile", workDir))
+    return CLEAVE_ERROR("cannot create a temporary directory");
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { llvm::sys::fs::remove_directories(dir); }
+  } cleanup{workDir.str().str()};
+
+  std::vector<GemmCase> gemms = gemmCases(options.quick);
+  struct ConvCase {
+    int64_t n, c, hw, oc, kernel, stride;
+  };
+  std::vector<ConvCase> convs =
+      options.quick ? std::vector<ConvCase>{{1, 16, 16, 16, 3, 1}}
+                    : std::vector<ConvCase>{{8, 64, 56, 64, 3, 1},   {8, 256, 56, 64, 1, 1},
+                                            {8, 128, 28, 128, 3, 1}, {8, 3, 224, 64, 7, 2},
+                                            {8, 512, 7, 512, 3, 1},  {8, 1024, 14, 256, 1, 1}};
+  // add over sizes from cache-resident to far past the last-level cache, for
+  // the record; the bandwidth the cost model uses comes from a chain of adds.
+  std::vector<int64_t> addSizes = options.quick ? std::vector<int64_t>{1 << 14, 1 << 18}
+                                                : std::vector<int64_t>{1 << 16, 1 << 20, 1 << 24};
+  int64_t big = options.quick ? 1 << 16 : 1 << 22;
+  Progress progress;
+  progress.total = 1 + gemms.size() + convs.size() + addSizes.size() + 1 + 5 + 1;
+
+  // Memory bandwidth.
+  double bandwidth = measureCopyBandwidth(threads, options.quick);
+  progress.step(llvm::formatv("memory bandwidth (copy, {0} threads): {1:f1} GB/s", threads,
+                              bandwidth / 1e9));
+
+  // Past the last-level caches of today's CPUs (and a GPU's L2).
+  int64_t sweep = options.quick ? 0 : int64_t(1) << 24;
+  auto run = [&](const std::string &kernel, Measured &m) {
+    return measureOp(context, kernel, workDir.str().str(), minSeconds, m, 1, sweep);
+  };
+  nlohmann::json record = nlohmann::json::object();
+  record["threads"] = threads;
+  record["copy_bandwidth"] = bandwidth;
+
+  // GEMMs.
+  std::vector<cost::GemmSample> samples;
+  for (const GemmCase &g : gemms) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(run(g.batch == 1 ? linearKernel(g.m, g.n, g.k)
+                                            : matmulKernel(g.batch, g.m, g.n, g.k),
+                               m));
+    cost::GemmSample sample;
+    sample.shape = *m.cost.gemm;
+    sample.dtype = rt::DType::F32;
+    sample.flopsPerSecond = m.cost.forward.flops / m.seconds;
+    samples.push_back(sample);
+    progress.step(llvm::formatv("gemm {0}x{1}x{2}x{3} (batch x m x n x k): {4:f1} GFLOP/s",
+                                g.batch, g.m, g.n, g.k, sample.flopsPerSecond / 1e9));
+  }
+  double peak = 0;
+  for (const auto &s : samples)
+    peak = std::max(peak, s.flopsPerSecond);
+
+  cost::DeviceSpec &device = spec.device;
+  device.name = llvm::formatv("{0} ({1} threads)", cpuModelName(), threads);
+  device.kind = "cpu";
+  device.memoryBytes = memTotalBytes() / options.ranks;
+  device.memoryReserveBytes = std::min(2.0 * (1 << 30), device.memoryBytes / 4);
+  device.peakFlops = {{rt::DType::F32, peak}};
+  device.gemmSamples = samples;
+  for (cost::Efficiency &e : device.efficiency)
+    e = {1.0, 1.0};
+  // Largest square GEMM as the class figure (used only where no sample applies).
+  device.efficiency[int(cost::OpClass::Gemm)].compute =
+      std::min(1.0, samples[std::min<size_t>(3, samples.size() - 1)].flopsPerSecond / peak);
+
+  // Memory-bound kernels: one add alone runs from cache at several times the
+  // memory's speed, which a model's kernels never see. A chain of adds, each
+  // reading the previous result and an operand of its own, with a working
+  // set past the last-level cache, moves activations as a model does; its
+  // bandwidth is the device's, and memory-bound kernels run at it.
+  nlohmann::json addRecord = nlohmann::json::array();
+  for (int64_t n : addSizes) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(run(addKernel(n), m));
+    double bytes = m.cost.forward.bytesRead + m.cost.forward.bytesWritten;
+    addRecord.push_back({{"bytes", bytes}, {"seconds", m.seconds}});
+    progress.step(llvm::formatv("add of {0} elements ({1}), alone: {2:f1} GB/s", n,
+                                cost::humanBytes(bytes), bytes / m.seconds / 1e9));
+  }
+  record["add_alone"] = addRecord;
+  {
+    constexpr int kAdds = 16;
+    int64_t elements = options.quick ? 1 << 14 : 1 << 20;
+    Measured chain;
+    CLEAVE_RETURN_IF_ERROR(measureOp(context, addFlowKernel(elements, kAdds),
+                                     workDir.str().str(), minSeconds, chain, kAdds, sweep));
+    double bytes = kAdds * (chain.cost.forward.bytesRead + chain.cost.forward.bytesWritten);
+    device.memoryBandwidth = bytes / chain.seconds;
+    record["add_chain"] = {{"adds", kAdds}, {"bytes", bytes}, {"seconds", chain.seconds}};
+    progress.step(llvm::formatv("{0} chained adds of {1} elements: {2:f1} GB/s", kAdds, elements,
+                                device.memoryBandwidth / 1e9));
+  }
+  for (cost::Efficiency &e : device.efficiency)
+    e.memory = 1.0;
+
+  // A kernel's compute efficiency: what makes the roofline exact for it.
+  auto computeEfficiency = [&](const Measured &m) {
+    return std::clamp(m.cost.forward.flops / (peak * m.seconds), 1e-4, 1.0);
+  };
+  Measured gelu, softmax, layerNorm, permute, tiny;
+  CLEAVE_RETURN_IF_ERROR(run(geluKernel(big), gelu));
+  device.efficiency[int(cost::OpClass::Elementwise)].compute = computeEfficiency(gelu);
+  progress.step(llvm::formatv("gelu of {0} elements: {1:f1} GFLOP/s", big,
+                              gelu.cost.forward.flops / gelu.seconds / 1e9));
+  CLEAVE_RETURN_IF_ERROR(run(softmaxKernel(big / 256, 256), softmax));
+  progress.step(llvm::formatv("softmax of {0}x256: {1:f1} GFLOP/s", big / 256,
+                              softmax.cost.forward.flops / softmax.seconds / 1e9));
+  CLEAVE_RETURN_IF_ERROR(run(layerNormKernel(big / 512, 512), layerNorm));
+  progress.step(llvm::formatv("layer_norm of {0}x512: {1:f1} GFLOP/s", big / 512,
+                              layerNorm.cost.forward.flops / layerNorm.seconds / 1e9));
+  device.efficiency[int(cost::OpClass::Reduction)].compute =
+      median({computeEfficiency(softmax), computeEfficiency(layerNorm)});
+  CLEAVE_RETURN_IF_ERROR(run(permuteKernel(options.quick ? 2 : 8, 256, 8, 64), permute));
+  progress.step(llvm::formatv("permute (attention heads): {0:f1} GB/s",
+                              (permute.cost.forward.bytesRead + permute.cost.forward.bytesWritten) /
+                                  permute.seconds / 1e9));
+  // Per-kernel overhead: the wall time per kernel of a program of kernels
+  // with almost nothing to do (dispatch included).
+  constexpr int kChain = 64;
+  constexpr int64_t kChainElements = 1024;
+  CLEAVE_RETURN_IF_ERROR(measureOp(context, addChainKernel(kChainElements, kChain),
+                                   workDir.str().str(), minSeconds, tiny, kChain, 0,
+                                   Timing::Wall));
+  device.kernelOverhead = tiny.seconds / kChain;
+  progress.step(llvm::formatv("kernel overhead ({0} adds of {1} elements): {2} per kernel",
+                              kChain, kChainElements, cost::humanSeconds(device.kernelOverhead)));
+
+  // Convolutions run as implicit GEMMs; their class efficiency is relative
+  // to the GEMM samples at the same implicit shape.
+  std::vector<double> convRatios;
+  for (const ConvCase &c : convs) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(run(convKernel(c.n, c.c, c.hw, c.oc, c.kernel, c.stride), m));
+    double achieved = m.cost.forward.flops / m.seconds;
+    double asGemm =
+        cost::gemmEfficiency(device, *m.cost.gemm, rt::DType::F32, cost::OpClass::Gemm) * peak;
+    convRatios.push_back(achieved / asGemm);
+    progress.step(llvm::formatv("conv2d {0}x{1}x{2}x{2} -> {3}, {4}x{4}/{5}: {6:f1} GFLOP/s "
+                                "({7:f2} of a GEMM of its shape)",
+                                c.n, c.c, c.hw, c.oc, c.kernel, c.stride, achieved / 1e9,
+                                achieved / asGemm));
+  }
+  double gemmClass = device.efficiency[int(cost::OpClass::Gemm)].compute;
+  device.efficiency[int(cost::OpClass::Convolution)].compute =
+      std::clamp(gemmClass * median(convRatios), 1e-4, 1.0);
+  // No fused attention kernel on the CPU: attention runs as GEMMs.
+  device.efficiency[int(cost::OpClass::Attention)] =
+      device.efficiency[int(cost::OpClass::Gemm)];
+
+  // Collectives between local ranks.
+  CommProfile comm;
+  int commRanks = std::max(2, options.ranks);
+  CommProfileOptions commOptions;
+  if (options.quick)
+    commOptions.maxBytes = 1 << 20;
+  CLEAVE_RETURN_IF_ERROR(profileCollectives(
+      argv0, commRanks, [&](const std::string &line) { llvm::errs() << "      " << line << "\n"; },
+      comm, commOptions));
+  progress.step(llvm::formatv("collectives over {0} MPI ranks: link {1:f2} GB/s, {2}", commRanks,
+                              comm.linkBandwidth / 1e9, cost::humanSeconds(comm.linkLatency)));
+  spec.intraNode = {comm.linkBandwidth, comm.linkLatency};
+  // One machine: nothing crosses nodes. The inter-node link is the same
+  // shared memory, recorded so multi-node what-ifs have a figure to start from.
+  spec.interNode = spec.intraNode;
+  spec.nicsPerNode = 1;
+
+  char host[256] = "";
+  gethostname(host, sizeof host - 1);
+  spec.name = options.name.empty() ? llvm::formatv("cpu-{0}core", cores).str() : options.name;
+  spec.description = llvm::formatv("{0}: {1} cores, {2} device(s) of {3} thread(s)",
+                                   cpuModelName(), cores, options.ranks, threads);
+  spec.source = llvm::formatv(
+      "measured by cleave profile on {0}: f32 peak = best GEMM measured; efficiencies are "
+      "what the runtime's kernels achieved; links fitted from MPI collectives over {1} "
+      "local ranks (inter-node = intra-node: not measured, one machine)",
+      host, commRanks);
+  spec.nodes = 1;
+  spec.devicesPerNode = options.ranks;
+  record["kernels"] = {
+      {"gelu_seconds", gelu.seconds},       {"softmax_seconds", softmax.seconds},
+      {"layer_norm_seconds", layerNorm.seconds}, {"permute_seconds", permute.seconds},
+      {"kernel_overhead_seconds", device.kernelOverhead}, {"conv_vs_gemm", convRatios}};
+  record["collectives"] = nlohmann::json::parse(comm.toJson());
+  spec.measurementsJson = record.dump();
+  return {};
+}
+
+} // namespace
+
+int runProfile(int argc, char **argv, const char *argv0) {
+  ProfileOptions options;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    const char *value = nullptr;
+    auto positive = [&](const char *v, int &out) {
+      char *end = nullptr;
+      long n = v ? std::strtol(v, &end, 10) : 0;
+      if (!v || !*v || *end || n < 1 || n > 4096)
+        return false;
+      out = static_cast<int>(n);
+      return true;
+    };
+    if (arg == "-h" || arg == "--help") {
+      llvm::outs() << kProfileUsage;
+      return 0;
+    } else if (optionValue(argc, argv, i, "-o", &value)) {
+      if (!value || !*value)
+        return usageError("-o needs a file", kProfileUsage);
+      options.output = value;
+    } else if (optionValue(argc, argv, i, "--ranks", &value)) {
+      if (!positive(value, options.ranks))
+        return usageError("--ranks needs a count from 1 to 4096", kProfileUsage);
+    } else if (optionValue(argc, argv, i, "--threads", &value)) {
+      if (!positive(value, options.threads))
+        return usageError("--threads needs a count from 1 to 4096", kProfileUsage);
+    } else if (optionValue(argc, argv, i, "--name", &value)) {
+      if (!value || !*value)
+        return usageError("--name needs a value", kProfileUsage);
+      options.name = value;
+    } else if (arg == "--quick") {
+      options.quick = true;
+    } else {
+      return usageError("unexpected argument '" + arg + "'", kProfileUsage);
+    }
+  }
+  // The worker is this same binary; argv[0] may be relative to a cwd mpirun
+  // does not share, so use the resolved path.
+  std::string self = llvm::sys::fs::getMainExecutable(argv0, (void *)&runProfile);
+  cost::ClusterSpec spec;
+  if (rt::Status s = profile(options, self.c_str(), spec); !s.ok()) {
+    llvm::errs() << "cleave: error: profile: " << s.message() << "\n";
+    return 1;
+  }
+  if (options.output.empty()) {
+    llvm::outs() << cost::formatClusterSpec(spec);
+    return 0;
+  }
+  if (rt::Status s = cost::saveClusterSpec(spec, options.output); !s.ok()) {
+    llvm::errs() << "cleave: error: " << s.message() << "\n";
+    return 1;
+  }
+  llvm::errs() << "cleave: wrote " << options.output << "\n";
+  return 0;
+}
+
+} // namespace cleave

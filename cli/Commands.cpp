@@ -1,6 +1,7 @@
 //===- Commands.cpp - helpers shared by the subcommands -------------------===//
 
 #include "cli/Commands.h"
+#include "runtime/AtomicFile.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -15,34 +16,15 @@ int usageError(const std::string &message, const char *usage) {
   return 1;
 }
 
-/// Writes `text` to `path` through a temporary file and a rename, so a
-/// failed write never leaves a truncated output.
 bool writeAtomically(const std::string &path,
                      llvm::function_ref<void(llvm::raw_ostream &)> write) {
-  std::string temp = path + ".tmp";
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(temp, ec);
-    if (ec) {
-      llvm::errs() << "cleave: error: cannot write '" << path << "': " << ec.message() << "\n";
-      return false;
-    }
-    write(os);
-    os.close();
-    if (os.has_error()) {
-      llvm::errs() << "cleave: error: writing '" << path << "' failed: "
-                   << os.error().message() << "\n";
-      os.clear_error();
-      llvm::sys::fs::remove(temp);
-      return false;
-    }
-  }
-  if (auto ec = llvm::sys::fs::rename(temp, path)) {
-    llvm::errs() << "cleave: error: cannot write '" << path << "': " << ec.message() << "\n";
-    llvm::sys::fs::remove(temp);
-    return false;
-  }
-  return true;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  write(os);
+  runtime::Status status = runtime::writeFileAtomically(path, os.str());
+  if (!status.ok())
+    llvm::errs() << "cleave: error: " << status.message() << "\n";
+  return status.ok();
 }
 
 bool optionValue(int argc, char **argv, int &i, const char *name, const char **value) {

@@ -10,6 +10,7 @@
 
 #include "cli/ProfileComm.h"
 
+#include "runtime/AtomicFile.h"
 #include "runtime/comm/MpiCommunicator.h"
 
 #include <nlohmann/json.hpp>
@@ -318,21 +319,6 @@ std::string samplesToJson(int ranks,
   return json.dump(2) + "\n";
 }
 
-Status writeFileAtomically(const std::string &path, const std::string &text) {
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary, std::ios::binary | std::ios::trunc);
-    file << text;
-    if (!file.flush())
-      return CLEAVE_ERROR("cannot write ", temporary, ": ",
-                          std::strerror(errno));
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    return CLEAVE_ERROR("cannot rename ", temporary, " to ", path, ": ",
-                        std::strerror(errno));
-  return Status();
-}
-
 Status measureAll(rt::Communicator &world, const WorkerArgs &args) {
   if (world.size() < 2)
     return CLEAVE_ERROR("measuring collectives needs 2 ranks or more, got ",
@@ -356,7 +342,7 @@ Status measureAll(rt::Communicator &world, const WorkerArgs &args) {
   }
   if (world.rank() == 0)
     CLEAVE_RETURN_IF_ERROR(
-        writeFileAtomically(args.output, samplesToJson(world.size(), samples)));
+        rt::writeFileAtomically(args.output, samplesToJson(world.size(), samples)));
   return world.barrier();
 }
 

@@ -1,4 +1,5 @@
 #include "cost/ClusterSpec.h"
+#include "runtime/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -390,24 +391,7 @@ Status saveClusterSpec(const ClusterSpec &spec, const std::string &path) {
   std::string text = formatClusterSpec(spec);
   ClusterSpec check;
   CLEAVE_RETURN_IF_ERROR(parseClusterSpec(text, path, check).prepend("refusing to write"));
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    if (!out)
-      return CLEAVE_ERROR(tmp, ": cannot create: ", std::strerror(errno));
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return CLEAVE_ERROR(tmp, ": write failed: ", std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return CLEAVE_ERROR(path, ": cannot replace: ", std::strerror(err));
-  }
-  return {};
+  return runtime::writeFileAtomically(path, text);
 }
 
 } // namespace cleave::cost

@@ -1,4 +1,5 @@
 #include "runtime/Safetensors.h"
+#include "runtime/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -187,11 +188,7 @@ Status writeSafetensors(const std::string &path,
   // Pad with spaces so the data starts 8-byte aligned in the file.
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return CLEAVE_ERROR(tmp, ": cannot create: ", std::strerror(errno));
+  return writeFileAtomically(path, [&](std::ostream &out) {
     uint64_t length = text.size();
     unsigned char lengthBytes[8];
     for (int i = 0; i < 8; ++i)
@@ -201,18 +198,8 @@ Status writeSafetensors(const std::string &path,
     for (const SafetensorsTensor *t : order)
       out.write(static_cast<const char *>(t->data),
                 static_cast<std::streamsize>(t->desc.bytes()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return CLEAVE_ERROR(tmp, ": write failed: ", std::strerror(errno));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    std::remove(tmp.c_str());
-    return CLEAVE_ERROR(path, ": cannot replace: ", std::strerror(err));
-  }
-  return {};
+    return Status();
+  });
 }
 
 } // namespace cleave::runtime

@@ -3,6 +3,7 @@
 #include "passes/CostModel.h"
 #include "dialects/cleave/CleaveDialect.h"
 #include "dialects/cleave/Locations.h"
+#include "passes/Layers.h"
 #include "passes/Liveness.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -13,19 +14,6 @@
 namespace mlir::cleave {
 
 using ::cleave::runtime::DType;
-
-std::string layerOfScope(llvm::StringRef scope) {
-  if (scope.empty())
-    return "(root)";
-  llvm::SmallVector<llvm::StringRef> parts;
-  scope.split(parts, '.');
-  for (size_t i = 0; i < parts.size(); ++i) {
-    int64_t index;
-    if (!parts[i].getAsInteger(10, index))
-      return llvm::join(llvm::ArrayRef(parts).take_front(i + 1), ".");
-  }
-  return parts.front().str();
-}
 
 void LayerEstimate::add(const LayerEstimate &o) {
   ops += o.ops;
@@ -53,12 +41,6 @@ DType computeDType(Operation *op) {
         return DType::F16;
     }
   return DType::F32;
-}
-
-/// A parameter belongs to its module's layer: `blocks.0.fc.weight` to `blocks.0`.
-std::string layerOfParam(llvm::StringRef name) {
-  auto [owner, leaf] = name.rsplit('.');
-  return layerOfScope(leaf.empty() ? "" : owner);
 }
 
 bool isWeight(Value v) {

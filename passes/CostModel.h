@@ -12,6 +12,7 @@
 
 #include "cost/ClusterSpec.h"
 #include "cost/OpTime.h"
+#include "passes/Layers.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -19,12 +20,6 @@
 #include <vector>
 
 namespace mlir::cleave {
-
-/// The layer a module scope belongs to: its path up to and including the
-/// first numeric component (`blocks.3.attn` -> `blocks.3`, `layer1.0.conv1`
-/// -> `layer1.0`), else its first component (`head`); `(root)` for ops
-/// outside any module.
-std::string layerOfScope(llvm::StringRef scope);
 
 struct OpEstimate {
   Operation *op;

@@ -52,4 +52,14 @@ def TestOpCost : Pass<"cleave-test-op-cost", "mlir::func::FuncOp"> {
   }];
 }
 
+def TestLayerGroups : Pass<"cleave-test-layer-groups", "mlir::func::FuncOp"> {
+  let summary = "Test only: print the layers and which of them are structurally identical";
+  let description = [{
+    Prints one line per layer (passes/Layers.h): its name, ops, parameter
+    elements, and its kind: the first layer with the same structural
+    signature. Repeated blocks of a transformer share one kind; a residual
+    block with a downsampling branch has a kind of its own. Changes nothing.
+  }];
+}
+
 #endif // CLEAVE_PASSES_TD

@@ -14,7 +14,9 @@ namespace {
 
 struct TestOpCostPass : impl::TestOpCostBase<TestOpCostPass> {
   void runOnOperation() override {
-    llvm::raw_ostream &os = llvm::outs();
+    // One write per function: function passes may run on several threads.
+    std::string text;
+    llvm::raw_string_ostream os(text);
     os << "cost of @" << getOperation().getName() << "\n";
     getOperation().walk([&](CostOpInterface op) {
       ::cleave::cost::OpCost cost = op.getCost();
@@ -33,6 +35,7 @@ struct TestOpCostPass : impl::TestOpCostBase<TestOpCostPass> {
                             cost.gemm->n, cost.gemm->k);
       os << "\n";
     });
+    llvm::outs() << os.str();
   }
 };
 

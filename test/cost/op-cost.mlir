@@ -1,4 +1,4 @@
-// RUN: cleave-opt %s -cleave-test-op-cost -o /dev/null | FileCheck %s
+// RUN: cleave-opt %s -mlir-disable-threading -cleave-test-op-cost -o /dev/null | FileCheck %s
 
 // Every number below is worked out by hand from the op's shapes.
 

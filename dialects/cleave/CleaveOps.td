@@ -65,7 +65,8 @@ def Cleave_NegOp : Cleave_UnaryElementwiseOp<"neg", Cleave_Tensor, "-x", 1,
 def Cleave_AbsOp : Cleave_UnaryElementwiseOp<"abs", Cleave_Tensor, "|x|">;
 def Cleave_ReluOp : Cleave_UnaryElementwiseOp<"relu", Cleave_Tensor, "max(x, 0)">;
 def Cleave_SiluOp : Cleave_UnaryElementwiseOp<"silu", Cleave_FloatTensor, "x * sigmoid(x)", 13>;
-def Cleave_SigmoidOp : Cleave_UnaryElementwiseOp<"sigmoid", Cleave_FloatTensor, "1 / (1 + exp(-x))", 12>;
+def Cleave_SigmoidOp : Cleave_UnaryElementwiseOp<"sigmoid", Cleave_FloatTensor,
+                                                "1 / (1 + exp(-x))", 12>;
 def Cleave_TanhOp : Cleave_UnaryElementwiseOp<"tanh", Cleave_FloatTensor, "tanh(x)", 12>;
 def Cleave_ExpOp : Cleave_UnaryElementwiseOp<"exp", Cleave_FloatTensor, "exp(x)", 10>;
 def Cleave_LogOp : Cleave_UnaryElementwiseOp<"log", Cleave_FloatTensor, "log(x)", 10>;
@@ -76,7 +77,8 @@ def Cleave_CosOp : Cleave_UnaryElementwiseOp<"cos", Cleave_FloatTensor, "cos(x)"
 def Cleave_ErfOp : Cleave_UnaryElementwiseOp<"erf", Cleave_FloatTensor, "erf(x)", 14>;
 def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
 
-def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType], ["getKernelAttributes"], ["getFlopsPerElement"]> {
+def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType], ["getKernelAttributes"],
+    ["getFlopsPerElement"]> {
   let summary = "elementwise GELU";
   let description = [{
     Computes `x * Phi(x)`, with the exact Gaussian CDF (`approximation = none`)
@@ -149,7 +151,8 @@ def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor], [], ["getSav
   }];
 }
 
-def Cleave_CastOp : Cleave_Op<"cast", [Pure, Elementwise], [], ["getFlopsPerElement", "getSavedForBackward"]> {
+def Cleave_CastOp : Cleave_Op<"cast", [Pure, Elementwise], [],
+    ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "convert the element type";
   let description = [{
     Converts every element to the result's element type, as `Tensor.to(dtype)`:
@@ -219,7 +222,8 @@ def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor], [],
   }];
 }
 
-def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"]> {
+def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
+    ["getCost", "getSavedForBackward"]> {
   let summary = "gather rows of a table by index";
   let description = [{
     Looks up `weight [V, D]` at integer `indices [...]`, giving `[..., D]`, as
@@ -356,7 +360,8 @@ def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor], [],
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"]> {
+def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor], [],
+    ["getCost", "getSavedForBackward"]> {
   let summary = "2-D average pooling in NCHW layout";
   let description = [{
     Averages over `kernel` windows of the spatial dims, as
@@ -402,7 +407,8 @@ def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
 // Data movement.
 //===----------------------------------------------------------------------===//
 
-def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"], ["getCost", "getSavedForBackward"]> {
+def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"],
+    ["getCost", "getSavedForBackward"]> {
   let summary = "reinterpret the shape, keeping the element order";
   let description = [{
     Gives the elements of `input` in row-major order the result's shape; the
@@ -422,7 +428,8 @@ def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"], ["getC
   let hasFolder = 1;
 }
 
-def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [], ["getFlopsPerElement", "getSavedForBackward"]> {
+def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [],
+    ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "reorder dims";
   let description = [{
     Result dim `i` is input dim `dims[i]`, as `Tensor.permute`; `transpose`
@@ -440,7 +447,8 @@ def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [], ["ge
   let hasFolder = 1;
 }
 
-def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure], [], ["getFlopsPerElement", "getSavedForBackward"]> {
+def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure], [],
+    ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "stretch size-1 dims and add leading dims";
   let description = [{
     Broadcasts `input` to the result shape as `Tensor.expand`: the trailing
@@ -480,7 +488,8 @@ def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor], [],
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [], ["getFlopsPerElement", "getSavedForBackward"]> {
+def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [],
+    ["getFlopsPerElement", "getSavedForBackward"]> {
   let summary = "join tensors along one dim";
   let description = [{
     Concatenates `inputs` along `dim`; all other dims and the element type

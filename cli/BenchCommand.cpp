@@ -218,9 +218,6 @@ int runBench(int argc, char **argv, const char *argv0) {
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     const char *value = nullptr;
-    auto positive = [&](const char *text, int &out, int min) {
-      return text && !llvm::StringRef(text).getAsInteger(10, out) && out >= min;
-    };
     if (arg == "-h" || arg == "--help") {
       llvm::outs() << kBenchUsage;
       return 0;
@@ -233,13 +230,13 @@ int runBench(int argc, char **argv, const char *argv0) {
         return usageError("--inputs needs a file", kBenchUsage);
       inputs = value;
     } else if (optionValue(argc, argv, i, "--threads", &value)) {
-      if (!positive(value, threads, 1))
+      if (!parseCount(value, threads, 1))
         return usageError("--threads needs a positive integer", kBenchUsage);
     } else if (optionValue(argc, argv, i, "--iterations", &value)) {
-      if (!positive(value, iterations, 1))
+      if (!parseCount(value, iterations, 1))
         return usageError("--iterations needs a positive integer", kBenchUsage);
     } else if (optionValue(argc, argv, i, "--warmup", &value)) {
-      if (!positive(value, warmup, 0))
+      if (!parseCount(value, warmup, 0))
         return usageError("--warmup needs a non-negative integer", kBenchUsage);
     } else if (!arg.empty() && arg[0] == '-') {
       return usageError("unknown option '" + arg + "'", kBenchUsage);

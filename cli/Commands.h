@@ -9,7 +9,10 @@
 #define CLEAVE_CLI_COMMANDS_H
 
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
 
 #include <string>
 
@@ -35,6 +38,17 @@ bool writeAtomically(const std::string &path,
 /// value. Returns false if argv[i] is not the option; sets *value to null if
 /// the value is absent.
 bool optionValue(int argc, char **argv, int &i, const char *name, const char **value);
+
+/// An integer option value in [min, max]; false when absent, malformed or
+/// out of range (then `out` is unspecified).
+template <typename Int>
+bool parseCount(const char *text, Int &out, int64_t min, int64_t max = INT32_MAX) {
+  int64_t value;
+  if (!text || llvm::StringRef(text).getAsInteger(10, value) || value < min || value > max)
+    return false;
+  out = static_cast<Int>(value);
+  return true;
+}
 
 /// Wall time since `start` and this process's peak memory, for --timing.
 void printTiming(const char *what, double seconds);

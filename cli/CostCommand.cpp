@@ -65,15 +65,6 @@ struct CostOptions {
   bool json = false, ops = false, kernels = false;
 };
 
-bool parsePositive(const char *text, int64_t &out) {
-  char *end = nullptr;
-  long long value = std::strtoll(text, &end, 10);
-  if (!text[0] || *end || value < 1)
-    return false;
-  out = value;
-  return true;
-}
-
 /// The model's forward function after the same clean-up `cleave compile`
 /// runs, so the ops costed are the ops a plan executes.
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
@@ -243,13 +234,11 @@ int runCost(int argc, char **argv) {
         return usageError("--cluster needs a spec file", kCostUsage);
       options.cluster = value;
     } else if (optionValue(argc, argv, i, "--nodes", &value)) {
-      int64_t nodes;
-      if (!value || !parsePositive(value, nodes) || nodes > 1000000)
+      if (!parseCount(value, options.nodes, 1, 1000000))
         return usageError("--nodes needs a positive count", kCostUsage);
-      options.nodes = static_cast<int>(nodes);
     } else if (optionValue(argc, argv, i, "--batch", &value)) {
       int64_t batch;
-      if (!value || !parsePositive(value, batch))
+      if (!parseCount(value, batch, 1, INT64_MAX))
         return usageError("--batch needs a positive size", kCostUsage);
       options.import.batchSize = batch;
     } else if (optionValue(argc, argv, i, "--input-shape", &value)) {

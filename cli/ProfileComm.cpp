@@ -306,16 +306,21 @@ private:
   std::vector<float> in_, out_;
 };
 
+nlohmann::ordered_json samplesJson(const std::vector<CollectiveSample> &samples) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const CollectiveSample &s : samples)
+    list.push_back({{"collective", s.collective},
+                    {"ranks", s.ranks},
+                    {"bytes", s.bytes},
+                    {"seconds", s.seconds}});
+  return list;
+}
+
 std::string samplesToJson(int ranks,
                           const std::vector<CollectiveSample> &samples) {
   nlohmann::ordered_json json;
   json["ranks"] = ranks;
-  json["samples"] = nlohmann::ordered_json::array();
-  for (const CollectiveSample &s : samples)
-    json["samples"].push_back({{"collective", s.collective},
-                               {"ranks", s.ranks},
-                               {"bytes", s.bytes},
-                               {"seconds", s.seconds}});
+  json["samples"] = samplesJson(samples);
   return json.dump(2) + "\n";
 }
 
@@ -550,12 +555,7 @@ std::string CommProfile::toJson() const {
                             {"latency", f.latency},
                             {"bandwidth", f.bandwidth},
                             {"max_relative_error", f.maxRelativeError}});
-  json["samples"] = nlohmann::ordered_json::array();
-  for (const CollectiveSample &s : samples)
-    json["samples"].push_back({{"collective", s.collective},
-                               {"ranks", s.ranks},
-                               {"bytes", s.bytes},
-                               {"seconds", s.seconds}});
+  json["samples"] = samplesJson(samples);
   return json.dump(2) + "\n";
 }
 

@@ -310,32 +310,21 @@ std::string addKernel(int64_t elements) {
                        tensor({elements}));
 }
 
-/// `count` dependent adds of `elements` each: nearly all dispatch and
-/// per-kernel set-up, for the per-kernel overhead.
-std::string addChainKernel(int64_t elements, int count) {
-  std::string type = tensor({elements});
-  std::string body;
-  std::string last = "%a";
-  for (int i = 0; i < count; ++i) {
-    body += llvm::formatv("  %y{0} = cleave.add {1}, %b : {2}, {2} -> {2}\n", i, last, type);
-    last = "%y" + std::to_string(i);
-  }
-  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}, %b: {0} {{cleave.name = "b"}) -> {0} {{
-{1}  return {2} : {0}
-})",
-                       type, body, last);
-}
-
-/// `count` adds, each of the previous result and an input of its own, as
-/// activations flow through a model.
-std::string addFlowKernel(int64_t elements, int count) {
+/// `count` dependent adds of `elements` each, every one adding the previous
+/// result and a second input: the same input for all (`ownInputs` false: a
+/// tiny chain is nearly all dispatch, for the per-kernel overhead) or one
+/// input each (as activations flow through a model, for the bandwidth).
+std::string addChainKernel(int64_t elements, int count, bool ownInputs) {
   std::string type = tensor({elements});
   std::string args = llvm::formatv("%a: {0} {{cleave.name = \"a\"}", type);
   std::string body;
   std::string last = "%a";
   for (int i = 0; i < count; ++i) {
-    args += llvm::formatv(", %b{0}: {1} {{cleave.name = \"b{0}\"}", i, type);
-    body += llvm::formatv("  %y{0} = cleave.add {1}, %b{0} : {2}, {2} -> {2}\n", i, last, type);
+    std::string input = ownInputs ? "b" + std::to_string(i) : "b";
+    if (ownInputs || i == 0)
+      args += llvm::formatv(", %{0}: {1} {{cleave.name = \"{0}\"}", input, type);
+    body += llvm::formatv("  %y{0} = cleave.add {1}, %{2} : {3}, {3} -> {3}\n", i, last, input,
+                          type);
     last = "%y" + std::to_string(i);
   }
   return llvm::formatv("func.func @forward({0}) -> {1} {{\n{2}  return {3} : {1}\n}", args, type,
@@ -503,7 +492,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
     constexpr int kAdds = 16;
     int64_t elements = options.quick ? 1 << 14 : 1 << 20;
     Measured chain;
-    CLEAVE_RETURN_IF_ERROR(measureOp(context, addFlowKernel(elements, kAdds),
+    CLEAVE_RETURN_IF_ERROR(measureOp(context, addChainKernel(elements, kAdds, /*ownInputs=*/true),
                                      workDir.str().str(), minSeconds, chain, kAdds, sweep));
     double bytes = kAdds * (chain.cost.forward.bytesRead + chain.cost.forward.bytesWritten);
     device.memoryBandwidth = bytes / chain.seconds;
@@ -539,7 +528,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   // with almost nothing to do (dispatch included).
   constexpr int kChain = 64;
   constexpr int64_t kChainElements = 1024;
-  CLEAVE_RETURN_IF_ERROR(measureOp(context, addChainKernel(kChainElements, kChain),
+  CLEAVE_RETURN_IF_ERROR(measureOp(context, addChainKernel(kChainElements, kChain, /*ownInputs=*/false),
                                    workDir.str().str(), minSeconds, tiny, kChain, 0,
                                    Timing::Wall));
   device.kernelOverhead = tiny.seconds / kChain;
@@ -613,14 +602,6 @@ int runProfile(int argc, char **argv, const char *argv0) {
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     const char *value = nullptr;
-    auto positive = [&](const char *v, int &out) {
-      char *end = nullptr;
-      long n = v ? std::strtol(v, &end, 10) : 0;
-      if (!v || !*v || *end || n < 1 || n > 4096)
-        return false;
-      out = static_cast<int>(n);
-      return true;
-    };
     if (arg == "-h" || arg == "--help") {
       llvm::outs() << kProfileUsage;
       return 0;
@@ -629,10 +610,10 @@ int runProfile(int argc, char **argv, const char *argv0) {
         return usageError("-o needs a file", kProfileUsage);
       options.output = value;
     } else if (optionValue(argc, argv, i, "--ranks", &value)) {
-      if (!positive(value, options.ranks))
+      if (!parseCount(value, options.ranks, 1, 4096))
         return usageError("--ranks needs a count from 1 to 4096", kProfileUsage);
     } else if (optionValue(argc, argv, i, "--threads", &value)) {
-      if (!positive(value, options.threads))
+      if (!parseCount(value, options.threads, 1, 4096))
         return usageError("--threads needs a count from 1 to 4096", kProfileUsage);
     } else if (optionValue(argc, argv, i, "--name", &value)) {
       if (!value || !*value)

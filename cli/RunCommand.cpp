@@ -68,10 +68,10 @@ int runPlan(int argc, char **argv) {
         return usageError("--outputs needs a file", kRunUsage);
       outputsPath = value;
     } else if (optionValue(argc, argv, i, "--threads", &value)) {
-      if (!value || llvm::StringRef(value).getAsInteger(10, threads) || threads <= 0)
+      if (!parseCount(value, threads, 1))
         return usageError("--threads needs a positive integer", kRunUsage);
     } else if (optionValue(argc, argv, i, "--repeat", &value)) {
-      if (!value || llvm::StringRef(value).getAsInteger(10, repeat) || repeat <= 0)
+      if (!parseCount(value, repeat, 1))
         return usageError("--repeat needs a positive integer", kRunUsage);
     } else if (arg == "--timing") {
       timing = true;

@@ -41,7 +41,7 @@ struct LayerEstimate {
 
 struct ModelEstimate {
   std::vector<OpEstimate> ops;
-  std::vector<LayerEstimate> layers; // in order of first appearance
+  std::vector<LayerEstimate> layers; // as discoverLayers orders them
   LayerEstimate total;
   double inputBytes = 0;
   /// Most activation bytes live at once in a forward on one device: the

@@ -103,7 +103,9 @@ std::vector<Layer> discoverLayers(func::FuncOp func) {
   func.walk([&](Operation *op) {
     if (isa<ParamOp>(op))
       params.push_back(op);
-    else if (isa<CostOpInterface>(op) && !isa<ConstantOp>(op))
+    else if (isa<ConstantOp>(op))
+      layer(layerOfScope(moduleScope(op->getLoc()))).constants.push_back(op);
+    else if (isa<CostOpInterface>(op))
       layer(layerOfScope(moduleScope(op->getLoc()))).ops.push_back(op);
   });
   for (Operation *op : params)

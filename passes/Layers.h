@@ -32,6 +32,7 @@ struct Layer {
   std::string name;
   std::vector<Operation *> ops;    // computing ops, in program order
   std::vector<Operation *> params; // its cleave.param ops
+  std::vector<Operation *> constants; // cleave.constant ops in its scope
   /// Structure of the layer: each op's name, attributes, result types, and
   /// where each operand comes from (an earlier op of the layer, one of its
   /// parameters by its name inside the layer, or outside, by type).

@@ -39,6 +39,9 @@ void getDefaultSavedForBackward(Operation *op, llvm::SmallVectorImpl<Value> &sav
 ::cleave::cost::OpCost getElementwiseCost(Operation *op);
 /// Bytes of a ranked tensor type as stored: i1 takes one byte per element.
 int64_t tensorBytes(Type type);
+/// Defined by a param or a constant: it lives in the weights, not among the
+/// activations.
+bool isWeight(Value value);
 } // namespace mlir::cleave
 #include "dialects/cleave/CleaveInterfaces.h.inc"
 

@@ -25,6 +25,11 @@ int64_t mlir::cleave::tensorBytes(Type type) {
   return tensor.getNumElements() * std::max<int64_t>(1, bits / 8);
 }
 
+bool mlir::cleave::isWeight(Value value) {
+  Operation *def = value.getDefiningOp();
+  return def && isa<ParamOp, ConstantOp>(def);
+}
+
 namespace {
 
 double bytesOf(Value v) { return static_cast<double>(tensorBytes(v.getType())); }
@@ -42,11 +47,6 @@ double sumBytes(ValueRange values) {
   for (Value v : values)
     total += bytesOf(v);
   return total;
-}
-
-bool isWeight(Value v) {
-  Operation *def = v.getDefiningOp();
-  return def && isa<ParamOp, ConstantOp>(def);
 }
 
 /// Bytes the backward reads from forward: all saved values (`activations`

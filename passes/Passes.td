@@ -52,6 +52,16 @@ def TestOpCost : Pass<"cleave-test-op-cost", "mlir::func::FuncOp"> {
   }];
 }
 
+def TestShardingRules : Pass<"cleave-test-sharding-rules", "mlir::func::FuncOp"> {
+  let summary = "Test only: print each op's rule from ShardingOpInterface";
+  let description = [{
+    Prints one line per op: its name and its sharding rule in the readable
+    form of `ShardingRule::str()` (operand and result dims as factors, then
+    each factor's size and kind). Exposes the sharding interface to lit;
+    changes nothing.
+  }];
+}
+
 def TestLayerGroups : Pass<"cleave-test-layer-groups", "mlir::func::FuncOp"> {
   let summary = "Test only: print the layers and which of them are structurally identical";
   let description = [{

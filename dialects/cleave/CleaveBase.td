@@ -77,16 +77,27 @@ def Cleave_GeluApproximationAttr
 // Op classes.
 //===----------------------------------------------------------------------===//
 
-// Every op states how it executes and what it costs; `executableOverrides`
-// and `costOverrides` name the interface methods it defines itself instead of
-// the defaults.
+// Every op states how it executes, what it costs and how it may be sharded;
+// `executableOverrides`, `costOverrides` and `shardingOverrides` name the
+// interface methods it defines itself instead of the defaults.
 class Cleave_Op<string mnemonic, list<Trait> traits = [],
                 list<string> executableOverrides = [],
-                list<string> costOverrides = []>
+                list<string> costOverrides = [],
+                list<string> shardingOverrides = []>
     : Op<Cleave_Dialect, mnemonic, !listconcat(traits,
          [DeclareOpInterfaceMethods<Cleave_ExecutableOpInterface,
                                     executableOverrides>,
-          DeclareOpInterfaceMethods<Cleave_CostOpInterface, costOverrides>])>;
+          DeclareOpInterfaceMethods<Cleave_CostOpInterface, costOverrides>,
+          DeclareOpInterfaceMethods<Cleave_ShardingOpInterface,
+                                    shardingOverrides>])>;
+
+// The definition of `getShardingRule` for an op class whose rule is one call
+// of a shared rule builder (ShardingOpInterface.cpp); goes in
+// `extraClassDefinition` with `shardingOverrides = ["getShardingRule"]`.
+class Cleave_ShardingRuleIs<string builderCall> {
+  string definition = "\n::mlir::cleave::ShardingRule $cppClass::getShardingRule() {\n"
+      # "  return " # builderCall # ";\n}\n";
+}
 
 // Elementwise op of one operand: result type equals the operand type. Adding
 // an activation is one line in CleaveOps.td. `flops` is the arithmetic per
@@ -96,7 +107,8 @@ class Cleave_UnaryElementwiseOp<string mnemonic, Type operandType,
                                 list<string> costOverrides = []>
     : Cleave_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType], [],
                 !listconcat(costOverrides,
-                            !if(!eq(flops, 1), [], ["getFlopsPerElement"]))> {
+                            !if(!eq(flops, 1), [], ["getFlopsPerElement"])),
+                ["getShardingRule"]> {
   let summary = "elementwise " # mnemonic;
   let description = "Computes `" # formula # "` for every element. The result "
       # "has the operand's type.\n\nExample:\n\n```mlir\n%y = cleave." # mnemonic
@@ -104,8 +116,10 @@ class Cleave_UnaryElementwiseOp<string mnemonic, Type operandType,
   let arguments = (ins operandType:$input);
   let results = (outs operandType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
-  let extraClassDefinition = !if(!eq(flops, 1), "",
-      "int64_t $cppClass::getFlopsPerElement() { return " # flops # "; }");
+  let extraClassDefinition =
+      Cleave_ShardingRuleIs<"::mlir::cleave::getElementwiseShardingRule(*this)">.definition
+      # !if(!eq(flops, 1), "",
+            "int64_t $cppClass::getFlopsPerElement() { return " # flops # "; }");
 }
 
 // Elementwise op of two operands with numpy/PyTorch broadcasting. The operands
@@ -116,7 +130,7 @@ class Cleave_BinaryElementwiseOp<string mnemonic, string formula,
                                  list<Trait> traits = [],
                                  list<string> costOverrides = []>
     : Cleave_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits), [],
-                costOverrides> {
+                costOverrides, ["getShardingRule"]> {
   let summary = "elementwise " # mnemonic # " with broadcasting";
   let description = "Computes `" # formula # "` for every element of the "
       # "broadcast shape. Both operands have the same element type; shapes "
@@ -136,13 +150,16 @@ class Cleave_BinaryElementwiseOp<string mnemonic, string formula,
           loc, {adaptor.getLhs().getType(), adaptor.getRhs().getType()},
           /*shapeOnly=*/{}, /*elementType=*/nullptr, types);
     }
-  }];
+  }] # Cleave_ShardingRuleIs<"::mlir::cleave::getElementwiseShardingRule(*this)">.definition;
 }
 
 // Reduction over a set of dims, keeping them as size 1 when `keepdim` is set.
-class Cleave_ReductionOp<string mnemonic, string formula>
+// `reducedFactorKind` is the FactorKind of the reduced dims in its sharding
+// rule: Reduction when partial results combine by a sum.
+class Cleave_ReductionOp<string mnemonic, string formula,
+                         string reducedFactorKind = "Reduction">
     : Cleave_Op<mnemonic, [Pure, InferTypeOpAdaptor], [],
-                ["getCost", "getSavedForBackward"]> {
+                ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = mnemonic # " over dims";
   let description = "Reduces `input` over `dims` with " # formula # ". With "
       # "`keepdim` the reduced dims stay as size 1.\n\nExample:\n\n```mlir\n"
@@ -160,13 +177,15 @@ class Cleave_ReductionOp<string mnemonic, string formula>
           loc, adaptor.getInput().getType(), adaptor.getDims(),
           adaptor.getKeepdim(), types);
     }
-  }];
+  }] # Cleave_ShardingRuleIs<"::mlir::cleave::getReductionShardingRule(*this, "
+      # "getDims(), getKeepdim(), ::mlir::cleave::FactorKind::"
+      # reducedFactorKind # ")">.definition;
 }
 
 // Softmax-like normalization along one dim; the result has the input's type.
 class Cleave_NormalizeAlongDimOp<string mnemonic, string formula>
     : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType], [],
-                ["getCost", "getSavedForBackward"]> {
+                ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = mnemonic # " along one dim";
   let description = "Computes `" # formula # "` along `dim`.\n\nExample:\n\n"
       # "```mlir\n%p = cleave." # mnemonic # " %x {dim = 1 : i64} : tensor<2x8xf32>\n```";
@@ -174,12 +193,15 @@ class Cleave_NormalizeAlongDimOp<string mnemonic, string formula>
   let results = (outs Cleave_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
+  // The normalized dim stays whole; the others split freely.
+  let extraClassDefinition = Cleave_ShardingRuleIs<
+      "::mlir::cleave::getMapShardingRule(*this, {static_cast<int64_t>(getDim())})">.definition;
 }
 
 // Keeps the lower or upper triangle of the last two dims and zeroes the rest.
 class Cleave_TriangleOp<string mnemonic, string kept>
     : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType], [],
-                ["getFlopsPerElement", "getSavedForBackward"]> {
+                ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "keep the " # kept # " triangle of the last two dims";
   let description = "Zeroes every element outside the " # kept # " triangle of "
       # "the last two dims; `diagonal` shifts the boundary as in PyTorch.\n\n"
@@ -190,6 +212,11 @@ class Cleave_TriangleOp<string mnemonic, string kept>
   let results = (outs Cleave_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
+  // Which elements are zeroed depends on both matrix indices: the matrix
+  // stays whole, the leading dims split freely.
+  let extraClassDefinition = Cleave_ShardingRuleIs<
+      "::mlir::cleave::getMapShardingRule(*this, "
+      # "{getType().getRank() - 2, getType().getRank() - 1})">.definition;
 }
 
 #endif // CLEAVE_BASE_TD

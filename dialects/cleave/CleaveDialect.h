@@ -24,6 +24,7 @@
 #include "dialects/cleave/CleaveAttrs.h.inc"
 
 #include "dialects/cleave/ShapeInference.h"
+#include "dialects/cleave/ShardingRule.h"
 #include "cost/OpCost.h"
 
 namespace mlir::cleave {
@@ -42,6 +43,25 @@ int64_t tensorBytes(Type type);
 /// Defined by a param or a constant: it lives in the weights, not among the
 /// activations.
 bool isWeight(Value value);
+
+// Sharding rules shared by op families (ShardingOpInterface.cpp). Operands
+// and results are ranked tensors; the elementwise rules expect one result.
+
+/// Every operand and result dim replicated: the interface's default.
+ShardingRule getReplicatedShardingRule(Operation *op);
+/// Elementwise with numpy broadcasting: one Parallel factor per result dim;
+/// operand dims align from the right, and an operand dim of size 1 under a
+/// larger result dim has no factors.
+ShardingRule getElementwiseShardingRule(Operation *op);
+/// The elementwise rule with the factors of result dims `wholeDims`
+/// NeedReplication: softmax's dim, a triangle's matrix, layer_norm's
+/// normalized dims.
+ShardingRule getMapShardingRule(Operation *op, llvm::ArrayRef<int64_t> wholeDims);
+/// Reduction of operand 0 over `dims` into result 0: reduced dims are factors
+/// of `reducedKind`, absent from the result (or a factorless size-1 dim with
+/// `keepdim`); kept dims are Parallel.
+ShardingRule getReductionShardingRule(Operation *op, llvm::ArrayRef<int64_t> dims,
+                                      bool keepdim, FactorKind reducedKind);
 } // namespace mlir::cleave
 #include "dialects/cleave/CleaveInterfaces.h.inc"
 

@@ -65,4 +65,25 @@ def Cleave_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Cleave_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
+  let cppNamespace = "::mlir::cleave";
+  let description = [{
+    How an op may be split across the ranks of a mesh axis, as a factor-based
+    sharding rule (ShardingRule.h): each dim of each operand and result is a
+    product of factors, and each factor is Parallel, Reduction (partial sums
+    that need an all-reduce) or NeedReplication (cannot be split). The
+    planner derives tensor parallelism from these rules alone: a factor split
+    in one op's result is followed into its users' operands. The default
+    replicates every dim, which is always correct: the op runs whole on every
+    rank. Ops that can be split override `getShardingRule`.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        The op's sharding rule: one factor list per operand and per result, in
+        operand and result order.
+      }], "::mlir::cleave::ShardingRule", "getShardingRule", (ins), [{}],
+      [{ return ::mlir::cleave::getReplicatedShardingRule($_op); }]>,
+  ];
+}
+
 #endif // CLEAVE_INTERFACES_TD

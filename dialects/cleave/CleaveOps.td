@@ -15,7 +15,7 @@ include "dialects/cleave/CleaveBase.td"
 // Values: parameters and constants.
 //===----------------------------------------------------------------------===//
 
-def Cleave_ParamOp : Cleave_Op<"param", [Pure], [], ["getCost"]> {
+def Cleave_ParamOp : Cleave_Op<"param", [Pure], [], ["getCost"], ["getShardingRule"]> {
   let summary = "a named parameter or buffer of the model";
   let description = [{
     Produces the model parameter or buffer stored under `name`, its module path
@@ -37,7 +37,8 @@ def Cleave_ParamOp : Cleave_Op<"param", [Pure], [], ["getCost"]> {
 }
 
 def Cleave_ConstantOp : Cleave_Op<"constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>], [], ["getCost"]> {
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>], [], ["getCost"],
+    ["getShardingRule"]> {
   let summary = "a constant tensor";
   let description = [{
     A tensor whose elements are known at compile time: folded shape
@@ -78,7 +79,7 @@ def Cleave_ErfOp : Cleave_UnaryElementwiseOp<"erf", Cleave_FloatTensor, "erf(x)"
 def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
 
 def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType], ["getKernelAttributes"],
-    ["getFlopsPerElement"]> {
+    ["getFlopsPerElement"], ["getShardingRule"]> {
   let summary = "elementwise GELU";
   let description = [{
     Computes `x * Phi(x)`, with the exact Gaussian CDF (`approximation = none`)
@@ -109,7 +110,8 @@ def Cleave_MinimumOp : Cleave_BinaryElementwiseOp<"minimum", "min(x, y)", Cleave
 def Cleave_AndOp : Cleave_BinaryElementwiseOp<"and", "x && y", Cleave_BoolTensor, [Commutative]>;
 def Cleave_OrOp : Cleave_BinaryElementwiseOp<"or", "x || y", Cleave_BoolTensor, [Commutative]>;
 
-def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor], ["getKernelAttributes"]> {
+def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor], ["getKernelAttributes"], [],
+    ["getShardingRule"]> {
   let summary = "elementwise comparison with broadcasting";
   let description = [{
     Compares `lhs` and `rhs` with `predicate` for every element of the
@@ -130,7 +132,8 @@ def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor], ["getKer
   }];
 }
 
-def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor], [], ["getSavedForBackward"]> {
+def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor], [], ["getSavedForBackward"],
+    ["getShardingRule"]> {
   let summary = "select elementwise between two tensors";
   let description = [{
     Yields `on_true` where `condition` holds and `on_false` elsewhere; the
@@ -152,7 +155,7 @@ def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor], [], ["getSav
 }
 
 def Cleave_CastOp : Cleave_Op<"cast", [Pure, Elementwise], [],
-    ["getFlopsPerElement", "getSavedForBackward"]> {
+    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "convert the element type";
   let description = [{
     Converts every element to the result's element type, as `Tensor.to(dtype)`:
@@ -178,7 +181,8 @@ def Cleave_TriuOp : Cleave_TriangleOp<"triu", "upper">;
 // Contractions and layers.
 //===----------------------------------------------------------------------===//
 
-def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor], [], ["getCost"]> {
+def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor], [], ["getCost"],
+    ["getShardingRule"]> {
   let summary = "batched matrix product with broadcast batch dims";
   let description = [{
     Multiplies the last two dims: `[..., M, K] x [..., K, N] -> [..., M, N]`.
@@ -199,7 +203,7 @@ def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor], [], ["getC
 }
 
 def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getSavedForBackward"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "affine map with a PyTorch-layout weight";
   let description = [{
     Computes `input @ weight^T + bias` as `torch.nn.functional.linear`:
@@ -223,7 +227,7 @@ def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getSavedForBackward"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "gather rows of a table by index";
   let description = [{
     Looks up `weight [V, D]` at integer `indices [...]`, giving `[..., D]`, as
@@ -245,7 +249,7 @@ def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
 
 def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
     [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>], [],
-    ["getCost"]> {
+    ["getCost"], ["getShardingRule"]> {
   let summary = "layer normalization over the trailing dims";
   let description = [{
     Normalizes `input` over its trailing dims given by `normalized_shape` to
@@ -273,7 +277,7 @@ def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
 
 def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
     [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>], [],
-    ["getFlopsPerElement"]> {
+    ["getFlopsPerElement"], ["getShardingRule"]> {
   let summary = "batch normalization with running statistics (inference form)";
   let description = [{
     Normalizes channel dim 1 of `input [N, C, ...]` with the running `mean` and
@@ -305,14 +309,16 @@ def Cleave_LogSoftmaxOp : Cleave_NormalizeAlongDimOp<"log_softmax", "x - log(sum
 
 def Cleave_ReduceSumOp : Cleave_ReductionOp<"reduce_sum", "a sum">;
 def Cleave_ReduceMeanOp : Cleave_ReductionOp<"reduce_mean", "the arithmetic mean">;
-def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum">;
+// Reduction factors combine partial results by a sum (ShardingRule.h); partial
+// maxima would need a max all-reduce, so the reduced dims stay whole.
+def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum", "NeedReplication">;
 
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW).
 //===----------------------------------------------------------------------===//
 
 def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScratchBytes"],
-    ["getCost", "getSavedForBackward"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "2-D convolution in NCHW layout";
   let description = [{
     Convolves `input [N, C, H, W]` with `weight [F, C / groups, KH, KW]` and
@@ -338,7 +344,8 @@ def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScrat
   }];
 }
 
-def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor], [], ["getCost"]> {
+def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor], [], ["getCost"],
+    ["getShardingRule"]> {
   let summary = "2-D max pooling in NCHW layout";
   let description = [{
     Takes the maximum over `kernel` windows of the spatial dims, as
@@ -361,7 +368,7 @@ def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getSavedForBackward"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "2-D average pooling in NCHW layout";
   let description = [{
     Averages over `kernel` windows of the spatial dims, as
@@ -385,7 +392,7 @@ def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
-    [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"]> {
+    [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "2-D average pooling to a fixed output size";
   let description = [{
     Averages `input [N, C, H, W]` into `output_size` (height, width) bins whose
@@ -408,7 +415,7 @@ def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
 //===----------------------------------------------------------------------===//
 
 def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"],
-    ["getCost", "getSavedForBackward"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "reinterpret the shape, keeping the element order";
   let description = [{
     Gives the elements of `input` in row-major order the result's shape; the
@@ -429,7 +436,7 @@ def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"],
 }
 
 def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [],
-    ["getFlopsPerElement", "getSavedForBackward"]> {
+    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "reorder dims";
   let description = [{
     Result dim `i` is input dim `dims[i]`, as `Tensor.permute`; `transpose`
@@ -448,7 +455,7 @@ def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure], [],
-    ["getFlopsPerElement", "getSavedForBackward"]> {
+    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "stretch size-1 dims and add leading dims";
   let description = [{
     Broadcasts `input` to the result shape as `Tensor.expand`: the trailing
@@ -468,7 +475,7 @@ def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure], [],
 }
 
 def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getFlopsPerElement", "getSavedForBackward"]> {
+    ["getCost", "getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "take a strided range of one dim";
   let description = [{
     Keeps indices `start, start + step, ...` below `end` of dim `dim`, with
@@ -489,7 +496,7 @@ def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [],
-    ["getFlopsPerElement", "getSavedForBackward"]> {
+    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
   let summary = "join tensors along one dim";
   let description = [{
     Concatenates `inputs` along `dim`; all other dims and the element type

@@ -74,9 +74,11 @@ MemoryBreakdown predictMemory(const MemoryInputs &in) {
 
   double inFlight =
       inFlightMicrobatches(in.schedule, in.pp, in.stage, in.microbatches, in.virtualStages);
-  out.activations = in.recompute
-                        ? inFlight * in.checkpointBytesPerMicrobatch + in.recomputeWorkingBytes
-                        : inFlight * in.activationBytesPerMicrobatch;
+  // Layers that recompute keep only their inputs (checkpoints) per
+  // microbatch in flight, plus one layer's activations while it recomputes.
+  double kept = in.recompute ? 0.0 : in.activationBytesPerMicrobatch;
+  out.activations =
+      inFlight * (kept + in.checkpointBytesPerMicrobatch) + in.recomputeWorkingBytes;
   return out;
 }
 

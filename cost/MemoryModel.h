@@ -48,15 +48,16 @@ struct MemoryInputs {
   int dp = 1; // data-parallel degree: the ranks sharding divides over
   ShardingLevel sharding = ShardingLevel::None;
 
-  /// Training, without recomputation: activation bytes this device's layers
-  /// save for backward, per microbatch.
+  /// Training: activation bytes saved for backward per microbatch by the
+  /// layers that do not recompute.
   double activationBytesPerMicrobatch = 0;
-  /// Training, with recomputation: bytes kept per microbatch (each layer's
-  /// input only).
+  /// Training: bytes kept per microbatch by the layers that recompute (each
+  /// one's input).
   double checkpointBytesPerMicrobatch = 0;
-  /// Training, with recomputation: one layer's activations, re-materialized
-  /// during its backward.
+  /// Training: the largest recomputing layer's activations, re-materialized
+  /// during its backward (0 when none recomputes).
   double recomputeWorkingBytes = 0;
+  /// Every layer recomputes: activationBytesPerMicrobatch is ignored.
   bool recompute = false;
 
   Schedule schedule = Schedule::OneFOneB;

@@ -491,9 +491,12 @@ TEST(MemoryModelTest, ActivationsFollowScheduleAndRecompute) {
   in.stage = 1;
   in.microbatches = 16;
   in.activationBytesPerMicrobatch = 100;
+  EXPECT_EQ(predictMemory(in).activations, 300);
+  // Some layers recompute: the others' activations, their checkpoints, and
+  // one recomputing layer's working set.
   in.checkpointBytesPerMicrobatch = 10;
   in.recomputeWorkingBytes = 7;
-  EXPECT_EQ(predictMemory(in).activations, 300);
+  EXPECT_EQ(predictMemory(in).activations, 3 * (100 + 10) + 7);
   in.recompute = true;
   EXPECT_EQ(predictMemory(in).activations, 37);
   in.schedule = Schedule::Interleaved;

@@ -1,0 +1,636 @@
+//===- PlanSearch.cpp - The inter-layer search of the planner -------------===//
+
+#include "passes/PlanSearch.h"
+
+#include "cost/OpCost.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <tuple>
+
+namespace cleave::planner {
+
+using cost::Collective;
+using cost::Schedule;
+using cost::ShardingLevel;
+
+double tpCollectiveSeconds(const cost::ClusterSpec &cluster, int tp, Collective collective,
+                           double bytes) {
+  if (tp <= 1 || bytes <= 0)
+    return 0;
+  auto group = cost::stridedGroup(tp, 1, cluster.devicesPerNode);
+  return cost::estimateCollective(cluster, collective, group, bytes).seconds;
+}
+
+std::string Candidate::label() const {
+  std::ostringstream os;
+  os << "tp=" << tp << " pp=" << pp << " dp=" << dp << " microbatch=" << microbatchSize << "x"
+     << microbatches << " " << cost::scheduleName(schedule);
+  if (schedule == Schedule::Interleaved)
+    os << "(v=" << virtualStages << ")";
+  os << " zero=" << cost::shardingLevelName(sharding);
+  return os.str();
+}
+
+double pipelineSeconds(Schedule schedule, const std::vector<double> &stageSeconds,
+                       int64_t microbatches, int virtualStages) {
+  if (stageSeconds.empty())
+    return 0;
+  double slowest = *std::max_element(stageSeconds.begin(), stageSeconds.end());
+  double sum = 0;
+  for (double t : stageSeconds)
+    sum += t;
+  double m = double(std::max<int64_t>(1, microbatches));
+  if (schedule == Schedule::Interleaved && virtualStages > 1)
+    return (m + double(stageSeconds.size() - 1) / virtualStages) * slowest;
+  // Fill and drain pass every stage once; the steady state runs at the
+  // slowest stage's pace.
+  return (m - 1) * slowest + sum;
+}
+
+std::vector<int> tpCandidates(const cost::ClusterSpec &cluster, const SearchOptions &options) {
+  if (options.tp)
+    return {*options.tp};
+  std::vector<int> out;
+  for (int tp = 1; tp <= cluster.devicesPerNode; ++tp)
+    if (cluster.devicesPerNode % tp == 0 && options.devices % tp == 0)
+      out.push_back(tp);
+  return out;
+}
+
+namespace {
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> small, large;
+  for (int64_t d = 1; d * d <= n; ++d)
+    if (n % d == 0) {
+      small.push_back(d);
+      if (d != n / d)
+        large.push_back(n / d);
+    }
+  small.insert(small.end(), large.rbegin(), large.rend());
+  return small;
+}
+
+/// A layer kind's costs at one tp degree and microbatch size.
+struct LayerTime {
+  double forward = 0, backward = 0; // compute
+  double tpForward = 0, tpBackward = 0;
+  double activation = 0, input = 0, output = 0;
+  double parameters = 0, buffers = 0;
+  double total() const { return forward + backward + tpForward + tpBackward; }
+};
+
+struct Config {
+  int tp, pp, dp, v;
+  int64_t mb, m;
+  Schedule schedule;
+  ShardingLevel sharding;
+  double lowerBound;
+};
+
+class Searcher {
+public:
+  Searcher(const ModelProfile &model, const cost::ClusterSpec &cluster,
+           const SearchOptions &options)
+      : model(model), cluster(cluster), options(options),
+        layers(int(model.layerKind.size())) {
+    int kinds = 0;
+    for (int k : model.layerKind)
+      kinds = std::max(kinds, k + 1);
+    kindCount.assign(kinds, 0);
+    for (int k : model.layerKind)
+      ++kindCount[k];
+  }
+
+  bool run(SearchResult &result, std::string &error);
+
+private:
+  const LayerTime &layerTime(int tp, int kind, int64_t mb);
+  double dpCommSeconds(const Config &c, double parameters) const;
+  double optimizerSeconds(const Config &c, double parameters) const;
+  std::vector<int> recomputeOrder(int tp, int64_t mb);
+  /// Evaluates a config: stage boundaries and recomputation. With
+  /// `ignoreBudget`, the partition balances time only and every layer
+  /// recomputes where allowed (the least memory the config can take).
+  bool evaluate(const Config &c, Candidate &out, bool ignoreBudget);
+  bool partition(const Config &c, double limit, bool ignoreBudget,
+                 std::vector<StagePlan> *stages);
+  bool fillStage(const Config &c, int stage, const std::vector<std::pair<int, int>> &chunks,
+                 bool ignoreBudget, StagePlan &plan);
+
+  const ModelProfile &model;
+  const cost::ClusterSpec &cluster;
+  const SearchOptions &options;
+  int layers;
+  std::vector<int> kindCount;
+  std::map<std::tuple<int, int, int64_t>, LayerTime> cache;
+  std::map<std::pair<int, int64_t>, std::vector<int>> orderCache;
+};
+
+const LayerTime &Searcher::layerTime(int tp, int kind, int64_t mb) {
+  auto key = std::make_tuple(tp, kind, mb);
+  auto it = cache.find(key);
+  if (it != cache.end())
+    return it->second;
+  const LayerSplitCost &c = model.costs.at(tp)[kind];
+  double scale = double(mb) / double(model.tracedBatch);
+  LayerTime t;
+  t.forward = c.forwardOverhead + (c.forwardCompute - c.forwardOverhead) * scale;
+  if (options.training)
+    t.backward = c.backwardOverhead + (c.backwardCompute - c.backwardOverhead) * scale;
+  for (const LayerCollective &coll : c.collectives) {
+    if (coll.backward && !options.training)
+      continue;
+    double s = tpCollectiveSeconds(cluster, tp, coll.collective, coll.bytes * scale);
+    (coll.backward ? t.tpBackward : t.tpForward) += s;
+  }
+  t.activation = c.activationBytes * scale;
+  t.input = c.inputBytes * scale;
+  t.output = c.outputBytes * scale;
+  t.parameters = c.parameters;
+  t.buffers = c.bufferBytes;
+  return cache.emplace(key, t).first->second;
+}
+
+/// Kinds in the order recomputation should take them: most memory saved per
+/// second of extra forward first.
+std::vector<int> Searcher::recomputeOrder(int tp, int64_t mb) {
+  auto key = std::make_pair(tp, mb);
+  auto it = orderCache.find(key);
+  if (it != orderCache.end())
+    return it->second;
+  std::vector<int> order;
+  for (int k = 0; k < int(kindCount.size()); ++k)
+    if (kindCount[k] > 0 && layerTime(tp, k, mb).activation > layerTime(tp, k, mb).input)
+      order.push_back(k);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    const LayerTime &x = layerTime(tp, a, mb), &y = layerTime(tp, b, mb);
+    return (x.activation - x.input) * (y.forward + 1e-12) >
+           (y.activation - y.input) * (x.forward + 1e-12);
+  });
+  return orderCache.emplace(key, order).first->second;
+}
+
+double Searcher::dpCommSeconds(const Config &c, double parameters) const {
+  if (!options.training || c.dp <= 1)
+    return 0;
+  auto group = cost::stridedGroup(c.dp, c.tp, cluster.devicesPerNode);
+  double bytes = parameters * double(runtime::dtypeBytes(options.paramDType));
+  auto time = [&](Collective coll) {
+    return cost::estimateCollective(cluster, coll, group, bytes).seconds;
+  };
+  double m = double(c.m);
+  switch (c.sharding) {
+  case ShardingLevel::None:
+  case ShardingLevel::OptimizerState:
+    // One all-reduce of the accumulated gradients (ZeRO-1: its reduce-scatter
+    // half, then an all-gather of the updated parameters: the same bytes).
+    return time(Collective::AllReduce);
+  case ShardingLevel::Gradients:
+    // Sharded gradients cannot accumulate whole: each microbatch's are
+    // reduce-scattered, and the updated parameters gathered once.
+    return m * time(Collective::ReduceScatter) + time(Collective::AllGather);
+  case ShardingLevel::Parameters:
+    // Parameters gathered for every microbatch's forward and backward.
+    return m * (2 * time(Collective::AllGather) + time(Collective::ReduceScatter));
+  }
+  return 0;
+}
+
+double Searcher::optimizerSeconds(const Config &c, double parameters) const {
+  if (!options.training)
+    return 0;
+  double shard = c.sharding >= ShardingLevel::OptimizerState ? c.dp : 1;
+  // AdamW reads and writes master weights and both moments (fp32) and reads
+  // the gradient and writes the parameter: 28 bytes per parameter either way.
+  double bandwidth = cluster.device.memoryBandwidth *
+                     cluster.device.efficiency[int(cost::OpClass::Elementwise)].memory;
+  return parameters / shard * 28.0 / bandwidth;
+}
+
+bool Searcher::fillStage(const Config &c, int stage,
+                         const std::vector<std::pair<int, int>> &chunks, bool ignoreBudget,
+                         StagePlan &plan) {
+  plan = StagePlan();
+  plan.chunks = chunks;
+  std::vector<int> count(kindCount.size(), 0);
+  double buffers = 0, activation = 0, largestLayerParams = 0, working = 0;
+  for (auto [begin, end] : chunks) {
+    for (int l = begin; l < end; ++l) {
+      const LayerTime &t = layerTime(c.tp, model.layerKind[l], c.mb);
+      ++count[model.layerKind[l]];
+      plan.forwardSeconds += t.forward;
+      plan.backwardSeconds += t.backward;
+      plan.tpCommSeconds += t.tpForward + t.tpBackward;
+      plan.parameters += t.parameters;
+      largestLayerParams = std::max(largestLayerParams, t.parameters);
+      buffers += t.buffers;
+      activation += t.activation;
+      working = std::max(working, t.input + t.activation);
+      for (const ModelProfile::Borrowed &b : model.borrowed[l]) {
+        bool own = false;
+        for (auto [ob, oe] : chunks)
+          own |= b.owner >= ob && b.owner < oe;
+        if (!own)
+          plan.parameters += b.parameters / c.tp; // split with the layer, as its owner's is
+      }
+    }
+  }
+  // Activations sent to the next stage and gradients back, per chunk.
+  if (c.pp > 1) {
+    auto group = cost::stridedGroup(2, c.tp * c.dp, cluster.devicesPerNode);
+    for (auto [begin, end] : chunks) {
+      double out = layerTime(c.tp, model.layerKind[end - 1], c.mb).output;
+      double in = begin > 0 ? layerTime(c.tp, model.layerKind[begin - 1], c.mb).output : 0;
+      if (end < layers)
+        plan.p2pSeconds += cost::estimateCollective(cluster, Collective::SendRecv, group, out).seconds;
+      if (begin > 0 && options.training)
+        plan.p2pSeconds += cost::estimateCollective(cluster, Collective::SendRecv, group, in).seconds;
+    }
+  }
+
+  double paramBytes = double(runtime::dtypeBytes(options.paramDType));
+  cost::MemoryInputs in;
+  in.training = options.training;
+  in.parameters = int64_t(plan.parameters);
+  in.paramDType = options.paramDType;
+  in.mixedPrecision = options.mixedPrecision;
+  in.dp = c.dp;
+  in.sharding = c.sharding;
+  in.schedule = c.schedule;
+  in.pp = c.pp;
+  in.stage = stage;
+  in.microbatches = int(std::min<int64_t>(c.m, std::numeric_limits<int>::max()));
+  in.virtualStages = c.v;
+  if (c.sharding == ShardingLevel::Parameters)
+    in.commBufferBytes = 2 * largestLayerParams * paramBytes; // one layer gathered, and the next
+  if (!options.training) {
+    // Inference keeps no activations for backward: the largest layer's
+    // working set, for the microbatch computing and the one arriving.
+    in.inferenceActivationBytes = 2 * working;
+    in.parameterBytes = plan.parameters * paramBytes;
+    plan.memory = cost::predictMemory(in);
+    plan.memory.parameters += buffers;
+    return ignoreBudget || plan.memory.total() <= options.memoryBudget;
+  }
+
+  auto memoryWith = [&](double kept, double checkpoints, double work) {
+    in.activationBytesPerMicrobatch = kept;
+    in.checkpointBytesPerMicrobatch = checkpoints;
+    in.recomputeWorkingBytes = work;
+    cost::MemoryBreakdown m = cost::predictMemory(in);
+    m.parameters += buffers;
+    return m;
+  };
+  bool recomputeAll = options.recompute == RecomputeMode::Full ||
+                      (ignoreBudget && options.recompute == RecomputeMode::Auto);
+  if (!recomputeAll) {
+    plan.memory = memoryWith(activation, 0, 0);
+    if (ignoreBudget || plan.memory.total() <= options.memoryBudget ||
+        options.recompute == RecomputeMode::None)
+      return ignoreBudget || plan.memory.total() <= options.memoryBudget;
+  }
+  // Recompute the layers that save the most memory per extra second until
+  // the stage fits.
+  double kept = activation, checkpoints = 0, work = 0;
+  std::vector<int> take(kindCount.size(), 0);
+  double inFlight = cost::inFlightMicrobatches(c.schedule, c.pp, stage, in.microbatches, c.v);
+  for (int k : recomputeOrder(c.tp, c.mb)) {
+    if (count[k] == 0)
+      continue;
+    const LayerTime &t = layerTime(c.tp, k, c.mb);
+    int n = count[k];
+    if (!recomputeAll) {
+      double excess = plan.memory.total() - options.memoryBudget;
+      double perLayer = inFlight * (t.activation - t.input);
+      double extraWork = std::max(0.0, t.activation - work);
+      n = std::min<int>(count[k], int(std::ceil((excess + extraWork) / perLayer)));
+      n = std::max(n, 1);
+    }
+    take[k] = n;
+    kept -= n * t.activation;
+    checkpoints += n * t.input;
+    work = std::max(work, t.activation);
+    plan.recomputeSeconds += n * (t.forward + t.tpForward);
+    plan.memory = memoryWith(std::max(0.0, kept), checkpoints, work);
+    if (!recomputeAll && plan.memory.total() <= options.memoryBudget)
+      break;
+  }
+  // Name the layers: the first `take[k]` of each kind in the stage.
+  for (auto [begin, end] : chunks)
+    for (int l = begin; l < end; ++l)
+      if (take[model.layerKind[l]] > 0) {
+        --take[model.layerKind[l]];
+        plan.recomputed.push_back(l);
+      }
+  return ignoreBudget || plan.memory.total() <= options.memoryBudget;
+}
+
+bool Searcher::partition(const Config &c, double limit, bool ignoreBudget,
+                         std::vector<StagePlan> *stages) {
+  int chunksTotal = c.pp * c.v;
+  std::vector<std::pair<int, int>> chunks;
+  if (c.v == 1) {
+    // Each stage takes as many layers as fit in time and memory, leaving one
+    // for every later stage: a stage that could take more only eases the
+    // stages after it.
+    int begin = 0;
+    std::vector<StagePlan> built;
+    for (int s = 0; s < c.pp; ++s) {
+      int maxEnd = s == c.pp - 1 ? layers : layers - (c.pp - 1 - s);
+      auto fits = [&](int end, StagePlan &plan) {
+        return fillStage(c, s, {{begin, end}}, ignoreBudget, plan) && plan.seconds() <= limit;
+      };
+      StagePlan plan, trial;
+      if (s == c.pp - 1) {
+        if (!fits(layers, plan))
+          return false;
+      } else if (!fits(begin + 1, plan)) {
+        return false;
+      }
+      // The largest end that fits: growing steps, then bisection (fitting is
+      // monotone: more layers never take less time or memory).
+      int good = s == c.pp - 1 ? layers : begin + 1, bad = maxEnd + 1;
+      for (int step = 1; good + step < bad; step *= 2) {
+        if (fits(good + step, trial)) {
+          good += step;
+          plan = std::move(trial);
+        } else {
+          bad = good + step;
+          break;
+        }
+      }
+      while (bad - good > 1) {
+        int mid = (good + bad) / 2;
+        if (fits(mid, trial)) {
+          good = mid;
+          plan = std::move(trial);
+        } else {
+          bad = mid;
+        }
+      }
+      int end = good;
+      if (s == c.pp - 1 && end != layers)
+        return false;
+      built.push_back(std::move(plan));
+      begin = end;
+    }
+    if (stages)
+      *stages = std::move(built);
+    return true;
+  }
+  // Interleaved: pp·v chunks balanced by time (chunk c runs on device c % pp);
+  // recomputation then fits each device's memory.
+  int begin = 0;
+  for (int ch = 0; ch < chunksTotal; ++ch) {
+    int maxEnd = layers - (chunksTotal - 1 - ch);
+    int end = begin;
+    double time = 0;
+    while (end < maxEnd) {
+      double t = layerTime(c.tp, model.layerKind[end], c.mb).total();
+      if (end > begin && time + t > limit)
+        break;
+      time += t;
+      ++end;
+    }
+    if (time > limit || (ch == chunksTotal - 1 && end != layers))
+      return false;
+    chunks.push_back({begin, end});
+    begin = end;
+  }
+  std::vector<StagePlan> built(c.pp);
+  for (int d = 0; d < c.pp; ++d) {
+    std::vector<std::pair<int, int>> mine;
+    for (int ch = d; ch < chunksTotal; ch += c.pp)
+      mine.push_back(chunks[ch]);
+    if (!fillStage(c, d, mine, ignoreBudget, built[d]))
+      return false;
+  }
+  if (stages)
+    *stages = std::move(built);
+  return true;
+}
+
+bool Searcher::evaluate(const Config &c, Candidate &out, bool ignoreBudget) {
+  // Bisection on the slowest stage's (chunk's) time, from the average layer
+  // load (a lower bound) to a limit that admits any partition: failing there
+  // means the memory budget, not time, rules the config out.
+  double sum = 0, slowestLayer = 0, everything = 0;
+  for (int l = 0; l < layers; ++l) {
+    const LayerTime &t = layerTime(c.tp, model.layerKind[l], c.mb);
+    sum += t.total();
+    everything += t.total() + t.forward + t.tpForward;
+    slowestLayer = std::max(slowestLayer, t.total());
+  }
+  double hi = 2 * everything + 1.0;
+  if (!partition(c, hi, ignoreBudget, nullptr)) {
+    hi *= 1e3;
+    if (!partition(c, hi, ignoreBudget, nullptr))
+      return false;
+  }
+  double lo = std::max(slowestLayer, sum / double(c.pp * c.v)) * (1 - 1e-9);
+  for (int i = 0; i < 64 && hi - lo > 1e-4 * hi; ++i) {
+    double mid = 0.5 * (lo + hi);
+    if (partition(c, mid, ignoreBudget, nullptr))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  out = Candidate();
+  out.tp = c.tp;
+  out.pp = c.pp;
+  out.dp = c.dp;
+  out.virtualStages = c.v;
+  out.microbatchSize = c.mb;
+  out.microbatches = c.m;
+  out.schedule = c.schedule;
+  out.sharding = c.sharding;
+  out.lowerBound = c.lowerBound;
+  partition(c, hi, ignoreBudget, &out.stages);
+
+  std::vector<double> times;
+  double maxParams = 0, maxTp = 0, sumTimes = 0;
+  for (size_t s = 0; s < out.stages.size(); ++s) {
+    const StagePlan &stage = out.stages[s];
+    double t = options.training ? stage.seconds()
+                                : stage.forwardSeconds + stage.tpCommSeconds + stage.p2pSeconds;
+    times.push_back(t);
+    sumTimes += t;
+    maxParams = std::max(maxParams, stage.parameters);
+    maxTp = std::max(maxTp, stage.tpCommSeconds);
+    if (s == 0 || stage.memory.total() > out.memory.total()) {
+      out.memory = stage.memory;
+      out.worstStage = int(s);
+    }
+  }
+  out.pipelineSeconds = pipelineSeconds(c.schedule, times, c.m, c.v);
+  double busy = double(c.m) * sumTimes / double(c.pp);
+  out.bubbleFraction = out.pipelineSeconds > 0 ? 1.0 - busy / out.pipelineSeconds : 0;
+  out.tpCommSeconds = double(c.m) * maxTp;
+  out.dpCommSeconds = dpCommSeconds(c, maxParams);
+  out.optimizerSeconds = optimizerSeconds(c, maxParams);
+  out.stepSeconds = out.pipelineSeconds + out.dpCommSeconds + out.optimizerSeconds;
+  out.objective = out.stepSeconds;
+  if (!options.training && options.objective == Objective::Throughput)
+    out.objective = double(c.m) * *std::max_element(times.begin(), times.end());
+  out.fits = out.memory.total() <= options.memoryBudget;
+  return true;
+}
+
+bool Searcher::run(SearchResult &result, std::string &error) {
+  auto start = std::chrono::steady_clock::now();
+  if (layers == 0) {
+    error = "the model has no layers to place";
+    return false;
+  }
+  std::vector<Config> configs;
+  double totalParams = 0;
+  for (int l = 0; l < layers; ++l)
+    totalParams += model.costs.begin()->second[model.layerKind[l]].parameters *
+                   model.costs.begin()->first;
+  std::string why = "no tp degree divides both the devices per node and the device count";
+  for (int tp : tpCandidates(cluster, options)) {
+    if (!model.costs.count(tp))
+      continue;
+    if (options.devices % tp != 0) {
+      why = "--tp " + std::to_string(tp) + " does not divide the " +
+            std::to_string(options.devices) + " devices";
+      continue;
+    }
+    for (int64_t pp : divisors(options.devices / tp)) {
+      if ((options.pp && pp != *options.pp) || pp > layers) {
+        if (options.pp && *options.pp > layers)
+          why = "--pp " + std::to_string(*options.pp) + " is more stages than the model's " +
+                std::to_string(layers) + " layers";
+        else if (options.pp)
+          why = "--pp " + std::to_string(*options.pp) + " does not divide the " +
+                std::to_string(options.devices / tp) + " devices left after tp=" +
+                std::to_string(tp);
+        continue;
+      }
+      int dp = int(options.devices / tp / pp);
+      if (options.dp && dp != *options.dp) {
+        why = "no tp and pp leave --dp " + std::to_string(*options.dp) + " of the " +
+              std::to_string(options.devices) + " devices";
+        continue;
+      }
+      if (options.globalBatch % dp != 0) {
+        why = "the global batch " + std::to_string(options.globalBatch) +
+              " does not divide over dp=" + std::to_string(dp) + " data-parallel replicas";
+        continue;
+      }
+      int64_t perReplica = options.globalBatch / dp;
+      for (int64_t mb : divisors(perReplica)) {
+        if (options.microbatchSize && mb != *options.microbatchSize) {
+          why = "--microbatch " + std::to_string(*options.microbatchSize) +
+                " does not divide the " + std::to_string(perReplica) + " samples per replica";
+          continue;
+        }
+        int64_t m = perReplica / mb;
+        std::vector<std::pair<Schedule, int>> schedules;
+        if (!options.training || pp == 1) {
+          schedules.push_back({options.training ? Schedule::OneFOneB : Schedule::GPipe, 1});
+        } else {
+          schedules.push_back({Schedule::GPipe, 1});
+          schedules.push_back({Schedule::OneFOneB, 1});
+          for (int v : {2, 3, 4, 6, 8})
+            if (pp * v <= layers && m % pp == 0)
+              schedules.push_back({Schedule::Interleaved, v});
+        }
+        for (auto [schedule, v] : schedules) {
+          if (options.schedule && schedule != *options.schedule && pp > 1)
+            continue;
+          if (options.virtualStages && v != *options.virtualStages)
+            continue;
+          std::vector<ShardingLevel> levels = {ShardingLevel::None};
+          if (options.training && dp > 1)
+            levels = {ShardingLevel::None, ShardingLevel::OptimizerState,
+                      ShardingLevel::Gradients, ShardingLevel::Parameters};
+          for (ShardingLevel level : levels) {
+            if (options.sharding && level != *options.sharding)
+              continue;
+            Config c{tp, int(pp), dp, v, mb, m, schedule, level, 0};
+            // Lower bound: stages perfectly balanced, nothing recomputed.
+            double sum = 0;
+            for (int k = 0; k < int(kindCount.size()); ++k)
+              if (kindCount[k])
+                sum += kindCount[k] * (options.training ? layerTime(tp, k, mb).total()
+                                                        : layerTime(tp, k, mb).forward +
+                                                              layerTime(tp, k, mb).tpForward);
+            double avg = sum / double(pp);
+            double pipe = schedule == Schedule::Interleaved
+                              ? (double(m) + double(pp - 1) / v) * avg
+                              : (double(m) + double(pp) - 1) * avg;
+            if (!options.training && options.objective == Objective::Throughput)
+              pipe = double(m) * avg;
+            double params = totalParams / double(tp * pp);
+            c.lowerBound = pipe + dpCommSeconds(c, params) + optimizerSeconds(c, params);
+            configs.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  result = SearchResult();
+  result.candidatesConsidered = int64_t(configs.size());
+  if (configs.empty()) {
+    error = why;
+    return false;
+  }
+  std::stable_sort(configs.begin(), configs.end(),
+                   [](const Config &a, const Config &b) { return a.lowerBound < b.lowerBound; });
+  int top = std::max(1, options.top);
+  std::map<std::pair<int, int>, size_t> overBudgetIndex;
+  for (const Config &c : configs) {
+    if (options.prune && int(result.best.size()) >= top &&
+        c.lowerBound >= result.best.back().objective)
+      break;
+    ++result.candidatesEvaluated;
+    Candidate cand;
+    if (!evaluate(c, cand, false)) {
+      // Over budget however the layers are placed: record the least memory
+      // this config needs, for the error and for --explain.
+      if (!evaluate(c, cand, true))
+        continue;
+      cand.fits = false;
+      auto key = std::make_pair(c.tp, c.pp);
+      auto it = overBudgetIndex.find(key);
+      if (it == overBudgetIndex.end()) {
+        overBudgetIndex[key] = result.overBudget.size();
+        result.overBudget.push_back(cand);
+      } else if (cand.memory.total() < result.overBudget[it->second].memory.total()) {
+        result.overBudget[it->second] = cand;
+      }
+      if (!result.leastMemory || cand.memory.total() < result.leastMemory->memory.total())
+        result.leastMemory = cand;
+      continue;
+    }
+    if (!cand.fits)
+      continue;
+    auto better = [](const Candidate &a, const Candidate &b) {
+      if (a.objective != b.objective)
+        return a.objective < b.objective;
+      return a.memory.total() < b.memory.total();
+    };
+    auto pos = std::upper_bound(result.best.begin(), result.best.end(), cand, better);
+    result.best.insert(pos, cand);
+    if (int(result.best.size()) > top)
+      result.best.pop_back();
+  }
+  result.searchSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return true;
+}
+
+} // namespace
+
+bool searchPlan(const ModelProfile &model, const cost::ClusterSpec &cluster,
+                const SearchOptions &options, SearchResult &result, std::string &error) {
+  return Searcher(model, cluster, options).run(result, error);
+}
+
+} // namespace cleave::planner

@@ -8,6 +8,7 @@
 
 #include "cli/Commands.h"
 #include "cli/Diagnostics.h"
+#include "cli/LoadModel.h"
 #include "compiler/Importer.h"
 #include "cost/ClusterSpec.h"
 #include "cost/Format.h"
@@ -18,8 +19,6 @@
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <nlohmann/json.hpp>
@@ -64,41 +63,6 @@ struct CostOptions {
   ImportOptions import;
   bool json = false, ops = false, kernels = false;
 };
-
-/// The model's forward function after the same clean-up `cleave compile`
-/// runs, so the ops costed are the ops a plan executes.
-mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-loadModel(mlir::MLIRContext &context, const CostOptions &options, int &exitCode) {
-  llvm::StringRef path(options.model);
-  mlir::OwningOpRef<mlir::ModuleOp> module;
-  if (path.ends_with(".mlir")) {
-    if (options.import.batchSize || !options.import.inputShapes.empty()) {
-      llvm::errs() << "cleave: error: --batch and --input-shape need a TorchScript model: the "
-                      "shapes of cleave IR are fixed\n";
-      return mlir::failure();
-    }
-    module = mlir::parseSourceFile<mlir::ModuleOp>(options.model, &context);
-    if (!module)
-      return mlir::failure();
-  } else {
-    ImportFailure kind = ImportFailure::BadInput;
-    auto imported = importTorchScript(context, options.model, options.import, &kind);
-    if (mlir::failed(imported)) {
-      exitCode = static_cast<int>(kind);
-      return mlir::failure();
-    }
-    module = std::move(imported->module);
-  }
-  mlir::PassManager pm(&context);
-  mlir::cleave::addSingleDevicePlanPipeline(pm);
-  if (mlir::failed(pm.run(*module)))
-    return mlir::failure();
-  if (!module->lookupSymbol<mlir::func::FuncOp>("forward")) {
-    llvm::errs() << "cleave: error: " << options.model << ": no function @forward\n";
-    return mlir::failure();
-  }
-  return module;
-}
 
 /// Memory of a single-device run: inference holds the weights and the
 /// forward's live activations; training (fp32 AdamW, no recomputation, one
@@ -281,7 +245,7 @@ int runCost(int argc, char **argv) {
   context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
   CliDiagnostics diagnostics(context);
   int exitCode = 1;
-  auto module = loadModel(context, options, exitCode);
+  auto module = loadForwardModule(context, options.model, options.import, exitCode);
   if (mlir::failed(module))
     return exitCode;
   auto func = (*module)->lookupSymbol<mlir::func::FuncOp>("forward");

@@ -49,7 +49,7 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 
 } // namespace
 
-int runPlan(int argc, char **argv) {
+int runRun(int argc, char **argv) {
   std::string planDir, inputsPath, outputsPath;
   int threads = 0, repeat = 1;
   bool timing = false, profile = false;

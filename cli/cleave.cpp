@@ -25,6 +25,7 @@ commands:
   run       run a plan on inputs from a safetensors file
   bench     time a plan against LibTorch eager on the same model and inputs
   cost      predict per-layer FLOPs, memory and time on a cluster spec
+  plan      choose tensor, pipeline and data parallelism for a cluster
   profile   measure this machine and write a calibrated cluster spec
 
 Run 'cleave <command> --help' for a command's options.
@@ -47,9 +48,11 @@ int main(int argc, char **argv) {
   if (command == "compile")
     return runCompile(argc - 2, argv + 2);
   if (command == "run")
-    return runPlan(argc - 2, argv + 2);
+    return runRun(argc - 2, argv + 2);
   if (command == "bench")
     return runBench(argc - 2, argv + 2, argv[0]);
+  if (command == "plan")
+    return runPlan(argc - 2, argv + 2);
   if (command == "cost")
     return runCost(argc - 2, argv + 2);
   if (command == "profile")

@@ -5,7 +5,7 @@
         [--batch B] [--seq S] [--seed 0] [--io DIR]
 
 The file carries `cleave.json` (extra file): the forward arguments' names, static shapes and dtypes.
-gpt-1.7b, gpt-18.4b and gpt-145.6b (Megatron-LM Table 1 sizes) are always built on device='meta',
+gpt-1.7b, gpt-18.4b, gpt-145.6b and gpt-1t (Megatron-LM Table 1 sizes) are always built on device='meta',
 so they export in seconds without parameter data. --io DIR writes random inputs and PyTorch's
 outputs as DIR/inputs.safetensors and DIR/outputs.safetensors for end-to-end tests.
 """
@@ -120,6 +120,8 @@ SPECS = {
     "gpt-1.7b": _megatron_gpt(n_head=24, d_model=2304, n_layer=24),
     "gpt-18.4b": _megatron_gpt(n_head=48, d_model=6144, n_layer=40),
     "gpt-145.6b": _megatron_gpt(n_head=96, d_model=12288, n_layer=80),
+    # The 1T model of the same paper (128 layers, hidden 25600, 160 heads): the search benchmark.
+    "gpt-1t": _megatron_gpt(n_head=160, d_model=25600, n_layer=128),
 }
 
 

@@ -1,0 +1,47 @@
+//===- LoadModel.cpp - a model's forward function, for analysis -----------===//
+
+#include "cli/LoadModel.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cleave {
+
+mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+loadForwardModule(mlir::MLIRContext &context, const std::string &path,
+                  const ImportOptions &import, int &exitCode) {
+  exitCode = 1;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (llvm::StringRef(path).ends_with(".mlir")) {
+    if (import.batchSize || !import.inputShapes.empty()) {
+      llvm::errs() << "cleave: error: --batch and --input-shape need a TorchScript model: the "
+                      "shapes of cleave IR are fixed\n";
+      return mlir::failure();
+    }
+    module = mlir::parseSourceFile<mlir::ModuleOp>(path, &context);
+    if (!module)
+      return mlir::failure();
+  } else {
+    ImportFailure kind = ImportFailure::BadInput;
+    auto imported = importTorchScript(context, path, import, &kind);
+    if (mlir::failed(imported)) {
+      exitCode = static_cast<int>(kind);
+      return mlir::failure();
+    }
+    module = std::move(imported->module);
+  }
+  mlir::PassManager pm(&context);
+  mlir::cleave::addSingleDevicePlanPipeline(pm);
+  if (mlir::failed(pm.run(*module)))
+    return mlir::failure();
+  if (!module->lookupSymbol<mlir::func::FuncOp>("forward")) {
+    llvm::errs() << "cleave: error: " << path << ": no function @forward\n";
+    return mlir::failure();
+  }
+  return module;
+}
+
+} // namespace cleave

@@ -1,0 +1,514 @@
+//===- PlanCommand.cpp - cleave plan --------------------------------------===//
+//
+// Chooses how to parallelize a model on a cluster (passes/Planner.h) and
+// prints the plan: mesh, stages, schedule, ZeRO level, recomputation, how
+// each layer kind splits across its tp group, and the predicted step time
+// and memory; optionally the runners-up and why they lost.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cli/Commands.h"
+#include "cli/Diagnostics.h"
+#include "cli/LoadModel.h"
+#include "cost/ClusterSpec.h"
+#include "cost/Format.h"
+#include "dialects/cleave/CleaveDialect.h"
+#include "dialects/cleave/Locations.h"
+#include "passes/Planner.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <map>
+
+namespace cleave {
+namespace {
+
+using cost::humanBytes;
+using cost::humanSeconds;
+using planner::Candidate;
+
+constexpr const char *kPlanUsage = R"(usage: cleave plan MODEL --cluster SPEC.json --global-batch B [options]
+
+Chooses tensor-parallel splits, pipeline stages, data parallelism with ZeRO
+sharding, recomputation, microbatches and the pipeline schedule for MODEL on
+the devices of a cluster spec, minimizing predicted step time under a memory
+budget per device, and prints the plan. MODEL is a TorchScript file (.pt, with
+weights or exported on the meta device) or cleave IR (.mlir).
+
+options:
+  --cluster SPEC.json       the cluster spec (examples/clusters/) (required)
+  --devices N               devices to use (default: the spec's); the node
+                            count follows from the spec's devices per node
+  --global-batch B          samples per training step or inference batch (required)
+  --mode train|infer        training (AdamW) or inference (default train)
+  --precision mixed|fp32    mixed: bf16 compute, fp32 master weights and moments
+                            (default for train); fp32: everything in f32
+  --mem-per-device SIZE     memory budget per device, e.g. 80GiB, 40GB or bytes
+                            (default: the spec's memory minus its reserve)
+  --objective latency|throughput
+                            inference only: time of one batch (default), or
+                            batches per second in steady state
+  --tp N, --pp N, --dp N    pin the tensor-, pipeline- or data-parallel degree
+  --microbatch N            pin the microbatch size
+  --schedule gpipe|1f1b|interleaved
+  --virtual-stages V        pin the model chunks per device (interleaved)
+  --zero none|optimizer|gradients|parameters
+                            pin what data parallelism shards (ZeRO 0-3)
+  --recompute auto|none|full
+                            which layers recompute activations (default auto:
+                            as few as the budget needs)
+  --batch-dim D             the inputs' batch dim (default 0)
+  --input-shape NAME=DIMS[:DTYPE]
+                            shape of forward input NAME (repeatable)
+  --top K                   list the K fastest plans within budget
+  --explain                 say why the runners-up lost
+  --splits                  print every op of each layer kind with its split
+  --json                    print the strategy JSON instead of text
+  --strategy FILE.json      also write the strategy JSON to FILE
+  --emit-ir FILE.mlir       write the IR annotated with the strategy
+  -h, --help                show this help
+
+exit status: 0 a plan was found; 1 bad arguments, spec or model; 2 the model
+uses ops cleave cannot import; 3 no plan fits in the memory budget.
+)";
+
+struct PlanCliOptions {
+  std::string model, cluster, strategyPath, irPath;
+  int devices = 0;
+  bool json = false, explain = false, splits = false;
+  std::optional<double> memory;
+  std::optional<bool> mixed;
+  ImportOptions import;
+  mlir::cleave::PlannerOptions planner;
+};
+
+/// "80GiB", "40 GB", "512MiB", "1e9": bytes.
+std::optional<double> parseBytes(llvm::StringRef text) {
+  text = text.trim();
+  size_t digits = 0;
+  while (digits < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.' ||
+          text[digits] == 'e' || text[digits] == 'E' || text[digits] == '+'))
+    ++digits;
+  double value;
+  if (digits == 0 || text.take_front(digits).getAsDouble(value) || value <= 0)
+    return std::nullopt;
+  llvm::StringRef unit = text.drop_front(digits).trim();
+  static const std::map<std::string, double> units = {
+      {"", 1},      {"B", 1},     {"KB", 1e3},          {"MB", 1e6},
+      {"GB", 1e9},  {"TB", 1e12}, {"KiB", 1024.0},      {"MiB", 1048576.0},
+      {"GiB", 1073741824.0},      {"TiB", 1099511627776.0}};
+  auto it = units.find(unit.str());
+  if (it == units.end())
+    return std::nullopt;
+  return value * it->second;
+}
+
+std::string memoryLine(const cost::MemoryBreakdown &m) {
+  return llvm::formatv("parameters {0}, gradients {1}, optimizer {2}, activations {3}, comm "
+                       "buffers {4} = {5}",
+                       humanBytes(m.parameters), humanBytes(m.gradients),
+                       humanBytes(m.optimizerState), humanBytes(m.activations),
+                       humanBytes(m.commBuffers), humanBytes(m.total()))
+      .str();
+}
+
+/// The category holding the most bytes.
+std::pair<std::string, double> dominant(const cost::MemoryBreakdown &m) {
+  std::pair<std::string, double> best = {"parameters", m.parameters};
+  for (auto [name, bytes] : {std::pair<const char *, double>{"gradients", m.gradients},
+                             {"optimizer state", m.optimizerState},
+                             {"activations", m.activations},
+                             {"communication buffers", m.commBuffers},
+                             {"workspace", m.workspace}})
+    if (bytes > best.second)
+      best = {name, bytes};
+  return best;
+}
+
+std::string layerRange(const mlir::cleave::PlannerResult &plan,
+                       const std::vector<std::pair<int, int>> &chunks) {
+  std::string out;
+  for (auto [begin, end] : chunks) {
+    if (!out.empty())
+      out += ", ";
+    out += plan.layers[begin].name;
+    if (end - begin > 1)
+      out += " .. " + plan.layers[end - 1].name;
+    out += " (" + std::to_string(end - begin) + ")";
+  }
+  return out;
+}
+
+void printPlan(const PlanCliOptions &options, const cost::ClusterSpec &spec,
+               const mlir::cleave::PlannerResult &plan, const Candidate &c) {
+  auto &os = llvm::outs();
+  const auto &search = options.planner.search;
+  std::set<unsigned> kinds;
+  for (const auto &layer : plan.layers)
+    kinds.insert(layer.kind);
+  os << llvm::formatv("model {0}: {1} layers of {2} kinds, traced batch {3} (dim {4} of the "
+                      "inputs)\n",
+                      options.model, plan.layers.size(), kinds.size(), plan.profile.tracedBatch,
+                      options.planner.batchDim);
+  os << llvm::formatv("cluster {0}: {1} devices ({2} per node) of {3}, budget {4} per device\n",
+                      spec.name, search.devices, spec.devicesPerNode, spec.device.name,
+                      humanBytes(search.memoryBudget));
+  os << llvm::formatv("{0}, global batch {1}, {2}\n\n",
+                      search.training ? "training (AdamW)" : "inference", search.globalBatch,
+                      search.mixedPrecision ? "mixed precision (bf16 compute)" : "fp32");
+
+  os << "plan: " << c.label() << "\n";
+  os << llvm::formatv("  predicted {0} {1}: pipeline {2} (bubble {3:f1}%), tp comm {4}, dp comm "
+                      "{5}, optimizer {6}\n",
+                      search.training ? "step" : "batch", humanSeconds(c.stepSeconds),
+                      humanSeconds(c.pipelineSeconds), 100 * c.bubbleFraction,
+                      humanSeconds(c.tpCommSeconds), humanSeconds(c.dpCommSeconds),
+                      humanSeconds(c.optimizerSeconds));
+  os << llvm::formatv("  memory of stage {0}, the fullest: {1}\n\n", c.worstStage,
+                      memoryLine(c.memory));
+
+  os << llvm::formatv("{0,-6} {1,-40} {2,10} {3,10} {4,10} {5,10} {6,10} {7,10}\n", "stage",
+                      "layers", "recompute", "fwd/mb", "bwd/mb", "tp comm", "p2p", "memory");
+  for (auto [s, stage] : llvm::enumerate(c.stages))
+    os << llvm::formatv("{0,-6} {1,-40} {2,10} {3,10} {4,10} {5,10} {6,10} {7,10}\n", s,
+                        layerRange(plan, stage.chunks), stage.recomputed.size(),
+                        humanSeconds(stage.forwardSeconds), humanSeconds(stage.backwardSeconds),
+                        humanSeconds(stage.tpCommSeconds), humanSeconds(stage.p2pSeconds),
+                        humanBytes(stage.memory.total()));
+
+  if (c.tp > 1) {
+    os << llvm::formatv("\ntensor parallel, tp={0}:\n", c.tp);
+    for (const auto &[kind, split] : plan.splits.at(c.tp)) {
+      int count = 0;
+      for (const auto &layer : plan.layers)
+        count += layer.kind == kind;
+      std::map<std::string, int> forward, backward;
+      for (const auto &coll : split.collectives)
+        ++(coll.backward ? backward : forward)[std::string(
+            cost::collectiveName(coll.collective))];
+      auto list = [](const std::map<std::string, int> &m) {
+        std::string out;
+        for (const auto &[name, n] : m)
+          out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + name;
+        return out.empty() ? std::string("none") : out;
+      };
+      os << llvm::formatv("  {0} (x{1}): {2} of {3} kernel ops split; forward {4}; backward {5}\n",
+                          plan.layers[kind].name, count, split.cost.splitOps,
+                          split.cost.kernelOps, list(forward),
+                          search.training ? list(backward) : "-");
+      if (!options.splits)
+        continue;
+      for (mlir::Operation *op : plan.layers[kind].ops) {
+        std::string results;
+        for (mlir::Value r : op->getResults()) {
+          auto it = split.layout.find(r);
+          results += it == split.layout.end() ? "replicated" : it->second.str();
+        }
+        std::string weights;
+        for (mlir::Value operand : op->getOperands())
+          if (auto param = operand.getDefiningOp<mlir::cleave::ParamOp>()) {
+            auto it = split.layout.find(operand);
+            weights += " " + param.getName().str() + ":" +
+                       (it == split.layout.end() ? "replicated" : it->second.str());
+          }
+        std::string scope = mlir::cleave::moduleScope(op->getLoc());
+        os << llvm::formatv("    {0,-20} {1,-24} -> {2}{3}\n", op->getName().getStringRef(),
+                            scope.empty() ? "(root)" : scope, results, weights);
+      }
+    }
+  }
+}
+
+void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
+  auto &os = llvm::outs();
+  const auto &best = plan.search.best;
+  os << llvm::formatv("\n{0,-4} {1,-58} {2,10} {3,8} {4,10} {5,10} {6,10}\n", "rank", "plan",
+                      "time", "bubble", "tp comm", "dp comm", "memory");
+  for (auto [i, c] : llvm::enumerate(best))
+    os << llvm::formatv("{0,-4} {1,-58} {2,10} {3,7:f1}% {4,10} {5,10} {6,10}\n", i + 1,
+                        c.label(), humanSeconds(c.objective), 100 * c.bubbleFraction,
+                        humanSeconds(c.tpCommSeconds), humanSeconds(c.dpCommSeconds),
+                        humanBytes(c.memory.total()));
+  if (!explain || best.empty())
+    return;
+  const Candidate &first = best.front();
+  os << "\nwhy the others lost:\n";
+  for (size_t i = 1; i < best.size(); ++i) {
+    const Candidate &c = best[i];
+    std::string reasons;
+    auto add = [&](const std::string &r) { reasons += (reasons.empty() ? "" : "; ") + r; };
+    double slower = c.objective / first.objective - 1;
+    if (c.bubbleFraction > first.bubbleFraction + 0.005)
+      add(llvm::formatv("bubble {0:f1}% vs {1:f1}%", 100 * c.bubbleFraction,
+                        100 * first.bubbleFraction));
+    if (c.tpCommSeconds > first.tpCommSeconds * 1.01 + 1e-6)
+      add("tp comm " + humanSeconds(c.tpCommSeconds) + " vs " + humanSeconds(first.tpCommSeconds));
+    if (c.dpCommSeconds > first.dpCommSeconds * 1.01 + 1e-6)
+      add("dp comm " + humanSeconds(c.dpCommSeconds) + " vs " + humanSeconds(first.dpCommSeconds));
+    double recompute = 0, firstRecompute = 0;
+    for (const auto &s : c.stages)
+      recompute = std::max(recompute, s.recomputeSeconds * c.microbatches);
+    for (const auto &s : first.stages)
+      firstRecompute = std::max(firstRecompute, s.recomputeSeconds * first.microbatches);
+    if (recompute > firstRecompute * 1.01 + 1e-6)
+      add("recomputation " + humanSeconds(recompute) + " vs " + humanSeconds(firstRecompute));
+    if (reasons.empty())
+      add(c.objective == first.objective ? "as fast, but needs more memory"
+                                         : "slower compute per microbatch");
+    os << llvm::formatv("  {0}: {1:f1}% slower: {2}\n", c.label(), 100 * slower, reasons);
+  }
+  for (const Candidate &c : plan.search.overBudget) {
+    auto [category, bytes] = dominant(c.memory);
+    os << llvm::formatv("  {0}: over budget, needs at least {1} on stage {2} ({3} {4})\n",
+                        c.label(), humanBytes(c.memory.total()), c.worstStage, category,
+                        humanBytes(bytes));
+  }
+  if (plan.search.candidatesEvaluated < plan.search.candidatesConsidered)
+    os << llvm::formatv("  {0} more candidates were not evaluated: even perfectly balanced and "
+                        "without recomputation they are slower than the plans above\n",
+                        plan.search.candidatesConsidered - plan.search.candidatesEvaluated);
+}
+
+int parseArguments(int argc, char **argv, PlanCliOptions &o) {
+  auto &search = o.planner.search;
+  bool haveBatch = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    const char *value = nullptr;
+    auto count = [&](const char *name, auto &out, int64_t min, int64_t max) {
+      if (!parseCount(value, out, min, max)) {
+        usageError(std::string(name) + " needs a whole number from " + std::to_string(min) +
+                       " to " + std::to_string(max),
+                   kPlanUsage);
+        return false;
+      }
+      return true;
+    };
+    auto pin = [&](const char *name, std::optional<int> &out) {
+      int v;
+      if (!count(name, v, 1, 1 << 20))
+        return false;
+      out = v;
+      return true;
+    };
+    if (arg == "-h" || arg == "--help") {
+      llvm::outs() << kPlanUsage;
+      return 0;
+    } else if (optionValue(argc, argv, i, "--cluster", &value)) {
+      if (!value || !*value)
+        return usageError("--cluster needs a spec file", kPlanUsage);
+      o.cluster = value;
+    } else if (optionValue(argc, argv, i, "--devices", &value)) {
+      if (!count("--devices", o.devices, 1, 1 << 24))
+        return 1;
+    } else if (optionValue(argc, argv, i, "--global-batch", &value)) {
+      if (!count("--global-batch", search.globalBatch, 1, int64_t(1) << 40))
+        return 1;
+      haveBatch = true;
+    } else if (optionValue(argc, argv, i, "--mode", &value)) {
+      std::string mode = value ? value : "";
+      if (mode != "train" && mode != "infer")
+        return usageError("--mode must be train or infer", kPlanUsage);
+      search.training = mode == "train";
+    } else if (optionValue(argc, argv, i, "--precision", &value)) {
+      std::string p = value ? value : "";
+      if (p != "mixed" && p != "fp32")
+        return usageError("--precision must be mixed or fp32", kPlanUsage);
+      o.mixed = p == "mixed";
+    } else if (optionValue(argc, argv, i, "--mem-per-device", &value)) {
+      o.memory = value ? parseBytes(value) : std::nullopt;
+      if (!o.memory)
+        return usageError("--mem-per-device needs a size such as 80GiB, 40GB or a byte count",
+                          kPlanUsage);
+    } else if (optionValue(argc, argv, i, "--objective", &value)) {
+      std::string obj = value ? value : "";
+      if (obj != "latency" && obj != "throughput")
+        return usageError("--objective must be latency or throughput", kPlanUsage);
+      search.objective = obj == "latency" ? planner::Objective::Latency
+                                          : planner::Objective::Throughput;
+    } else if (optionValue(argc, argv, i, "--tp", &value)) {
+      if (!pin("--tp", search.tp))
+        return 1;
+    } else if (optionValue(argc, argv, i, "--pp", &value)) {
+      if (!pin("--pp", search.pp))
+        return 1;
+    } else if (optionValue(argc, argv, i, "--dp", &value)) {
+      if (!pin("--dp", search.dp))
+        return 1;
+    } else if (optionValue(argc, argv, i, "--virtual-stages", &value)) {
+      if (!pin("--virtual-stages", search.virtualStages))
+        return 1;
+    } else if (optionValue(argc, argv, i, "--microbatch", &value)) {
+      int64_t mb;
+      if (!count("--microbatch", mb, 1, int64_t(1) << 40))
+        return 1;
+      search.microbatchSize = mb;
+    } else if (optionValue(argc, argv, i, "--schedule", &value)) {
+      search.schedule = cost::parseSchedule(value ? value : "");
+      if (!search.schedule)
+        return usageError("--schedule must be gpipe, 1f1b or interleaved", kPlanUsage);
+    } else if (optionValue(argc, argv, i, "--zero", &value)) {
+      search.sharding = cost::parseShardingLevel(value ? value : "");
+      if (!search.sharding)
+        return usageError("--zero must be none, optimizer, gradients or parameters", kPlanUsage);
+    } else if (optionValue(argc, argv, i, "--recompute", &value)) {
+      std::string r = value ? value : "";
+      if (r == "auto")
+        search.recompute = planner::RecomputeMode::Auto;
+      else if (r == "none")
+        search.recompute = planner::RecomputeMode::None;
+      else if (r == "full")
+        search.recompute = planner::RecomputeMode::Full;
+      else
+        return usageError("--recompute must be auto, none or full", kPlanUsage);
+    } else if (optionValue(argc, argv, i, "--batch-dim", &value)) {
+      if (!count("--batch-dim", o.planner.batchDim, 0, 64))
+        return 1;
+    } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
+      if (!value)
+        return usageError("--input-shape needs a value NAME=DIMS[:DTYPE]", kPlanUsage);
+      std::string error;
+      auto spec = parseInputSpec(value, error);
+      if (!spec)
+        return usageError(error, kPlanUsage);
+      o.import.inputShapes.push_back(*spec);
+    } else if (optionValue(argc, argv, i, "--top", &value)) {
+      if (!count("--top", search.top, 1, 1000))
+        return 1;
+    } else if (optionValue(argc, argv, i, "--strategy", &value)) {
+      if (!value || !*value)
+        return usageError("--strategy needs a file", kPlanUsage);
+      o.strategyPath = value;
+    } else if (optionValue(argc, argv, i, "--emit-ir", &value)) {
+      if (!value || !*value)
+        return usageError("--emit-ir needs a file", kPlanUsage);
+      o.irPath = value;
+    } else if (arg == "--explain") {
+      o.explain = true;
+    } else if (arg == "--splits") {
+      o.splits = true;
+    } else if (arg == "--json") {
+      o.json = true;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usageError("unknown option '" + arg + "'", kPlanUsage);
+    } else if (o.model.empty()) {
+      o.model = arg;
+    } else {
+      return usageError("more than one model given ('" + o.model + "', '" + arg + "')",
+                        kPlanUsage);
+    }
+  }
+  if (o.model.empty())
+    return usageError("no model given", kPlanUsage);
+  if (o.cluster.empty())
+    return usageError("no cluster spec given (--cluster SPEC.json)", kPlanUsage);
+  if (!haveBatch)
+    return usageError("no global batch given (--global-batch B)", kPlanUsage);
+  if (search.training && search.objective != planner::Objective::StepTime)
+    return usageError("--objective applies to --mode infer; training minimizes step time",
+                      kPlanUsage);
+  if (o.explain && search.top < 5)
+    search.top = 5; // runners-up to explain
+  if (!search.training && search.objective == planner::Objective::StepTime)
+    search.objective = planner::Objective::Latency;
+  return -1;
+}
+
+} // namespace
+
+int runPlan(int argc, char **argv) {
+  PlanCliOptions options;
+  if (int status = parseArguments(argc, argv, options); status >= 0)
+    return status;
+  auto &search = options.planner.search;
+
+  cost::ClusterSpec spec;
+  runtime::Status status = cost::loadClusterSpec(options.cluster, spec);
+  if (!status.ok()) {
+    llvm::errs() << "cleave: error: " << status.message() << "\n";
+    return 1;
+  }
+  if (options.devices > 0) {
+    if (options.devices > spec.devicesPerNode && options.devices % spec.devicesPerNode != 0) {
+      llvm::errs() << llvm::formatv("cleave: error: --devices {0} is not a whole number of "
+                                    "{1}-device nodes of {2}\n",
+                                    options.devices, spec.devicesPerNode, spec.name);
+      return 1;
+    }
+    if (options.devices < spec.devicesPerNode) {
+      spec.devicesPerNode = options.devices;
+      spec.nodes = 1;
+    } else {
+      spec.nodes = options.devices / spec.devicesPerNode;
+    }
+  }
+  search.devices = spec.deviceCount();
+  double capacity = double(spec.device.memoryBytes - spec.device.memoryReserveBytes);
+  search.memoryBudget = options.memory ? *options.memory : capacity;
+  bool mixed = options.mixed.value_or(search.training);
+  search.mixedPrecision = mixed && search.training;
+  search.paramDType = mixed ? runtime::DType::BF16 : runtime::DType::F32;
+  options.planner.computeDType = search.paramDType;
+
+  mlir::MLIRContext context;
+  context.disableMultithreading();
+  context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
+  CliDiagnostics diagnostics(context);
+  int exitCode = 1;
+  auto module = loadForwardModule(context, options.model, options.import, exitCode);
+  if (mlir::failed(module))
+    return exitCode;
+  auto func = (*module)->lookupSymbol<mlir::func::FuncOp>("forward");
+  auto plan = mlir::cleave::planModel(func, spec, options.planner);
+  if (mlir::failed(plan))
+    return 1;
+
+  if (plan->search.best.empty()) {
+    llvm::errs() << llvm::formatv("cleave: error: no plan for {0} fits in {1} per device\n",
+                                  options.model, humanBytes(search.memoryBudget));
+    if (const auto &least = plan->search.leastMemory) {
+      auto [category, bytes] = dominant(least->memory);
+      llvm::errs() << llvm::formatv(
+          "cleave: note: the least memory any candidate needs is {0} ({1}, stage {2}), {3} "
+          "over the budget; the largest part is {4}: {5}\n",
+          humanBytes(least->memory.total()), least->label(), least->worstStage,
+          humanBytes(least->memory.total() - search.memoryBudget), category, humanBytes(bytes));
+      llvm::errs() << "cleave: note: " << memoryLine(least->memory) << "\n";
+    }
+    llvm::errs() << "cleave: note: more devices, a larger --mem-per-device, or fewer pins "
+                    "(--recompute, --zero, --tp, --pp) may make a plan fit\n";
+    return 3;
+  }
+  const Candidate &chosen = plan->search.best.front();
+  std::string json = mlir::cleave::strategyJson(*plan, chosen, spec, options.planner,
+                                                options.model);
+  if (!options.strategyPath.empty() &&
+      !writeAtomically(options.strategyPath, [&](llvm::raw_ostream &os) { os << json; }))
+    return 1;
+  if (!options.irPath.empty()) {
+    mlir::cleave::annotateStrategy(func, *plan, chosen);
+    if (!writeAtomically(options.irPath,
+                         [&](llvm::raw_ostream &os) { (*module)->print(os); }))
+      return 1;
+  }
+  if (options.json) {
+    llvm::outs() << json;
+    return 0;
+  }
+  printPlan(options, spec, *plan, chosen);
+  if (search.top > 1 || options.explain)
+    printTop(*plan, options.explain);
+  llvm::outs() << llvm::formatv("\nsearched {0} candidates, evaluated {1}, in {2} (layer splits "
+                                "{3})\n",
+                                plan->search.candidatesConsidered,
+                                plan->search.candidatesEvaluated,
+                                humanSeconds(plan->search.searchSeconds),
+                                humanSeconds(plan->splitSeconds));
+  return 0;
+}
+
+} // namespace cleave

@@ -34,7 +34,7 @@ loadForwardModule(mlir::MLIRContext &context, const std::string &path,
     module = std::move(imported->module);
   }
   mlir::PassManager pm(&context);
-  mlir::cleave::addSingleDevicePlanPipeline(pm);
+  mlir::cleave::addCleanupPipeline(pm);
   if (mlir::failed(pm.run(*module)))
     return mlir::failure();
   if (!module->lookupSymbol<mlir::func::FuncOp>("forward")) {

@@ -1,8 +1,8 @@
 //===- LoadModel.h - a model's forward function, for analysis --*- C++ -*-===//
 //
 // `cleave cost` and `cleave plan` read the same thing: the model's @forward
-// after the clean-up `cleave compile` runs, so what they analyze is what a
-// plan executes. MODEL is TorchScript (with weights or meta) or cleave IR.
+// after the clean-up `cleave compile` starts with (folding, CSE), so what
+// they analyze is what a plan executes. MODEL is TorchScript (with weights or meta) or cleave IR.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,7 +18,7 @@
 
 namespace cleave {
 
-/// Imports or parses `path` and runs the single-device clean-up. On failure
+/// Imports or parses `path` and runs the clean-up. On failure
 /// the error has been reported and `exitCode` says which kind it was (1 bad
 /// input, 2 unsupported ops).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>

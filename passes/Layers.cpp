@@ -89,27 +89,47 @@ std::string signatureOf(const Layer &layer) {
 
 std::vector<Layer> discoverLayers(func::FuncOp func) {
   std::vector<Layer> layers;
-  std::map<std::string, size_t> indexOf;
-  auto layer = [&](const std::string &name) -> Layer & {
-    auto [it, inserted] = indexOf.try_emplace(name, layers.size());
-    if (inserted) {
-      layers.emplace_back();
-      layers.back().name = name;
-    }
-    return layers[it->second];
-  };
-  // Params first, so a layer's order follows its first computing op.
-  std::vector<Operation *> params;
+  std::map<std::string, size_t> firstRun; // scope layer name -> its first run
+  std::map<std::string, int> runs;
+  llvm::DenseMap<Operation *, size_t> layerOfOp;
+  // A layer is a run of consecutive computing ops of one scope layer, so
+  // layers follow the program and data flows from earlier layers to later
+  // ones; a scope that comes back after others (ops at the root between two
+  // modules) starts another run, named `scope#2`, `scope#3`, ...
+  std::string current;
   func.walk([&](Operation *op) {
-    if (isa<ParamOp>(op))
-      params.push_back(op);
-    else if (isa<ConstantOp>(op))
-      layer(layerOfScope(moduleScope(op->getLoc()))).constants.push_back(op);
-    else if (isa<CostOpInterface>(op))
-      layer(layerOfScope(moduleScope(op->getLoc()))).ops.push_back(op);
+    if (isa<ParamOp, ConstantOp>(op) || !isa<CostOpInterface>(op))
+      return;
+    std::string name = layerOfScope(moduleScope(op->getLoc()));
+    if (layers.empty() || name != current) {
+      int run = ++runs[name];
+      layers.emplace_back();
+      layers.back().name = run == 1 ? name : name + "#" + std::to_string(run);
+      firstRun.try_emplace(name, layers.size() - 1);
+      current = name;
+    }
+    layers.back().ops.push_back(op);
+    layerOfOp[op] = layers.size() - 1;
   });
-  for (Operation *op : params)
-    layer(layerOfParam(cast<ParamOp>(op).getName())).params.push_back(op);
+  // Weights join the layer their name says, else the layer of their first
+  // reader; a weight no op reads goes to a layer of its own, last.
+  auto home = [&](Operation *weight, const std::string &name) -> Layer & {
+    if (auto it = firstRun.find(name); it != firstRun.end())
+      return layers[it->second];
+    for (Operation *user : weight->getUsers())
+      if (auto it = layerOfOp.find(user); it != layerOfOp.end())
+        return layers[it->second];
+    firstRun[name] = layers.size();
+    layers.emplace_back();
+    layers.back().name = name;
+    return layers.back();
+  };
+  func.walk([&](Operation *op) {
+    if (auto param = dyn_cast<ParamOp>(op))
+      home(op, layerOfParam(param.getName())).params.push_back(op);
+    else if (isa<ConstantOp>(op))
+      home(op, layerOfScope(moduleScope(op->getLoc()))).constants.push_back(op);
+  });
 
   std::map<std::string, unsigned> kinds;
   for (auto [i, l] : llvm::enumerate(layers)) {

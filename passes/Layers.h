@@ -40,7 +40,10 @@ struct Layer {
   unsigned kind = 0; // index of the first layer with this signature
 };
 
-/// The layers of `func`, in order of their first op.
+/// The layers of `func` in program order: each is a run of consecutive
+/// computing ops of one scope layer (a scope that recurs after others starts
+/// another run, `name#2`), with the params its name gives it and the
+/// constants of its scope. Layers that hold only weights come last.
 std::vector<Layer> discoverLayers(func::FuncOp func);
 
 } // namespace mlir::cleave

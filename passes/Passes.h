@@ -21,6 +21,9 @@ namespace mlir::cleave {
 /// What `cleave compile` runs between import and emission for one device:
 /// canonicalize and CSE (fold what the importer left), then memory planning.
 void addSingleDevicePlanPipeline(OpPassManager &pm);
+/// The clean-up that pipeline starts with (canonicalize, CSE): what the
+/// cost model and the planner analyze, without a single-device memory plan.
+void addCleanupPipeline(OpPassManager &pm);
 
 /// Registers the passes and the named pipeline `cleave-single-device-plan`.
 void registerCleavePipelines();

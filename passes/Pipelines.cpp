@@ -7,9 +7,13 @@
 
 namespace mlir::cleave {
 
-void addSingleDevicePlanPipeline(OpPassManager &pm) {
+void addCleanupPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+void addSingleDevicePlanPipeline(OpPassManager &pm) {
+  addCleanupPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createPlanMemory());
 }
 

@@ -52,6 +52,22 @@ FailureOr<PlannerResult> planModel(func::FuncOp func, const ::cleave::cost::Clus
   plan.layers = discoverLayers(func);
   plan.profile.tracedBatch = *batch;
 
+  // Pipeline stages take contiguous runs of layers, so data must flow from
+  // earlier layers to later ones.
+  llvm::DenseMap<Operation *, size_t> layerOfOp;
+  for (auto [l, layer] : llvm::enumerate(plan.layers))
+    for (Operation *op : layer.ops)
+      layerOfOp[op] = l;
+  for (auto [l, layer] : llvm::enumerate(plan.layers))
+    for (Operation *op : layer.ops)
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          if (auto it = layerOfOp.find(def); it != layerOfOp.end() && it->second > l)
+            return op->emitError() << "layer '" << layer.name << "' reads a result of layer '"
+                                   << plan.layers[it->second].name
+                                   << "', which starts later in the program: the planner "
+                                      "needs layers whose data flows in program order";
+
   // Layer kinds, numbered densely; the first layer of each kind is solved.
   std::map<unsigned, int> dense;
   std::vector<unsigned> representative;

@@ -249,6 +249,9 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
       add("tp comm " + humanSeconds(c.tpCommSeconds) + " vs " + humanSeconds(first.tpCommSeconds));
     if (c.dpCommSeconds > first.dpCommSeconds * 1.01 + 1e-6)
       add("dp comm " + humanSeconds(c.dpCommSeconds) + " vs " + humanSeconds(first.dpCommSeconds));
+    if (c.optimizerSeconds > first.optimizerSeconds * 1.01 + 1e-6)
+      add("optimizer step " + humanSeconds(c.optimizerSeconds) + " vs " +
+          humanSeconds(first.optimizerSeconds));
     double recompute = 0, firstRecompute = 0;
     for (const auto &s : c.stages)
       recompute = std::max(recompute, s.recomputeSeconds * c.microbatches);

@@ -264,6 +264,20 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
                                          : "slower compute per microbatch");
     os << llvm::formatv("  {0}: {1:f1}% slower: {2}\n", c.label(), 100 * slower, reasons);
   }
+  for (const Candidate &c : plan.search.bestPerMesh) {
+    if (c.tp == first.tp && c.pp == first.pp)
+      continue;
+    std::string reasons;
+    auto add = [&](const std::string &r) { reasons += (reasons.empty() ? "" : "; ") + r; };
+    add(llvm::formatv("bubble {0:f1}%", 100 * c.bubbleFraction));
+    add("tp comm " + humanSeconds(c.tpCommSeconds));
+    add("dp comm " + humanSeconds(c.dpCommSeconds));
+    os << llvm::formatv("  best with tp={0} pp={1}: {2}, {3:f1}% slower: {4}\n", c.tp, c.pp,
+                        c.label(), 100 * (c.objective / first.objective - 1), reasons);
+  }
+  for (const auto &[mesh, bound] : plan.search.prunedMeshBound)
+    os << llvm::formatv("  tp={0} pp={1}: at least {2} even perfectly balanced, not evaluated\n",
+                        mesh.first, mesh.second, humanSeconds(bound));
   for (const Candidate &c : plan.search.overBudget) {
     auto [category, bytes] = dominant(c.memory);
     os << llvm::formatv("  {0}: over budget, needs at least {1} on stage {2} ({3} {4})\n",

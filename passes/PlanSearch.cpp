@@ -585,7 +585,10 @@ bool Searcher::run(SearchResult &result, std::string &error) {
                    [](const Config &a, const Config &b) { return a.lowerBound < b.lowerBound; });
   int top = std::max(1, options.top);
   std::map<std::pair<int, int>, size_t> overBudgetIndex;
-  for (const Config &c : configs) {
+  std::map<std::pair<int, int>, size_t> meshIndex;
+  size_t next = 0;
+  for (; next < configs.size(); ++next) {
+    const Config &c = configs[next];
     if (options.prune && int(result.best.size()) >= top &&
         c.lowerBound >= result.best.back().objective)
       break;
@@ -616,10 +619,22 @@ bool Searcher::run(SearchResult &result, std::string &error) {
         return a.objective < b.objective;
       return a.memory.total() < b.memory.total();
     };
+    auto mesh = std::make_pair(c.tp, c.pp);
+    if (auto it = meshIndex.find(mesh); it == meshIndex.end()) {
+      meshIndex[mesh] = result.bestPerMesh.size();
+      result.bestPerMesh.push_back(cand);
+    } else if (better(cand, result.bestPerMesh[it->second])) {
+      result.bestPerMesh[it->second] = cand;
+    }
     auto pos = std::upper_bound(result.best.begin(), result.best.end(), cand, better);
     result.best.insert(pos, cand);
     if (int(result.best.size()) > top)
       result.best.pop_back();
+  }
+  for (; next < configs.size(); ++next) {
+    auto mesh = std::make_pair(configs[next].tp, configs[next].pp);
+    if (!meshIndex.count(mesh))
+      result.prunedMeshBound.try_emplace(mesh, configs[next].lowerBound);
   }
   result.searchSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

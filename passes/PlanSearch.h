@@ -128,6 +128,11 @@ struct SearchResult {
   /// The fastest candidate over budget per (tp, pp), for --explain and for
   /// the error when nothing fits; empty memory figures when none was over.
   std::vector<Candidate> overBudget;
+  /// The fastest candidate within budget of every mesh shape (tp, pp) that
+  /// was evaluated, and for shapes pruned unevaluated the lower bound that
+  /// ruled them out, for --explain.
+  std::vector<Candidate> bestPerMesh;
+  std::map<std::pair<int, int>, double> prunedMeshBound;
   /// When nothing fits: the candidate needing the least memory.
   std::optional<Candidate> leastMemory;
   int64_t candidatesConsidered = 0, candidatesEvaluated = 0;

@@ -449,23 +449,13 @@ int runPlan(int argc, char **argv) {
     llvm::errs() << "cleave: error: " << status.message() << "\n";
     return 1;
   }
-  if (options.devices > 0) {
-    if (options.devices > spec.devicesPerNode && options.devices % spec.devicesPerNode != 0) {
-      llvm::errs() << llvm::formatv("cleave: error: --devices {0} is not a whole number of "
-                                    "{1}-device nodes of {2}\n",
-                                    options.devices, spec.devicesPerNode, spec.name);
-      return 1;
-    }
-    if (options.devices < spec.devicesPerNode) {
-      spec.devicesPerNode = options.devices;
-      spec.nodes = 1;
-    } else {
-      spec.nodes = options.devices / spec.devicesPerNode;
-    }
+  if (std::string error = mlir::cleave::useDevices(spec, options.devices); !error.empty()) {
+    llvm::errs() << "cleave: error: " << error << "\n";
+    return 1;
   }
   search.devices = spec.deviceCount();
-  double capacity = double(spec.device.memoryBytes - spec.device.memoryReserveBytes);
-  search.memoryBudget = options.memory ? *options.memory : capacity;
+  search.memoryBudget =
+      options.memory ? *options.memory : mlir::cleave::defaultMemoryBudget(spec.device);
   bool mixed = options.mixed.value_or(search.training);
   search.mixedPrecision = mixed && search.training;
   search.paramDType = mixed ? runtime::DType::BF16 : runtime::DType::F32;

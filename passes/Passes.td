@@ -42,6 +42,35 @@ def PlanMemory : Pass<"cleave-plan-memory", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def PlanParallelism : Pass<"cleave-plan-parallelism", "mlir::ModuleOp"> {
+  let summary = "Choose tensor, pipeline and data parallelism; annotate the IR";
+  let description = [{
+    Runs the planner (docs/planner.md) on @forward for a cluster spec and
+    writes the chosen strategy as attributes: `cleave.mesh`,
+    `cleave.schedule` and `cleave.data_parallel` on the module; on each
+    computing op its `cleave.stage`, `cleave.sharding` (one layout per
+    result) and `cleave.recompute`; on params their `cleave.sharding` and on
+    weights the `cleave.stages` that read them. Fails, naming the least
+    memory any candidate needs, when nothing fits the budget. This is what
+    `cleave plan --emit-ir` writes.
+  }];
+  let options = [
+    Option<"cluster", "cluster", "std::string", /*default=*/"\"\"",
+           "cluster spec file (required)">,
+    Option<"devices", "devices", "int", /*default=*/"0",
+           "devices to plan for (default: the spec's)">,
+    Option<"globalBatch", "global-batch", "int64_t", /*default=*/"0",
+           "samples per step (required)">,
+    Option<"mode", "mode", "std::string", /*default=*/"\"train\"",
+           "train or infer">,
+    Option<"tp", "tp", "int", /*default=*/"0", "pin the tensor-parallel degree (0: search)">,
+    Option<"pp", "pp", "int", /*default=*/"0", "pin the pipeline degree (0: search)">,
+    Option<"memoryBytes", "mem-per-device", "int64_t", /*default=*/"0",
+           "memory budget per device in bytes (0: the spec's capacity minus its reserve)">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def TestOpCost : Pass<"cleave-test-op-cost", "mlir::func::FuncOp"> {
   let summary = "Test only: print what each op reports through CostOpInterface";
   let description = [{

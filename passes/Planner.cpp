@@ -42,6 +42,25 @@ FailureOr<int64_t> tracedBatch(func::FuncOp func, int batchDim) {
 
 } // namespace
 
+std::string useDevices(::cleave::cost::ClusterSpec &spec, int devices) {
+  if (devices <= 0)
+    return "";
+  if (devices < spec.devicesPerNode) {
+    spec.devicesPerNode = devices;
+    spec.nodes = 1;
+    return "";
+  }
+  if (devices % spec.devicesPerNode != 0)
+    return "--devices " + std::to_string(devices) + " is not a whole number of " +
+           std::to_string(spec.devicesPerNode) + "-device nodes of " + spec.name;
+  spec.nodes = devices / spec.devicesPerNode;
+  return "";
+}
+
+double defaultMemoryBudget(const ::cleave::cost::DeviceSpec &device) {
+  return double(device.memoryBytes - device.memoryReserveBytes);
+}
+
 FailureOr<PlannerResult> planModel(func::FuncOp func, const ::cleave::cost::ClusterSpec &cluster,
                                    const PlannerOptions &options) {
   PlannerResult plan;

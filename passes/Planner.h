@@ -41,6 +41,14 @@ struct PlannerResult {
   double splitSeconds = 0; // time spent splitting layers (intra-layer)
 };
 
+/// Sizes `spec` to `devices` devices: fewer than a node makes one smaller
+/// node; more must be whole nodes. Returns the error, or "".
+std::string useDevices(::cleave::cost::ClusterSpec &spec, int devices);
+
+/// The default memory budget per device: its capacity minus the spec's
+/// planning reserve.
+double defaultMemoryBudget(const ::cleave::cost::DeviceSpec &device);
+
 /// Plans `func`. Fails with a diagnostic naming the problem when the model
 /// has no batch dim to scale, or the search has no candidate at all; a search
 /// that finds candidates but none within the budget succeeds with an empty

@@ -5,8 +5,9 @@
         [--batch B] [--seq S] [--seed 0] [--io DIR]
 
 The file carries `cleave.json` (extra file): the forward arguments' names, static shapes and dtypes.
-gpt-1.7b, gpt-18.4b, gpt-145.6b and gpt-1t (Megatron-LM Table 1 sizes) are always built on device='meta',
-so they export in seconds without parameter data. --io DIR writes random inputs and PyTorch's
+gpt-1.7b, gpt-3.6b, gpt-7.5b, gpt-18.4b, gpt-39.1b, gpt-76.1b, gpt-145.6b, gpt-310.1b, gpt-529.6b and
+gpt-1t (Megatron-LM Table 1 sizes) are always built on device='meta', so they export in seconds without
+parameter data. --io DIR writes random inputs and PyTorch's
 outputs as DIR/inputs.safetensors and DIR/outputs.safetensors for end-to-end tests.
 """
 import argparse
@@ -120,6 +121,14 @@ SPECS = {
     "gpt-1.7b": _megatron_gpt(n_head=24, d_model=2304, n_layer=24),
     "gpt-18.4b": _megatron_gpt(n_head=48, d_model=6144, n_layer=40),
     "gpt-145.6b": _megatron_gpt(n_head=96, d_model=12288, n_layer=80),
+    # The other sizes of the paper's Table 1 (not in REFERENCE.md), so bench/planner_validation.py
+    # can check the cost model on rows it was not tuned to.
+    "gpt-3.6b": _megatron_gpt(n_head=32, d_model=3072, n_layer=30),
+    "gpt-7.5b": _megatron_gpt(n_head=32, d_model=4096, n_layer=36),
+    "gpt-39.1b": _megatron_gpt(n_head=64, d_model=8192, n_layer=48),
+    "gpt-76.1b": _megatron_gpt(n_head=80, d_model=10240, n_layer=60),
+    "gpt-310.1b": _megatron_gpt(n_head=128, d_model=16384, n_layer=96),
+    "gpt-529.6b": _megatron_gpt(n_head=128, d_model=20480, n_layer=105),
     # The 1T model of the same paper (128 layers, hidden 25600, 160 heads): the search benchmark.
     "gpt-1t": _megatron_gpt(n_head=160, d_model=25600, n_layer=128),
 }

@@ -94,10 +94,7 @@ nlohmann::json layerJson(const mlir::cleave::LayerEstimate &row) {
 }
 
 nlohmann::json memoryJson(const cost::MemoryBreakdown &m) {
-  return {{"parameters", m.parameters},   {"gradients", m.gradients},
-          {"optimizer_state", m.optimizerState}, {"activations", m.activations},
-          {"comm_buffers", m.commBuffers}, {"workspace", m.workspace},
-          {"total", m.total()}};
+  return nlohmann::json::parse(cost::memoryBreakdownJson(m));
 }
 
 void printTable(const CostOptions &options, const cost::ClusterSpec &spec,

@@ -1,5 +1,7 @@
 #include "cost/MemoryModel.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <array>
 
@@ -80,6 +82,14 @@ MemoryBreakdown predictMemory(const MemoryInputs &in) {
   out.activations =
       inFlight * (kept + in.checkpointBytesPerMicrobatch) + in.recomputeWorkingBytes;
   return out;
+}
+
+std::string memoryBreakdownJson(const MemoryBreakdown &m) {
+  nlohmann::json j = {{"parameters", m.parameters},   {"gradients", m.gradients},
+                      {"optimizer_state", m.optimizerState}, {"activations", m.activations},
+                      {"comm_buffers", m.commBuffers}, {"workspace", m.workspace},
+                      {"total", m.total()}};
+  return j.dump();
 }
 
 } // namespace cleave::cost

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace cleave::cost {
@@ -103,5 +104,10 @@ double inFlightMicrobatches(Schedule schedule, int pp, int stage, int microbatch
                             int virtualStages);
 
 MemoryBreakdown predictMemory(const MemoryInputs &inputs);
+
+/// The breakdown as JSON: {"parameters", "gradients", "optimizer_state",
+/// "activations", "comm_buffers", "workspace", "total"} in bytes; the form
+/// `cleave cost --json` and the strategy JSON share.
+std::string memoryBreakdownJson(const MemoryBreakdown &memory);
 
 } // namespace cleave::cost

@@ -271,10 +271,7 @@ void annotateStrategy(func::FuncOp func, const PlannerResult &plan, const Candid
 namespace {
 
 nlohmann::json memoryJson(const ::cleave::cost::MemoryBreakdown &m) {
-  return {{"parameters", m.parameters},       {"gradients", m.gradients},
-          {"optimizer_state", m.optimizerState}, {"activations", m.activations},
-          {"comm_buffers", m.commBuffers},    {"workspace", m.workspace},
-          {"total", m.total()}};
+  return nlohmann::json::parse(::cleave::cost::memoryBreakdownJson(m));
 }
 
 std::string opText(Operation *op) {

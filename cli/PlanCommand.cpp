@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/OperationSupport.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -94,7 +95,8 @@ std::optional<double> parseBytes(llvm::StringRef text) {
           text[digits] == 'e' || text[digits] == 'E' || text[digits] == '+'))
     ++digits;
   double value;
-  if (digits == 0 || text.take_front(digits).getAsDouble(value) || value <= 0)
+  if (digits == 0 || text.take_front(digits).getAsDouble(value) || !std::isfinite(value) ||
+      value <= 0)
     return std::nullopt;
   llvm::StringRef unit = text.drop_front(digits).trim();
   static const std::map<std::string, double> units = {
@@ -159,7 +161,8 @@ void printPlan(const PlanCliOptions &options, const cost::ClusterSpec &spec,
                       humanBytes(search.memoryBudget));
   os << llvm::formatv("{0}, global batch {1}, {2}\n\n",
                       search.training ? "training (AdamW)" : "inference", search.globalBatch,
-                      search.mixedPrecision ? "mixed precision (bf16 compute)" : "fp32");
+                      search.paramDType == runtime::DType::BF16 ? "mixed precision (bf16 compute)"
+                                                                 : "fp32");
 
   os << "plan: " << c.label() << "\n";
   os << llvm::formatv("  predicted {0} {1}: pipeline {2} (bubble {3:f1}%), tp comm {4}, dp comm "
@@ -292,7 +295,7 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
 
 int parseArguments(int argc, char **argv, PlanCliOptions &o) {
   auto &search = o.planner.search;
-  bool haveBatch = false;
+  bool haveBatch = false, haveTop = false;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     const char *value = nullptr;
@@ -396,6 +399,7 @@ int parseArguments(int argc, char **argv, PlanCliOptions &o) {
     } else if (optionValue(argc, argv, i, "--top", &value)) {
       if (!count("--top", search.top, 1, 1000))
         return 1;
+      haveTop = true;
     } else if (optionValue(argc, argv, i, "--strategy", &value)) {
       if (!value || !*value)
         return usageError("--strategy needs a file", kPlanUsage);
@@ -428,8 +432,19 @@ int parseArguments(int argc, char **argv, PlanCliOptions &o) {
   if (search.training && search.objective != planner::Objective::StepTime)
     return usageError("--objective applies to --mode infer; training minimizes step time",
                       kPlanUsage);
-  if (o.explain && search.top < 5)
+  if (o.explain && !haveTop)
     search.top = 5; // runners-up to explain
+  if (!search.training && search.sharding)
+    return usageError("--zero applies to --mode train: inference keeps no gradients or "
+                      "optimizer state",
+                      kPlanUsage);
+  if (!search.training && (search.schedule || search.virtualStages))
+    return usageError("--schedule and --virtual-stages apply to --mode train: inference "
+                      "pipelines forward passes only",
+                      kPlanUsage);
+  if (search.virtualStages && *search.virtualStages > 1 && search.schedule &&
+      *search.schedule != cost::Schedule::Interleaved)
+    return usageError("--virtual-stages above 1 needs --schedule interleaved", kPlanUsage);
   if (!search.training && search.objective == planner::Objective::StepTime)
     search.objective = planner::Objective::Latency;
   return -1;
@@ -498,8 +513,12 @@ int runPlan(int argc, char **argv) {
     return 1;
   if (!options.irPath.empty()) {
     mlir::cleave::annotateStrategy(func, *plan, chosen);
+    // With locations: module scopes are how layers are found again when the
+    // annotated IR is planned or lowered.
+    mlir::OpPrintingFlags flags;
+    flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
     if (!writeAtomically(options.irPath,
-                         [&](llvm::raw_ostream &os) { (*module)->print(os); }))
+                         [&](llvm::raw_ostream &os) { (*module)->print(os, flags); }))
       return 1;
   }
   if (options.json) {

@@ -492,60 +492,83 @@ bool Searcher::run(SearchResult &result, std::string &error) {
   for (int l = 0; l < layers; ++l)
     totalParams += model.costs.begin()->second[model.layerKind[l]].parameters *
                    model.costs.begin()->first;
+  // When nothing is left, the reason given is the one from the deepest
+  // filter any combination reached: the most specific.
   std::string why = "no tp degree divides both the devices per node and the device count";
+  int whyDepth = 0;
+  auto reject = [&](int depth, std::string reason) {
+    if (depth > whyDepth) {
+      why = std::move(reason);
+      whyDepth = depth;
+    }
+  };
   for (int tp : tpCandidates(cluster, options)) {
     if (!model.costs.count(tp))
       continue;
     if (options.devices % tp != 0) {
-      why = "--tp " + std::to_string(tp) + " does not divide the " +
-            std::to_string(options.devices) + " devices";
+      reject(1, "--tp " + std::to_string(tp) + " does not divide the " +
+                    std::to_string(options.devices) + " devices");
       continue;
     }
-    for (int64_t pp : divisors(options.devices / tp)) {
-      if ((options.pp && pp != *options.pp) || pp > layers) {
-        if (options.pp && *options.pp > layers)
-          why = "--pp " + std::to_string(*options.pp) + " is more stages than the model's " +
-                std::to_string(layers) + " layers";
-        else if (options.pp)
-          why = "--pp " + std::to_string(*options.pp) + " does not divide the " +
-                std::to_string(options.devices / tp) + " devices left after tp=" +
-                std::to_string(tp);
+    std::vector<int64_t> pps = divisors(options.devices / tp);
+    if (options.pp && *options.pp > layers)
+      reject(2, "--pp " + std::to_string(*options.pp) + " is more stages than the model's " +
+                    std::to_string(layers) + " layers");
+    else if (options.pp && std::find(pps.begin(), pps.end(), *options.pp) == pps.end())
+      reject(2, "--pp " + std::to_string(*options.pp) + " does not divide the " +
+                    std::to_string(options.devices / tp) + " devices left after tp=" +
+                    std::to_string(tp));
+    for (int64_t pp : pps) {
+      if ((options.pp && pp != *options.pp) || pp > layers)
         continue;
-      }
       int dp = int(options.devices / tp / pp);
       if (options.dp && dp != *options.dp) {
-        why = "no tp and pp leave --dp " + std::to_string(*options.dp) + " of the " +
-              std::to_string(options.devices) + " devices";
+        reject(3, "no tp and pp leave --dp " + std::to_string(*options.dp) + " of the " +
+                      std::to_string(options.devices) + " devices");
         continue;
       }
       if (options.globalBatch % dp != 0) {
-        why = "the global batch " + std::to_string(options.globalBatch) +
-              " does not divide over dp=" + std::to_string(dp) + " data-parallel replicas";
+        reject(4, "the global batch " + std::to_string(options.globalBatch) +
+                      " does not divide over dp=" + std::to_string(dp) +
+                      " data-parallel replicas");
         continue;
       }
       int64_t perReplica = options.globalBatch / dp;
+      if (options.microbatchSize && perReplica % *options.microbatchSize != 0)
+        reject(5, "--microbatch " + std::to_string(*options.microbatchSize) +
+                      " does not divide the " + std::to_string(perReplica) +
+                      " samples per replica");
       for (int64_t mb : divisors(perReplica)) {
-        if (options.microbatchSize && mb != *options.microbatchSize) {
-          why = "--microbatch " + std::to_string(*options.microbatchSize) +
-                " does not divide the " + std::to_string(perReplica) + " samples per replica";
+        if (options.microbatchSize && mb != *options.microbatchSize)
           continue;
-        }
         int64_t m = perReplica / mb;
         std::vector<std::pair<Schedule, int>> schedules;
-        if (!options.training || pp == 1) {
-          schedules.push_back({options.training ? Schedule::OneFOneB : Schedule::GPipe, 1});
-        } else {
+        if (!options.training) {
           schedules.push_back({Schedule::GPipe, 1});
+        } else {
+          // With one stage GPipe only holds more activations than 1F1B;
+          // it is there for a pin.
           schedules.push_back({Schedule::OneFOneB, 1});
-          for (int v : {2, 3, 4, 6, 8})
-            if (pp * v <= layers && m % pp == 0)
-              schedules.push_back({Schedule::Interleaved, v});
+          schedules.push_back({Schedule::GPipe, 1});
+          if (pp > 1)
+            for (int v : {2, 3, 4, 6, 8})
+              if (pp * v <= layers && m % pp == 0)
+                schedules.push_back({Schedule::Interleaved, v});
         }
         for (auto [schedule, v] : schedules) {
-          if (options.schedule && schedule != *options.schedule && pp > 1)
+          if (options.schedule && schedule != *options.schedule) {
+            if (*options.schedule == Schedule::Interleaved)
+              reject(6, "--schedule interleaved needs pp > 1, a microbatch count that is a "
+                        "multiple of pp, and pp x v layers at least; no mesh and microbatch "
+                        "size left one");
             continue;
-          if (options.virtualStages && v != *options.virtualStages)
+          }
+          if (options.virtualStages && v != *options.virtualStages) {
+            reject(6, "--virtual-stages " + std::to_string(*options.virtualStages) +
+                          " needs an interleaved schedule with pp x v layers at least and a "
+                          "microbatch count that is a multiple of pp");
             continue;
+          }
           std::vector<ShardingLevel> levels = {ShardingLevel::None};
           if (options.training && dp > 1)
             levels = {ShardingLevel::None, ShardingLevel::OptimizerState,

@@ -293,7 +293,7 @@ std::string strategyJson(const PlannerResult &plan, const Candidate &c,
   j["devices"] = search.devices;
   j["global_batch"] = search.globalBatch;
   j["mode"] = search.training ? "train" : "infer";
-  j["precision"] = search.mixedPrecision ? "mixed" : "fp32";
+  j["precision"] = search.paramDType == ::cleave::runtime::DType::BF16 ? "mixed" : "fp32";
   j["memory_budget_bytes"] = search.memoryBudget;
   j["traced_batch"] = plan.profile.tracedBatch;
   j["batch_dim"] = options.batchDim;

@@ -16,7 +16,8 @@ Status writeFileAtomically(const std::string &path,
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      return CLEAVE_ERROR(tmp, ": cannot create: ", std::strerror(errno));
+      return CLEAVE_ERROR(path, ": cannot write (temporary file ", tmp,
+                          "): ", std::strerror(errno));
     Status written = write(out);
     out.flush();
     if (!written.ok() || !out) {
@@ -25,7 +26,7 @@ Status writeFileAtomically(const std::string &path,
       std::remove(tmp.c_str());
       if (!written.ok())
         return written;
-      return CLEAVE_ERROR(tmp, ": write failed: ", std::strerror(err));
+      return CLEAVE_ERROR(path, ": write failed: ", std::strerror(err));
     }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {

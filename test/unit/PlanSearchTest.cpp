@@ -225,10 +225,17 @@ TEST(PlanSearch, ZeroShardingWhenOptimizerStateDoesNotFit) {
 TEST(PlanSearch, ImpossibleInputsAreErrors) {
   SearchResult r;
   std::string error;
-  SearchOptions o = options(32, 7); // 7 samples over 32 devices: dp must be 1
+  // The reason given is the most specific one: tp=1 pp=1 does leave dp=32,
+  // but 7 samples do not divide over it.
+  SearchOptions o = options(32, 7);
   o.dp = 32;
   EXPECT_FALSE(searchPlan(syntheticGpt(4), dgx(4), o, r, error));
-  EXPECT_NE(error.find("--dp 32"), std::string::npos) << error;
+  EXPECT_NE(error.find("global batch 7 does not divide over dp=32"), std::string::npos) << error;
+
+  SearchOptions noMesh = options(32, 64);
+  noMesh.dp = 3; // no tp × pp leaves 3 of 32
+  EXPECT_FALSE(searchPlan(syntheticGpt(4), dgx(4), noMesh, r, error));
+  EXPECT_NE(error.find("--dp 3"), std::string::npos) << error;
 
   SearchOptions deep = options(32, 64);
   deep.pp = 32; // more stages than the 6 layers

@@ -16,7 +16,7 @@ Status writeFileAtomically(const std::string &path,
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out)
-      return CLEAVE_ERROR(path, ": cannot write (temporary file ", tmp,
+      return CLEAVE_ERROR(path, ": cannot create (temporary file ", tmp,
                           "): ", std::strerror(errno));
     Status written = write(out);
     out.flush();

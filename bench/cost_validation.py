@@ -18,6 +18,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchlib import machine
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLEAVE = os.path.join(ROOT, "build", "bin", "cleave")
 EXPORT = [sys.executable, os.path.join(ROOT, "examples", "export.py")]
@@ -30,16 +32,6 @@ def run(cmd, **kw):
     if result.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{result.stderr}")
     return result
-
-
-def machine():
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{os.cpu_count()} cores, {model}"
 
 
 def main():

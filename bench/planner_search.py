@@ -26,34 +26,13 @@ import sys
 import tempfile
 import time
 
+from benchlib import machine, plan_label
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORT = ["/usr/bin/python3", os.path.join(ROOT, "examples", "export.py")]
 
 # (export name, GPUs, global batch)
 CASES = [("gpt-145.6b", 1536, 2304), ("gpt-1t", 3072, 3072)]
-
-
-def machine():
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    load = os.getloadavg()[0]
-    return f"{model}, {os.cpu_count()} cores (load average {load:.2f} at start)"
-
-
-def plan_label(plan):
-    """The chosen plan in one line: mesh, microbatch, schedule, ZeRO, recomputed layers."""
-    mesh, sched = plan["mesh"], plan["schedule"]
-    kind = sched["kind"]
-    if kind == "interleaved":
-        kind += f" v{sched['virtual_stages']}"
-    recomputed = sum(len(stage.get("recompute", [])) for stage in plan["stages"])
-    return (f"t{mesh['tp']} p{mesh['pp']} d{mesh['dp']}, mb {sched['microbatch_size']}"
-            f"x{sched['microbatches']}, {kind}, zero {plan['data_parallel']['sharding']},"
-            f" recompute {recomputed}, predicted {plan['predicted']['step_seconds']:.2f} s")
 
 
 def time_plan(cmd):
@@ -81,7 +60,7 @@ def main():
     if args.repeat < 1:
         sys.exit("--repeat must be at least 1")
 
-    print(f"machine: {machine()}")
+    print(f"machine: {machine(load=True)}")
     print(f"cleave: {cleave}")
     print(f"cluster: {args.cluster}")
     print(f"runs per model: {args.repeat}; times are median / min in seconds")
@@ -105,7 +84,8 @@ def main():
                 "wall": [wall for _, wall in runs],
                 "considered": {s["candidates_considered"] for s in search},
                 "evaluated": {s["candidates_evaluated"] for s in search},
-                "plans": {plan_label(plan) for plan, _ in runs},
+                "plans": {plan_label(plan) + f", predicted {plan['predicted']['step_seconds']:.2f} s"
+                          for plan, _ in runs},
             })
 
     def cell(values):

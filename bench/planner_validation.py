@@ -27,6 +27,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchlib import machine, plan_label
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORT = ["/usr/bin/python3", os.path.join(ROOT, "examples", "export.py")]
 SEQ, VOCAB = 2048, 51200
@@ -74,16 +76,6 @@ ROWS = [
 ]
 
 
-def machine():
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return f"{model}, {os.cpu_count()} cores"
-
-
 def run(cmd):
     """Runs cmd; returns (stdout, None) or (None, an error line naming the command)."""
     result = subprocess.run(cmd, capture_output=True, text=True)
@@ -91,18 +83,6 @@ def run(cmd):
         err = result.stderr.strip().splitlines()
         return None, f"exit {result.returncode}: {' '.join(cmd)}: {err[-1] if err else '(no stderr)'}"
     return result.stdout, None
-
-
-def plan_label(plan):
-    """The chosen plan in one line: mesh, microbatch, schedule, ZeRO, recomputed layers."""
-    mesh, sched = plan["mesh"], plan["schedule"]
-    kind = sched["kind"]
-    if kind == "interleaved":
-        kind += f" v{sched['virtual_stages']}"
-    recomputed = sum(len(stage.get("recompute", [])) for stage in plan["stages"])
-    return (f"t{mesh['tp']} p{mesh['pp']} d{mesh['dp']}, mb {sched['microbatch_size']}"
-            f"x{sched['microbatches']}, {kind}, zero {plan['data_parallel']['sharding']},"
-            f" recompute {recomputed}")
 
 
 def evaluate(row, cleave, cluster, work):

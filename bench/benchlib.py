@@ -1,0 +1,29 @@
+"""Helpers shared by the bench/ scripts: what machine they ran on, and a
+one-line summary of a strategy JSON from `cleave plan --json`."""
+import os
+
+
+def machine(load=False):
+    """CPU model and core count (and the 1-minute load average, if asked)."""
+    model = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    text = f"{model}, {os.cpu_count()} cores"
+    if load:
+        text += f" (load average {os.getloadavg()[0]:.2f} at start)"
+    return text
+
+
+def plan_label(plan):
+    """The chosen plan in one line: mesh, microbatch, schedule, ZeRO, recomputed layers."""
+    mesh, sched = plan["mesh"], plan["schedule"]
+    kind = sched["kind"]
+    if kind == "interleaved":
+        kind += f" v{sched['virtual_stages']}"
+    recomputed = sum(len(stage.get("recompute", [])) for stage in plan["stages"])
+    return (f"t{mesh['tp']} p{mesh['pp']} d{mesh['dp']}, mb {sched['microbatch_size']}"
+            f"x{sched['microbatches']}, {kind}, zero {plan['data_parallel']['sharding']},"
+            f" recompute {recomputed}")

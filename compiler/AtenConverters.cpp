@@ -260,6 +260,20 @@ Result identity(Importer &imp, jit::Node *, Inputs in) {
   return one(*x);
 }
 
+/// dropout(input, p, train): the identity in the plan, kept as cleave.dropout
+/// (when it drops anything, on a float tensor) so training is costed with it.
+Result dropout(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto p = imp.real(in[1]);
+  if (failed(p))
+    return failure();
+  if (!(*p > 0.0 && *p < 1.0) || !llvm::isa<FloatType>(typeOf(*x).getElementType()))
+    return one(*x);
+  return one(imp.create<mlir::cleave::DropoutOp>(*x, imp.builder.getF64FloatAttr(*p)));
+}
+
 /// zeros_like / ones_like / full_like(self, [fill_value,] dtype, ...).
 Converter fillLike(std::optional<double> fill) {
   return [fill](Importer &imp, jit::Node *node, Inputs in) -> Result {
@@ -1026,8 +1040,10 @@ struct Registry {
     r["aten::clamp"] = clamp;
     r["aten::to"] = castTo;
     r["aten::type_as"] = castTo;
-    for (const char *kind : {"aten::dropout", "aten::feature_dropout", "aten::alpha_dropout",
-                             "aten::contiguous", "aten::detach", "aten::clone",
+    r["aten::dropout"] = dropout;
+    // Channel-wise and alpha dropout stay plain identities: their training
+    // cost is not modelled.
+    for (const char *kind : {"aten::feature_dropout", "aten::alpha_dropout", "aten::contiguous", "aten::detach", "aten::clone",
                              "aten::alias", "aten::lift_fresh"})
       r[kind] = identity;
     r["aten::zeros_like"] = fillLike(0.0);

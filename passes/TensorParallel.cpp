@@ -203,7 +203,8 @@ void LayerSplitter::analyze() {
   for (auto [p, op] : llvm::enumerate(layer.ops)) {
     OpInfo info{op, {}, {}, {}, {}, {}, DType::F32, 1.0};
     info.rule = cast<ShardingOpInterface>(op).getShardingRule();
-    info.cost = cast<CostOpInterface>(op).getCost();
+    auto costly = cast<CostOpInterface>(op);
+    info.cost = options.training ? costly.getTrainingCost() : costly.getCost();
     bool anyGrad = false;
     for (Value operand : op->getOperands()) {
       if (isWeight(operand)) {
@@ -444,9 +445,18 @@ LayerSplit LayerSplitter::replay(const std::vector<int16_t> &choice) {
   for (const OpInfo &info : ops) {
     SmallVector<Value> kept;
     cast<CostOpInterface>(info.op).getSavedForBackward(kept);
+    double keptBytes = 0;
     for (Value v : kept)
-      if (!isWeight(v) && saved.insert(v).second)
-        out.cost.activationBytes += bytesOf(v) / share(v);
+      if (!isWeight(v)) {
+        keptBytes += double(tensorBytes(v.getType()));
+        if (saved.insert(v).second)
+          out.cost.activationBytes += bytesOf(v) / share(v);
+      }
+    // State the op keeps that is no IR value (a dropout mask), in the
+    // layout of its result.
+    if (options.training && info.cost.savedBytes > keptBytes && info.op->getNumResults() == 1)
+      out.cost.activationBytes += (info.cost.savedBytes - keptBytes) /
+                                  share(info.op->getResult(0));
   }
   for (size_t v = 0; v < tracked.size(); ++v) {
     Operation *def = tracked[v].getDefiningOp();

@@ -62,6 +62,12 @@ def Cleave_CostOpInterface : OpInterface<"CostOpInterface"> {
         The op's forward and backward cost.
       }], "::cleave::cost::OpCost", "getCost", (ins), [{}],
       [{ return ::mlir::cleave::getElementwiseCost($_op); }]>,
+    InterfaceMethod<[{
+        The cost while training, for ops that compute more in training than
+        a plan's forward does (dropout is the identity in inference). Its
+        `savedBytes` may include state that is no IR value (a dropout mask).
+      }], "::cleave::cost::OpCost", "getTrainingCost", (ins), [{}],
+      [{ return $_op.getCost(); }]>,
   ];
 }
 

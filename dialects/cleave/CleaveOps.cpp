@@ -327,6 +327,13 @@ LogicalResult AdaptiveAvgPool2dOp::inferReturnTypes(MLIRContext *,
 // Data movement.
 //===----------------------------------------------------------------------===//
 
+LogicalResult DropoutOp::verify() {
+  double p = getP().convertToDouble();
+  if (!(p > 0.0 && p < 1.0))
+    return emitOpError("p must be in (0, 1), got ") << p;
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   auto input = tensorType(getInput()), result = tensorType(getResult());
   if (input.getNumElements() != result.getNumElements())

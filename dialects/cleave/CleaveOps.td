@@ -78,6 +78,30 @@ def Cleave_CosOp : Cleave_UnaryElementwiseOp<"cos", Cleave_FloatTensor, "cos(x)"
 def Cleave_ErfOp : Cleave_UnaryElementwiseOp<"erf", Cleave_FloatTensor, "erf(x)", 14>;
 def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
 
+def Cleave_DropoutOp : Cleave_Op<"dropout", [Pure, Elementwise, SameOperandsAndResultType],
+    ["getViewedOperand"], ["getCost", "getTrainingCost", "getSavedForBackward"],
+    ["getShardingRule"]> {
+  let summary = "dropout: the identity in a plan's forward, costed for training";
+  let description = [{
+    In training, zeroes each element with probability `p` and scales the
+    others by 1 / (1 - p), as `torch.nn.Dropout`; its backward applies the
+    same mask. Plans run inference, where it is the identity: the result is a
+    view of the input and no kernel runs. It stays in the IR so the planner
+    costs training as it will run (a read, a write and a one-byte mask per
+    element forward, the mask kept for backward).
+
+    Example:
+
+    ```mlir
+    %y = cleave.dropout %x {p = 1.000000e-01 : f64} : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, F64Attr:$p);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType], ["getKernelAttributes"],
     ["getFlopsPerElement"], ["getShardingRule"]> {
   let summary = "elementwise GELU";

@@ -133,6 +133,21 @@ OpCost mlir::cleave::getElementwiseCost(Operation *op) {
 
 OpCost ParamOp::getCost() { return noCost(); }
 OpCost ConstantOp::getCost() { return noCost(); }
+// Dropout runs no kernel in a plan (inference); in training it reads the
+// input and writes the result and a one-byte mask, and its backward reads
+// the gradient and the mask and writes the input's gradient.
+OpCost DropoutOp::getCost() { return noCost(); }
+void DropoutOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+OpCost DropoutOp::getTrainingCost() {
+  double elements = elementsOf(getResult());
+  double bytes = bytesOf(getResult());
+  OpCost cost;
+  cost.opClass = OpClass::Elementwise;
+  cost.forward = {2 * elements, bytes, bytes + elements, 1};
+  cost.backward = {elements, bytes + elements, bytes, 1};
+  cost.savedBytes = elements; // the mask
+  return cost;
+}
 OpCost ReshapeOp::getCost() { return noCost(); }
 void ReshapeOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 

@@ -43,6 +43,9 @@ SmallVector<NamedAttribute> GeluOp::getKernelAttributes() {
   return withEnumSpelled(*this, "approximation", stringifyGeluApproximation(getApproximation()));
 }
 
+/// Inference: dropout is the identity, its result the input's buffer.
+std::optional<unsigned> DropoutOp::getViewedOperand() { return 0; }
+
 std::optional<unsigned> ReshapeOp::getViewedOperand() {
   // Tensors are dense and row-major, so a reshape never moves an element.
   return 0;

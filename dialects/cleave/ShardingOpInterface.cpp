@@ -133,6 +133,7 @@ ShardingRule ConstantOp::getShardingRule() { return valueRule(getResult()); }
 //===----------------------------------------------------------------------===//
 
 ShardingRule GeluOp::getShardingRule() { return getElementwiseShardingRule(*this); }
+ShardingRule DropoutOp::getShardingRule() { return getElementwiseShardingRule(*this); }
 ShardingRule CastOp::getShardingRule() { return getElementwiseShardingRule(*this); }
 ShardingRule CompareOp::getShardingRule() { return getElementwiseShardingRule(*this); }
 ShardingRule WhereOp::getShardingRule() { return getElementwiseShardingRule(*this); }

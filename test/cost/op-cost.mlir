@@ -38,6 +38,17 @@ func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x16x8xf32>) -> tens
   return %s : tensor<2x4x8x8xf32>
 }
 
+// CHECK-LABEL: cost of @dropout
+func.func @dropout(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // A plan's forward is inference: no kernel. Training reads 64 bytes and
+  // writes 64 bytes and a 16-byte mask (2 FLOPs per element: compare,
+  // scale); its backward reads the gradient and the mask; the mask is kept.
+  // CHECK-NEXT: cleave.dropout elementwise fwd: flops=0 read=0 written=0 kernels=0 bwd: flops=0 read=0 written=0 kernels=0 saved=0
+  // CHECK-NEXT: cleave.dropout training elementwise fwd: flops=32 read=64 written=80 kernels=1 bwd: flops=16 read=80 written=64 kernels=1 saved=16
+  %y = cleave.dropout %x {p = 1.000000e-01 : f64} : tensor<2x8xf32>
+  return %y : tensor<2x8xf32>
+}
+
 // CHECK-LABEL: cost of @conv
 func.func @conv(%x: tensor<1x3x8x8xf32>) -> tensor<1x4x4x4xf32> {
   %w = cleave.param "conv.weight" : tensor<4x3x3x3xf32>

@@ -419,6 +419,15 @@ func.func @cast_shape(%x: tensor<2x8xi64>) {
 
 // -----
 
+// dropout drops with a probability strictly between 0 and 1.
+func.func @dropout_p(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.dropout' op p must be in (0, 1), got 1}}
+  %0 = cleave.dropout %x {p = 1.0 : f64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
 // reshape keeps the element count.
 func.func @reshape_count(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{'cleave.reshape' op changes the element count: 'tensor<2x8xf32>' to 'tensor<3x5xf32>'}}

@@ -78,6 +78,8 @@ func.func @unary(%x: tensor<2x8xf32>, %i: tensor<3xi64>, %b: tensor<4xi1>, %h: t
   %18 = cleave.gelu %x {approximation = #cleave<gelu_approximation none>} : tensor<2x8xf32>
   // CHECK-NEXT: %{{.+}} = cleave.gelu %[[H]] {approximation = #cleave<gelu_approximation tanh>} : tensor<5xbf16>
   %19 = cleave.gelu %h {approximation = #cleave<gelu_approximation tanh>} : tensor<5xbf16>
+  // CHECK-NEXT: %{{.+}} = cleave.dropout %[[X]] {p = 1.000000e-01 : f64} : tensor<2x8xf32>
+  %20 = cleave.dropout %x {p = 1.000000e-01 : f64} : tensor<2x8xf32>
   return
 }
 

@@ -32,6 +32,8 @@ func.func @elementwise(%x: tensor<2x8xf32>, %b: tensor<4xi1>, %i: tensor<2x8xi64
   %2 = cleave.gelu %x {approximation = #cleave<gelu_approximation tanh>} : tensor<2x8xf32>
   // CHECK-NEXT: cleave.cast: ([i, j]) -> ([i, j]) i=2 j=8
   %3 = cleave.cast %i : tensor<2x8xi64> to tensor<2x8xf32>
+  // CHECK-NEXT: cleave.dropout: ([i, j]) -> ([i, j]) i=2 j=8
+  %d = cleave.dropout %x {p = 1.000000e-01 : f64} : tensor<2x8xf32>
   // CHECK-NEXT: cleave.not: ([i]) -> ([i]) i=4
   %4 = cleave.not %b : tensor<4xi1>
   // The bias-like operand has only the trailing dim.

@@ -193,8 +193,10 @@ def megatron(strategy_path):
     c.check("block collectives", colls == [
         ("backward", "all-reduce", "cleave.linear @ blocks.0.attn.qkv"),
         ("backward", "all-reduce", "cleave.linear @ blocks.0.mlp.fc"),
-        ("forward", "all-reduce", "cleave.add @ blocks.0"),
-        ("forward", "all-reduce", "cleave.add @ blocks.0")], f"{colls}")
+        # Each sub-block's row-parallel output is summed before its dropout
+        # and residual add, as Megatron-LM's bias-dropout-add does.
+        ("forward", "all-reduce", "cleave.dropout @ blocks.0.attn.resid_drop"),
+        ("forward", "all-reduce", "cleave.dropout @ blocks.0.mlp.drop")], f"{colls}")
     c.check("block count", block["layers"] == 24, f"{block['layers']} blocks")
 
     (emb,) = kinds["tok_emb"]["ops"]

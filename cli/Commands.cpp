@@ -41,6 +41,26 @@ bool optionValue(int argc, char **argv, int &i, const char *name, const char **v
   return true;
 }
 
+int addInputShape(const char *value, std::vector<InputSpec> &shapes, const char *usage) {
+  if (!value)
+    return usageError("--input-shape needs a value NAME=DIMS[:DTYPE]", usage);
+  std::string error;
+  std::optional<InputSpec> spec = parseInputSpec(value, error);
+  if (!spec)
+    return usageError(error, usage);
+  shapes.push_back(*spec);
+  return -1;
+}
+
+int takeModelArgument(const std::string &arg, std::string &model, const char *usage) {
+  if (!arg.empty() && arg[0] == '-')
+    return usageError("unknown option '" + arg + "'", usage);
+  if (!model.empty())
+    return usageError("more than one model given ('" + model + "', '" + arg + "')", usage);
+  model = arg;
+  return -1;
+}
+
 void printTiming(const char *what, double seconds) {
   struct rusage usage;
   getrusage(RUSAGE_SELF, &usage);

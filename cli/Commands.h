@@ -12,9 +12,11 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdint>
+#include "compiler/InputSpec.h"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cleave {
 
@@ -50,6 +52,15 @@ bool parseCount(const char *text, Int &out, int64_t min, int64_t max = INT32_MAX
   out = static_cast<Int>(value);
   return true;
 }
+
+/// `--input-shape VALUE`: parses VALUE and appends it. Returns -1, or the
+/// exit status after a usage error.
+int addInputShape(const char *value, std::vector<InputSpec> &shapes, const char *usage);
+
+/// The last branch of an option loop: an unknown option is an error, the
+/// first positional argument is the model, a second one an error. Returns
+/// -1 when `arg` became the model, or the exit status after a usage error.
+int takeModelArgument(const std::string &arg, std::string &model, const char *usage);
 
 /// Wall time since `start` and this process's peak memory, for --timing.
 void printTiming(const char *what, double seconds);

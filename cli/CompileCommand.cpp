@@ -56,26 +56,16 @@ int runCompile(int argc, char **argv) {
       llvm::outs() << kCompileUsage;
       return 0;
     } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
-      if (!value)
-        return usageError("--input-shape needs a value NAME=DIMS[:DTYPE]", kCompileUsage);
-      std::string error;
-      auto spec = parseInputSpec(value, error);
-      if (!spec)
-        return usageError(error, kCompileUsage);
-      options.inputShapes.push_back(*spec);
+      if (int status = addInputShape(value, options.inputShapes, kCompileUsage); status >= 0)
+        return status;
     } else if (optionValue(argc, argv, i, "-o", &value)) {
       if (!value || !*value)
         return usageError("-o needs a directory", kCompileUsage);
       output = value;
     } else if (arg == "--timing") {
       timing = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usageError("unknown option '" + arg + "'", kCompileUsage);
-    } else if (model.empty()) {
-      model = arg;
-    } else {
-      return usageError("more than one model given ('" + model + "', '" + arg + "')",
-                        kCompileUsage);
+    } else if (int status = takeModelArgument(arg, model, kCompileUsage); status >= 0) {
+      return status;
     }
   }
   if (model.empty())

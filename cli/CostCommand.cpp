@@ -203,26 +203,16 @@ int runCost(int argc, char **argv) {
         return usageError("--batch needs a positive size", kCostUsage);
       options.import.batchSize = batch;
     } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
-      if (!value)
-        return usageError("--input-shape needs a value NAME=DIMS[:DTYPE]", kCostUsage);
-      std::string error;
-      auto spec = parseInputSpec(value, error);
-      if (!spec)
-        return usageError(error, kCostUsage);
-      options.import.inputShapes.push_back(*spec);
+      if (int status = addInputShape(value, options.import.inputShapes, kCostUsage); status >= 0)
+        return status;
     } else if (arg == "--json") {
       options.json = true;
     } else if (arg == "--ops") {
       options.ops = true;
     } else if (arg == "--kernels") {
       options.kernels = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usageError("unknown option '" + arg + "'", kCostUsage);
-    } else if (options.model.empty()) {
-      options.model = arg;
-    } else {
-      return usageError("more than one model given ('" + options.model + "', '" + arg + "')",
-                        kCostUsage);
+    } else if (int status = takeModelArgument(arg, options.model, kCostUsage); status >= 0) {
+      return status;
     }
   }
   if (options.model.empty())

@@ -58,13 +58,8 @@ int runImport(int argc, char **argv) {
     } else if (arg == "--input-shape" || arg.rfind("--input-shape=", 0) == 0) {
       const char *text = arg == "--input-shape" ? value()
                                                 : argv[i] + strlen("--input-shape=");
-      if (!text)
-        return usageError("--input-shape needs a value NAME=DIMS[:DTYPE]", kImportUsage);
-      std::string error;
-      auto spec = parseInputSpec(text, error);
-      if (!spec)
-        return usageError(error, kImportUsage);
-      options.inputShapes.push_back(*spec);
+      if (int status = addInputShape(text, options.inputShapes, kImportUsage); status >= 0)
+        return status;
     } else if (arg == "-o") {
       const char *text = value();
       if (!text)
@@ -78,13 +73,8 @@ int runImport(int argc, char **argv) {
         return usageError("--depth needs a positive integer", kImportUsage);
     } else if (arg == "--timing") {
       timing = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usageError("unknown option '" + arg + "'", kImportUsage);
-    } else if (model.empty()) {
-      model = arg;
-    } else {
-      return usageError("more than one model given ('" + model + "', '" + arg + "')",
-                        kImportUsage);
+    } else if (int status = takeModelArgument(arg, model, kImportUsage); status >= 0) {
+      return status;
     }
   }
   if (model.empty())

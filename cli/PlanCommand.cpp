@@ -389,13 +389,8 @@ int parseArguments(int argc, char **argv, PlanCliOptions &o) {
       if (!count("--batch-dim", o.planner.batchDim, 0, 64))
         return 1;
     } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
-      if (!value)
-        return usageError("--input-shape needs a value NAME=DIMS[:DTYPE]", kPlanUsage);
-      std::string error;
-      auto spec = parseInputSpec(value, error);
-      if (!spec)
-        return usageError(error, kPlanUsage);
-      o.import.inputShapes.push_back(*spec);
+      if (int status = addInputShape(value, o.import.inputShapes, kPlanUsage); status >= 0)
+        return status;
     } else if (optionValue(argc, argv, i, "--top", &value)) {
       if (!count("--top", search.top, 1, 1000))
         return 1;
@@ -414,13 +409,8 @@ int parseArguments(int argc, char **argv, PlanCliOptions &o) {
       o.splits = true;
     } else if (arg == "--json") {
       o.json = true;
-    } else if (!arg.empty() && arg[0] == '-') {
-      return usageError("unknown option '" + arg + "'", kPlanUsage);
-    } else if (o.model.empty()) {
-      o.model = arg;
-    } else {
-      return usageError("more than one model given ('" + o.model + "', '" + arg + "')",
-                        kPlanUsage);
+    } else if (int status = takeModelArgument(arg, o.model, kPlanUsage); status >= 0) {
+      return status;
     }
   }
   if (o.model.empty())

@@ -250,6 +250,10 @@ void annotateStrategy(func::FuncOp func, const PlannerResult &plan, const Candid
       for (Value result : rep.ops[i]->getResults())
         results.push_back(layoutAttr(split, result));
       op->setAttr("cleave.sharding", b.getArrayAttr(results));
+      SmallVector<Attribute> operands;
+      for (const TensorSharding &need : split.operandLayout[i])
+        operands.push_back(b.getStringAttr(need.str()));
+      op->setAttr("cleave.operand_sharding", b.getArrayAttr(operands));
       for (Value operand : op->getOperands())
         if (Operation *def = operand.getDefiningOp(); def && isa<ParamOp, ConstantOp>(def)) {
           auto &stages = weightStages[def];

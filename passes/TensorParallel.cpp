@@ -339,6 +339,8 @@ double LayerSplitter::apply(size_t p, Strategy st, std::vector<uint32_t> &layout
   bool parallelSplit = f >= 0 && info.rule.factors[f].kind == FactorKind::Parallel;
   for (auto [i, operand] : llvm::enumerate(info.op->getOperands())) {
     TensorSharding need = layoutOf(info.rule, info.rule.operands[i], st, false);
+    if (out)
+      out->operandLayout.back().push_back(need);
     int index = info.operandIndex[i];
     bool grad = index < 0 ? weightsNeedingGrad.contains(operand) : requiresGrad[index];
     if (index < 0) {
@@ -420,6 +422,7 @@ LayerSplit LayerSplitter::replay(const std::vector<int16_t> &choice) {
   for (size_t p = 0; p < ops.size(); ++p) {
     Strategy st = ops[p].strategies[choice[p]];
     out.opFactor.push_back(st.factor);
+    out.operandLayout.emplace_back();
     apply(p, st, layout, &out);
   }
   finish(layout, &out);

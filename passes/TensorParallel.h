@@ -73,6 +73,10 @@ struct LayerSplit {
   std::vector<int> opFactor;
   /// The layout of each value the layer's ops produce and of each parameter.
   llvm::DenseMap<Value, TensorSharding> layout;
+  /// Per op of the layer (Layer::ops order): the layout each operand must
+  /// have when the op runs; where it differs from the layout the operand
+  /// arrives in, a collective (or a free local slice) changes it.
+  std::vector<llvm::SmallVector<TensorSharding, 3>> operandLayout;
   std::vector<TpCollective> collectives;
   /// What the split minimized: seconds of compute and collectives per
   /// microbatch (forward, and backward when training), plus the optimizer

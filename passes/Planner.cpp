@@ -349,7 +349,10 @@ std::string strategyJson(const PlannerResult &plan, const Candidate &c,
         auto it = split.layout.find(r);
         results.push_back(it == split.layout.end() ? "replicated" : it->second.str());
       }
-      nlohmann::json entry = {{"op", opText(op)}, {"results", results}};
+      nlohmann::json operands = nlohmann::json::array();
+      for (const TensorSharding &need : split.operandLayout[i])
+        operands.push_back(need.str());
+      nlohmann::json entry = {{"op", opText(op)}, {"operands", operands}, {"results", results}};
       for (Value operand : op->getOperands())
         if (auto param = operand.getDefiningOp<ParamOp>()) {
           auto it = split.layout.find(operand);

@@ -90,7 +90,8 @@ nlohmann::json layerJson(const mlir::cleave::LayerEstimate &row) {
           {"backward_flops", row.backwardFlops},
           {"activation_bytes", row.activationBytes},
           {"forward_seconds", row.forwardSeconds},
-          {"backward_seconds", row.backwardSeconds}};
+          {"backward_seconds", row.backwardSeconds},
+          {"training_forward_seconds", row.trainingForwardSeconds}};
 }
 
 nlohmann::json memoryJson(const cost::MemoryBreakdown &m) {
@@ -126,7 +127,8 @@ void printTable(const CostOptions &options, const cost::ClusterSpec &spec,
                       humanSeconds(model.total.forwardSeconds),
                       model.total.forwardFlops / model.total.forwardSeconds / 1e9,
                       humanSeconds(model.total.backwardSeconds),
-                      humanSeconds(model.total.forwardSeconds + model.total.backwardSeconds));
+                      humanSeconds(model.total.trainingForwardSeconds +
+                                   model.total.backwardSeconds));
   os << llvm::formatv("memory, inference on one device: parameters {0} + activations {1} = {2}\n",
                       humanBytes(inference.parameters), humanBytes(inference.activations),
                       humanBytes(inference.total()));

@@ -23,6 +23,7 @@ void LayerEstimate::add(const LayerEstimate &o) {
   activationBytes += o.activationBytes;
   forwardSeconds += o.forwardSeconds;
   backwardSeconds += o.backwardSeconds;
+  trainingForwardSeconds += o.trainingForwardSeconds;
 }
 
 namespace {
@@ -69,14 +70,16 @@ FailureOr<ModelEstimate> estimateModel(func::FuncOp func,
       auto costly = cast<CostOpInterface>(op);
       OpEstimate estimate{op, costly.getCost(), {}, {}};
       DType dtype = computeDType(op);
+      ::cleave::cost::OpCost training = costly.getTrainingCost();
       estimate.forward = predictPass(device, estimate.cost, estimate.cost.forward, dtype);
-      estimate.backward = predictPass(device, estimate.cost, estimate.cost.backward, dtype);
+      estimate.backward = predictPass(device, training, training.backward, dtype);
+      row.trainingForwardSeconds += predictPass(device, training, training.forward, dtype).seconds();
       if (estimate.cost.forward.kernels > 0)
         ++row.ops;
       row.forwardFlops += estimate.cost.forward.flops;
-      row.backwardFlops += estimate.cost.backward.flops;
+      row.backwardFlops += training.backward.flops;
       row.forwardBytes += estimate.cost.forward.bytesRead + estimate.cost.forward.bytesWritten;
-      row.backwardBytes += estimate.cost.backward.bytesRead + estimate.cost.backward.bytesWritten;
+      row.backwardBytes += training.backward.bytesRead + training.backward.bytesWritten;
       row.forwardSeconds += estimate.forward.seconds();
       row.backwardSeconds += estimate.backward.seconds();
       SmallVector<Value> kept;

@@ -23,7 +23,8 @@ namespace mlir::cleave {
 
 struct OpEstimate {
   Operation *op;
-  ::cleave::cost::OpCost cost;
+  ::cleave::cost::OpCost cost; // the plan's (inference) cost
+  /// The plan's forward, and training's backward (getTrainingCost).
   ::cleave::cost::PassTime forward, backward;
 };
 
@@ -36,6 +37,10 @@ struct LayerEstimate {
   double forwardBytes = 0, backwardBytes = 0;
   double activationBytes = 0;   // kept for backward (each tensor once)
   double forwardSeconds = 0, backwardSeconds = 0;
+  /// Training's forward: the plan's forward plus what only training runs
+  /// (dropout masks; CostOpInterface::getTrainingCost). backwardSeconds is
+  /// training's backward.
+  double trainingForwardSeconds = 0;
   void add(const LayerEstimate &other);
 };
 

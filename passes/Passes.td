@@ -71,6 +71,24 @@ def PlanParallelism : Pass<"cleave-plan-parallelism", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def InsertCollectives : Pass<"cleave-insert-collectives", "mlir::func::FuncOp"> {
+  let summary = "Make the planner's layout changes explicit collectives";
+  let description = [{
+    The first lowering step of a planned strategy. Reads the layouts the
+    planner wrote (`cleave.sharding` on results and params,
+    `cleave.operand_sharding` on ops; function arguments, constants and
+    unannotated values are replicated, and the function returns replicated
+    values) and, wherever an operand arrives in another layout than its op
+    needs, inserts the op that changes it across the tp group:
+    `cleave.all_reduce` (partial -> replicated), `cleave.reduce_scatter`
+    (partial -> split), `cleave.all_gather` (split -> replicated),
+    `cleave.shard` (replicated -> split, a local slice) or
+    `cleave.all_to_all` (one split for another). One change of a value to a
+    layout serves all its readers. Shapes stay global.
+  }];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def TestOpCost : Pass<"cleave-test-op-cost", "mlir::func::FuncOp"> {
   let summary = "Test only: print what each op reports through CostOpInterface";
   let description = [{

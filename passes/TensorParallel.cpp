@@ -30,6 +30,26 @@ std::string TensorSharding::str() const {
   return "?";
 }
 
+std::optional<TensorSharding> TensorSharding::parse(llvm::StringRef text) {
+  if (text == "replicated")
+    return replicated();
+  if (text == "partial")
+    return partial();
+  if (!text.consume_front("split(") || !text.consume_back(")"))
+    return std::nullopt;
+  auto [dimText, rest] = text.split(',');
+  int dim;
+  int64_t blocks = 1;
+  if (dimText.trim().getAsInteger(10, dim) || dim < 0)
+    return std::nullopt;
+  if (!rest.empty()) {
+    rest = rest.trim();
+    if (!rest.consume_front("blocks=") || rest.getAsInteger(10, blocks) || blocks < 1)
+      return std::nullopt;
+  }
+  return sharded(dim, blocks);
+}
+
 namespace {
 
 /// A layout packed in 32 bits, so search states are small and hashable.

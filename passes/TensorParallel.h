@@ -29,6 +29,7 @@
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,8 @@ struct TensorSharding {
   bool operator!=(const TensorSharding &o) const { return !(*this == o); }
   /// "replicated", "partial", "split(2)", "split(2, blocks=3)".
   std::string str() const;
+  /// The inverse of str(); nullopt for anything else.
+  static std::optional<TensorSharding> parse(llvm::StringRef text);
 };
 
 /// A collective the split layer runs, per microbatch.

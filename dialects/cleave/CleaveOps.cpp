@@ -327,6 +327,46 @@ LogicalResult AdaptiveAvgPool2dOp::inferReturnTypes(MLIRContext *,
 // Data movement.
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// Layout changes across a group
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The group is one the mesh defines; each (dim, blocks) names a dim of the
+/// tensor that `blocks` divides.
+LogicalResult verifyLayoutChange(Operation *op, StringRef group,
+                                 ArrayRef<std::pair<int64_t, int64_t>> splits) {
+  if (group != "tp" && group != "dp")
+    return op->emitOpError("group must be \"tp\" or \"dp\", got \"") << group << "\"";
+  auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+  for (auto [dim, blocks] : splits) {
+    if (dim < 0 || dim >= type.getRank())
+      return op->emitOpError("dim ") << dim << " is out of range for " << type;
+    if (blocks < 1 || type.getDimSize(dim) % blocks != 0)
+      return op->emitOpError("blocks ")
+             << blocks << " does not divide dim " << dim << " of size " << type.getDimSize(dim);
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult AllReduceOp::verify() { return verifyLayoutChange(*this, getGroup(), {}); }
+LogicalResult AllGatherOp::verify() {
+  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}});
+}
+LogicalResult ReduceScatterOp::verify() {
+  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}});
+}
+LogicalResult ShardOp::verify() {
+  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}});
+}
+LogicalResult AllToAllOp::verify() {
+  return verifyLayoutChange(*this, getGroup(),
+                            {{getFromDim(), getFromBlocks()}, {getToDim(), getToBlocks()}});
+}
+
 LogicalResult DropoutOp::verify() {
   double p = getP().convertToDouble();
   if (!(p > 0.0 && p < 1.0))

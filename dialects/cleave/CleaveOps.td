@@ -537,4 +537,84 @@ def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [],
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
 }
 
+//===----------------------------------------------------------------------===//
+// Layout changes across a group of ranks (lowering of a planned strategy).
+// The IR still has global shapes: each op changes how its tensor is laid out
+// over the group (docs/planner.md's layouts), not its type; giving values
+// their per-rank shapes is a later step.
+//===----------------------------------------------------------------------===//
+
+class Cleave_LayoutChangeOp<string mnemonic, dag layoutArgs>
+    : Cleave_Op<mnemonic, [SameOperandsAndResultType], [],
+                ["getCost", "getSavedForBackward"]> {
+  let arguments = !con((ins Cleave_Tensor:$input, StrAttr:$group), layoutArgs);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Cleave_AllReduceOp : Cleave_LayoutChangeOp<"all_reduce", (ins)> {
+  let summary = "sum partial values over a group: partial -> replicated";
+  let description = [{
+    Every rank of `group` ("tp" or "dp") holds a partial sum of the tensor;
+    afterwards each holds the sum.
+
+    ```mlir
+    %y = cleave.all_reduce %x {group = "tp"} : tensor<2x8x32xf32>
+    ```
+  }];
+}
+
+def Cleave_AllGatherOp : Cleave_LayoutChangeOp<"all_gather",
+    (ins I64Attr:$dim, I64Attr:$blocks)> {
+  let summary = "gather the parts of a split tensor: split(dim, blocks) -> replicated";
+  let description = [{
+    Each rank of `group` holds its part of each of `blocks` equal blocks of
+    `dim`; afterwards each holds the whole tensor.
+
+    ```mlir
+    %y = cleave.all_gather %x {group = "tp", dim = 2 : i64, blocks = 1 : i64} : tensor<2x8x32xf32>
+    ```
+  }];
+}
+
+def Cleave_ReduceScatterOp : Cleave_LayoutChangeOp<"reduce_scatter",
+    (ins I64Attr:$dim, I64Attr:$blocks)> {
+  let summary = "sum partial values and keep one part: partial -> split(dim, blocks)";
+  let description = [{
+    Every rank of `group` holds a partial sum; afterwards each holds its part
+    (of each of `blocks` blocks of `dim`) of the sum.
+
+    ```mlir
+    %y = cleave.reduce_scatter %x {group = "tp", dim = 1 : i64, blocks = 1 : i64} : tensor<2x8x32xf32>
+    ```
+  }];
+}
+
+def Cleave_AllToAllOp : Cleave_LayoutChangeOp<"all_to_all",
+    (ins I64Attr:$from_dim, I64Attr:$from_blocks, I64Attr:$to_dim, I64Attr:$to_blocks)> {
+  let summary = "trade parts: split(from_dim) -> split(to_dim)";
+  let description = [{
+    Each rank of `group` holds its part along `from_dim`; afterwards each
+    holds its part along `to_dim`, every rank having sent the others what
+    they now own.
+
+    ```mlir
+    %y = cleave.all_to_all %x {group = "tp", from_dim = 1 : i64, from_blocks = 1 : i64, to_dim = 2 : i64, to_blocks = 1 : i64} : tensor<2x8x32xf32>
+    ```
+  }];
+}
+
+def Cleave_ShardOp : Cleave_LayoutChangeOp<"shard", (ins I64Attr:$dim, I64Attr:$blocks)> {
+  let summary = "keep this rank's part: replicated -> split(dim, blocks)";
+  let description = [{
+    Every rank of `group` holds the whole tensor; afterwards each keeps its
+    part. No communication: a local slice.
+
+    ```mlir
+    %y = cleave.shard %x {group = "tp", dim = 2 : i64, blocks = 3 : i64} : tensor<2x8x96xf32>
+    ```
+  }];
+}
+
 #endif // CLEAVE_OPS_TD

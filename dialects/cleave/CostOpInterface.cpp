@@ -148,6 +148,18 @@ OpCost DropoutOp::getTrainingCost() {
   cost.savedBytes = elements; // the mask
   return cost;
 }
+// Layout changes: their time is communication, which cost/Collectives
+// predicts from the group; no local kernel is counted here.
+OpCost AllReduceOp::getCost() { return noCost(); }
+OpCost AllGatherOp::getCost() { return noCost(); }
+OpCost ReduceScatterOp::getCost() { return noCost(); }
+OpCost AllToAllOp::getCost() { return noCost(); }
+OpCost ShardOp::getCost() { return noCost(); }
+void AllReduceOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void AllGatherOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void ReduceScatterOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void AllToAllOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void ShardOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 OpCost ReshapeOp::getCost() { return noCost(); }
 void ReshapeOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 

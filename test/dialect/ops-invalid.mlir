@@ -907,3 +907,28 @@ func.func @constant_type() {
   %0 = "cleave.constant"() <{value = dense<1.0> : tensor<2xf32>}> : () -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @layout_change_group(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.all_reduce' op group must be "tp" or "dp", got "pp"}}
+  %0 = cleave.all_reduce %x {group = "pp"} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layout_change_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.all_gather' op dim 2 is out of range for 'tensor<2x8xf32>'}}
+  %0 = cleave.all_gather %x {group = "tp", dim = 2 : i64, blocks = 1 : i64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layout_change_blocks(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.all_to_all' op blocks 3 does not divide dim 1 of size 8}}
+  %0 = cleave.all_to_all %x {group = "tp", from_dim = 0 : i64, from_blocks = 1 : i64, to_dim = 1 : i64, to_blocks = 3 : i64} : tensor<2x8xf32>
+  return
+}
+

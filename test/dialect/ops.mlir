@@ -321,3 +321,20 @@ func.func @data_movement(%x: tensor<2x8x128xf32>, %cls: tensor<1x1x64xf32>, %y: 
   %15 = cleave.concat %x {dim = 2 : i64} : (tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
   return
 }
+
+// Layout changes across a group round-trip; their type is the global one.
+// CHECK-LABEL: func.func @layout_changes(
+func.func @layout_changes(%x: tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
+  // CHECK: cleave.all_reduce %{{.*}} {group = "tp"} : tensor<2x8x96xf32>
+  %0 = cleave.all_reduce %x {group = "tp"} : tensor<2x8x96xf32>
+  // CHECK: cleave.shard %{{.*}} {blocks = 3 : i64, dim = 2 : i64, group = "tp"} : tensor<2x8x96xf32>
+  %1 = cleave.shard %0 {group = "tp", dim = 2 : i64, blocks = 3 : i64} : tensor<2x8x96xf32>
+  // CHECK: cleave.all_to_all %{{.*}} {from_blocks = 3 : i64, from_dim = 2 : i64, group = "tp", to_blocks = 1 : i64, to_dim = 1 : i64} : tensor<2x8x96xf32>
+  %2 = cleave.all_to_all %1 {group = "tp", from_dim = 2 : i64, from_blocks = 3 : i64, to_dim = 1 : i64, to_blocks = 1 : i64} : tensor<2x8x96xf32>
+  // CHECK: cleave.all_gather %{{.*}} {blocks = 1 : i64, dim = 1 : i64, group = "dp"} : tensor<2x8x96xf32>
+  %3 = cleave.all_gather %2 {group = "dp", dim = 1 : i64, blocks = 1 : i64} : tensor<2x8x96xf32>
+  // CHECK: cleave.reduce_scatter %{{.*}} {blocks = 1 : i64, dim = 0 : i64, group = "tp"} : tensor<2x8x96xf32>
+  %4 = cleave.reduce_scatter %3 {group = "tp", dim = 0 : i64, blocks = 1 : i64} : tensor<2x8x96xf32>
+  return %4 : tensor<2x8x96xf32>
+}
+

@@ -262,6 +262,10 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
       firstRecompute = std::max(firstRecompute, s.recomputeSeconds * first.microbatches);
     if (recompute > firstRecompute * 1.01 + 1e-6)
       add("recomputation " + humanSeconds(recompute) + " vs " + humanSeconds(firstRecompute));
+    if (reasons.empty() && c.microbatchSize != first.microbatchSize)
+      add(llvm::formatv("microbatch {0} vs {1}: kernel launches and collective latency are "
+                        "paid per microbatch",
+                        c.microbatchSize, first.microbatchSize));
     if (reasons.empty())
       add(c.objective == first.objective ? "as fast, but needs more memory"
                                          : "slower compute per microbatch");

@@ -89,6 +89,24 @@ def InsertCollectives : Pass<"cleave-insert-collectives", "mlir::func::FuncOp"> 
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def OutlineStages : Pass<"cleave-outline-stages", "mlir::ModuleOp"> {
+  let summary = "Split @forward into one function per pipeline stage, with send/recv";
+  let description = [{
+    Reads the planner's `cleave.stage` (and, for an interleaved schedule,
+    `cleave.chunk`) on every computing op of @forward and moves each stage's
+    ops (each chunk's, when interleaved) into a function of its own,
+    `@forward_stage0`, `@forward_stage1`, ... (`@forward_chunk<c>` when
+    interleaved), in pipeline order. A value one function computes and a
+    later one reads crosses with a `cleave.send` / `cleave.recv` pair of
+    the same tag; the weights a function reads are cloned into it; the
+    model's inputs become arguments of the functions that read them and its
+    outputs results of the functions that compute them (keeping their
+    `cleave.name`). Every function records its `cleave.stage`; @forward is
+    removed. Data must flow forward: a stage reading a later one is an error.
+  }];
+  let dependentDialects = ["mlir::cleave::CleaveDialect", "mlir::func::FuncDialect"];
+}
+
 def TestOpCost : Pass<"cleave-test-op-cost", "mlir::func::FuncOp"> {
   let summary = "Test only: print what each op reports through CostOpInterface";
   let description = [{

@@ -617,4 +617,38 @@ def Cleave_ShardOp : Cleave_LayoutChangeOp<"shard", (ins I64Attr:$dim, I64Attr:$
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Pipeline stage boundaries (after stage outlining).
+//===----------------------------------------------------------------------===//
+
+def Cleave_SendOp : Cleave_Op<"send", [], [], ["getCost", "getSavedForBackward"]> {
+  let summary = "send a tensor to another pipeline stage";
+  let description = [{
+    Sends `input` to the stage function numbered `peer` (the model chunk, a
+    pipeline stage unless the schedule interleaves chunks), which receives it
+    with the `cleave.recv` of the same `tag`.
+
+    ```mlir
+    cleave.send %x {peer = 1 : i64, tag = 0 : i64} : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, I64Attr:$peer, I64Attr:$tag);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Cleave_RecvOp : Cleave_Op<"recv", [], [], ["getCost", "getSavedForBackward"]> {
+  let summary = "receive a tensor from another pipeline stage";
+  let description = [{
+    Receives the tensor the stage function numbered `peer` sends with the
+    same `tag`.
+
+    ```mlir
+    %x = cleave.recv {peer = 0 : i64, tag = 0 : i64} : tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins I64Attr:$peer, I64Attr:$tag);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+}
+
 #endif // CLEAVE_OPS_TD

@@ -160,6 +160,11 @@ void AllGatherOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 void ReduceScatterOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 void AllToAllOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 void ShardOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+// Stage boundaries: communication, costed by cost/Collectives (send/recv).
+OpCost SendOp::getCost() { return noCost(); }
+OpCost RecvOp::getCost() { return noCost(); }
+void SendOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void RecvOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 OpCost ReshapeOp::getCost() { return noCost(); }
 void ReshapeOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 

@@ -322,7 +322,8 @@ func.func @data_movement(%x: tensor<2x8x128xf32>, %cls: tensor<1x1x64xf32>, %y: 
   return
 }
 
-// Layout changes across a group round-trip; their type is the global one.
+// Layout changes across a group round-trip (their type is the global one),
+// and so do stage boundaries.
 // CHECK-LABEL: func.func @layout_changes(
 func.func @layout_changes(%x: tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
   // CHECK: cleave.all_reduce %{{.*}} {group = "tp"} : tensor<2x8x96xf32>
@@ -335,6 +336,10 @@ func.func @layout_changes(%x: tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
   %3 = cleave.all_gather %2 {group = "dp", dim = 1 : i64, blocks = 1 : i64} : tensor<2x8x96xf32>
   // CHECK: cleave.reduce_scatter %{{.*}} {blocks = 1 : i64, dim = 0 : i64, group = "tp"} : tensor<2x8x96xf32>
   %4 = cleave.reduce_scatter %3 {group = "tp", dim = 0 : i64, blocks = 1 : i64} : tensor<2x8x96xf32>
-  return %4 : tensor<2x8x96xf32>
+  // CHECK: cleave.send %{{.*}} {peer = 1 : i64, tag = 3 : i64} : tensor<2x8x96xf32>
+  cleave.send %4 {peer = 1 : i64, tag = 3 : i64} : tensor<2x8x96xf32>
+  // CHECK: cleave.recv {peer = 1 : i64, tag = 4 : i64} : tensor<2x8x96xf32>
+  %5 = cleave.recv {peer = 1 : i64, tag = 4 : i64} : tensor<2x8x96xf32>
+  return %5 : tensor<2x8x96xf32>
 }
 

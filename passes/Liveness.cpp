@@ -50,8 +50,10 @@ FailureOr<std::vector<BufferInterval>> computeBufferIntervals(func::FuncOp func)
     if (isa<func::ReturnOp>(op) || isa<ParamOp, ConstantOp>(op))
       continue;
     auto executable = dyn_cast<ExecutableOpInterface>(op);
+    if (executable && op.getNumResults() == 0)
+      continue; // it only reads (cleave.send)
     if (!executable || op.getNumResults() != 1)
-      return op.emitOpError("cannot be placed in memory: not a single-result cleave op");
+      return op.emitOpError("cannot be placed in memory: not a cleave op with at most one result");
     if (std::optional<unsigned> viewed = executable.getViewedOperand()) {
       root[op.getResult(0)] = rootOf(op.getOperand(*viewed));
       continue;

@@ -2,6 +2,8 @@
 one-line summary of a strategy JSON from `cleave plan --json`."""
 import os
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 
 def machine(load=False):
     """CPU model and core count (and the 1-minute load average, if asked)."""
@@ -27,3 +29,12 @@ def plan_label(plan):
     return (f"t{mesh['tp']} p{mesh['pp']} d{mesh['dp']}, mb {sched['microbatch_size']}"
             f"x{sched['microbatches']}, {kind}, zero {plan['data_parallel']['sharding']},"
             f" recompute {recomputed}")
+
+
+def add_cleave_options(parser):
+    """--cleave (the binary) and --cluster (the spec), defaulting to this checkout's."""
+    parser.add_argument("--cleave", default=os.path.join(ROOT, "build", "bin", "cleave"),
+                        help="the cleave binary (default: %(default)s)")
+    parser.add_argument("--cluster",
+                        default=os.path.join(ROOT, "examples", "clusters", "dgx-a100-80gb.json"),
+                        help="cluster spec (default: %(default)s)")

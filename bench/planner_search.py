@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 
-from benchlib import machine, plan_label
+from benchlib import add_cleave_options, machine, plan_label
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORT = ["/usr/bin/python3", os.path.join(ROOT, "examples", "export.py")]
@@ -47,10 +47,7 @@ def time_plan(cmd):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cleave", default=os.path.join(ROOT, "build", "bin", "cleave"),
-                   help="the cleave binary (default: %(default)s)")
-    p.add_argument("--cluster", default=os.path.join(ROOT, "examples", "clusters", "dgx-a100-80gb.json"),
-                   help="cluster spec (default: %(default)s)")
+    add_cleave_options(p)
     p.add_argument("--repeat", type=int, default=5, help="runs per model (default 5)")
     p.add_argument("--goal", type=float, default=1.0, help="planning goal in seconds (default 1)")
     args = p.parse_args()

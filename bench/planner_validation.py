@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from benchlib import machine, plan_label
+from benchlib import add_cleave_options, machine, plan_label
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORT = ["/usr/bin/python3", os.path.join(ROOT, "examples", "export.py")]
@@ -114,10 +114,7 @@ def evaluate(row, cleave, cluster, work):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--cleave", default=os.path.join(ROOT, "build", "bin", "cleave"),
-                   help="the cleave binary (default: %(default)s)")
-    p.add_argument("--cluster", default=os.path.join(ROOT, "examples", "clusters", "dgx-a100-80gb.json"),
-                   help="cluster spec (default: %(default)s)")
+    add_cleave_options(p)
     p.add_argument("--rows", help="comma-separated subset of: " + ",".join(r.name for r in ROWS))
     p.add_argument("--tolerance", type=float, default=15.0, help="allowed |error| in %% (default 15)")
     args = p.parse_args()

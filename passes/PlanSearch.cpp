@@ -449,7 +449,6 @@ bool Searcher::evaluate(const Config &c, Candidate &out, bool ignoreBudget) {
   out.microbatches = c.m;
   out.schedule = c.schedule;
   out.sharding = c.sharding;
-  out.lowerBound = c.lowerBound;
   partition(c, hi, ignoreBudget, &out.stages);
 
   std::vector<double> times;

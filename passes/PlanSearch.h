@@ -116,7 +116,6 @@ struct Candidate {
   double bubbleFraction = 0;  // idle share of pipelineSeconds
   double tpCommSeconds = 0;   // per step, on the slowest stage
   double dpCommSeconds = 0, optimizerSeconds = 0;
-  double lowerBound = 0;
   bool fits = true;
   int worstStage = 0; // the stage with the most memory
   cost::MemoryBreakdown memory; // of worstStage

@@ -111,6 +111,8 @@ struct OpInfo {
   std::vector<int> resultIndex;
   DType dtype;
   double byteScale;
+  /// Per rank, run whole or with a factor split over the group.
+  ::cleave::cost::PassTime wholeForward, wholeBackward, splitForward, splitBackward;
 };
 
 struct State {
@@ -176,7 +178,7 @@ private:
   double finish(std::vector<uint32_t> &layout, LayerSplit *out);
   double reshard(Value value, TensorSharding from, TensorSharding to, Operation *before,
                  LayerSplit *out, bool grad);
-  double collective(Collective c, bool backward, Value value, double bytes, Operation *before,
+  double collective(Collective c, bool backward, double bytes, Operation *before,
                     LayerSplit *out);
   LayerSplit replay(const std::vector<int16_t> &choice);
 
@@ -221,7 +223,7 @@ void LayerSplitter::analyze() {
   };
   std::vector<int> lastUse;
   for (auto [p, op] : llvm::enumerate(layer.ops)) {
-    OpInfo info{op, {}, {}, {}, {}, {}, DType::F32, 1.0};
+    OpInfo info{op, {}, {}, {}, {}, {}, DType::F32, 1.0, {}, {}, {}, {}};
     info.rule = cast<ShardingOpInterface>(op).getShardingRule();
     auto costly = cast<CostOpInterface>(op);
     info.cost = options.training ? costly.getTrainingCost() : costly.getCost();
@@ -258,6 +260,19 @@ void LayerSplitter::analyze() {
         floatValue = v;
     info.dtype = floatValue ? options.computeDType : DType::F32;
     info.byteScale = floatValue ? floatScale(floatValue) : 1.0;
+    auto passTime = [&](const ::cleave::cost::PassCost &pass, double divide) {
+      if (&pass == &info.cost.backward && !options.training)
+        return ::cleave::cost::PassTime();
+      ::cleave::cost::PassCost scaled = pass;
+      scaled.flops /= divide;
+      scaled.bytesRead *= info.byteScale / divide;
+      scaled.bytesWritten *= info.byteScale / divide;
+      return ::cleave::cost::predictPass(cluster.device, info.cost, scaled, info.dtype);
+    };
+    info.wholeForward = passTime(info.cost.forward, 1.0);
+    info.wholeBackward = passTime(info.cost.backward, 1.0);
+    info.splitForward = passTime(info.cost.forward, double(options.tp));
+    info.splitBackward = passTime(info.cost.backward, double(options.tp));
     ops.push_back(std::move(info));
   }
   // Block counts the rules' dims ask for: the sizes of the factors major to
@@ -310,12 +325,12 @@ void LayerSplitter::analyze() {
   }
 }
 
-double LayerSplitter::collective(Collective c, bool backward, Value value, double bytes,
+double LayerSplitter::collective(Collective c, bool backward, double bytes,
                                  Operation *before, LayerSplit *out) {
   if (backward && !options.training)
     return 0;
   if (out) {
-    out->collectives.push_back({c, backward, bytes, before, value});
+    out->collectives.push_back({c, backward, bytes, before});
     out->cost.collectives.push_back({c, backward, bytes});
   }
   return ::cleave::planner::tpCollectiveSeconds(cluster, options.tp, c, bytes);
@@ -332,21 +347,21 @@ double LayerSplitter::reshard(Value value, TensorSharding from, TensorSharding t
     // Gather the parts or sum the partial results; the gradient comes back
     // whole on every rank and each takes its part for free.
     seconds += collective(from.kind == K::Partial ? Collective::AllReduce : Collective::AllGather,
-                          false, value, bytes, before, out);
+                          false, bytes, before, out);
   } else if (from.kind == K::Replicated) {
     // Each rank takes its part for free; the parts of the gradient are
     // gathered again.
     if (grad)
-      seconds += collective(Collective::AllGather, true, value, bytes, before, out);
+      seconds += collective(Collective::AllGather, true, bytes, before, out);
   } else if (from.kind == K::Partial) {
-    seconds += collective(Collective::ReduceScatter, false, value, bytes, before, out);
+    seconds += collective(Collective::ReduceScatter, false, bytes, before, out);
     if (grad)
-      seconds += collective(Collective::AllGather, true, value, bytes, before, out);
+      seconds += collective(Collective::AllGather, true, bytes, before, out);
   } else {
     // One split for another: each rank sends what the others now own.
-    seconds += collective(Collective::AllToAll, false, value, bytes / options.tp, before, out);
+    seconds += collective(Collective::AllToAll, false, bytes / options.tp, before, out);
     if (grad)
-      seconds += collective(Collective::AllToAll, true, value, bytes / options.tp, before, out);
+      seconds += collective(Collective::AllToAll, true, bytes / options.tp, before, out);
   }
   return seconds;
 }
@@ -391,7 +406,7 @@ double LayerSplitter::apply(size_t p, Strategy st, std::vector<uint32_t> &layout
     // Split along a factor this operand lacks, every rank reads it whole and
     // its gradient is a partial sum.
     if (parallelSplit && grad && !contains(info.rule.operands[i], f))
-      seconds += collective(Collective::AllReduce, true, operand, bytesOf(operand), info.op, out);
+      seconds += collective(Collective::AllReduce, true, bytesOf(operand), info.op, out);
   }
   for (auto [r, index] : llvm::enumerate(info.resultIndex)) {
     TensorSharding layoutR = layoutOf(info.rule, info.rule.results[r], st, true);
@@ -399,18 +414,10 @@ double LayerSplitter::apply(size_t p, Strategy st, std::vector<uint32_t> &layout
     if (out)
       out->layout[tracked[index]] = layoutR;
   }
-  // Compute, divided over the group when a factor is split.
-  double divide = f >= 0 ? double(options.tp) : 1.0;
-  auto passTime = [&](const ::cleave::cost::PassCost &pass) {
-    ::cleave::cost::PassCost scaled = pass;
-    scaled.flops /= divide;
-    scaled.bytesRead *= info.byteScale / divide;
-    scaled.bytesWritten *= info.byteScale / divide;
-    return ::cleave::cost::predictPass(cluster.device, info.cost, scaled, info.dtype);
-  };
-  ::cleave::cost::PassTime forward = passTime(info.cost.forward);
-  ::cleave::cost::PassTime backward =
-      options.training ? passTime(info.cost.backward) : ::cleave::cost::PassTime();
+  // Compute, divided over the group when a factor is split: the same for
+  // every state, so computed once per op (analyze).
+  const ::cleave::cost::PassTime &forward = f >= 0 ? info.splitForward : info.wholeForward;
+  const ::cleave::cost::PassTime &backward = f >= 0 ? info.splitBackward : info.wholeBackward;
   if (out) {
     out->cost.forwardCompute += forward.seconds();
     out->cost.forwardOverhead += forward.overhead;
@@ -440,10 +447,8 @@ LayerSplit LayerSplitter::replay(const std::vector<int16_t> &choice) {
   out.tp = options.tp;
   std::vector<uint32_t> layout(tracked.size(), pack(TensorSharding::replicated()));
   for (size_t p = 0; p < ops.size(); ++p) {
-    Strategy st = ops[p].strategies[choice[p]];
-    out.opFactor.push_back(st.factor);
     out.operandLayout.emplace_back();
-    apply(p, st, layout, &out);
+    apply(p, ops[p].strategies[choice[p]], layout, &out);
   }
   finish(layout, &out);
 

@@ -64,16 +64,12 @@ struct TpCollective {
   bool backward = false; // run in the backward pass (else forward)
   double bytes = 0;      // at the traced batch size, in the compute dtype
   Operation *before = nullptr; // the op that needs the result (nullptr: layer end)
-  Value value;                 // the tensor it runs on
 };
 
 /// What the planner needs to know about a layer split tp ways, at the traced
 /// batch size and in the compute dtype.
 struct LayerSplit {
   int tp = 1;
-  /// Per op of the layer (Layer::ops order): the factor of its rule split
-  /// across the group, or -1 when the op runs whole on every rank.
-  std::vector<int> opFactor;
   /// The layout of each value the layer's ops produce and of each parameter.
   llvm::DenseMap<Value, TensorSharding> layout;
   /// Per op of the layer (Layer::ops order): the layout each operand must

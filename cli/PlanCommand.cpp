@@ -10,6 +10,7 @@
 #include "cli/Commands.h"
 #include "cli/Diagnostics.h"
 #include "cli/LoadModel.h"
+#include "cli/PlannerFlags.h"
 #include "cost/ClusterSpec.h"
 #include "cost/Format.h"
 #include "dialects/cleave/CleaveDialect.h"
@@ -75,61 +76,6 @@ options:
 exit status: 0 a plan was found; 1 bad arguments, spec or model; 2 the model
 uses ops cleave cannot import; 3 no plan fits in the memory budget.
 )";
-
-struct PlanCliOptions {
-  std::string model, cluster, strategyPath, irPath;
-  int devices = 0;
-  bool json = false, explain = false, splits = false;
-  std::optional<double> memory;
-  std::optional<bool> mixed;
-  ImportOptions import;
-  mlir::cleave::PlannerOptions planner;
-};
-
-/// "80GiB", "40 GB", "512MiB", "1e9": bytes.
-std::optional<double> parseBytes(llvm::StringRef text) {
-  text = text.trim();
-  size_t digits = 0;
-  while (digits < text.size() &&
-         (std::isdigit(static_cast<unsigned char>(text[digits])) || text[digits] == '.' ||
-          text[digits] == 'e' || text[digits] == 'E' || text[digits] == '+'))
-    ++digits;
-  double value;
-  if (digits == 0 || text.take_front(digits).getAsDouble(value) || !std::isfinite(value) ||
-      value <= 0)
-    return std::nullopt;
-  llvm::StringRef unit = text.drop_front(digits).trim();
-  static const std::map<std::string, double> units = {
-      {"", 1},      {"B", 1},     {"KB", 1e3},          {"MB", 1e6},
-      {"GB", 1e9},  {"TB", 1e12}, {"KiB", 1024.0},      {"MiB", 1048576.0},
-      {"GiB", 1073741824.0},      {"TiB", 1099511627776.0}};
-  auto it = units.find(unit.str());
-  if (it == units.end())
-    return std::nullopt;
-  return value * it->second;
-}
-
-std::string memoryLine(const cost::MemoryBreakdown &m) {
-  return llvm::formatv("parameters {0}, gradients {1}, optimizer {2}, activations {3}, comm "
-                       "buffers {4} = {5}",
-                       humanBytes(m.parameters), humanBytes(m.gradients),
-                       humanBytes(m.optimizerState), humanBytes(m.activations),
-                       humanBytes(m.commBuffers), humanBytes(m.total()))
-      .str();
-}
-
-/// The category holding the most bytes.
-std::pair<std::string, double> dominant(const cost::MemoryBreakdown &m) {
-  std::pair<std::string, double> best = {"parameters", m.parameters};
-  for (auto [name, bytes] : {std::pair<const char *, double>{"gradients", m.gradients},
-                             {"optimizer state", m.optimizerState},
-                             {"activations", m.activations},
-                             {"communication buffers", m.commBuffers},
-                             {"workspace", m.workspace}})
-    if (bytes > best.second)
-      best = {name, bytes};
-  return best;
-}
 
 std::string layerRange(const mlir::cleave::PlannerResult &plan,
                        const std::vector<std::pair<int, int>> &chunks) {
@@ -297,107 +243,15 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
                         plan.search.candidatesConsidered - plan.search.candidatesEvaluated);
 }
 
+/// `cleave plan`'s own flags; the planner's are parsed by PlannerFlags.
 int parseArguments(int argc, char **argv, PlanCliOptions &o) {
-  auto &search = o.planner.search;
-  bool haveBatch = false, haveTop = false;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
+  bool haveTop = false;
+  int status = parsePlannerArguments(argc, argv, o, kPlanUsage,
+                                     [&](int &i, const std::string &arg) -> int {
     const char *value = nullptr;
-    auto count = [&](const char *name, auto &out, int64_t min, int64_t max) {
-      if (!parseCount(value, out, min, max)) {
-        usageError(std::string(name) + " needs a whole number from " + std::to_string(min) +
-                       " to " + std::to_string(max),
-                   kPlanUsage);
-        return false;
-      }
-      return true;
-    };
-    auto pin = [&](const char *name, std::optional<int> &out) {
-      int v;
-      if (!count(name, v, 1, 1 << 20))
-        return false;
-      out = v;
-      return true;
-    };
-    if (arg == "-h" || arg == "--help") {
-      llvm::outs() << kPlanUsage;
-      return 0;
-    } else if (optionValue(argc, argv, i, "--cluster", &value)) {
-      if (!value || !*value)
-        return usageError("--cluster needs a spec file", kPlanUsage);
-      o.cluster = value;
-    } else if (optionValue(argc, argv, i, "--devices", &value)) {
-      if (!count("--devices", o.devices, 1, 1 << 24))
-        return 1;
-    } else if (optionValue(argc, argv, i, "--global-batch", &value)) {
-      if (!count("--global-batch", search.globalBatch, 1, int64_t(1) << 40))
-        return 1;
-      haveBatch = true;
-    } else if (optionValue(argc, argv, i, "--mode", &value)) {
-      std::string mode = value ? value : "";
-      if (mode != "train" && mode != "infer")
-        return usageError("--mode must be train or infer", kPlanUsage);
-      search.training = mode == "train";
-    } else if (optionValue(argc, argv, i, "--precision", &value)) {
-      std::string p = value ? value : "";
-      if (p != "mixed" && p != "fp32")
-        return usageError("--precision must be mixed or fp32", kPlanUsage);
-      o.mixed = p == "mixed";
-    } else if (optionValue(argc, argv, i, "--mem-per-device", &value)) {
-      o.memory = value ? parseBytes(value) : std::nullopt;
-      if (!o.memory)
-        return usageError("--mem-per-device needs a size such as 80GiB, 40GB or a byte count",
-                          kPlanUsage);
-    } else if (optionValue(argc, argv, i, "--objective", &value)) {
-      std::string obj = value ? value : "";
-      if (obj != "latency" && obj != "throughput")
-        return usageError("--objective must be latency or throughput", kPlanUsage);
-      search.objective = obj == "latency" ? planner::Objective::Latency
-                                          : planner::Objective::Throughput;
-    } else if (optionValue(argc, argv, i, "--tp", &value)) {
-      if (!pin("--tp", search.tp))
-        return 1;
-    } else if (optionValue(argc, argv, i, "--pp", &value)) {
-      if (!pin("--pp", search.pp))
-        return 1;
-    } else if (optionValue(argc, argv, i, "--dp", &value)) {
-      if (!pin("--dp", search.dp))
-        return 1;
-    } else if (optionValue(argc, argv, i, "--virtual-stages", &value)) {
-      if (!pin("--virtual-stages", search.virtualStages))
-        return 1;
-    } else if (optionValue(argc, argv, i, "--microbatch", &value)) {
-      int64_t mb;
-      if (!count("--microbatch", mb, 1, int64_t(1) << 40))
-        return 1;
-      search.microbatchSize = mb;
-    } else if (optionValue(argc, argv, i, "--schedule", &value)) {
-      search.schedule = cost::parseSchedule(value ? value : "");
-      if (!search.schedule)
-        return usageError("--schedule must be gpipe, 1f1b or interleaved", kPlanUsage);
-    } else if (optionValue(argc, argv, i, "--zero", &value)) {
-      search.sharding = cost::parseShardingLevel(value ? value : "");
-      if (!search.sharding)
-        return usageError("--zero must be none, optimizer, gradients or parameters", kPlanUsage);
-    } else if (optionValue(argc, argv, i, "--recompute", &value)) {
-      std::string r = value ? value : "";
-      if (r == "auto")
-        search.recompute = planner::RecomputeMode::Auto;
-      else if (r == "none")
-        search.recompute = planner::RecomputeMode::None;
-      else if (r == "full")
-        search.recompute = planner::RecomputeMode::Full;
-      else
-        return usageError("--recompute must be auto, none or full", kPlanUsage);
-    } else if (optionValue(argc, argv, i, "--batch-dim", &value)) {
-      if (!count("--batch-dim", o.planner.batchDim, 0, 64))
-        return 1;
-    } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
-      if (int status = addInputShape(value, o.import.inputShapes, kPlanUsage); status >= 0)
-        return status;
-    } else if (optionValue(argc, argv, i, "--top", &value)) {
-      if (!count("--top", search.top, 1, 1000))
-        return 1;
+    if (optionValue(argc, argv, i, "--top", &value)) {
+      if (!parseCount(value, o.planner.search.top, 1, 1000))
+        return usageError("--top needs a whole number from 1 to 1000", kPlanUsage);
       haveTop = true;
     } else if (optionValue(argc, argv, i, "--strategy", &value)) {
       if (!value || !*value)
@@ -413,34 +267,15 @@ int parseArguments(int argc, char **argv, PlanCliOptions &o) {
       o.splits = true;
     } else if (arg == "--json") {
       o.json = true;
-    } else if (int status = takeModelArgument(arg, o.model, kPlanUsage); status >= 0) {
-      return status;
+    } else {
+      return kNotMine;
     }
-  }
-  if (o.model.empty())
-    return usageError("no model given", kPlanUsage);
-  if (o.cluster.empty())
-    return usageError("no cluster spec given (--cluster SPEC.json)", kPlanUsage);
-  if (!haveBatch)
-    return usageError("no global batch given (--global-batch B)", kPlanUsage);
-  if (search.training && search.objective != planner::Objective::StepTime)
-    return usageError("--objective applies to --mode infer; training minimizes step time",
-                      kPlanUsage);
+    return -1;
+  });
+  if (status >= 0)
+    return status;
   if (o.explain && !haveTop)
-    search.top = 5; // runners-up to explain
-  if (!search.training && search.sharding)
-    return usageError("--zero applies to --mode train: inference keeps no gradients or "
-                      "optimizer state",
-                      kPlanUsage);
-  if (!search.training && (search.schedule || search.virtualStages))
-    return usageError("--schedule and --virtual-stages apply to --mode train: inference "
-                      "pipelines forward passes only",
-                      kPlanUsage);
-  if (search.virtualStages && *search.virtualStages > 1 && search.schedule &&
-      *search.schedule != cost::Schedule::Interleaved)
-    return usageError("--virtual-stages above 1 needs --schedule interleaved", kPlanUsage);
-  if (!search.training && search.objective == planner::Objective::StepTime)
-    search.objective = planner::Objective::Latency;
+    o.planner.search.top = 5; // runners-up to explain
   return -1;
 }
 
@@ -453,23 +288,8 @@ int runPlan(int argc, char **argv) {
   auto &search = options.planner.search;
 
   cost::ClusterSpec spec;
-  runtime::Status status = cost::loadClusterSpec(options.cluster, spec);
-  if (!status.ok()) {
-    llvm::errs() << "cleave: error: " << status.message() << "\n";
-    return 1;
-  }
-  if (std::string error = mlir::cleave::useDevices(spec, options.devices); !error.empty()) {
-    llvm::errs() << "cleave: error: " << error << "\n";
-    return 1;
-  }
-  search.devices = spec.deviceCount();
-  search.memoryBudget =
-      options.memory ? *options.memory : mlir::cleave::defaultMemoryBudget(spec.device);
-  bool mixed = options.mixed.value_or(search.training);
-  search.mixedPrecision = mixed && search.training;
-  search.paramDType = mixed ? runtime::DType::BF16 : runtime::DType::F32;
-  options.planner.computeDType = search.paramDType;
-
+  if (int status = setUpSearch(options, spec); status >= 0)
+    return status;
   mlir::MLIRContext context;
   context.disableMultithreading();
   context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
@@ -483,22 +303,8 @@ int runPlan(int argc, char **argv) {
   if (mlir::failed(plan))
     return 1;
 
-  if (plan->search.best.empty()) {
-    llvm::errs() << llvm::formatv("cleave: error: no plan for {0} fits in {1} per device\n",
-                                  options.model, humanBytes(search.memoryBudget));
-    if (const auto &least = plan->search.leastMemory) {
-      auto [category, bytes] = dominant(least->memory);
-      llvm::errs() << llvm::formatv(
-          "cleave: note: the least memory any candidate needs is {0} ({1}, stage {2}), {3} "
-          "over the budget; the largest part is {4}: {5}\n",
-          humanBytes(least->memory.total()), least->label(), least->worstStage,
-          humanBytes(least->memory.total() - search.memoryBudget), category, humanBytes(bytes));
-      llvm::errs() << "cleave: note: " << memoryLine(least->memory) << "\n";
-    }
-    llvm::errs() << "cleave: note: more devices, a larger --mem-per-device, or fewer pins "
-                    "(--recompute, --zero, --tp, --pp) may make a plan fit\n";
-    return 3;
-  }
+  if (plan->search.best.empty())
+    return reportNothingFits(options, *plan);
   const Candidate &chosen = plan->search.best.front();
   std::string json = mlir::cleave::strategyJson(*plan, chosen, spec, options.planner,
                                                 options.model);

@@ -386,7 +386,7 @@ Result embedding(Importer &imp, jit::Node *, Inputs in) {
   auto w = imp.tensor(in[0]), ids = imp.tensor(in[1]);
   if (failed(w) || failed(ids))
     return failure();
-  return one(imp.create<mlir::cleave::EmbeddingOp>(*w, *ids));
+  return one(imp.create<mlir::cleave::EmbeddingOp>(*w, *ids, /*row_offset=*/mlir::IntegerAttr()));
 }
 
 Result layerNorm(Importer &imp, jit::Node *, Inputs in) {

@@ -6,6 +6,7 @@
 #include "dialects/cleave/Locations.h"
 #include "runtime/Plan.h"
 #include "runtime/Safetensors.h"
+#include "passes/TensorParallel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -16,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <deque>
 #include <fstream>
+#include <set>
 
 namespace cleave {
 namespace {
@@ -135,8 +138,11 @@ struct ProgramBuilder {
   Json inputs = Json::array();
   Json outputs = Json::array();
   std::vector<rt::SafetensorsTensor> weights;
-  std::vector<std::vector<char>> constantData; // owns constant bytes
+  std::deque<std::vector<char>> constantData; // owns constant and sliced bytes
+  std::set<std::string> weightNames;
   llvm::DenseMap<mlir::Value, int64_t> bufferOf;
+  int64_t constants = 0;
+  int64_t stages = 1; ///< pipeline stages: a chunk c runs on stage c % stages
 
   int64_t addBuffer(mlir::Value value, const std::string &name, Json storage) {
     int64_t id = static_cast<int64_t>(buffers.size());
@@ -151,10 +157,56 @@ struct ProgramBuilder {
   const Json &bufferJson(mlir::Value v) { return buffers[bufferOf.lookup(v)]; }
 };
 
+/// How a program's weights are cut: the tp degree and the program's tp
+/// index (1 and 0 for a single device).
+struct WeightSlicing {
+  int64_t ranks = 1, rank = 0;
+  bool withData = true; ///< false: a meta model, the plan has no weight files
+};
+
+/// The name of a parameter's part in a weight file (docs/plan-format.md):
+/// the path, plus the split and the part when the tp group splits it.
+std::string weightName(const std::string &path, const mlir::cleave::TensorSharding &layout,
+                       const WeightSlicing &slicing) {
+  if (layout.kind != mlir::cleave::TensorSharding::Sharded || slicing.ranks == 1)
+    return path;
+  return path + "[" + layout.str() + " " + std::to_string(slicing.rank) + "/" +
+         std::to_string(slicing.ranks) + "]";
+}
+
+/// Copies part `rank` of `ranks` of each of `blocks` blocks of dim `dim` of
+/// a row-major tensor.
+std::vector<char> slicePart(const char *data, const std::vector<int64_t> &shape,
+                            size_t elementBytes, int64_t dim, int64_t blocks, int64_t rank,
+                            int64_t ranks) {
+  int64_t outer = 1, inner = elementBytes;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  int64_t block = shape[dim] / blocks, part = block / ranks;
+  std::vector<char> out;
+  out.reserve(outer * blocks * part * inner);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t k = 0; k < blocks; ++k) {
+      const char *from = data + ((o * shape[dim]) + k * block + rank * part) * inner;
+      out.insert(out.end(), from, from + part * inner);
+    }
+  return out;
+}
+
+/// The bindings of one phase: its inputs and outputs by name.
+struct PhaseBindings {
+  Json inputs = Json::array(), outputs = Json::array();
+};
+
+/// Adds the buffers and instructions of `func` (one phase) to `program`.
+/// `modelInputs`/`modelOutputs` receive the descriptions of the model's
+/// inputs and outputs the phase binds.
 mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
                                  const decltype(ImportedModel::params) &params,
-                                 ProgramBuilder &program, Json &modelInputs,
-                                 Json &modelOutputs) {
+                                 const WeightSlicing &slicing, ProgramBuilder &program,
+                                 PhaseBindings &phase, Json &modelInputs, Json &modelOutputs) {
   mlir::Block &body = func.front();
   for (mlir::BlockArgument arg : body.getArguments()) {
     auto offset = func.getArgAttrOfType<mlir::IntegerAttr>(arg.getArgNumber(),
@@ -165,36 +217,57 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
                                          << " has no name or arena offset: run cleave-plan-memory first";
     int64_t id = program.addBuffer(arg, name.str(), Json{{"arena_offset", offset.getInt()}});
     modelInputs.push_back(describeTensor(name.str(), descOf(arg.getType())));
-    program.inputs.push_back(Json{{"name", name.str()}, {"buffer", id}});
+    phase.inputs.push_back(Json{{"name", name.str()}, {"buffer", id}});
   }
 
-  int64_t constants = 0;
+  int64_t &constants = program.constants;
   for (mlir::Operation &op : body) {
     if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
       for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-        std::string name = "output_" + std::to_string(i);
+        auto named = func.getResultAttrOfType<mlir::StringAttr>(i, "cleave.name");
+        std::string name = named ? named.str() : "output_" + std::to_string(i);
         modelOutputs.push_back(describeTensor(name, descOf(value.getType())));
-        program.outputs.push_back(Json{{"name", name}, {"buffer", program.bufferOf.lookup(value)}});
+        phase.outputs.push_back(Json{{"name", name}, {"buffer", program.bufferOf.lookup(value)}});
       }
       continue;
     }
     if (auto param = llvm::dyn_cast<mlir::cleave::ParamOp>(op)) {
-      std::string name = param.getName().str();
-      const ParamData *data = nullptr;
-      auto it = params.find(name);
-      if (it != params.end())
-        data = &it->second;
-      if (!data || !data->data)
+      std::string path = param.getName().str();
+      auto it = params.find(path);
+      const ParamData *data = it != params.end() ? &it->second : nullptr;
+      if (!data || (slicing.withData && !data->data))
         return param.emitError("parameter '")
-               << name << "' has no data"
+               << path << "' has no data"
                << (data ? " (the model was exported on the meta device; compile needs real weights)"
                         : "");
+      mlir::cleave::TensorSharding layout;
+      if (auto layouts = param->getAttrOfType<mlir::ArrayAttr>("cleave.sharding"))
+        if (auto text = llvm::dyn_cast<mlir::StringAttr>(layouts[0]))
+          layout = mlir::cleave::TensorSharding::parse(text.getValue())
+                       .value_or(mlir::cleave::TensorSharding());
+      std::string name = weightName(path, layout, slicing);
       rt::TensorDesc desc = descOf(param.getType());
-      if (data->bytes != desc.bytes())
-        return param.emitError("parameter '") << name << "' holds " << data->bytes
-                                              << " bytes, its type needs " << desc.bytes();
-      program.addBuffer(param, name, Json{{"weight", name}});
-      program.weights.push_back({name, desc, data->data});
+      program.addBuffer(param, path, Json{{"weight", name}});
+      if (!program.weightNames.insert(name).second)
+        continue; // a weight several phases read (interleaved chunks)
+      size_t fullBytes = rt::TensorDesc{desc.dtype, rt::Shape(data->shape.begin(),
+                                                              data->shape.end())}.bytes();
+      if (data->bytes != fullBytes)
+        return param.emitError("parameter '") << path << "' holds " << data->bytes
+                                              << " bytes, its shape needs " << fullBytes;
+      const void *bytes = data->data;
+      if (slicing.withData && name != path) {
+        program.constantData.push_back(slicePart(static_cast<const char *>(data->data),
+                                                 data->shape, rt::dtypeBytes(desc.dtype),
+                                                 layout.dim, layout.blocks, slicing.rank,
+                                                 slicing.ranks));
+        bytes = program.constantData.back().data();
+      }
+      if (slicing.withData && desc.bytes() != (name != path ? program.constantData.back().size()
+                                                            : data->bytes))
+        return param.emitError("parameter '") << path << "': its part " << name << " is "
+                                              << desc.bytes() << " bytes, the slice holds a different size";
+      program.weights.push_back({name, desc, bytes});
       continue;
     }
     if (auto constant = llvm::dyn_cast<mlir::cleave::ConstantOp>(op)) {
@@ -204,31 +277,35 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         return constant.emitError("constant has no dense data to write");
       program.constantData.push_back(std::move(bytes));
       program.addBuffer(constant, name, Json{{"weight", name}});
+      program.weightNames.insert(name);
       program.weights.push_back(
           {name, descOf(constant.getType()), program.constantData.back().data()});
       continue;
     }
 
     auto executable = llvm::dyn_cast<mlir::cleave::ExecutableOpInterface>(op);
-    if (!executable || op.getNumResults() != 1)
-      return op.emitError("cannot be emitted: not a single-result cleave op");
-    mlir::Value result = op.getResult(0);
+    if (!executable || op.getNumResults() > 1)
+      return op.emitError("cannot be emitted: not a cleave op with at most one result");
     std::string kernel = op.getName().stripDialect().str();
     std::string scope = moduleScope(op.getLoc());
     std::string name = (scope.empty() ? "" : scope + ": ") + kernel;
 
-    if (std::optional<unsigned> viewed = executable.getViewedOperand()) {
-      // A view shares the storage of the buffer it views.
-      const Json &source = program.bufferJson(op.getOperand(*viewed));
-      Json storage = source.contains("weight") ? Json{{"weight", source["weight"]}}
-                                               : Json{{"arena_offset", source["arena_offset"]}};
-      program.addBuffer(result, name, storage);
-      continue;
+    Json outputs = Json::array();
+    if (op.getNumResults() == 1) {
+      mlir::Value result = op.getResult(0);
+      if (std::optional<unsigned> viewed = executable.getViewedOperand()) {
+        // A view shares the storage of the buffer it views.
+        const Json &source = program.bufferJson(op.getOperand(*viewed));
+        Json storage = source.contains("weight") ? Json{{"weight", source["weight"]}}
+                                                 : Json{{"arena_offset", source["arena_offset"]}};
+        program.addBuffer(result, name, storage);
+        continue;
+      }
+      auto offset = op.getAttrOfType<mlir::IntegerAttr>("cleave.arena_offset");
+      if (!offset)
+        return op.emitError("has no arena offset: run cleave-plan-memory first");
+      outputs.push_back(program.addBuffer(result, name, Json{{"arena_offset", offset.getInt()}}));
     }
-    auto offset = op.getAttrOfType<mlir::IntegerAttr>("cleave.arena_offset");
-    if (!offset)
-      return op.emitError("has no arena offset: run cleave-plan-memory first");
-    int64_t out = program.addBuffer(result, name, Json{{"arena_offset", offset.getInt()}});
 
     Json inputs = Json::array();
     // Optional operands keep their slot (null when absent) where the op
@@ -253,7 +330,14 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
                                            << "' has no plan encoding";
       attrs[attr.getName().getValue().str()] = value;
     }
-    Json instruction{{"kernel", kernel}, {"inputs", inputs}, {"outputs", Json::array({out})}};
+    // A pipeline peer is a model chunk in the IR; ranks need its stage too.
+    if (attrs.contains("peer")) {
+      int64_t chunk = attrs["peer"].get<int64_t>();
+      attrs.erase("peer");
+      attrs["peer_chunk"] = chunk;
+      attrs["peer_stage"] = chunk % program.stages;
+    }
+    Json instruction{{"kernel", kernel}, {"inputs", inputs}, {"outputs", outputs}};
     if (!attrs.empty())
       instruction["attrs"] = attrs;
     if (int64_t scratch = executable.getScratchBytes()) {
@@ -295,6 +379,76 @@ mlir::LogicalResult publish(mlir::Location loc, const std::string &tmp, const st
   return mlir::success();
 }
 
+/// A program ready to write: its JSON and its weights.
+struct ProgramFiles {
+  std::string name;
+  Json json;
+  ProgramBuilder builder;
+};
+
+/// Writes the plan under a temporary name next to `dir`, then renames it
+/// into place: the directory appears complete or not at all.
+mlir::LogicalResult writePlanDirectory(mlir::Location loc, const std::string &dir,
+                                       const Json &manifest, const std::vector<ProgramFiles> &programs,
+                                       bool withWeights, const PlanEmitOptions &options) {
+  std::string tmp = dir + ".tmp-" + std::to_string(llvm::sys::Process::getProcessId());
+  llvm::sys::fs::remove_directories(tmp);
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmp); });
+  for (const char *sub : {"programs", "weights", "ir"})
+    if (auto ec = llvm::sys::fs::create_directories(tmp + "/" + sub))
+      return mlir::emitError(loc) << "cannot create '" << tmp << "': " << ec.message();
+
+  std::string text;
+  prettyPrint(manifest, text, 0);
+  if (mlir::failed(writeText(loc, tmp + "/manifest.json", text + "\n")))
+    return mlir::failure();
+  for (const ProgramFiles &program : programs) {
+    text.clear();
+    prettyPrint(program.json, text, 0);
+    if (mlir::failed(writeText(loc, tmp + "/programs/" + program.name + ".json", text + "\n")))
+      return mlir::failure();
+    if (!withWeights)
+      continue;
+    rt::Status status = rt::writeSafetensors(
+        tmp + "/weights/" + program.name + ".safetensors", program.builder.weights,
+        {{"format", "cleave-weights"}, {"program", program.name}});
+    if (!status.ok())
+      return mlir::emitError(loc) << status.message();
+  }
+  if (!options.strategyJson.empty() &&
+      mlir::failed(writeText(loc, tmp + "/strategy.json", options.strategyJson)))
+    return mlir::failure();
+  for (const auto &[name, ir] : options.irSnapshots)
+    if (mlir::failed(writeText(loc, tmp + "/ir/" + name + ".mlir", ir)))
+      return mlir::failure();
+  if (mlir::failed(publish(loc, tmp, dir)))
+    return mlir::failure();
+  cleanup.release();
+  return mlir::success();
+}
+
+size_t weightBytesOf(const ProgramBuilder &program) {
+  size_t bytes = 0;
+  for (const rt::SafetensorsTensor &w : program.weights)
+    bytes += w.desc.bytes();
+  return bytes;
+}
+
+/// The program-level bindings: every phase's, with its index when there
+/// are several phases.
+void addBindings(Json &programJson, const std::vector<PhaseBindings> &phases) {
+  Json inputs = Json::array(), outputs = Json::array();
+  for (auto [i, phase] : llvm::enumerate(phases))
+    for (auto [all, part] : {std::pair{&inputs, &phase.inputs}, {&outputs, &phase.outputs}})
+      for (Json binding : *part) {
+        if (phases.size() > 1)
+          binding["phase"] = i;
+        all->push_back(binding);
+      }
+  programJson["inputs"] = inputs;
+  programJson["outputs"] = outputs;
+}
+
 } // namespace
 
 mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
@@ -308,23 +462,25 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
   if (!arenaBytes)
     return func.emitError("has no arena size: run cleave-plan-memory first");
 
-  ProgramBuilder program;
+  std::vector<ProgramFiles> programs(1);
+  ProgramFiles &program = programs.front();
+  program.name = kProgram;
+  PhaseBindings phase;
   Json modelInputs = Json::array(), modelOutputs = Json::array();
-  if (mlir::failed(buildProgram(func, params, program, modelInputs, modelOutputs)))
+  if (mlir::failed(buildProgram(func, params, WeightSlicing(), program.builder, phase,
+                                modelInputs, modelOutputs)))
     return mlir::failure();
-  size_t weightBytes = 0;
-  for (const rt::SafetensorsTensor &w : program.weights)
-    weightBytes += w.desc.bytes();
+  size_t weightBytes = weightBytesOf(program.builder);
 
-  Json programJson{{"format", "cleave-program"},
-                   {"version", rt::kPlanFormatVersion},
-                   {"name", kProgram},
-                   {"arena_bytes", arenaBytes.getInt()},
-                   {"inputs", program.inputs},
-                   {"outputs", program.outputs},
-                   {"buffers", program.buffers},
-                   {"phases", Json::array({Json{{"name", "forward"},
-                                               {"instructions", program.instructions}}})}};
+  program.json = Json{{"format", "cleave-program"},
+                      {"version", rt::kPlanFormatVersion},
+                      {"name", kProgram},
+                      {"arena_bytes", arenaBytes.getInt()},
+                      {"inputs", phase.inputs},
+                      {"outputs", phase.outputs},
+                      {"buffers", program.builder.buffers},
+                      {"phases", Json::array({Json{{"name", "forward"},
+                                                  {"instructions", program.builder.instructions}}})}};
   std::string programFile = std::string("programs/") + kProgram + ".json";
   std::string weightsFile = std::string("weights/") + kProgram + ".safetensors";
   Json manifest{
@@ -345,35 +501,205 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
                           Json{{"arena", arenaBytes.getInt()},
                                {"weights", weightBytes},
                                {"total", arenaBytes.getInt() + int64_t(weightBytes)}}}}}};
+  return writePlanDirectory(func.getLoc(), dir, manifest, programs, /*withWeights=*/true, options);
+}
 
-  // Write everything under a temporary name next to `dir`, then rename.
-  mlir::Location loc = func.getLoc();
-  std::string tmp = dir + ".tmp-" + std::to_string(llvm::sys::Process::getProcessId());
-  llvm::sys::fs::remove_directories(tmp);
-  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmp); });
-  for (const char *sub : {"programs", "weights", "ir"})
-    if (auto ec = llvm::sys::fs::create_directories(tmp + "/" + sub))
-      return mlir::emitError(loc) << "cannot create '" << tmp << "': " << ec.message();
+std::vector<std::vector<ScheduleSlot>> forwardSlots(const std::string &kind, int64_t stages,
+                                                    int64_t microbatches, int64_t virtualStages) {
+  std::vector<std::vector<ScheduleSlot>> slots(stages);
+  for (int64_t s = 0; s < stages; ++s) {
+    if (kind != "interleaved" || virtualStages <= 1) {
+      for (int64_t m = 0; m < microbatches; ++m)
+        slots[s].push_back({"forward", s, m});
+      continue;
+    }
+    // Megatron-LM's interleaved order: microbatches in groups of `stages`,
+    // each group through every chunk of the stage before the next group.
+    for (int64_t first = 0; first < microbatches; first += stages)
+      for (int64_t k = 0; k < virtualStages; ++k)
+        for (int64_t m = first; m < std::min(microbatches, first + stages); ++m)
+          slots[s].push_back({"forward", k * stages + s, m});
+  }
+  return slots;
+}
 
-  std::string text;
-  prettyPrint(manifest, text, 0);
-  if (mlir::failed(writeText(loc, tmp + "/manifest.json", text + "\n")))
+mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
+                                        const decltype(ImportedModel::params) &params,
+                                        const std::string &dir, const PlanEmitOptions &options,
+                                        const PartitionInfo &info) {
+  mlir::Location loc = module.getLoc();
+  // Programs: one per (stage, tp index), a phase per chunk in chunk order.
+  std::map<std::pair<int64_t, int64_t>, std::vector<mlir::func::FuncOp>> phasesOf;
+  for (auto func : module.getOps<mlir::func::FuncOp>()) {
+    auto stage = func->getAttrOfType<mlir::IntegerAttr>("cleave.stage");
+    auto tp = func->getAttrOfType<mlir::IntegerAttr>("cleave.tp");
+    if (!stage || !tp || !func->hasAttr("cleave.arena_bytes"))
+      return func.emitError("is not a memory-planned function of one stage and tp index: run "
+                            "cleave-outline-stages, cleave-specialize-ranks and "
+                            "cleave-plan-memory first");
+    phasesOf[{stage.getInt(), tp.getInt()}].push_back(func);
+  }
+  if (int64_t(phasesOf.size()) != info.pp * info.tp)
+    return mlir::emitError(loc) << "the module has " << phasesOf.size()
+                                << " (stage, tp index) programs, the mesh needs "
+                                << info.pp * info.tp;
+  auto chunkOf = [](mlir::func::FuncOp f) {
+    auto chunk = f->getAttrOfType<mlir::IntegerAttr>("cleave.chunk");
+    return chunk ? chunk.getInt() : f->getAttrOfType<mlir::IntegerAttr>("cleave.stage").getInt();
+  };
+
+  std::vector<ProgramFiles> programs;
+  Json programsJson = Json::object();
+  Json modelInputs = Json::array(), modelOutputs = Json::array();
+  int64_t largestArena = 0, largestWeights = 0;
+  for (auto &[key, funcs] : phasesOf) {
+    auto [stage, tp] = key;
+    llvm::sort(funcs, [&](auto a, auto b) { return chunkOf(a) < chunkOf(b); });
+    ProgramFiles &program = programs.emplace_back();
+    program.name = "stage" + std::to_string(stage) + "_tp" + std::to_string(tp);
+    program.builder.stages = info.pp;
+    WeightSlicing slicing{info.tp, tp, info.withWeights};
+    std::vector<PhaseBindings> bindings;
+    Json phases = Json::array();
+    int64_t arena = 0;
+    for (mlir::func::FuncOp func : funcs) {
+      program.builder.instructions = Json::array();
+      PhaseBindings &phase = bindings.emplace_back();
+      Json inputs = Json::array(), outputs = Json::array();
+      if (mlir::failed(buildProgram(func, params, slicing, program.builder, phase, inputs,
+                                    outputs)))
+        return mlir::failure();
+      if (tp == 0) // every tp index binds the same model inputs and outputs
+        for (auto [all, part] : {std::pair{&modelInputs, &inputs}, {&modelOutputs, &outputs}})
+          for (const Json &t : *part)
+            all->push_back(t);
+      arena = std::max(arena, func->getAttrOfType<mlir::IntegerAttr>("cleave.arena_bytes").getInt());
+      phases.push_back(Json{{"name", "forward"}, {"chunk", chunkOf(func)},
+                            {"inputs", phase.inputs}, {"outputs", phase.outputs},
+                            {"instructions", program.builder.instructions}});
+    }
+    int64_t weightBytes = info.withWeights ? int64_t(weightBytesOf(program.builder)) : 0;
+    if (!info.withWeights)
+      for (const rt::SafetensorsTensor &w : program.builder.weights)
+        weightBytes += w.desc.bytes();
+    largestArena = std::max(largestArena, arena);
+    largestWeights = std::max(largestWeights, weightBytes);
+    program.json = Json{{"format", "cleave-program"}, {"version", rt::kPlanFormatVersion},
+                        {"name", program.name},     {"stage", stage},
+                        {"tp", tp},                 {"arena_bytes", arena}};
+    addBindings(program.json, bindings);
+    program.json["buffers"] = program.builder.buffers;
+    program.json["phases"] = phases;
+    Json entry{{"file", "programs/" + program.name + ".json"}};
+    if (info.withWeights)
+      entry["weights"] = "weights/" + program.name + ".safetensors";
+    entry.update(Json{{"stage", stage}, {"tp", tp}, {"arena_bytes", arena},
+                      {"weight_bytes", weightBytes}});
+    programsJson[program.name] = entry;
+  }
+
+  // The model's inputs and outputs at the global batch, in name order of
+  // the original @forward (each appears in one phase of stage 0 / the last).
+  int64_t scale = info.globalBatch / info.microbatchSize;
+  auto globalize = [&](const Json &tensors, const std::vector<std::string> &order,
+                       const char *what) -> mlir::FailureOr<Json> {
+    Json out = Json::array();
+    for (const std::string &name : order) {
+      auto it = std::find_if(tensors.begin(), tensors.end(),
+                             [&](const Json &t) { return t["name"] == name; });
+      if (it == tensors.end())
+        return mlir::emitError(loc) << "no program binds the model's " << what << " '" << name
+                                    << "'";
+      Json t = *it;
+      auto shape = t["shape"].get<std::vector<int64_t>>();
+      int64_t dim = info.batchDim;
+      bool batched = dim < int64_t(shape.size()) && shape[dim] == info.microbatchSize;
+      if (!batched && scale > 1)
+        return mlir::emitError(loc) << "the model's " << what << " '" << name << "' ("
+                                    << t["shape"].dump() << ") has no batch dim " << dim
+                                    << " of the microbatch size " << info.microbatchSize
+                                    << ", so microbatches and data-parallel ranks cannot split it";
+      if (batched)
+        shape[dim] *= scale;
+      t["shape"] = shape;
+      t["batch_dim"] = batched ? Json(dim) : Json(nullptr);
+      out.push_back(t);
+    }
+    return out;
+  };
+  auto inputs = globalize(modelInputs, info.inputNames, "input");
+  auto outputs = globalize(modelOutputs, info.outputNames, "output");
+  if (mlir::failed(inputs) || mlir::failed(outputs))
     return mlir::failure();
-  text.clear();
-  prettyPrint(programJson, text, 0);
-  if (mlir::failed(writeText(loc, tmp + "/" + programFile, text + "\n")))
-    return mlir::failure();
-  rt::Status status = rt::writeSafetensors(tmp + "/" + weightsFile, program.weights,
-                                           {{"format", "cleave-weights"}, {"program", kProgram}});
-  if (!status.ok())
-    return mlir::emitError(loc) << status.message();
-  for (const auto &[name, ir] : options.irSnapshots)
-    if (mlir::failed(writeText(loc, tmp + "/ir/" + name + ".mlir", ir)))
-      return mlir::failure();
-  if (mlir::failed(publish(loc, tmp, dir)))
-    return mlir::failure();
-  cleanup.release();
-  return mlir::success();
+
+  // Ranks: tp fastest, then dp, then stage (docs/plan-format.md).
+  Json devices = Json::array(), tpGroups = Json::array(), dpGroups = Json::array(),
+       pipelines = Json::array();
+  auto rankOf = [&](int64_t s, int64_t d, int64_t t) { return (s * info.dp + d) * info.tp + t; };
+  for (int64_t s = 0; s < info.pp; ++s)
+    for (int64_t d = 0; d < info.dp; ++d)
+      for (int64_t t = 0; t < info.tp; ++t)
+        devices.push_back(Json{{"rank", rankOf(s, d, t)}, {"backend", "cpu"}, {"stage", s},
+                               {"tp", t}, {"dp", d},
+                               {"program", "stage" + std::to_string(s) + "_tp" + std::to_string(t)}});
+  for (int64_t s = 0; s < info.pp; ++s)
+    for (int64_t d = 0; d < info.dp; ++d) {
+      Json group = Json::array();
+      for (int64_t t = 0; t < info.tp; ++t)
+        group.push_back(rankOf(s, d, t));
+      tpGroups.push_back(group);
+    }
+  for (int64_t s = 0; s < info.pp; ++s)
+    for (int64_t t = 0; t < info.tp; ++t) {
+      Json group = Json::array();
+      for (int64_t d = 0; d < info.dp; ++d)
+        group.push_back(rankOf(s, d, t));
+      dpGroups.push_back(group);
+    }
+  for (int64_t d = 0; d < info.dp; ++d)
+    for (int64_t t = 0; t < info.tp; ++t) {
+      Json group = Json::array();
+      for (int64_t s = 0; s < info.pp; ++s)
+        group.push_back(rankOf(s, d, t));
+      pipelines.push_back(group);
+    }
+  llvm::sort(dpGroups.begin(), dpGroups.end());
+  llvm::sort(pipelines.begin(), pipelines.end());
+
+  Json stages = Json::array();
+  auto slots = forwardSlots(info.schedule, info.pp, info.microbatches, info.virtualStages);
+  for (auto [s, list] : llvm::enumerate(slots)) {
+    Json js = Json::array();
+    for (const ScheduleSlot &slot : list)
+      js.push_back(Json{{"phase", slot.phase}, {"chunk", slot.chunk}, {"microbatch", slot.microbatch}});
+    stages.push_back(Json{{"stage", s}, {"slots", js}});
+  }
+  Json parameters = Json::object();
+  for (const auto &[name, type] : info.parameters)
+    parameters[name] = describeTensor(name, type);
+  for (auto &[name, p] : parameters.items())
+    p.erase("name");
+
+  Json predicted = info.predicted;
+  predicted["memory_bytes"] = Json{{"arena", largestArena}, {"weights", largestWeights},
+                                   {"total", largestArena + largestWeights}};
+  Json manifest{
+      {"format", "cleave-plan"},
+      {"version", rt::kPlanFormatVersion},
+      {"model", Json{{"source", options.modelSource}, {"weights", info.withWeights}}},
+      {"inputs", *inputs},
+      {"outputs", *outputs},
+      {"mesh", Json{{"pp", info.pp}, {"tp", info.tp}, {"dp", info.dp}}},
+      {"batch", Json{{"global", info.globalBatch}, {"microbatch_size", info.microbatchSize},
+                     {"microbatches", info.microbatches}}},
+      {"schedule", Json{{"kind", info.schedule}, {"microbatches", info.microbatches},
+                        {"virtual_stages", info.virtualStages}, {"stages", stages}}},
+      {"groups", Json{{"tp", tpGroups}, {"dp", dpGroups}, {"pipeline", pipelines}}},
+      {"devices", devices},
+      {"parameters", parameters},
+      {"programs", programsJson},
+      {"predicted", predicted}};
+  return writePlanDirectory(loc, dir, manifest, programs, info.withWeights, options);
 }
 
 } // namespace cleave

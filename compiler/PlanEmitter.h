@@ -10,7 +10,10 @@
 
 #include "compiler/Importer.h"
 
+#include "runtime/Tensor.h"
+
 #include "mlir/IR/BuiltinOps.h"
+#include <nlohmann/json.hpp>
 
 #include <string>
 #include <utility>
@@ -23,7 +26,46 @@ struct PlanEmitOptions {
   std::string modelSource;
   /// IR snapshots written to ir/<name>.mlir, for people reading the plan.
   std::vector<std::pair<std::string, std::string>> irSnapshots;
+  /// The planner's strategy JSON, written to strategy.json when set.
+  std::string strategyJson;
 };
+
+/// What a partitioned plan's manifest records beyond its programs.
+struct PartitionInfo {
+  int64_t pp = 1, tp = 1, dp = 1;
+  std::string schedule = "gpipe"; ///< gpipe, 1f1b or interleaved
+  int64_t virtualStages = 1, microbatches = 1, microbatchSize = 1, globalBatch = 1;
+  int batchDim = 0;
+  /// The model's input and output names in `forward` order.
+  std::vector<std::string> inputNames, outputNames;
+  /// Every parameter at its full shape.
+  std::vector<std::pair<std::string, runtime::TensorDesc>> parameters;
+  /// The planner's predictions (step, compute, communication and bubble
+  /// seconds, budget), as manifest JSON.
+  nlohmann::ordered_json predicted;
+  bool withWeights = true; ///< false for meta models: no weight files
+};
+
+/// One entry of a stage's schedule.
+struct ScheduleSlot {
+  std::string phase; ///< "forward"
+  int64_t chunk = 0, microbatch = 0;
+};
+
+/// The order each stage runs its forward passes: GPipe and 1F1B run
+/// microbatches in order; interleaved runs groups of `stages` microbatches
+/// through every chunk of the stage, chunk k*stages + s on stage s.
+std::vector<std::vector<ScheduleSlot>> forwardSlots(const std::string &kind, int64_t stages,
+                                                    int64_t microbatches, int64_t virtualStages);
+
+/// Writes the plan of `module`, whose functions are one per (stage, tp
+/// index, chunk) after cleave-specialize-ranks and cleave-plan-memory, to
+/// `dir` (docs/plan-format.md, "Multi-device plans"). Weights are cut from
+/// `params` into each program's parts.
+mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
+                                        const decltype(ImportedModel::params) &params,
+                                        const std::string &dir, const PlanEmitOptions &options,
+                                        const PartitionInfo &info);
 
 /// Writes the single-device plan of `module`, whose @forward has been through
 /// `cleave-plan-memory`, to `dir`, taking weight data from `params`. An

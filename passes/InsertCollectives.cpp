@@ -90,23 +90,28 @@ struct InsertCollectivesPass : impl::InsertCollectivesBase<InsertCollectivesPass
     Location loc = reader->getLoc();
     StringAttr group = b.getStringAttr("tp");
     auto i64 = [&](int64_t v) { return b.getI64IntegerAttr(v); };
+    Type type = value.getType(); // global shapes: a layout change keeps the type
     Value changed;
     using K = TensorSharding::Kind;
     if (have->kind == K::Partial && need.kind == K::Replicated)
-      changed = b.create<AllReduceOp>(loc, value, group);
+      changed = b.create<AllReduceOp>(loc, type, value, group);
     else if (have->kind == K::Partial)
-      changed = b.create<ReduceScatterOp>(loc, value, group, i64(need.dim), i64(need.blocks));
+      changed = b.create<ReduceScatterOp>(loc, type, value, group, i64(need.dim), i64(need.blocks));
     else if (need.kind == K::Replicated)
-      changed = b.create<AllGatherOp>(loc, value, group, i64(have->dim), i64(have->blocks));
+      changed = b.create<AllGatherOp>(loc, type, value, group, i64(have->dim), i64(have->blocks));
     else if (have->kind == K::Replicated)
-      changed = b.create<ShardOp>(loc, value, group, i64(need.dim), i64(need.blocks));
+      changed = b.create<ShardOp>(loc, type, value, group, i64(need.dim), i64(need.blocks));
     else
-      changed = b.create<AllToAllOp>(loc, value, group, i64(have->dim), i64(have->blocks),
+      changed = b.create<AllToAllOp>(loc, type, value, group, i64(have->dim), i64(have->blocks),
                                      i64(need.dim), i64(need.blocks));
     Operation *op = changed.getDefiningOp();
     op->setAttr("cleave.sharding", b.getArrayAttr({b.getStringAttr(need.str())}));
-    if (Attribute stage = reader->getAttr("cleave.stage"))
-      op->setAttr("cleave.stage", stage);
+    // The change runs in its reader's pipeline unit; before the function's
+    // return, in the unit that computes the value.
+    Operation *unit = reader->hasAttr("cleave.stage") ? reader : value.getDefiningOp();
+    for (const char *attr : {"cleave.stage", "cleave.chunk"})
+      if (Attribute a = unit ? unit->getAttr(attr) : Attribute())
+        op->setAttr(attr, a);
     if (failed(mlir::verify(op)))
       return failure();
     converted[changed] = need;

@@ -126,6 +126,11 @@ struct OutlineStagesPass : impl::OutlineStagesBase<OutlineStagesPass> {
         int64_t tag = tags.at(std::make_pair(v.getAsOpaquePointer(), unit));
         Value received = in.create<RecvOp>(loc, v.getType(), in.getI64IntegerAttr(it->second),
                                            in.getI64IntegerAttr(tag));
+        // The received value keeps the layout it was sent in.
+        if (auto layouts = def->getAttrOfType<ArrayAttr>("cleave.sharding"))
+          received.getDefiningOp()->setAttr(
+              "cleave.sharding",
+              in.getArrayAttr({layouts[cast<OpResult>(v).getResultNumber()]}));
         map.map(v, received);
         return received;
       };

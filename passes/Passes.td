@@ -107,6 +107,36 @@ def OutlineStages : Pass<"cleave-outline-stages", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect", "mlir::func::FuncDialect"];
 }
 
+def LocalShapes : Pass<"cleave-local-shapes", "mlir::ModuleOp"> {
+  let summary = "Give every value the shape one rank of its tp group holds";
+  let description = [{
+    After collectives are explicit (cleave-insert-collectives), every value
+    is laid out as its `cleave.sharding` says (params too; function
+    arguments and unannotated values are replicated). This pass gives each
+    value the shape one rank holds: a dim laid out `split(d)` or
+    `split(d, blocks=b)` over the module's `cleave.mesh` tp degree holds
+    1/tp of dim d; partial and replicated values keep their shape. A slice
+    along a split dim takes the same blocks of the rank's part. Every op is
+    then verified at these shapes, so a layout that does not compose is an
+    error at the op. Marks the module `cleave.local_shapes`.
+  }];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
+def SpecializeRanks : Pass<"cleave-specialize-ranks", "mlir::ModuleOp"> {
+  let summary = "Write each function out once per tp index, the rank's part explicit";
+  let description = [{
+    Runs after cleave-local-shapes. Every function `@f` becomes
+    `@f_tp0` ... `@f_tp<n-1>` (with `cleave.tp`): in copy t, a `cleave.shard`
+    becomes the slices of part t of each of its blocks, and each op's
+    ShardingOpInterface::specializeForRank adjusts what depends on the part
+    (an embedding of a split vocabulary gets its `row_offset`; a row-parallel
+    linear or conv2d adds its bias on tp index 0 only). These functions are
+    the plan's programs, one per (stage, tp index).
+  }];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def TestOpCost : Pass<"cleave-test-op-cost", "mlir::func::FuncOp"> {
   let summary = "Test only: print what each op reports through CostOpInterface";
   let description = [{

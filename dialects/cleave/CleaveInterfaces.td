@@ -89,6 +89,14 @@ def Cleave_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
         operand and result order.
       }], "::mlir::cleave::ShardingRule", "getShardingRule", (ins), [{}],
       [{ return ::mlir::cleave::getReplicatedShardingRule($_op); }]>,
+    InterfaceMethod<[{
+        Adjusts the op, at per-rank shapes, to tp index `rank` of a group of
+        `ranks`, its results laid out as its `cleave.sharding` says. Ops
+        whose split loop needs to know which part a rank holds (an
+        embedding's first row; a bias to add once after a partial sum)
+        override this; the default needs nothing.
+      }], "void", "specializeForRank", (ins "int64_t":$rank, "int64_t":$ranks), [{}],
+      [{ return; }]>,
   ];
 }
 

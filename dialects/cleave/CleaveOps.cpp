@@ -334,37 +334,71 @@ LogicalResult AdaptiveAvgPool2dOp::inferReturnTypes(MLIRContext *,
 namespace {
 
 /// The group is one the mesh defines; each (dim, blocks) names a dim of the
-/// tensor that `blocks` divides.
+/// tensor that `blocks` divides. At global shapes the result has the
+/// operand's type; at per-rank shapes (after -cleave-local-shapes) `grown`
+/// is the dim the op makes `n` times larger and `shrunk` the one it makes `n`
+/// times smaller, for one group size `n`, every other dim unchanged.
 LogicalResult verifyLayoutChange(Operation *op, StringRef group,
-                                 ArrayRef<std::pair<int64_t, int64_t>> splits) {
+                                 ArrayRef<std::pair<int64_t, int64_t>> splits,
+                                 std::optional<int64_t> grown, std::optional<int64_t> shrunk) {
   if (group != "tp" && group != "dp")
     return op->emitOpError("group must be \"tp\" or \"dp\", got \"") << group << "\"";
-  auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = cast<RankedTensorType>(op->getResult(0).getType());
   for (auto [dim, blocks] : splits) {
-    if (dim < 0 || dim >= type.getRank())
-      return op->emitOpError("dim ") << dim << " is out of range for " << type;
-    if (blocks < 1 || type.getDimSize(dim) % blocks != 0)
-      return op->emitOpError("blocks ")
-             << blocks << " does not divide dim " << dim << " of size " << type.getDimSize(dim);
+    if (dim < 0 || dim >= in.getRank())
+      return op->emitOpError("dim ") << dim << " is out of range for " << in;
+    for (RankedTensorType type : {in, out})
+      if (blocks < 1 || type.getDimSize(dim) % blocks != 0)
+        return op->emitOpError("blocks ")
+               << blocks << " does not divide dim " << dim << " of size " << type.getDimSize(dim);
+  }
+  if (in == out)
+    return success();
+  auto mismatch = [&] {
+    return op->emitOpError("result type ")
+           << out << " is not the operand's " << in << " with the dims the op changes changed";
+  };
+  if (in.getElementType() != out.getElementType() || in.getRank() != out.getRank() ||
+      (!grown && !shrunk))
+    return mismatch();
+  int64_t ranks = 0; // the group size the two types imply
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t big = in.getDimSize(d), small = out.getDimSize(d);
+    if (grown && d == *grown)
+      std::swap(big, small);
+    else if (!(shrunk && d == *shrunk)) {
+      if (big != small)
+        return mismatch();
+      continue;
+    }
+    if (small < 1 || big % small != 0 || (ranks && big / small != ranks))
+      return mismatch();
+    ranks = big / small;
   }
   return success();
 }
 
 } // namespace
 
-LogicalResult AllReduceOp::verify() { return verifyLayoutChange(*this, getGroup(), {}); }
+LogicalResult AllReduceOp::verify() {
+  return verifyLayoutChange(*this, getGroup(), {}, std::nullopt, std::nullopt);
+}
 LogicalResult AllGatherOp::verify() {
-  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}});
+  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}}, getDim(), std::nullopt);
 }
 LogicalResult ReduceScatterOp::verify() {
-  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}});
+  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}}, std::nullopt, getDim());
 }
 LogicalResult ShardOp::verify() {
-  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}});
+  return verifyLayoutChange(*this, getGroup(), {{getDim(), getBlocks()}}, std::nullopt, getDim());
 }
 LogicalResult AllToAllOp::verify() {
+  if (getFromDim() == getToDim())
+    return emitOpError("from_dim and to_dim are both ") << getToDim();
   return verifyLayoutChange(*this, getGroup(),
-                            {{getFromDim(), getFromBlocks()}, {getToDim(), getToBlocks()}});
+                            {{getFromDim(), getFromBlocks()}, {getToDim(), getToBlocks()}},
+                            getFromDim(), getToDim());
 }
 
 LogicalResult DropoutOp::verify() {

@@ -227,7 +227,7 @@ def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor], [], ["getC
 }
 
 def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"]> {
   let summary = "affine map with a PyTorch-layout weight";
   let description = [{
     Computes `input @ weight^T + bias` as `torch.nn.functional.linear`:
@@ -251,12 +251,17 @@ def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"]> {
   let summary = "gather rows of a table by index";
   let description = [{
     Looks up `weight [V, D]` at integer `indices [...]`, giving `[..., D]`, as
     `torch.nn.functional.embedding`. Indices outside `[0, V)` are a runtime
     error.
+
+    With `row_offset`, the table is a shard: rows `[row_offset,
+    row_offset + V)` of a larger one (a vocabulary split over a tp group).
+    Indices outside its rows give zero rows, so the group's sum is the
+    lookup.
 
     Example:
 
@@ -264,7 +269,8 @@ def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
     %e = cleave.embedding %table, %ids : tensor<512x128xf32>, tensor<2x8xi64> -> tensor<2x8x128xf32>
     ```
   }];
-  let arguments = (ins Cleave_FloatTensor:$weight, Cleave_IndexTensor:$indices);
+  let arguments = (ins Cleave_FloatTensor:$weight, Cleave_IndexTensor:$indices,
+                       OptionalAttr<I64Attr>:$row_offset);
   let results = (outs Cleave_FloatTensor:$result);
   let assemblyFormat = [{
     $weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)
@@ -332,9 +338,11 @@ def Cleave_SoftmaxOp : Cleave_NormalizeAlongDimOp<"softmax", "exp(x) / sum(exp(x
 def Cleave_LogSoftmaxOp : Cleave_NormalizeAlongDimOp<"log_softmax", "x - log(sum(exp(x)))">;
 
 def Cleave_ReduceSumOp : Cleave_ReductionOp<"reduce_sum", "a sum">;
-def Cleave_ReduceMeanOp : Cleave_ReductionOp<"reduce_mean", "the arithmetic mean">;
-// Reduction factors combine partial results by a sum (ShardingRule.h); partial
-// maxima would need a max all-reduce, so the reduced dims stay whole.
+// Reduction factors combine partial results by a sum (ShardingRule.h). Means
+// of parts would each divide by the part's count, and partial maxima would
+// need a max all-reduce, so their reduced dims stay whole.
+def Cleave_ReduceMeanOp : Cleave_ReductionOp<"reduce_mean", "the arithmetic mean",
+                                             "NeedReplication">;
 def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum", "NeedReplication">;
 
 //===----------------------------------------------------------------------===//
@@ -342,7 +350,7 @@ def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum", "NeedRe
 //===----------------------------------------------------------------------===//
 
 def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScratchBytes"],
-    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"]> {
   let summary = "2-D convolution in NCHW layout";
   let description = [{
     Convolves `input [N, C, H, W]` with `weight [F, C / groups, KH, KW]` and
@@ -539,17 +547,17 @@ def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [],
 
 //===----------------------------------------------------------------------===//
 // Layout changes across a group of ranks (lowering of a planned strategy).
-// The IR still has global shapes: each op changes how its tensor is laid out
-// over the group (docs/planner.md's layouts), not its type; giving values
-// their per-rank shapes is a later step.
+// Inserted at global shapes, where an op changes how its tensor is laid out
+// over the group (docs/planner.md's layouts) but not its type; after
+// -cleave-local-shapes the types are per rank, so a gather's result is
+// larger than its operand.
 //===----------------------------------------------------------------------===//
 
 class Cleave_LayoutChangeOp<string mnemonic, dag layoutArgs>
-    : Cleave_Op<mnemonic, [SameOperandsAndResultType], [],
-                ["getCost", "getSavedForBackward"]> {
+    : Cleave_Op<mnemonic, [], [], ["getCost", "getSavedForBackward"]> {
   let arguments = !con((ins Cleave_Tensor:$input, StrAttr:$group), layoutArgs);
   let results = (outs Cleave_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -560,7 +568,7 @@ def Cleave_AllReduceOp : Cleave_LayoutChangeOp<"all_reduce", (ins)> {
     afterwards each holds the sum.
 
     ```mlir
-    %y = cleave.all_reduce %x {group = "tp"} : tensor<2x8x32xf32>
+    %y = cleave.all_reduce %x {group = "tp"} : tensor<2x8x32xf32> -> tensor<2x8x32xf32>
     ```
   }];
 }
@@ -573,7 +581,7 @@ def Cleave_AllGatherOp : Cleave_LayoutChangeOp<"all_gather",
     `dim`; afterwards each holds the whole tensor.
 
     ```mlir
-    %y = cleave.all_gather %x {group = "tp", dim = 2 : i64, blocks = 1 : i64} : tensor<2x8x32xf32>
+    %y = cleave.all_gather %x {group = "tp", dim = 2 : i64, blocks = 1 : i64} : tensor<2x8x16xf32> -> tensor<2x8x32xf32>
     ```
   }];
 }
@@ -586,7 +594,7 @@ def Cleave_ReduceScatterOp : Cleave_LayoutChangeOp<"reduce_scatter",
     (of each of `blocks` blocks of `dim`) of the sum.
 
     ```mlir
-    %y = cleave.reduce_scatter %x {group = "tp", dim = 1 : i64, blocks = 1 : i64} : tensor<2x8x32xf32>
+    %y = cleave.reduce_scatter %x {group = "tp", dim = 1 : i64, blocks = 1 : i64} : tensor<2x8x32xf32> -> tensor<2x4x32xf32>
     ```
   }];
 }
@@ -600,7 +608,7 @@ def Cleave_AllToAllOp : Cleave_LayoutChangeOp<"all_to_all",
     they now own.
 
     ```mlir
-    %y = cleave.all_to_all %x {group = "tp", from_dim = 1 : i64, from_blocks = 1 : i64, to_dim = 2 : i64, to_blocks = 1 : i64} : tensor<2x8x32xf32>
+    %y = cleave.all_to_all %x {group = "tp", from_dim = 1 : i64, from_blocks = 1 : i64, to_dim = 2 : i64, to_blocks = 1 : i64} : tensor<2x4x32xf32> -> tensor<2x8x16xf32>
     ```
   }];
 }
@@ -612,7 +620,7 @@ def Cleave_ShardOp : Cleave_LayoutChangeOp<"shard", (ins I64Attr:$dim, I64Attr:$
     part. No communication: a local slice.
 
     ```mlir
-    %y = cleave.shard %x {group = "tp", dim = 2 : i64, blocks = 3 : i64} : tensor<2x8x96xf32>
+    %y = cleave.shard %x {group = "tp", dim = 2 : i64, blocks = 3 : i64} : tensor<2x8x96xf32> -> tensor<2x8x48xf32>
     ```
   }];
 }

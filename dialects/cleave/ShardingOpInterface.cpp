@@ -181,6 +181,31 @@ ShardingRule LinearOp::getShardingRule() {
   return rule;
 }
 
+namespace {
+/// Whether the op's result is a partial sum: its reduction loop is split.
+bool isPartialResult(Operation *op) {
+  auto layouts = op->getAttrOfType<ArrayAttr>("cleave.sharding");
+  auto first = layouts && !layouts.empty() ? dyn_cast<StringAttr>(layouts[0]) : StringAttr();
+  return first && first.getValue() == "partial";
+}
+
+/// A bias adds to every part of a partial sum: only the group's first rank
+/// adds it, so the sum counts it once.
+void keepBiasOnFirstRank(Operation *op, unsigned biasOperand, int64_t rank) {
+  if (rank != 0 && op->getNumOperands() > biasOperand && isPartialResult(op))
+    op->eraseOperand(biasOperand);
+}
+} // namespace
+
+void LinearOp::specializeForRank(int64_t rank, int64_t) { keepBiasOnFirstRank(*this, 2, rank); }
+void Conv2dOp::specializeForRank(int64_t rank, int64_t) { keepBiasOnFirstRank(*this, 2, rank); }
+
+void EmbeddingOp::specializeForRank(int64_t rank, int64_t) {
+  // A split vocabulary: this rank's table holds rows [rank * V, (rank + 1) * V).
+  if (isPartialResult(*this))
+    setRowOffset(rank * getWeight().getType().getDimSize(0));
+}
+
 ShardingRule EmbeddingOp::getShardingRule() {
   // weight [V, D], indices [...] -> [..., D]. Split V and each rank looks up
   // the rows it holds, zeros for the others; a sum completes the result

@@ -180,18 +180,27 @@ Status buildLinear(const KernelSignature &sig, KernelFn *fn) {
 // embedding
 //===----------------------------------------------------------------------===//
 
+/// Looks rows up in a table that holds rows [offset, offset + rows) of the
+/// whole one. A shard (`sharded`, a vocabulary split over a tp group) gives
+/// zeros for the indices other ranks hold, so the group's sum is the lookup;
+/// a whole table rejects an index outside it.
 template <typename Index>
 Status embed(const float *table, const Index *indices, float *out, int64_t count,
-             int64_t rows, int64_t dim) {
-  for (int64_t i = 0; i < count; ++i)
-    if (indices[i] < 0 || indices[i] >= rows)
-      return CLEAVE_ERROR("embedding: index ", static_cast<int64_t>(indices[i]),
-                          " at position ", i, " is out of range for a table of ", rows,
-                          " rows");
+             int64_t rows, int64_t dim, bool sharded, int64_t offset) {
+  if (!sharded)
+    for (int64_t i = 0; i < count; ++i)
+      if (indices[i] < 0 || indices[i] >= rows)
+        return CLEAVE_ERROR("embedding: index ", static_cast<int64_t>(indices[i]),
+                            " at position ", i, " is out of range for a table of ", rows,
+                            " rows");
   parallelRange(count, dim, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      std::memcpy(out + i * dim, table + static_cast<int64_t>(indices[i]) * dim,
-                  sizeof(float) * dim);
+    for (int64_t i = b; i < e; ++i) {
+      int64_t row = static_cast<int64_t>(indices[i]) - offset;
+      if (row < 0 || row >= rows)
+        std::memset(out + i * dim, 0, sizeof(float) * dim);
+      else
+        std::memcpy(out + i * dim, table + row * dim, sizeof(float) * dim);
+    }
   });
   return {};
 }
@@ -209,14 +218,20 @@ Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
   Shape outShape = idx.shape;
   outShape.push_back(w.shape[1]);
   CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {w.dtype, outShape}, "the indices' shape plus the row size"));
+  const bool sharded = sig.attrs.has("row_offset");
+  int64_t offset = 0;
+  if (sharded)
+    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("row_offset", &offset));
   const int64_t count = idx.numel(), rows = w.shape[0], dim = w.shape[1];
   const bool wide = idx.dtype == DType::I64;
-  *fn = [count, rows, dim, wide](const KernelCall &call) -> Status {
+  *fn = [=](const KernelCall &call) -> Status {
     const float *table = static_cast<const float *>(call.inputs[0]);
     float *out = static_cast<float *>(call.outputs[0]);
     if (wide)
-      return embed(table, static_cast<const int64_t *>(call.inputs[1]), out, count, rows, dim);
-    return embed(table, static_cast<const int32_t *>(call.inputs[1]), out, count, rows, dim);
+      return embed(table, static_cast<const int64_t *>(call.inputs[1]), out, count, rows, dim,
+                   sharded, offset);
+    return embed(table, static_cast<const int32_t *>(call.inputs[1]), out, count, rows, dim,
+                 sharded, offset);
   };
   return {};
 }

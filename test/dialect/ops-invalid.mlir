@@ -912,7 +912,7 @@ func.func @constant_type() {
 
 func.func @layout_change_group(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{'cleave.all_reduce' op group must be "tp" or "dp", got "pp"}}
-  %0 = cleave.all_reduce %x {group = "pp"} : tensor<2x8xf32>
+  %0 = cleave.all_reduce %x {group = "pp"} : tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
 
@@ -920,7 +920,7 @@ func.func @layout_change_group(%x: tensor<2x8xf32>) {
 
 func.func @layout_change_dim(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{'cleave.all_gather' op dim 2 is out of range for 'tensor<2x8xf32>'}}
-  %0 = cleave.all_gather %x {group = "tp", dim = 2 : i64, blocks = 1 : i64} : tensor<2x8xf32>
+  %0 = cleave.all_gather %x {group = "tp", dim = 2 : i64, blocks = 1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
 
@@ -928,7 +928,30 @@ func.func @layout_change_dim(%x: tensor<2x8xf32>) {
 
 func.func @layout_change_blocks(%x: tensor<2x8xf32>) {
   // expected-error @+1 {{'cleave.all_to_all' op blocks 3 does not divide dim 1 of size 8}}
-  %0 = cleave.all_to_all %x {group = "tp", from_dim = 0 : i64, from_blocks = 1 : i64, to_dim = 1 : i64, to_blocks = 3 : i64} : tensor<2x8xf32>
+  %0 = cleave.all_to_all %x {group = "tp", from_dim = 0 : i64, from_blocks = 1 : i64, to_dim = 1 : i64, to_blocks = 3 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>
   return
 }
 
+// -----
+
+func.func @layout_change_local_shapes(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.all_gather' op result type 'tensor<4x16xf32>' is not the operand's 'tensor<2x8xf32>' with the dims the op changes changed}}
+  %0 = cleave.all_gather %x {group = "tp", dim = 1 : i64, blocks = 1 : i64} : tensor<2x8xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @layout_change_all_reduce_type(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.all_reduce' op result type 'tensor<2x16xf32>' is not the operand's}}
+  %0 = cleave.all_reduce %x {group = "tp"} : tensor<2x8xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @all_to_all_ranks(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.all_to_all' op result type 'tensor<4x2xf32>' is not the operand's}}
+  %0 = cleave.all_to_all %x {group = "tp", from_dim = 0 : i64, from_blocks = 1 : i64, to_dim = 1 : i64, to_blocks = 1 : i64} : tensor<2x8xf32> -> tensor<4x2xf32>
+  return
+}

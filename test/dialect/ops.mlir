@@ -322,20 +322,25 @@ func.func @data_movement(%x: tensor<2x8x128xf32>, %cls: tensor<1x1x64xf32>, %y: 
   return
 }
 
-// Layout changes across a group round-trip (their type is the global one),
-// and so do stage boundaries.
+// Layout changes across a group round-trip, at global shapes (one type) and
+// per-rank shapes, and so do stage boundaries.
 // CHECK-LABEL: func.func @layout_changes(
-func.func @layout_changes(%x: tensor<2x8x96xf32>) -> tensor<2x8x96xf32> {
-  // CHECK: cleave.all_reduce %{{.*}} {group = "tp"} : tensor<2x8x96xf32>
-  %0 = cleave.all_reduce %x {group = "tp"} : tensor<2x8x96xf32>
-  // CHECK: cleave.shard %{{.*}} {blocks = 3 : i64, dim = 2 : i64, group = "tp"} : tensor<2x8x96xf32>
-  %1 = cleave.shard %0 {group = "tp", dim = 2 : i64, blocks = 3 : i64} : tensor<2x8x96xf32>
-  // CHECK: cleave.all_to_all %{{.*}} {from_blocks = 3 : i64, from_dim = 2 : i64, group = "tp", to_blocks = 1 : i64, to_dim = 1 : i64} : tensor<2x8x96xf32>
-  %2 = cleave.all_to_all %1 {group = "tp", from_dim = 2 : i64, from_blocks = 3 : i64, to_dim = 1 : i64, to_blocks = 1 : i64} : tensor<2x8x96xf32>
-  // CHECK: cleave.all_gather %{{.*}} {blocks = 1 : i64, dim = 1 : i64, group = "dp"} : tensor<2x8x96xf32>
-  %3 = cleave.all_gather %2 {group = "dp", dim = 1 : i64, blocks = 1 : i64} : tensor<2x8x96xf32>
-  // CHECK: cleave.reduce_scatter %{{.*}} {blocks = 1 : i64, dim = 0 : i64, group = "tp"} : tensor<2x8x96xf32>
-  %4 = cleave.reduce_scatter %3 {group = "tp", dim = 0 : i64, blocks = 1 : i64} : tensor<2x8x96xf32>
+func.func @layout_changes(%x: tensor<2x8x96xf32>, %part: tensor<2x8x48xf32>) -> tensor<2x8x96xf32> {
+  // CHECK: cleave.all_reduce %{{.*}} {group = "tp"} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  %0 = cleave.all_reduce %x {group = "tp"} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  // CHECK: cleave.shard %{{.*}} {blocks = 3 : i64, dim = 2 : i64, group = "tp"} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  %1 = cleave.shard %0 {group = "tp", dim = 2 : i64, blocks = 3 : i64} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  // CHECK: cleave.all_to_all %{{.*}} {from_blocks = 3 : i64, from_dim = 2 : i64, group = "tp", to_blocks = 1 : i64, to_dim = 1 : i64} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  %2 = cleave.all_to_all %1 {group = "tp", from_dim = 2 : i64, from_blocks = 3 : i64, to_dim = 1 : i64, to_blocks = 1 : i64} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  // CHECK: cleave.all_gather %{{.*}} {blocks = 1 : i64, dim = 1 : i64, group = "dp"} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  %3 = cleave.all_gather %2 {group = "dp", dim = 1 : i64, blocks = 1 : i64} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  // CHECK: cleave.reduce_scatter %{{.*}} {blocks = 1 : i64, dim = 0 : i64, group = "tp"} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  %4 = cleave.reduce_scatter %3 {group = "tp", dim = 0 : i64, blocks = 1 : i64} : tensor<2x8x96xf32> -> tensor<2x8x96xf32>
+  // Per-rank shapes (after -cleave-local-shapes): a gather grows its dim.
+  // CHECK: cleave.all_gather %{{.*}} : tensor<2x8x48xf32> -> tensor<2x8x96xf32>
+  %g = cleave.all_gather %part {group = "tp", dim = 2 : i64, blocks = 3 : i64} : tensor<2x8x48xf32> -> tensor<2x8x96xf32>
+  // CHECK: cleave.all_to_all %{{.*}} : tensor<2x8x48xf32> -> tensor<2x4x96xf32>
+  %t = cleave.all_to_all %part {group = "tp", from_dim = 2 : i64, from_blocks = 3 : i64, to_dim = 1 : i64, to_blocks = 1 : i64} : tensor<2x8x48xf32> -> tensor<2x4x96xf32>
   // CHECK: cleave.send %{{.*}} {peer = 1 : i64, tag = 3 : i64} : tensor<2x8x96xf32>
   cleave.send %4 {peer = 1 : i64, tag = 3 : i64} : tensor<2x8x96xf32>
   // CHECK: cleave.recv {peer = 1 : i64, tag = 4 : i64} : tensor<2x8x96xf32>

@@ -113,7 +113,7 @@ func.func @matmul(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x16x8xf32>, %k3: tenso
 func.func @reductions(%x: tensor<2x8x32xf32>) {
   // CHECK-NEXT: cleave.reduce_sum: ([i, j, k]) -> ([i, j]) i=2 j=8 k=32:reduction
   %0 = cleave.reduce_sum %x {dims = array<i64: 2>} : tensor<2x8x32xf32> -> tensor<2x8xf32>
-  // CHECK-NEXT: cleave.reduce_mean: ([i, j, k]) -> ([i, 1, 1]) i=2 j=8:reduction k=32:reduction
+  // CHECK-NEXT: cleave.reduce_mean: ([i, j, k]) -> ([i, 1, 1]) i=2 j=8:replicated k=32:replicated
   %1 = cleave.reduce_mean %x {dims = array<i64: 1, 2>, keepdim = true} : tensor<2x8x32xf32> -> tensor<2x1x1xf32>
   // CHECK-NEXT: cleave.reduce_max: ([i, j, k]) -> ([j, k]) i=2:replicated j=8 k=32
   %2 = cleave.reduce_max %x {dims = array<i64: 0>} : tensor<2x8x32xf32> -> tensor<8x32xf32>

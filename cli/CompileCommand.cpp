@@ -272,8 +272,8 @@ int runPartitionedCompile(int argc, char **argv) {
     return 1;
   progress("written", start);
   llvm::outs() << llvm::formatv(
-      "cleave: wrote {0}: {1} ranks (pp {2} x tp {3} x dp {4}), {5} programs, {6} x {7} "
-      "microbatches of {8}{9}\n",
+      "cleave: wrote {0}: {1} ranks (pp {2} x tp {3} x dp {4}), {5} programs, {7} "
+      "microbatches of {8} per data-parallel rank{9}\n",
       output, info.pp * info.tp * info.dp, info.pp, info.tp, info.dp, info.pp * info.tp,
       info.dp, info.microbatches, info.microbatchSize,
       info.withWeights ? "" : "; no weights (meta model)");

@@ -549,6 +549,9 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
   };
 
   std::vector<ProgramFiles> programs;
+  // Weights point into their builder's buffers: the vector must not move
+  // (or copy) a builder once it holds some.
+  programs.reserve(phasesOf.size());
   Json programsJson = Json::object();
   Json modelInputs = Json::array(), modelOutputs = Json::array();
   int64_t largestArena = 0, largestWeights = 0;

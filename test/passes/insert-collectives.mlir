@@ -17,7 +17,7 @@ func.func @mlp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   // CHECK-NEXT: %[[SUM:.*]] = cleave.all_reduce %[[Y]] {cleave.sharding = ["replicated"], cleave.stage = 0 : i64, group = "tp"} : tensor<4x8xf32> -> tensor<4x8xf32>
   // CHECK-NEXT: %[[Z:.*]] = cleave.add %[[X]], %[[SUM]]
   %z = cleave.add %x, %y {cleave.operand_sharding = ["replicated", "replicated"], cleave.sharding = ["replicated"], cleave.stage = 0 : i64} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
-  // CHECK-NEXT: %[[ZS:.*]] = cleave.shard %[[Z]] {blocks = 1 : i64, cleave.sharding = ["split(0)"], dim = 0 : i64, group = "tp"} : tensor<4x8xf32> -> tensor<4x8xf32>
+  // CHECK-NEXT: %[[ZS:.*]] = cleave.shard %[[Z]] {blocks = 1 : i64, cleave.sharding = ["split(0)"], cleave.stage = 0 : i64, dim = 0 : i64, group = "tp"} : tensor<4x8xf32> -> tensor<4x8xf32>
   // CHECK-NEXT: %[[S:.*]] = cleave.add %[[ZS]], %[[SUM]]
   %s = cleave.add %z, %y {cleave.operand_sharding = ["split(0)", "replicated"], cleave.sharding = ["split(0)"]} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   // CHECK-NEXT: %[[OUT:.*]] = cleave.all_gather %[[S]] {blocks = 1 : i64, cleave.sharding = ["replicated"], dim = 0 : i64, group = "tp"} : tensor<4x8xf32> -> tensor<4x8xf32>

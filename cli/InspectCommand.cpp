@@ -286,27 +286,27 @@ bool readStrategy(Facts &facts, std::string *error) {
   }
   for (size_t s = 0; s < stages.json.size(); ++s) {
     StrategyNode stage = stages[s];
-    StageFacts &facts_s = facts.stages[s];
+    StageFacts &stageFacts = facts.stages[s];
     StrategyNode layers = stage["layers"];
     if (!layers.json.is_array()) {
       *error = strategyError(facts, layers, "a list of layer names");
       return false;
     }
-    facts_s.layers.clear();
+    stageFacts.layers.clear();
     for (const Json &l : layers.json)
       if (l.is_string())
-        facts_s.layers.push_back(l.get<std::string>());
+        stageFacts.layers.push_back(l.get<std::string>());
     // Chunks as [first, last] layer names, in the stage's chunk order.
     StrategyNode chunks = stage["chunks"];
     if (chunks.json.is_array() && !chunks.json.empty()) {
-      facts_s.chunkLayers.clear();
+      stageFacts.chunkLayers.clear();
       size_t next = 0;
       for (size_t k = 0; k < chunks.json.size(); ++k) {
         int64_t chunk = static_cast<int64_t>(s + k * facts.plan.pp);
         StrategyNode last = chunks[k][1];
-        std::vector<std::string> &mine = facts_s.chunkLayers[chunk];
-        while (next < facts_s.layers.size()) {
-          mine.push_back(facts_s.layers[next++]);
+        std::vector<std::string> &mine = stageFacts.chunkLayers[chunk];
+        while (next < stageFacts.layers.size()) {
+          mine.push_back(stageFacts.layers[next++]);
           if (last.json.is_string() && mine.back() == last.json.get<std::string>())
             break;
         }
@@ -316,17 +316,17 @@ bool readStrategy(Facts &facts, std::string *error) {
       double v = 0;
       if (!getNumber(facts, stage["memory"][category], &v, error))
         return false;
-      facts_s.plannedMemory[category] = std::llround(v);
+      stageFacts.plannedMemory[category] = std::llround(v);
     }
     double total = 0;
     if (!getNumber(facts, stage["memory"]["total"], &total, error))
       return false;
-    facts_s.plannedMemory["total"] = std::llround(total);
+    stageFacts.plannedMemory["total"] = std::llround(total);
     for (const char *key : {"forward", "backward", "recompute", "tp_comm", "p2p"}) {
       double v = 0;
       if (!getNumber(facts, stage["per_microbatch_seconds"][key], &v, error))
         return false;
-      facts_s.seconds[key] = v;
+      stageFacts.seconds[key] = v;
     }
   }
   if (!facts.budget && top["memory_budget_bytes"].json.is_number())

@@ -617,17 +617,17 @@ Status parseBatch(const Node &top, Plan *plan) {
                         plan->microbatchSize, " = ",
                         plan->dp * microbatches * plan->microbatchSize);
   plan->hasBatch = true;
-  for (auto [key, specs] : {std::pair{"inputs", &plan->inputs}, {"outputs", &plan->outputs}})
+  for (auto [noun, specs] : {std::pair{"input", &plan->inputs}, {"output", &plan->outputs}})
     for (const TensorSpec &spec : *specs) {
       if (!spec.batchDim) {
         if (plan->dp > 1 || microbatches > 1)
-          return CLEAVE_ERROR("manifest.json: ", key, " '", spec.name,
+          return CLEAVE_ERROR("manifest.json: ", noun, " '", spec.name,
                               "' has no batch_dim, but the batch is split into ",
                               plan->dp * microbatches, " microbatches");
         continue;
       }
       if (spec.desc.shape[*spec.batchDim] != plan->globalBatch)
-        return CLEAVE_ERROR("manifest.json: ", key, " '", spec.name, "' is ",
+        return CLEAVE_ERROR("manifest.json: ", noun, " '", spec.name, "' is ",
                             describe(spec.desc.shape, spec.desc.dtype),
                             ": its batch_dim ", *spec.batchDim, " is not the global batch ",
                             plan->globalBatch);

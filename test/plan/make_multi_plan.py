@@ -29,7 +29,8 @@ DAMAGES = [
     "remove-recv", "unknown-tag", "collective-kind", "collective-group", "collective-attrs",
     "collective-shape", "recv-shape", "wrong-chunk", "drop-part", "dup-part", "part-shape",
     "unread-param", "device-count", "rank-coords", "global-batch", "bad-group",
-    "schedule-stages", "missing-slot",
+    "schedule-stages", "missing-slot", "dup-slot", "virtual-stages", "peer-chunk", "send-output",
+    "phase-chunk", "no-batch-dim", "unbound-output",
 ]
 
 
@@ -298,6 +299,16 @@ def damage_programs(kind, programs, args):
         # Chunk 2 (stage 0) receives from chunk 1; say chunk 3, also on stage 1.
         p = programs["stage0_tp0"]
         next(i for i in p.phases[1]["instructions"] if i["kernel"] == "recv")["attrs"]["peer_chunk"] = 3
+    elif kind == "peer-chunk":
+        find_inst(s1t0, "recv")["attrs"]["peer_chunk"] = 3
+    elif kind == "send-output":
+        find_inst(programs["stage0_tp0"], "send")["outputs"] = [0]
+    elif kind == "phase-chunk":
+        programs["stage0_tp0"].phases[0]["chunk"] = 1
+    elif kind == "unbound-output":
+        for p in programs.values():
+            for ph in p.phases:
+                ph["outputs"] = []
     elif kind in ("drop-part", "dup-part"):
         old = split_name("blocks.0.fc.weight", 0, t1, args.tp)
         new = "constant.0" if kind == "drop-part" else split_name("blocks.0.fc.weight", 0, 0, args.tp)
@@ -324,6 +335,13 @@ def damage_manifest(kind, manifest):
         manifest["schedule"]["stages"].pop()
     elif kind == "missing-slot":
         manifest["schedule"]["stages"][-1]["slots"].pop()
+    elif kind == "dup-slot":
+        slots = manifest["schedule"]["stages"][0]["slots"]
+        slots[1] = dict(slots[0])
+    elif kind == "virtual-stages":
+        manifest["schedule"]["virtual_stages"] = 2
+    elif kind == "no-batch-dim":
+        manifest["inputs"][0]["batch_dim"] = None
 
 
 def main():

@@ -28,6 +28,8 @@ int runCost(int argc, char **argv);
 int runProfile(int argc, char **argv, const char *argv0);
 int runBench(int argc, char **argv, const char *argv0);
 int runBenchWorker(int argc, char **argv);
+int runVerify(int argc, char **argv);
+int runInspect(int argc, char **argv);
 
 /// Prints `cleave: error: MESSAGE` and the command's usage; returns 1.
 int usageError(const std::string &message, const char *usage);

@@ -97,6 +97,10 @@ int runRun(int argc, char **argv) {
   rt::Plan plan;
   if (rt::Status s = rt::loadPlan(planDir, &plan); !s.ok())
     return fail(s.prepend(planDir));
+  if (!plan.hasWeights)
+    return fail(CLEAVE_ERROR(planDir, ": the plan has no weights (model.weights is false: ",
+                             plan.modelSource, " was exported on the meta device); ",
+                             "'cleave inspect' and 'cleave verify' read it, 'cleave run' cannot"));
   if (plan.devices.size() != 1)
     return fail(CLEAVE_ERROR(planDir, ": the plan has ", plan.devices.size(),
                              " devices; 'cleave run' runs single-device plans"));

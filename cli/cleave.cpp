@@ -23,6 +23,8 @@ commands:
   import    import a TorchScript model into cleave IR, or summarize it
   compile   compile a TorchScript model into a plan directory
   run       run a plan on inputs from a safetensors file
+  verify    check that a plan's ranks compose: sends, collectives, weight shards
+  inspect   describe a plan: stages, memory, predicted time; graph, trace, diff
   bench     time a plan against LibTorch eager on the same model and inputs
   cost      predict per-layer FLOPs, memory and time on a cluster spec
   plan      choose tensor, pipeline and data parallelism for a cluster
@@ -49,6 +51,10 @@ int main(int argc, char **argv) {
     return runCompile(argc - 2, argv + 2);
   if (command == "run")
     return runRun(argc - 2, argv + 2);
+  if (command == "verify")
+    return runVerify(argc - 2, argv + 2);
+  if (command == "inspect")
+    return runInspect(argc - 2, argv + 2);
   if (command == "bench")
     return runBench(argc - 2, argv + 2, argv[0]);
   if (command == "plan")

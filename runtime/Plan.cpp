@@ -2,11 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace cleave::runtime {
 namespace {
@@ -72,6 +74,40 @@ Status getArray(const Node &node, const std::string &key, std::optional<Node> *o
   return field(node, key, Json::value_t::array, "a list", out);
 }
 
+Status getObject(const Node &node, const std::string &key, std::optional<Node> *out) {
+  return field(node, key, Json::value_t::object, "an object", out);
+}
+
+bool has(const Node &node, const std::string &key) {
+  return node.json.is_object() && node.json.contains(key);
+}
+
+Status getDouble(const Node &node, const std::string &key, double *out) {
+  Node child = node.child(key);
+  if (!child.json.is_number() || child.json.get<double>() < 0)
+    return CLEAVE_ERROR(child.where(), ": expected a non-negative number");
+  *out = child.json.get<double>();
+  return {};
+}
+
+/// `key` when present (null counts as absent), else `fallback`.
+Status getOptionalInt(const Node &node, const std::string &key, int64_t fallback, int64_t *out,
+                      int64_t min = 0) {
+  if (!has(node, key) || node.json[key].is_null()) {
+    *out = fallback;
+    return {};
+  }
+  return getInt(node, key, out, min);
+}
+
+/// "[0, 1]", as the manifest writes a rank list.
+std::string rankList(const std::vector<int64_t> &ranks) {
+  std::string text = "[";
+  for (size_t i = 0; i < ranks.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(ranks[i]);
+  return text + "]";
+}
+
 Status getTensorDesc(const Node &node, TensorDesc *desc) {
   std::string dtype;
   CLEAVE_RETURN_IF_ERROR(getString(node, "dtype", &dtype));
@@ -129,6 +165,14 @@ Status parseTensorSpecs(const Node &top, const std::string &key,
     TensorSpec spec;
     CLEAVE_RETURN_IF_ERROR(getString(item, "name", &spec.name));
     CLEAVE_RETURN_IF_ERROR(getTensorDesc(item, &spec.desc));
+    if (has(item, "batch_dim") && !item.json["batch_dim"].is_null()) {
+      int64_t dim = 0;
+      CLEAVE_RETURN_IF_ERROR(getInt(item, "batch_dim", &dim));
+      if (dim >= spec.desc.rank())
+        return CLEAVE_ERROR(item.child("batch_dim").where(), ": dim ", dim, " of a ",
+                            describe(spec.desc.shape, spec.desc.dtype), " tensor");
+      spec.batchDim = dim;
+    }
     if (!seen.insert(spec.name).second)
       return CLEAVE_ERROR(item.where(), ": duplicate name '", spec.name, "'");
     out->push_back(std::move(spec));
@@ -191,6 +235,11 @@ Status parseBuffers(const Node &top, ProgramSpec *program) {
     } else {
       std::string weight;
       CLEAVE_RETURN_IF_ERROR(getString(item, "weight", &weight));
+      buffer.weight = weight;
+      if (program->weightsFile.empty()) { // a plan without weights: nothing to check against
+        program->buffers.push_back(std::move(buffer));
+        continue;
+      }
       const SafetensorsEntry *entry = program->weights.find(weight);
       if (!entry)
         return CLEAVE_ERROR(program->file, ": ", label, " refers to weight '", weight,
@@ -205,7 +254,6 @@ Status parseBuffers(const Node &top, ProgramSpec *program) {
       if (entry->begin % dtypeBytes(entry->desc.dtype) != 0)
         return CLEAVE_ERROR(program->weightsFile, ": weight '", weight,
                             "' is not aligned to its element size");
-      buffer.weight = weight;
     }
     program->buffers.push_back(std::move(buffer));
   }
@@ -226,7 +274,48 @@ bool overlaps(size_t aBegin, size_t aBytes, size_t bBegin, size_t bBytes) {
   return aBytes && bBytes && aBegin < bBegin + bBytes && bBegin < aBegin + aBytes;
 }
 
-Status parseInstruction(const ProgramSpec &program, const Node &item, InstructionSpec *inst) {
+bool isCollective(const std::string &kernel) {
+  return kernel == "all_reduce" || kernel == "all_gather" || kernel == "reduce_scatter" ||
+         kernel == "all_to_all";
+}
+
+/// The kernels partitioning adds: their operand counts and the attributes
+/// that say who they talk to, checked against the mesh. Shapes against the
+/// group size are verifyPlan's (runtime/PlanVerify.h).
+Status checkPartitionKernel(const Plan &plan, const std::string &label,
+                            const InstructionSpec &inst) {
+  bool isSend = inst.kernel == "send", isRecv = inst.kernel == "recv";
+  if (!isSend && !isRecv && !isCollective(inst.kernel))
+    return {};
+  size_t wantInputs = isRecv ? 0 : 1, wantOutputs = isSend ? 0 : 1;
+  if (inst.inputs.size() != wantInputs || inst.outputs.size() != wantOutputs ||
+      (wantInputs && !inst.inputs[0]))
+    return CLEAVE_ERROR(label, ": ", inst.kernel, " takes ", wantInputs, " input(s) and ",
+                        wantOutputs, " output(s), got ", inst.inputs.size(), " and ",
+                        inst.outputs.size());
+  if (!isSend && !isRecv) {
+    std::string group;
+    CLEAVE_RETURN_IF_ERROR(inst.attrs.getString("group", &group).prepend(label));
+    if (group != "tp" && group != "dp")
+      return CLEAVE_ERROR(label, ": group is '", group, "', expected 'tp' or 'dp'");
+    return {};
+  }
+  int64_t peerStage = 0, peerChunk = 0, tag = 0;
+  CLEAVE_RETURN_IF_ERROR(inst.attrs.getInt("peer_stage", &peerStage).prepend(label));
+  CLEAVE_RETURN_IF_ERROR(inst.attrs.getInt("peer_chunk", &peerChunk).prepend(label));
+  CLEAVE_RETURN_IF_ERROR(inst.attrs.getInt("tag", &tag).prepend(label));
+  if (peerStage < 0 || peerStage >= plan.pp)
+    return CLEAVE_ERROR(label, ": peer_stage ", peerStage, " is not a stage of pp ", plan.pp);
+  if (peerChunk < 0 || peerChunk >= plan.chunks() || plan.stageOfChunk(peerChunk) != peerStage)
+    return CLEAVE_ERROR(label, ": peer_chunk ", peerChunk, " is not a chunk of stage ",
+                        peerStage, " (", plan.chunks(), " chunks on ", plan.pp, " stages)");
+  if (tag < 0)
+    return CLEAVE_ERROR(label, ": tag must be at least 0, got ", tag);
+  return {};
+}
+
+Status parseInstruction(const Plan &plan, const ProgramSpec &program, const Node &item,
+                        InstructionSpec *inst) {
   CLEAVE_RETURN_IF_ERROR(getString(item, "kernel", &inst->kernel));
   if (item.json.contains("loc"))
     CLEAVE_RETURN_IF_ERROR(getString(item, "loc", &inst->loc));
@@ -282,39 +371,170 @@ Status parseInstruction(const ProgramSpec &program, const Node &item, Instructio
         return CLEAVE_ERROR(label, ": output buffer ", o, " overlaps input buffer ", *in);
     }
   }
-  return {};
+  return checkPartitionKernel(plan, label, *inst);
 }
 
-Status parseBindings(const Node &top, const std::string &key, const ProgramSpec &program,
-                     const std::vector<TensorSpec> &expected, std::vector<Binding> *out) {
-  std::optional<Node> list;
-  CLEAVE_RETURN_IF_ERROR(getArray(top, key, &list));
-  for (size_t i = 0; i < list->json.size(); ++i) {
-    Node item = list->element(i);
+/// The bindings in `list`: name, buffer and, in multi-device programs, the
+/// phase index.
+Status parseBindingList(const Node &list, const ProgramSpec &program, bool allowPhase,
+                        std::vector<Binding> *out) {
+  for (size_t i = 0; i < list.json.size(); ++i) {
+    Node item = list.element(i);
     Binding binding;
     CLEAVE_RETURN_IF_ERROR(getString(item, "name", &binding.name));
     CLEAVE_RETURN_IF_ERROR(bufferId(program, item.child("buffer"), &binding.buffer));
+    if (allowPhase && has(item, "phase")) {
+      int64_t phase = 0;
+      CLEAVE_RETURN_IF_ERROR(getInt(item, "phase", &phase));
+      if (phase >= static_cast<int64_t>(program.phases.size()))
+        return CLEAVE_ERROR(item.child("phase").where(), ": phase ", phase,
+                            " (the program has ", program.phases.size(), ")");
+      binding.phase = phase;
+    }
     out->push_back(binding);
   }
-  // A single-device program binds every model input and output.
-  if (out->size() != expected.size())
-    return CLEAVE_ERROR(program.file, ": binds ", out->size(), " ", key, ", the manifest has ",
-                        expected.size());
-  for (const TensorSpec &spec : expected) {
-    const Binding *binding = nullptr;
-    for (const Binding &b : *out)
-      if (b.name == spec.name)
-        binding = &b;
-    if (!binding)
-      return CLEAVE_ERROR(program.file, ": does not bind ", key, " '", spec.name, "'");
-    const BufferSpec &buffer = program.buffers[binding->buffer];
-    if (buffer.desc != spec.desc)
-      return CLEAVE_ERROR(program.file, ": '", spec.name, "' is ",
-                          describe(spec.desc.shape, spec.desc.dtype),
-                          " in the manifest but its buffer ", buffer.id, " is ",
-                          describe(buffer.desc.shape, buffer.desc.dtype));
+  return {};
+}
+
+const TensorSpec *findTensor(const std::vector<TensorSpec> &specs, const std::string &name) {
+  for (const TensorSpec &spec : specs)
+    if (spec.name == name)
+      return &spec;
+  return nullptr;
+}
+
+/// What a program's buffer for model tensor `spec` holds: the whole tensor
+/// on one device, one microbatch of it in a plan with a batch.
+TensorDesc perMicrobatch(const Plan &plan, const TensorSpec &spec) {
+  TensorDesc desc = spec.desc;
+  if (plan.hasBatch && spec.batchDim)
+    desc.shape[*spec.batchDim] = plan.microbatchSize;
+  return desc;
+}
+
+/// Checks a program's input or output bindings (`key`) against the
+/// manifest. A single-device program binds every model input and output; a
+/// program of many devices binds those its phases read and write, at the
+/// microbatch size.
+Status checkBindings(const Plan &plan, const ProgramSpec &program, const std::string &key,
+                     const std::vector<TensorSpec> &expected, const std::vector<Binding> &bound) {
+  if (!plan.hasBatch) {
+    if (bound.size() != expected.size())
+      return CLEAVE_ERROR(program.file, ": binds ", bound.size(), " ", key,
+                          ", the manifest has ", expected.size());
+    for (const TensorSpec &spec : expected) {
+      bool found = false;
+      for (const Binding &b : bound)
+        found |= b.name == spec.name;
+      if (!found)
+        return CLEAVE_ERROR(program.file, ": does not bind ", key, " '", spec.name, "'");
+    }
+  }
+  std::set<std::pair<std::string, int64_t>> seen;
+  for (const Binding &binding : bound) {
+    const TensorSpec *spec = findTensor(expected, binding.name);
+    if (!spec)
+      return CLEAVE_ERROR(program.file, ": binds ", key, " '", binding.name,
+                          "', which the manifest does not list");
+    if (!seen.insert({binding.name, binding.phase.value_or(-1)}).second)
+      return CLEAVE_ERROR(program.file, ": binds ", key, " '", binding.name, "' twice");
+    const BufferSpec &buffer = program.buffers[binding.buffer];
+    TensorDesc want = perMicrobatch(plan, *spec);
+    if (buffer.desc != want)
+      return CLEAVE_ERROR(program.file, ": '", spec->name, "' is ",
+                          describe(want.shape, want.dtype), " in the manifest",
+                          plan.hasBatch ? " (one microbatch)" : "", " but its buffer ",
+                          buffer.id, " is ", describe(buffer.desc.shape, buffer.desc.dtype));
     if (key == "inputs" && !buffer.arenaOffset)
-      return CLEAVE_ERROR(program.file, ": input '", spec.name, "' is bound to a weight");
+      return CLEAVE_ERROR(program.file, ": input '", spec->name, "' is bound to a weight");
+  }
+  return {};
+}
+
+/// Gives every phase its bindings: its own "inputs"/"outputs" list, which
+/// must be the program's bindings of that phase index, or those bindings.
+Status bindPhases(const Node &top, const std::string &key, const std::vector<Binding> &program,
+                  std::vector<Phase> *phases) {
+  for (size_t p = 0; p < phases->size(); ++p) {
+    std::vector<Binding> mine;
+    for (const Binding &b : program)
+      if (!b.phase || *b.phase == static_cast<int64_t>(p))
+        mine.push_back(b);
+    Phase &phase = (*phases)[p];
+    std::vector<Binding> &list = key == "inputs" ? phase.inputs : phase.outputs;
+    if (list.empty() && !has(top.child("phases").element(p), key)) {
+      list = mine;
+      continue;
+    }
+    bool same = list.size() == mine.size();
+    for (const Binding &b : list) {
+      bool found = false;
+      for (const Binding &m : mine)
+        found |= m.name == b.name && m.buffer == b.buffer;
+      same &= found;
+    }
+    if (!same)
+      return CLEAVE_ERROR(top.child("phases").element(p).child(key).where(),
+                          ": differs from the program's ", key, " of phase ", p);
+  }
+  return {};
+}
+
+Status parsePhases(const Plan &plan, const Node &top, ProgramSpec *program) {
+  std::optional<Node> phases;
+  CLEAVE_RETURN_IF_ERROR(getArray(top, "phases", &phases));
+  for (size_t p = 0; p < phases->json.size(); ++p) {
+    Node phaseNode = phases->element(p);
+    Phase phase;
+    CLEAVE_RETURN_IF_ERROR(getString(phaseNode, "name", &phase.name));
+    // A phase runs its program's own chunk unless the schedule interleaves.
+    CLEAVE_RETURN_IF_ERROR(getOptionalInt(phaseNode, "chunk", program->stage, &phase.chunk));
+    if (phase.chunk >= plan.chunks() || plan.stageOfChunk(phase.chunk) != program->stage)
+      return CLEAVE_ERROR(phaseNode.child("chunk").where(), ": chunk ", phase.chunk,
+                          " does not run on stage ", program->stage, " (", plan.chunks(),
+                          " chunks on ", plan.pp, " stages: chunk c runs on stage c mod ",
+                          plan.pp, ")");
+    if (program->findPhase(phase.name, phase.chunk))
+      return CLEAVE_ERROR(phaseNode.where(), ": duplicate phase '", phase.name, "'",
+                          plan.chunks() > 1 ? " of chunk " + std::to_string(phase.chunk) : "");
+    for (const char *key : {"inputs", "outputs"})
+      if (has(phaseNode, key)) {
+        std::optional<Node> list;
+        CLEAVE_RETURN_IF_ERROR(getArray(phaseNode, key, &list));
+        CLEAVE_RETURN_IF_ERROR(parseBindingList(*list, *program, /*allowPhase=*/false,
+                                                key == std::string("inputs") ? &phase.inputs
+                                                                             : &phase.outputs));
+      }
+    std::optional<Node> list;
+    CLEAVE_RETURN_IF_ERROR(getArray(phaseNode, "instructions", &list));
+    for (size_t i = 0; i < list->json.size(); ++i) {
+      InstructionSpec inst;
+      CLEAVE_RETURN_IF_ERROR(parseInstruction(plan, *program, list->element(i), &inst));
+      phase.instructions.push_back(std::move(inst));
+    }
+    program->phases.push_back(std::move(phase));
+  }
+  if (!program->findPhase("forward"))
+    return CLEAVE_ERROR(program->file, ": has no 'forward' phase");
+  return {};
+}
+
+/// The program's (stage, tp index) from the manifest entry and the program
+/// file; where both give one they must agree. Single-device plans give none.
+Status programPosition(const Plan &plan, const Node &entry, const Node &top,
+                       ProgramSpec *program) {
+  for (auto [key, out, extent] : {std::tuple{"stage", &program->stage, plan.pp},
+                                  std::tuple{"tp", &program->tp, plan.tp}}) {
+    int64_t fromManifest = 0, fromFile = 0;
+    CLEAVE_RETURN_IF_ERROR(getOptionalInt(entry, key, 0, &fromManifest));
+    CLEAVE_RETURN_IF_ERROR(getOptionalInt(top, key, fromManifest, &fromFile));
+    if (has(entry, key) && fromFile != fromManifest)
+      return CLEAVE_ERROR(program->file, ": ", key, " ", fromFile, ", the manifest says ",
+                          fromManifest);
+    if (fromFile >= extent)
+      return CLEAVE_ERROR(program->file, ": ", key, " ", fromFile, " is outside the mesh (",
+                          key, " ", extent, ")");
+    *out = fromFile;
   }
   return {};
 }
@@ -323,13 +543,17 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
                    ProgramSpec *program) {
   program->name = name;
   CLEAVE_RETURN_IF_ERROR(getString(entry, "file", &program->file));
-  CLEAVE_RETURN_IF_ERROR(getString(entry, "weights", &program->weightsFile));
+  // A plan without weights has no weight files to name (or ignores them).
+  if (plan.hasWeights)
+    CLEAVE_RETURN_IF_ERROR(getString(entry, "weights", &program->weightsFile));
   for (const std::string *f : {&program->file, &program->weightsFile})
-    if (f->empty() || f->front() == '/' || f->find("..") != std::string::npos)
+    if ((f == &program->file || plan.hasWeights) &&
+        (f->empty() || f->front() == '/' || f->find("..") != std::string::npos))
       return CLEAVE_ERROR(entry.where(), ": '", *f, "' must be a path inside the plan");
 
-  CLEAVE_RETURN_IF_ERROR(
-      readSafetensorsIndex(plan.dir + "/" + program->weightsFile, &program->weights));
+  if (plan.hasWeights)
+    CLEAVE_RETURN_IF_ERROR(
+        readSafetensorsIndex(plan.dir + "/" + program->weightsFile, &program->weights));
   Json json;
   CLEAVE_RETURN_IF_ERROR(readJson(plan.dir, program->file, &json));
   Node top{json, program->file, ""};
@@ -340,6 +564,7 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
   if (declared != name)
     return CLEAVE_ERROR(program->file, ": names program '", declared, "', the manifest '",
                         name, "'");
+  CLEAVE_RETURN_IF_ERROR(programPosition(plan, entry, top, program));
   int64_t arenaBytes = 0;
   CLEAVE_RETURN_IF_ERROR(getInt(top, "arena_bytes", &arenaBytes));
   program->arenaBytes = static_cast<size_t>(arenaBytes);
@@ -353,35 +578,291 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
     return CLEAVE_ERROR("manifest.json: program '", name, "' predicts an arena of ",
                         predictedArena, " bytes, ", program->file, " declares ",
                         program->arenaBytes);
-  if (static_cast<size_t>(predictedWeights) != program->weights.dataBytes)
+  if (plan.hasWeights && static_cast<size_t>(predictedWeights) != program->weights.dataBytes)
     return CLEAVE_ERROR("manifest.json: program '", name, "' predicts ", predictedWeights,
                         " weight bytes, ", program->weightsFile, " holds ",
                         program->weights.dataBytes);
+  program->weightBytes = static_cast<size_t>(predictedWeights);
 
   CLEAVE_RETURN_IF_ERROR(parseBuffers(top, program));
-  CLEAVE_RETURN_IF_ERROR(parseBindings(top, "inputs", *program, plan.inputs, &program->inputs));
-  CLEAVE_RETURN_IF_ERROR(
-      parseBindings(top, "outputs", *program, plan.outputs, &program->outputs));
-
-  std::optional<Node> phases;
-  CLEAVE_RETURN_IF_ERROR(getArray(top, "phases", &phases));
-  for (size_t p = 0; p < phases->json.size(); ++p) {
-    Node phaseNode = phases->element(p);
-    Phase phase;
-    CLEAVE_RETURN_IF_ERROR(getString(phaseNode, "name", &phase.name));
-    if (program->findPhase(phase.name))
-      return CLEAVE_ERROR(phaseNode.where(), ": duplicate phase '", phase.name, "'");
+  CLEAVE_RETURN_IF_ERROR(parsePhases(plan, top, program));
+  for (const char *key : {"inputs", "outputs"}) {
+    bool isInputs = key == std::string("inputs");
+    std::vector<Binding> &bound = isInputs ? program->inputs : program->outputs;
     std::optional<Node> list;
-    CLEAVE_RETURN_IF_ERROR(getArray(phaseNode, "instructions", &list));
-    for (size_t i = 0; i < list->json.size(); ++i) {
-      InstructionSpec inst;
-      CLEAVE_RETURN_IF_ERROR(parseInstruction(*program, list->element(i), &inst));
-      phase.instructions.push_back(std::move(inst));
-    }
-    program->phases.push_back(std::move(phase));
+    CLEAVE_RETURN_IF_ERROR(getArray(top, key, &list));
+    CLEAVE_RETURN_IF_ERROR(parseBindingList(*list, *program, plan.hasBatch, &bound));
+    CLEAVE_RETURN_IF_ERROR(
+        checkBindings(plan, *program, key, isInputs ? plan.inputs : plan.outputs, bound));
+    CLEAVE_RETURN_IF_ERROR(bindPhases(top, key, bound, &program->phases));
   }
-  if (!program->findPhase("forward"))
-    return CLEAVE_ERROR(program->file, ": has no 'forward' phase");
+  return {};
+}
+
+/// `batch`: the global batch, the microbatch size the programs are compiled
+/// for and the microbatches per dp rank; the inputs and outputs agree.
+Status parseBatch(const Node &top, Plan *plan) {
+  std::optional<Node> batch;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "batch", &batch));
+  int64_t microbatches = 0;
+  CLEAVE_RETURN_IF_ERROR(getInt(*batch, "global", &plan->globalBatch, 1));
+  CLEAVE_RETURN_IF_ERROR(getInt(*batch, "microbatch_size", &plan->microbatchSize, 1));
+  CLEAVE_RETURN_IF_ERROR(getInt(*batch, "microbatches", &microbatches, 1));
+  if (microbatches != plan->microbatches)
+    return CLEAVE_ERROR("manifest.json: batch.microbatches is ", microbatches,
+                        ", schedule.microbatches ", plan->microbatches);
+  if (plan->globalBatch != plan->dp * microbatches * plan->microbatchSize)
+    return CLEAVE_ERROR("manifest.json: batch: global ", plan->globalBatch, " is not dp ",
+                        plan->dp, " x microbatches ", microbatches, " x microbatch_size ",
+                        plan->microbatchSize, " = ",
+                        plan->dp * microbatches * plan->microbatchSize);
+  plan->hasBatch = true;
+  for (auto [noun, specs] : {std::pair{"input", &plan->inputs}, {"output", &plan->outputs}})
+    for (const TensorSpec &spec : *specs) {
+      if (!spec.batchDim) {
+        if (plan->dp > 1 || microbatches > 1)
+          return CLEAVE_ERROR("manifest.json: ", noun, " '", spec.name,
+                              "' has no batch_dim, but the batch is split into ",
+                              plan->dp * microbatches, " microbatches");
+        continue;
+      }
+      if (spec.desc.shape[*spec.batchDim] != plan->globalBatch)
+        return CLEAVE_ERROR("manifest.json: ", noun, " '", spec.name, "' is ",
+                            describe(spec.desc.shape, spec.desc.dtype),
+                            ": its batch_dim ", *spec.batchDim, " is not the global batch ",
+                            plan->globalBatch);
+    }
+  return {};
+}
+
+/// `schedule.stages`: per stage, the slots it runs in order. Each slot names
+/// a phase every program of the stage has, of a chunk of the stage, and a
+/// microbatch; every forward phase runs every microbatch exactly once.
+Status parseScheduleStages(const Node &schedule, Plan *plan) {
+  plan->stageSlots.assign(plan->pp, {});
+  if (!has(schedule, "stages")) {
+    // Not given (single-device plans): each stage runs its chunks' forwards
+    // microbatch by microbatch.
+    for (int64_t s = 0; s < plan->pp; ++s)
+      for (int64_t m = 0; m < plan->microbatches; ++m)
+        for (int64_t c = s; c < plan->chunks(); c += plan->pp)
+          plan->stageSlots[s].push_back({"forward", c, m});
+    return {};
+  }
+  std::optional<Node> stages;
+  CLEAVE_RETURN_IF_ERROR(getArray(schedule, "stages", &stages));
+  if (static_cast<int64_t>(stages->json.size()) != plan->pp)
+    return CLEAVE_ERROR(stages->where(), ": ", stages->json.size(), " entr",
+                        stages->json.size() == 1 ? "y" : "ies", " for ", plan->pp,
+                        " pipeline stages (one per stage)");
+  for (int64_t s = 0; s < plan->pp; ++s) {
+    Node entry = stages->element(s);
+    int64_t stage = 0;
+    CLEAVE_RETURN_IF_ERROR(getOptionalInt(entry, "stage", s, &stage));
+    if (stage != s)
+      return CLEAVE_ERROR(entry.where(), ": stage ", stage, " out of order (expected ", s, ")");
+    std::optional<Node> slots;
+    CLEAVE_RETURN_IF_ERROR(getArray(entry, "slots", &slots));
+    for (size_t i = 0; i < slots->json.size(); ++i) {
+      Node item = slots->element(i);
+      ScheduleSlot slot;
+      CLEAVE_RETURN_IF_ERROR(getString(item, "phase", &slot.phase));
+      CLEAVE_RETURN_IF_ERROR(getOptionalInt(item, "chunk", s, &slot.chunk));
+      CLEAVE_RETURN_IF_ERROR(getInt(item, "microbatch", &slot.microbatch));
+      if (slot.chunk >= plan->chunks() || plan->stageOfChunk(slot.chunk) != s)
+        return CLEAVE_ERROR(item.where(), ": chunk ", slot.chunk, " does not run on stage ",
+                            s);
+      if (slot.microbatch >= plan->microbatches)
+        return CLEAVE_ERROR(item.where(), ": microbatch ", slot.microbatch, " of ",
+                            plan->microbatches);
+      plan->stageSlots[s].push_back(slot);
+    }
+  }
+  return {};
+}
+
+/// Every slot's phase exists in every program of its stage, no slot runs
+/// twice, and every forward phase runs once per microbatch.
+Status checkScheduleAgainstPrograms(const Plan &plan) {
+  for (int64_t s = 0; s < plan.pp; ++s) {
+    std::set<std::tuple<std::string, int64_t, int64_t>> ran;
+    const std::vector<ScheduleSlot> &slots = plan.stageSlots[s];
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const ScheduleSlot &slot = slots[i];
+      std::string where = "manifest.json: schedule.stages[" + std::to_string(s) + "].slots[" +
+                          std::to_string(i) + "]";
+      if (!ran.insert({slot.phase, slot.chunk, slot.microbatch}).second)
+        return CLEAVE_ERROR(where, ": ", slot.phase, " chunk ", slot.chunk, " microbatch ",
+                            slot.microbatch, " runs twice");
+      for (const auto &[name, program] : plan.programs)
+        if (program.stage == s && !program.findPhase(slot.phase, slot.chunk))
+          return CLEAVE_ERROR(where, ": program '", name, "' has no ", slot.phase,
+                              " phase of chunk ", slot.chunk);
+    }
+    for (const auto &[name, program] : plan.programs) {
+      if (program.stage != s)
+        continue;
+      for (const Phase &phase : program.phases)
+        for (int64_t m = 0; phase.name == "forward" && m < plan.microbatches; ++m)
+          if (!ran.count({phase.name, phase.chunk, m}))
+            return CLEAVE_ERROR("manifest.json: schedule.stages[", s, "]: ", phase.name,
+                                " chunk ", phase.chunk, " microbatch ", m, " never runs");
+    }
+  }
+  return {};
+}
+
+/// Stage, dp index and tp index of `rank`: tp fastest, then dp, then stage.
+struct RankPosition {
+  int64_t stage, dp, tp;
+};
+RankPosition positionOf(const Plan &plan, int64_t rank) {
+  return {rank / (plan.dp * plan.tp), (rank / plan.tp) % plan.dp, rank % plan.tp};
+}
+
+/// The groups of `kind` the mesh implies: ranks that differ only in that
+/// coordinate (for "pipeline", the stages of one (dp, tp)), in rank order.
+std::vector<std::vector<int64_t>> meshGroups(const Plan &plan, const std::string &kind) {
+  std::map<std::tuple<int64_t, int64_t, int64_t>, std::vector<int64_t>> groups;
+  for (int64_t r = 0; r < plan.pp * plan.dp * plan.tp; ++r) {
+    RankPosition p = positionOf(plan, r);
+    auto key = kind == "tp"   ? std::tuple{p.stage, p.dp, int64_t(0)}
+               : kind == "dp" ? std::tuple{p.stage, int64_t(0), p.tp}
+                              : std::tuple{int64_t(0), p.dp, p.tp};
+    groups[key].push_back(r);
+  }
+  std::vector<std::vector<int64_t>> out;
+  for (auto &[key, ranks] : groups)
+    out.push_back(std::move(ranks));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// `groups.KIND`: exactly the mesh's groups of that kind, in any order.
+Status parseGroups(const Node &groups, const std::string &kind, const Plan &plan,
+                   std::vector<std::vector<int64_t>> *out) {
+  std::vector<std::vector<int64_t>> expected = meshGroups(plan, kind);
+  *out = expected;
+  if (!has(groups, kind))
+    return {};
+  std::optional<Node> list;
+  CLEAVE_RETURN_IF_ERROR(getArray(groups, kind, &list));
+  std::set<std::vector<int64_t>> seen;
+  for (size_t i = 0; i < list->json.size(); ++i) {
+    Node item = list->element(i);
+    std::vector<int64_t> ranks;
+    bool ints = item.json.is_array();
+    for (const Json &r : item.json.is_array() ? item.json : Json::array())
+      if ((ints &= r.is_number_integer()))
+        ranks.push_back(r.get<int64_t>());
+    if (!ints || ranks.empty())
+      return CLEAVE_ERROR(item.where(), ": expected a list of ranks");
+    const std::vector<int64_t> *own = nullptr; // the group of its first rank
+    for (const std::vector<int64_t> &g : expected)
+      if (std::find(g.begin(), g.end(), ranks.front()) != g.end())
+        own = &g;
+    if (!own)
+      return CLEAVE_ERROR(item.where(), ": rank ", ranks.front(), " is not a rank of the ",
+                          plan.devices.size(), " devices");
+    if (ranks != *own)
+      return CLEAVE_ERROR(item.where(), ": ", rankList(ranks), " is not a ", kind,
+                          " group of the mesh: rank ", ranks.front(), "'s is ", rankList(*own));
+    if (!seen.insert(ranks).second)
+      return CLEAVE_ERROR(item.where(), ": ", rankList(ranks), " is listed twice");
+  }
+  if (seen.size() != expected.size())
+    return CLEAVE_ERROR(list->where(), ": ", seen.size(), " groups, the mesh has ",
+                        expected.size());
+  return {};
+}
+
+Status parseParameters(const Node &top, Plan *plan) {
+  if (!has(top, "parameters"))
+    return {};
+  std::optional<Node> params;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "parameters", &params));
+  for (auto it = params->json.begin(); it != params->json.end(); ++it) {
+    TensorDesc desc;
+    CLEAVE_RETURN_IF_ERROR(getTensorDesc(params->child(it.key()), &desc));
+    plan->parameters.emplace(it.key(), desc);
+  }
+  return {};
+}
+
+Status parsePredicted(const Node &top, PredictedCost *predicted) {
+  if (!has(top, "predicted"))
+    return {};
+  std::optional<Node> node;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "predicted", &node));
+  for (auto [key, out] : {std::pair{"step_seconds", &predicted->stepSeconds},
+                          {"compute_seconds", &predicted->computeSeconds},
+                          {"communication_seconds", &predicted->communicationSeconds},
+                          {"bubble_seconds", &predicted->bubbleSeconds}})
+    if (has(*node, key)) {
+      double value = 0;
+      CLEAVE_RETURN_IF_ERROR(getDouble(*node, key, &value));
+      *out = value;
+    }
+  if (has(*node, "memory_budget_bytes")) {
+    int64_t budget = 0;
+    CLEAVE_RETURN_IF_ERROR(getInt(*node, "memory_budget_bytes", &budget));
+    predicted->memoryBudgetBytes = budget;
+  }
+  if (has(*node, "memory_bytes")) {
+    std::optional<Node> memory;
+    CLEAVE_RETURN_IF_ERROR(getObject(*node, "memory_bytes", &memory));
+    for (auto [key, out] : {std::pair{"arena", &predicted->arenaBytes},
+                            {"weights", &predicted->weightBytes},
+                            {"total", &predicted->totalBytes}})
+      if (has(*memory, key)) {
+        int64_t bytes = 0;
+        CLEAVE_RETURN_IF_ERROR(getInt(*memory, key, &bytes));
+        *out = bytes;
+      }
+  }
+  return {};
+}
+
+Status parseDevices(const Node &top, Plan *plan) {
+  std::optional<Node> devices;
+  CLEAVE_RETURN_IF_ERROR(getArray(top, "devices", &devices));
+  if (devices->json.empty())
+    return CLEAVE_ERROR("manifest.json: devices: the plan has no device");
+  if (static_cast<int64_t>(devices->json.size()) != plan->pp * plan->tp * plan->dp)
+    return CLEAVE_ERROR("manifest.json: ", devices->json.size(), " devices for a mesh of pp ",
+                        plan->pp, " x tp ", plan->tp, " x dp ", plan->dp);
+  std::set<std::string> used;
+  for (size_t i = 0; i < devices->json.size(); ++i) {
+    Node item = devices->element(i);
+    DeviceSpec device;
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "rank", &device.rank));
+    if (device.rank != static_cast<int64_t>(i))
+      return CLEAVE_ERROR(item.where(), ": rank ", device.rank, " out of order");
+    CLEAVE_RETURN_IF_ERROR(getString(item, "backend", &device.backend));
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "stage", &device.stage));
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "tp", &device.tp));
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "dp", &device.dp));
+    CLEAVE_RETURN_IF_ERROR(getString(item, "program", &device.program));
+    RankPosition at = positionOf(*plan, device.rank);
+    if (device.stage != at.stage || device.dp != at.dp || device.tp != at.tp)
+      return CLEAVE_ERROR(item.where(), ": rank ", device.rank, " is at stage ", device.stage,
+                          ", dp ", device.dp, ", tp ", device.tp, "; the mesh puts it at stage ",
+                          at.stage, ", dp ", at.dp, ", tp ", at.tp,
+                          " (rank = stage*dp*tp + dp*tp + tp)");
+    auto program = plan->programs.find(device.program);
+    if (program == plan->programs.end())
+      return CLEAVE_ERROR(item.where(), ": unknown program '", device.program, "'");
+    if (program->second.stage != device.stage || program->second.tp != device.tp)
+      return CLEAVE_ERROR(item.where(), ": rank ", device.rank, " (stage ", device.stage,
+                          ", tp ", device.tp, ") runs program '", device.program,
+                          "', which is stage ", program->second.stage, ", tp ",
+                          program->second.tp);
+    used.insert(device.program);
+    plan->devices.push_back(std::move(device));
+  }
+  for (const auto &[name, program] : plan->programs)
+    if (!used.count(name))
+      return CLEAVE_ERROR("manifest.json: programs.", name, ": no device runs it");
   return {};
 }
 
@@ -390,6 +871,13 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
 const Phase *ProgramSpec::findPhase(const std::string &name) const {
   for (const Phase &p : phases)
     if (p.name == name)
+      return &p;
+  return nullptr;
+}
+
+const Phase *ProgramSpec::findPhase(const std::string &name, int64_t chunk) const {
+  for (const Phase &p : phases)
+    if (p.name == name && p.chunk == chunk)
       return &p;
   return nullptr;
 }
@@ -403,6 +891,16 @@ const ProgramSpec *Plan::programForRank(int64_t rank) const {
   return nullptr;
 }
 
+const std::vector<int64_t> *Plan::groupOf(const std::string &kind, int64_t rank) const {
+  const auto *lists = kind == "tp" ? &groups.tp : kind == "dp" ? &groups.dp : nullptr;
+  if (!lists)
+    return nullptr;
+  for (const std::vector<int64_t> &g : *lists)
+    if (std::find(g.begin(), g.end(), rank) != g.end())
+      return &g;
+  return nullptr;
+}
+
 Status loadPlan(const std::string &dir, Plan *out) {
   Plan plan;
   plan.dir = dir;
@@ -413,49 +911,67 @@ Status loadPlan(const std::string &dir, Plan *out) {
 
   Node model = top.child("model");
   CLEAVE_RETURN_IF_ERROR(getString(model, "source", &plan.modelSource));
+  if (has(model, "weights")) {
+    if (!model.json["weights"].is_boolean())
+      return CLEAVE_ERROR(model.child("weights").where(), ": expected true or false");
+    plan.hasWeights = model.json["weights"].get<bool>();
+  }
   CLEAVE_RETURN_IF_ERROR(parseTensorSpecs(top, "inputs", &plan.inputs));
   CLEAVE_RETURN_IF_ERROR(parseTensorSpecs(top, "outputs", &plan.outputs));
 
   std::optional<Node> mesh;
-  CLEAVE_RETURN_IF_ERROR(field(top, "mesh", Json::value_t::object, "an object", &mesh));
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "mesh", &mesh));
   CLEAVE_RETURN_IF_ERROR(getInt(*mesh, "pp", &plan.pp, 1));
   CLEAVE_RETURN_IF_ERROR(getInt(*mesh, "tp", &plan.tp, 1));
   CLEAVE_RETURN_IF_ERROR(getInt(*mesh, "dp", &plan.dp, 1));
   std::optional<Node> schedule;
-  CLEAVE_RETURN_IF_ERROR(field(top, "schedule", Json::value_t::object, "an object", &schedule));
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "schedule", &schedule));
   CLEAVE_RETURN_IF_ERROR(getString(*schedule, "kind", &plan.schedule));
+  if (plan.schedule != "forward" && plan.schedule != "gpipe" && plan.schedule != "1f1b" &&
+      plan.schedule != "interleaved")
+    return CLEAVE_ERROR("manifest.json: schedule.kind: unknown schedule '", plan.schedule,
+                        "' (expected forward, gpipe, 1f1b or interleaved)");
   CLEAVE_RETURN_IF_ERROR(getInt(*schedule, "microbatches", &plan.microbatches, 1));
+  CLEAVE_RETURN_IF_ERROR(getOptionalInt(*schedule, "virtual_stages", 1, &plan.virtualStages, 1));
+  if (plan.virtualStages > 1 && plan.schedule != "interleaved")
+    return CLEAVE_ERROR("manifest.json: schedule: ", plan.virtualStages,
+                        " virtual stages, but the schedule is '", plan.schedule,
+                        "' (only 'interleaved' has more than one)");
+  if (has(top, "batch"))
+    CLEAVE_RETURN_IF_ERROR(parseBatch(top, &plan));
+  CLEAVE_RETURN_IF_ERROR(parseScheduleStages(*schedule, &plan));
+  CLEAVE_RETURN_IF_ERROR(parseParameters(top, &plan));
+  CLEAVE_RETURN_IF_ERROR(parsePredicted(top, &plan.predicted));
 
   std::optional<Node> programs;
-  CLEAVE_RETURN_IF_ERROR(
-      field(top, "programs", Json::value_t::object, "an object", &programs));
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "programs", &programs));
   for (auto it = programs->json.begin(); it != programs->json.end(); ++it) {
     ProgramSpec program;
     CLEAVE_RETURN_IF_ERROR(loadProgram(plan, it.key(), programs->child(it.key()), &program));
     plan.programs.emplace(it.key(), std::move(program));
   }
+  CLEAVE_RETURN_IF_ERROR(parseDevices(top, &plan));
 
-  std::optional<Node> devices;
-  CLEAVE_RETURN_IF_ERROR(getArray(top, "devices", &devices));
-  if (devices->json.empty())
-    return CLEAVE_ERROR("manifest.json: devices: the plan has no device");
-  if (static_cast<int64_t>(devices->json.size()) != plan.pp * plan.tp * plan.dp)
-    return CLEAVE_ERROR("manifest.json: ", devices->json.size(), " devices for a mesh of pp ",
-                        plan.pp, " x tp ", plan.tp, " x dp ", plan.dp);
-  for (size_t i = 0; i < devices->json.size(); ++i) {
-    Node item = devices->element(i);
-    DeviceSpec device;
-    CLEAVE_RETURN_IF_ERROR(getInt(item, "rank", &device.rank));
-    if (device.rank != static_cast<int64_t>(i))
-      return CLEAVE_ERROR(item.where(), ": rank ", device.rank, " out of order");
-    CLEAVE_RETURN_IF_ERROR(getString(item, "backend", &device.backend));
-    CLEAVE_RETURN_IF_ERROR(getInt(item, "stage", &device.stage));
-    CLEAVE_RETURN_IF_ERROR(getInt(item, "tp", &device.tp));
-    CLEAVE_RETURN_IF_ERROR(getInt(item, "dp", &device.dp));
-    CLEAVE_RETURN_IF_ERROR(getString(item, "program", &device.program));
-    if (!plan.programs.count(device.program))
-      return CLEAVE_ERROR(item.where(), ": unknown program '", device.program, "'");
-    plan.devices.push_back(std::move(device));
+  if (has(top, "groups")) {
+    std::optional<Node> groups;
+    CLEAVE_RETURN_IF_ERROR(getObject(top, "groups", &groups));
+    CLEAVE_RETURN_IF_ERROR(parseGroups(*groups, "tp", plan, &plan.groups.tp));
+    CLEAVE_RETURN_IF_ERROR(parseGroups(*groups, "dp", plan, &plan.groups.dp));
+    CLEAVE_RETURN_IF_ERROR(parseGroups(*groups, "pipeline", plan, &plan.groups.pipeline));
+  } else {
+    plan.groups = {meshGroups(plan, "tp"), meshGroups(plan, "dp"), meshGroups(plan, "pipeline")};
+  }
+  CLEAVE_RETURN_IF_ERROR(checkScheduleAgainstPrograms(plan));
+
+  // Every model output comes from some program (on one device, checkBindings
+  // already required the program to bind all of them).
+  for (const TensorSpec &output : plan.outputs) {
+    bool bound = false;
+    for (const auto &[name, program] : plan.programs)
+      for (const Binding &b : program.outputs)
+        bound |= b.name == output.name;
+    if (!bound)
+      return CLEAVE_ERROR("manifest.json: output '", output.name, "' is bound by no program");
   }
   *out = std::move(plan);
   return {};

@@ -1,13 +1,17 @@
 //===- Plan.h - A loaded, validated plan directory ------------------------===//
 //
 // A plan directory (docs/plan-format.md):
-//   manifest.json             model, inputs/outputs, mesh, devices, programs
+//   manifest.json             model, inputs/outputs, mesh, batch, schedule,
+//                             groups, devices, parameters, programs
 //   programs/<program>.json   buffers and per-phase instruction lists
-//   weights/<program>.safetensors
+//   weights/<program>.safetensors   (absent when model.weights is false)
 // loadPlan reads and cross-checks all of it; a plan that loads is internally
 // consistent (every buffer in range and typed as its weight, every binding
-// matching the manifest). Kernel contracts are checked by the Executor, which
-// knows the backend.
+// matching the manifest, every rank where the mesh puts it, every schedule
+// slot naming a phase its stage's programs have). Kernel contracts are
+// checked by the Executor, which knows the backend; whether the ranks of a
+// multi-device plan compose (matching sends, collectives, weight shards) by
+// verifyPlan (runtime/PlanVerify.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -53,36 +57,75 @@ struct InstructionSpec {
   std::string loc;
 };
 
-struct Phase {
-  /// "forward"; training plans add "backward" and "optimizer".
-  std::string name;
-  std::vector<InstructionSpec> instructions;
-};
-
 struct Binding {
   std::string name;
   int64_t buffer = 0;
+  /// The phase (index in ProgramSpec::phases) the binding belongs to; absent
+  /// in single-device programs, whose bindings hold for every phase.
+  std::optional<int64_t> phase;
+};
+
+struct Phase {
+  /// "forward"; training plans add "backward" and "optimizer".
+  std::string name;
+  /// The model chunk the phase runs: the program's stage unless the
+  /// schedule interleaves chunks.
+  int64_t chunk = 0;
+  /// This phase's bindings (the program's bindings of this phase index, or
+  /// all of them in single-device programs).
+  std::vector<Binding> inputs;
+  std::vector<Binding> outputs;
+  std::vector<InstructionSpec> instructions;
 };
 
 struct ProgramSpec {
   std::string name;
   std::string file;
+  /// Empty when the plan has no weights (model.weights false).
   std::string weightsFile;
+  /// The (stage, tp index) the program runs; 0 and 0 on one device.
+  int64_t stage = 0, tp = 0;
   size_t arenaBytes = 0;
+  /// The weights file's data bytes, or the manifest's weight_bytes when the
+  /// plan has no weights.
+  size_t weightBytes = 0;
   std::vector<BufferSpec> buffers; // indexed by id
   std::vector<Binding> inputs;
   std::vector<Binding> outputs;
   std::vector<Phase> phases;
+  /// Empty when the plan has no weights.
   SafetensorsIndex weights;
 
+  /// The first phase of that name (single-device programs have one).
   const Phase *findPhase(const std::string &name) const;
+  const Phase *findPhase(const std::string &name, int64_t chunk) const;
   /// Bytes the runtime allocates for this program: arena plus weights.
-  size_t predictedBytes() const { return arenaBytes + weights.dataBytes; }
+  size_t predictedBytes() const { return arenaBytes + weightBytes; }
 };
 
 struct TensorSpec {
   std::string name;
   TensorDesc desc;
+  /// The dim that holds the samples; absent when the plan does not say
+  /// (single-device plans) or says null (no batch dim).
+  std::optional<int64_t> batchDim;
+};
+
+/// One entry of a stage's schedule: run phase `phase` of chunk `chunk` on
+/// microbatch `microbatch`.
+struct ScheduleSlot {
+  std::string phase = "forward";
+  int64_t chunk = 0;
+  int64_t microbatch = 0;
+};
+
+/// The compiler's predictions (manifest.json "predicted"); what a plan does
+/// not record stays absent.
+struct PredictedCost {
+  std::optional<double> stepSeconds, computeSeconds, communicationSeconds, bubbleSeconds;
+  std::optional<int64_t> memoryBudgetBytes;
+  /// The largest program's arena, weights and their sum.
+  std::optional<int64_t> arenaBytes, weightBytes, totalBytes;
 };
 
 /// One rank: where it sits in the mesh and the program it runs.
@@ -93,19 +136,47 @@ struct DeviceSpec {
   std::string program;
 };
 
+/// Rank lists of the groups ranks communicate in, each in rank order.
+struct Groups {
+  std::vector<std::vector<int64_t>> tp, dp, pipeline;
+};
+
 struct Plan {
   std::string dir;
   int64_t version = 0;
   std::string modelSource;
+  /// False for a model exported on the meta device: no weight files, the
+  /// plan is for inspection and verification only.
+  bool hasWeights = true;
+  /// Shapes at the global batch.
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
   int64_t pp = 1, tp = 1, dp = 1;
+  /// True when the manifest has "batch": programs are compiled for one
+  /// microbatch and bind only what their phases read and write.
+  bool hasBatch = false;
+  int64_t globalBatch = 0, microbatchSize = 0;
   std::string schedule;
   int64_t microbatches = 1;
+  int64_t virtualStages = 1;
+  /// Per stage, its slots in order (a forward over every microbatch when
+  /// the manifest lists none).
+  std::vector<std::vector<ScheduleSlot>> stageSlots;
+  /// From the manifest, or derived from the mesh when it has none.
+  Groups groups;
   std::vector<DeviceSpec> devices;
+  /// Every parameter at its full shape (multi-device plans).
+  std::map<std::string, TensorDesc> parameters;
   std::map<std::string, ProgramSpec> programs;
+  PredictedCost predicted;
 
   const ProgramSpec *programForRank(int64_t rank) const;
+  /// Model chunks: pp per virtual stage.
+  int64_t chunks() const { return pp * virtualStages; }
+  /// The stage that runs chunk `chunk` (chunk c lives on stage c mod pp).
+  int64_t stageOfChunk(int64_t chunk) const { return chunk % pp; }
+  /// The tp or dp group (`kind`) of `rank`; null for another kind.
+  const std::vector<int64_t> *groupOf(const std::string &kind, int64_t rank) const;
 };
 
 /// Reads and validates the plan directory `dir`.

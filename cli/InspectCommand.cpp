@@ -1,0 +1,922 @@
+//===- InspectCommand.cpp - cleave inspect --------------------------------===//
+//
+// What a plan is, for people: mesh and schedule, each stage's layers and
+// programs, memory per rank against the budget, the predicted step time; as
+// text, JSON, a Graphviz graph of the stages and the tensors crossing them, a
+// Chrome trace of the predicted timeline, or the differences from another
+// plan. Reads the manifest (runtime loadPlan) and, when present, the
+// planner's strategy.json; single-device plans have no strategy and inspect
+// from the manifest alone.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cli/Commands.h"
+#include "runtime/Plan.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace cleave {
+namespace {
+
+namespace rt = cleave::runtime;
+using Json = nlohmann::json;
+
+constexpr const char *kInspectUsage = R"(usage: cleave inspect PLAN_DIR [options]
+
+Describes a plan: mesh and schedule; each stage's layers and programs; memory
+per program (its dp ranks share it) by the planner's categories and as the plan
+allocates it (arena and weights), against the memory budget; the predicted step
+time split into compute, communication and bubble. Reads PLAN_DIR/manifest.json
+and, when present, PLAN_DIR/strategy.json (the planner's output); single-device
+plans have no strategy and are described from the manifest alone.
+
+options:
+  --json            print the same facts as one JSON object
+  --dot FILE        write a Graphviz graph: a cluster per stage listing its layers,
+                    an edge per tensor sent between chunks (tag, shape, scope)
+  --trace FILE      write the predicted timeline as Chrome trace events (one
+                    process per rank; needs strategy.json's per-stage times)
+  --diff OTHER_DIR  print what differs from plan OTHER_DIR (mesh, schedule,
+                    stages, memory, predicted times) and the predicted effect
+  -h, --help        show this help
+
+exit status: 0 success, 1 bad arguments or a plan or strategy that cannot be read.
+)";
+
+/// Memory categories of the planner's stage memory (docs/planner.md).
+constexpr const char *kCategories[] = {"parameters",   "gradients",    "optimizer_state",
+                                       "activations",  "comm_buffers", "workspace"};
+
+struct StageFacts {
+  int64_t stage = 0;
+  std::vector<std::string> layers;
+  /// Per chunk of the stage (global chunk number -> its layers).
+  std::map<int64_t, std::vector<std::string>> chunkLayers;
+  std::vector<std::string> programs;
+  std::vector<int64_t> ranks;
+  /// The planner's memory by category and its time per microbatch, when
+  /// strategy.json exists.
+  std::map<std::string, int64_t> plannedMemory; // bytes
+  std::map<std::string, double> seconds; // forward, backward, recompute, tp_comm, p2p
+};
+
+struct ProgramFacts {
+  std::string name;
+  int64_t stage = 0, tp = 0;
+  std::vector<int64_t> ranks;
+  int64_t arenaBytes = 0, weightBytes = 0;
+  int64_t total() const { return arenaBytes + weightBytes; }
+};
+
+/// A tensor one chunk sends another.
+struct Transfer {
+  int64_t tag = 0, fromStage = 0, fromChunk = 0, toStage = 0, toChunk = 0;
+  rt::TensorDesc desc;
+  std::string scope;
+};
+
+struct Predicted {
+  double step = 0, compute = 0, communication = 0, bubble = 0;
+  std::string source; // "manifest" or "strategy"
+};
+
+/// Everything inspect says about one plan.
+struct Facts {
+  std::string dir;
+  rt::Plan plan;
+  bool hasStrategy = false;
+  std::vector<StageFacts> stages;
+  std::vector<ProgramFacts> programs;
+  std::optional<int64_t> budget; // bytes per device
+  std::optional<Predicted> predicted;
+  std::vector<Transfer> transfers;
+
+  int64_t largestProgramBytes() const {
+    int64_t most = 0;
+    for (const ProgramFacts &p : programs)
+      most = std::max(most, p.total());
+    return most;
+  }
+};
+
+int fail(const std::string &message) {
+  llvm::errs() << "cleave: error: " << message << "\n";
+  return 1;
+}
+
+//===--------------------------------------------------------------------===//
+// Formatting.
+//===--------------------------------------------------------------------===//
+
+std::string formatBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double sign = bytes < 0 ? -1 : 1;
+  bytes = std::fabs(bytes);
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? llvm::formatv("{0} B", static_cast<int64_t>(sign * bytes)).str()
+                : llvm::formatv("{0:f1} {1}", sign * bytes, units[u]).str();
+}
+
+std::string formatSeconds(double seconds) {
+  double a = std::fabs(seconds);
+  if (a >= 1)
+    return llvm::formatv("{0:f3} s", seconds).str();
+  if (a >= 1e-3)
+    return llvm::formatv("{0:f3} ms", seconds * 1e3).str();
+  return llvm::formatv("{0:f1} us", seconds * 1e6).str();
+}
+
+std::string signedText(const std::string &text, double value) {
+  return (value >= 0 ? "+" : "") + text;
+}
+
+/// "0-3" for a run of ranks, else "0, 2".
+std::string formatRanks(const std::vector<int64_t> &ranks) {
+  bool run = ranks.size() > 2;
+  for (size_t i = 1; i < ranks.size(); ++i)
+    run &= ranks[i] == ranks[i - 1] + 1;
+  if (run)
+    return std::to_string(ranks.front()) + "-" + std::to_string(ranks.back());
+  std::string text;
+  for (int64_t r : ranks)
+    text += (text.empty() ? "" : ", ") + std::to_string(r);
+  return text;
+}
+
+/// "fc1, relu" or "tok_emb .. head (10)": long layer lists by their ends.
+std::string formatLayers(const std::vector<std::string> &layers) {
+  if (layers.empty())
+    return "(no layers)";
+  if (layers.size() > 2)
+    return layers.front() + " .. " + layers.back() + " (" + std::to_string(layers.size()) + ")";
+  return layers.size() == 1 ? layers[0] : layers[0] + ", " + layers[1];
+}
+
+/// A stage's layers; per chunk when it runs several (interleaved).
+std::string stageLayersText(const StageFacts &stage) {
+  if (stage.chunkLayers.size() < 2)
+    return formatLayers(stage.layers);
+  std::string text;
+  for (const auto &[chunk, layers] : stage.chunkLayers)
+    text += (text.empty() ? "" : ", ") + ("chunk " + std::to_string(chunk) + " (") +
+            formatLayers(layers) + ")";
+  return text;
+}
+
+std::string formatList(const std::vector<std::string> &items) {
+  std::string text;
+  for (const std::string &s : items)
+    text += (text.empty() ? "" : ", ") + s;
+  return text;
+}
+
+//===--------------------------------------------------------------------===//
+// Gathering the facts.
+//===--------------------------------------------------------------------===//
+
+/// The module scope of a buffer named "SCOPE: kernel" ("" at the root).
+std::string scopeOfBufferName(const std::string &name) {
+  size_t colon = name.find(": ");
+  return colon == std::string::npos ? "" : name.substr(0, colon);
+}
+
+/// The planner's layer of a scope: cut after its first numeric component
+/// (docs/planner.md, "Layer discovery").
+std::string layerOfScope(const std::string &scope) {
+  if (scope.empty())
+    return "(root)";
+  std::string layer;
+  std::stringstream parts(scope);
+  for (std::string part; std::getline(parts, part, '.');) {
+    layer += (layer.empty() ? "" : ".") + part;
+    if (!part.empty() && std::all_of(part.begin(), part.end(), ::isdigit))
+      break;
+  }
+  return layer;
+}
+
+/// Layers of one phase, in order, from the scopes of its instructions'
+/// outputs: what a plan without strategy.json says of its layers.
+std::vector<std::string> layersOfPhase(const rt::ProgramSpec &program, const rt::Phase &phase) {
+  std::vector<std::string> layers;
+  for (const rt::InstructionSpec &inst : phase.instructions) {
+    if (inst.outputs.empty())
+      continue;
+    std::string layer = layerOfScope(scopeOfBufferName(program.buffers[inst.outputs[0]].name));
+    if (std::find(layers.begin(), layers.end(), layer) == layers.end())
+      layers.push_back(layer);
+  }
+  return layers;
+}
+
+/// A JSON value of strategy.json, with its path for errors.
+struct StrategyNode {
+  const Json &json;
+  std::string path;
+  StrategyNode operator[](const std::string &key) const {
+    static const Json null;
+    return {json.is_object() && json.contains(key) ? json[key] : null,
+            path.empty() ? key : path + "." + key};
+  }
+  StrategyNode operator[](size_t i) const {
+    static const Json null;
+    return {json.is_array() && i < json.size() ? json[i] : null,
+            path + "[" + std::to_string(i) + "]"};
+  }
+};
+
+std::string strategyError(const Facts &facts, const StrategyNode &node, const char *what) {
+  return facts.dir + "/strategy.json: " + (node.path.empty() ? "top level" : node.path) +
+         ": expected " + what;
+}
+
+bool getNumber(const Facts &facts, const StrategyNode &node, double *out, std::string *error) {
+  if (!node.json.is_number()) {
+    *error = strategyError(facts, node, "a number");
+    return false;
+  }
+  *out = node.json.get<double>();
+  return true;
+}
+
+/// Reads strategy.json, if the plan has one, into the stages' layers,
+/// memory and times, the budget and (if the manifest has none) the
+/// predicted step.
+bool readStrategy(Facts &facts, std::string *error) {
+  std::string path = facts.dir + "/strategy.json";
+  std::ifstream in(path);
+  if (!in)
+    return true; // single-device plans have none
+  std::stringstream text;
+  text << in.rdbuf();
+  Json json = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) {
+    *error = path + ": not valid JSON";
+    return false;
+  }
+  StrategyNode top{json, ""};
+  if (!json.contains("format") || json["format"] != "cleave-strategy") {
+    *error = path + ": format is not 'cleave-strategy'";
+    return false;
+  }
+  facts.hasStrategy = true;
+  StrategyNode stages = top["stages"];
+  if (!stages.json.is_array()) {
+    *error = strategyError(facts, stages, "a list");
+    return false;
+  }
+  if (static_cast<int64_t>(stages.json.size()) != facts.plan.pp) {
+    *error = path + ": stages: " + std::to_string(stages.json.size()) + " entr" +
+             (stages.json.size() == 1 ? "y" : "ies") + ", the plan's mesh has pp " +
+             std::to_string(facts.plan.pp);
+    return false;
+  }
+  for (size_t s = 0; s < stages.json.size(); ++s) {
+    StrategyNode stage = stages[s];
+    StageFacts &stageFacts = facts.stages[s];
+    StrategyNode layers = stage["layers"];
+    if (!layers.json.is_array()) {
+      *error = strategyError(facts, layers, "a list of layer names");
+      return false;
+    }
+    stageFacts.layers.clear();
+    for (const Json &l : layers.json)
+      if (l.is_string())
+        stageFacts.layers.push_back(l.get<std::string>());
+    // Chunks as [first, last] layer names, in the stage's chunk order.
+    StrategyNode chunks = stage["chunks"];
+    if (chunks.json.is_array() && !chunks.json.empty()) {
+      stageFacts.chunkLayers.clear();
+      size_t next = 0;
+      for (size_t k = 0; k < chunks.json.size(); ++k) {
+        int64_t chunk = static_cast<int64_t>(s + k * facts.plan.pp);
+        StrategyNode last = chunks[k][1];
+        std::vector<std::string> &mine = stageFacts.chunkLayers[chunk];
+        while (next < stageFacts.layers.size()) {
+          mine.push_back(stageFacts.layers[next++]);
+          if (last.json.is_string() && mine.back() == last.json.get<std::string>())
+            break;
+        }
+      }
+    }
+    for (const char *category : kCategories) {
+      double v = 0;
+      if (!getNumber(facts, stage["memory"][category], &v, error))
+        return false;
+      stageFacts.plannedMemory[category] = std::llround(v);
+    }
+    double total = 0;
+    if (!getNumber(facts, stage["memory"]["total"], &total, error))
+      return false;
+    stageFacts.plannedMemory["total"] = std::llround(total);
+    for (const char *key : {"forward", "backward", "recompute", "tp_comm", "p2p"}) {
+      double v = 0;
+      if (!getNumber(facts, stage["per_microbatch_seconds"][key], &v, error))
+        return false;
+      stageFacts.seconds[key] = v;
+    }
+  }
+  if (!facts.budget && top["memory_budget_bytes"].json.is_number())
+    facts.budget = std::llround(top["memory_budget_bytes"].json.get<double>());
+  if (!facts.predicted) {
+    // The manifest has no split: derive it from the planner's figures.
+    StrategyNode p = top["predicted"];
+    double step = 0, pipeline = 0, bubbleFraction = 0, tp = 0, dp = 0;
+    if (!getNumber(facts, p["step_seconds"], &step, error) ||
+        !getNumber(facts, p["pipeline_seconds"], &pipeline, error) ||
+        !getNumber(facts, p["bubble_fraction"], &bubbleFraction, error) ||
+        !getNumber(facts, p["tp_comm_seconds"], &tp, error) ||
+        !getNumber(facts, p["dp_comm_seconds"], &dp, error))
+      return false;
+    Predicted predicted;
+    predicted.step = step;
+    predicted.bubble = pipeline * bubbleFraction;
+    predicted.communication = tp + dp;
+    predicted.compute = std::max(0.0, step - predicted.bubble - predicted.communication);
+    predicted.source = "strategy";
+    facts.predicted = predicted;
+  }
+  return true;
+}
+
+bool gatherFacts(const std::string &dir, Facts &facts, std::string *error) {
+  facts.dir = dir;
+  if (rt::Status s = rt::loadPlan(dir, &facts.plan); !s.ok()) {
+    *error = s.prepend(dir).message();
+    return false;
+  }
+  const rt::Plan &plan = facts.plan;
+  facts.stages.resize(plan.pp);
+  for (int64_t s = 0; s < plan.pp; ++s)
+    facts.stages[s].stage = s;
+  for (const auto &[name, program] : plan.programs) {
+    ProgramFacts p{name, program.stage, program.tp, {},
+                   static_cast<int64_t>(program.arenaBytes),
+                   static_cast<int64_t>(program.weightBytes)};
+    for (const rt::DeviceSpec &d : plan.devices)
+      if (d.program == name)
+        p.ranks.push_back(d.rank);
+    facts.programs.push_back(p);
+    facts.stages[program.stage].programs.push_back(name);
+  }
+  std::sort(facts.programs.begin(), facts.programs.end(),
+            [](const ProgramFacts &a, const ProgramFacts &b) {
+              return std::tie(a.stage, a.tp) < std::tie(b.stage, b.tp);
+            });
+  for (const rt::DeviceSpec &d : plan.devices)
+    facts.stages[d.stage].ranks.push_back(d.rank);
+
+  // Layers and transfers from the tp index 0 programs: the others run the
+  // same layers on their parts and send their parts under the same tags.
+  std::set<int64_t> tags;
+  for (const auto &[name, program] : plan.programs) {
+    if (program.tp != 0)
+      continue;
+    StageFacts &stage = facts.stages[program.stage];
+    for (const rt::Phase &phase : program.phases) {
+      std::vector<std::string> layers = layersOfPhase(program, phase);
+      for (const std::string &l : layers) {
+        stage.chunkLayers[phase.chunk].push_back(l);
+        stage.layers.push_back(l);
+      }
+      for (const rt::InstructionSpec &inst : phase.instructions) {
+        if (inst.kernel != "send" || inst.inputs.empty() || !inst.inputs[0])
+          continue;
+        Transfer t;
+        (void)inst.attrs.getInt("tag", &t.tag);
+        (void)inst.attrs.getInt("peer_stage", &t.toStage);
+        (void)inst.attrs.getInt("peer_chunk", &t.toChunk);
+        if (!tags.insert(t.tag).second)
+          continue;
+        t.fromStage = program.stage;
+        t.fromChunk = phase.chunk;
+        const rt::BufferSpec &buffer = program.buffers[*inst.inputs[0]];
+        t.desc = buffer.desc;
+        t.scope = scopeOfBufferName(buffer.name);
+        if (t.scope.empty())
+          t.scope = buffer.name; // a model input passed on, or a root value
+        facts.transfers.push_back(t);
+      }
+    }
+  }
+  std::sort(facts.transfers.begin(), facts.transfers.end(),
+            [](const Transfer &a, const Transfer &b) { return a.tag < b.tag; });
+
+  const rt::PredictedCost &pc = plan.predicted;
+  if (pc.memoryBudgetBytes)
+    facts.budget = *pc.memoryBudgetBytes;
+  if (pc.stepSeconds) {
+    facts.predicted = Predicted{*pc.stepSeconds, pc.computeSeconds.value_or(0),
+                                pc.communicationSeconds.value_or(0), pc.bubbleSeconds.value_or(0),
+                                "manifest"};
+  }
+  return readStrategy(facts, error);
+}
+
+//===--------------------------------------------------------------------===//
+// Text and JSON.
+//===--------------------------------------------------------------------===//
+
+std::string meshText(const rt::Plan &plan) {
+  return llvm::formatv("pp {0} x tp {1} x dp {2}", plan.pp, plan.tp, plan.dp).str();
+}
+
+std::string scheduleText(const rt::Plan &plan) {
+  std::string text = plan.schedule;
+  if (plan.virtualStages > 1)
+    text += " (" + std::to_string(plan.virtualStages) + " virtual stages)";
+  text += ", " + std::to_string(plan.microbatches) + " microbatch" +
+          (plan.microbatches == 1 ? "" : "es");
+  if (plan.hasBatch)
+    text += llvm::formatv(" of {0} per dp rank (global batch {1})", plan.microbatchSize,
+                          plan.globalBatch)
+                .str();
+  return text;
+}
+
+std::string predictedText(const Predicted &p) {
+  auto share = [&](double v) {
+    return llvm::formatv("{0:f1}%", p.step > 0 ? 100 * v / p.step : 0.0).str();
+  };
+  return "predicted step " + formatSeconds(p.step) + ": compute " + formatSeconds(p.compute) +
+         " (" + share(p.compute) + "), communication " + formatSeconds(p.communication) + " (" +
+         share(p.communication) + "), bubble " + formatSeconds(p.bubble) + " (" +
+         share(p.bubble) + ")" + (p.source == "strategy" ? " [from strategy.json]" : "");
+}
+
+void printText(const Facts &facts, llvm::raw_ostream &os) {
+  const rt::Plan &plan = facts.plan;
+  os << "plan " << facts.dir << ": " << plan.modelSource << ", " << plan.devices.size()
+     << " rank" << (plan.devices.size() == 1 ? "" : "s") << " (" << meshText(plan) << ")"
+     << (plan.hasWeights ? "" : ", no weights (inspection only)") << "\n";
+  os << "schedule: " << scheduleText(plan) << "\n";
+  for (const StageFacts &s : facts.stages) {
+    os << "stage " << s.stage << ": " << stageLayersText(s) << "; program"
+       << (s.programs.size() == 1 ? " " : "s ") << formatList(s.programs) << "; rank"
+       << (s.ranks.size() == 1 ? " " : "s ") << formatRanks(s.ranks) << "\n";
+  }
+  // One row per program (its dp ranks share it): the planner's categories
+  // and total, then what the plan allocates; each total against the budget.
+  os << "memory per rank"
+     << (facts.budget ? " (budget " + formatBytes(*facts.budget) + ")" : "") << ":\n";
+  auto ofBudget = [&](double bytes) {
+    return llvm::formatv("{0:f1}%", *facts.budget > 0 ? 100.0 * bytes / *facts.budget : 0.0)
+        .str();
+  };
+  os << llvm::formatv("  {0,-12} {1,-8}", "program", "ranks");
+  if (facts.hasStrategy) {
+    os << llvm::formatv(" {0,10} {1,10} {2,10} {3,11} {4,10} {5,10} {6,10}", "parameters",
+                        "gradients", "optimizer", "activations", "comm", "workspace",
+                        "planned");
+    if (facts.budget)
+      os << llvm::formatv(" {0,7}", "budget");
+    os << " |";
+  }
+  os << llvm::formatv(" {0,10} {1,10} {2,10}", "arena", "weights", "allocated");
+  if (facts.budget)
+    os << llvm::formatv(" {0,7}", "budget");
+  os << "\n";
+  for (const ProgramFacts &p : facts.programs) {
+    os << llvm::formatv("  {0,-12} {1,-8}", p.name, formatRanks(p.ranks));
+    if (facts.hasStrategy) {
+      const auto &m = facts.stages[p.stage].plannedMemory;
+      for (const char *category : kCategories)
+        os << llvm::formatv(category == std::string("activations") ? " {0,11}" : " {0,10}",
+                            formatBytes(m.at(category)));
+      os << llvm::formatv(" {0,10}", formatBytes(m.at("total")));
+      if (facts.budget)
+        os << llvm::formatv(" {0,7}", ofBudget(m.at("total")));
+      os << " |";
+    }
+    os << llvm::formatv(" {0,10} {1,10} {2,10}", formatBytes(p.arenaBytes),
+                        formatBytes(p.weightBytes), formatBytes(p.total()));
+    if (facts.budget)
+      os << llvm::formatv(" {0,7}", ofBudget(p.total()));
+    os << "\n";
+  }
+  if (facts.predicted)
+    os << predictedText(*facts.predicted) << "\n";
+  else
+    os << "predicted step: not recorded (a single-device plan)\n";
+}
+
+Json toJson(const Facts &facts) {
+  const rt::Plan &plan = facts.plan;
+  Json j;
+  j["plan"] = facts.dir;
+  j["model"] = plan.modelSource;
+  j["weights"] = plan.hasWeights;
+  j["ranks"] = plan.devices.size();
+  j["mesh"] = {{"pp", plan.pp}, {"tp", plan.tp}, {"dp", plan.dp}};
+  j["schedule"] = {{"kind", plan.schedule},
+                   {"microbatches", plan.microbatches},
+                   {"virtual_stages", plan.virtualStages}};
+  if (plan.hasBatch) {
+    j["schedule"]["microbatch_size"] = plan.microbatchSize;
+    j["schedule"]["global_batch"] = plan.globalBatch;
+  }
+  j["stages"] = Json::array();
+  for (const StageFacts &s : facts.stages) {
+    Json chunks = Json::array();
+    for (const auto &[chunk, layers] : s.chunkLayers)
+      chunks.push_back({{"chunk", chunk}, {"layers", layers}});
+    Json stage = {{"stage", s.stage},   {"layers", s.layers}, {"chunks", chunks},
+                  {"programs", s.programs}, {"ranks", s.ranks}};
+    if (facts.hasStrategy) {
+      stage["planned_memory"] = s.plannedMemory;
+      stage["per_microbatch_seconds"] = s.seconds;
+    }
+    j["stages"].push_back(stage);
+  }
+  j["programs"] = Json::array();
+  for (const ProgramFacts &p : facts.programs) {
+    Json program = {{"name", p.name},           {"stage", p.stage},
+                    {"tp", p.tp},               {"ranks", p.ranks},
+                    {"arena_bytes", p.arenaBytes}, {"weight_bytes", p.weightBytes},
+                    {"allocated_bytes", p.total()}};
+    if (facts.hasStrategy)
+      program["planned_memory"] = facts.stages[p.stage].plannedMemory;
+    if (facts.budget && *facts.budget > 0)
+      program["budget_fraction"] = static_cast<double>(p.total()) / *facts.budget;
+    j["programs"].push_back(program);
+  }
+  j["memory_budget_bytes"] = facts.budget ? Json(*facts.budget) : Json();
+  if (facts.predicted)
+    j["predicted"] = {{"step_seconds", facts.predicted->step},
+                      {"compute_seconds", facts.predicted->compute},
+                      {"communication_seconds", facts.predicted->communication},
+                      {"bubble_seconds", facts.predicted->bubble},
+                      {"source", facts.predicted->source}};
+  else
+    j["predicted"] = nullptr;
+  j["transfers"] = Json::array();
+  for (const Transfer &t : facts.transfers)
+    j["transfers"].push_back({{"tag", t.tag},
+                              {"from_stage", t.fromStage},
+                              {"from_chunk", t.fromChunk},
+                              {"to_stage", t.toStage},
+                              {"to_chunk", t.toChunk},
+                              {"shape", t.desc.shape},
+                              {"dtype", rt::dtypeName(t.desc.dtype)},
+                              {"scope", t.scope}});
+  return j;
+}
+
+//===--------------------------------------------------------------------===//
+// Graphviz.
+//===--------------------------------------------------------------------===//
+
+std::string dotQuote(const std::string &text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return out + "\"";
+}
+
+void writeDot(const Facts &facts, llvm::raw_ostream &os) {
+  os << "digraph plan {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (const StageFacts &s : facts.stages) {
+    os << "  subgraph cluster_stage" << s.stage << " {\n    label="
+       << dotQuote("stage " + std::to_string(s.stage) + " (ranks " + formatRanks(s.ranks) +
+                   "; " + formatList(s.programs) + ")")
+       << ";\n";
+    for (const auto &[chunk, layers] : s.chunkLayers) {
+      std::string label = "chunk " + std::to_string(chunk);
+      for (const std::string &l : layers)
+        label += "\n" + l;
+      os << "    chunk" << chunk << " [label=" << dotQuote(label) << "];\n";
+    }
+    os << "  }\n";
+  }
+  for (const Transfer &t : facts.transfers)
+    os << "  chunk" << t.fromChunk << " -> chunk" << t.toChunk << " [label="
+       << dotQuote("tag " + std::to_string(t.tag) + ": " +
+                   rt::describe(t.desc.shape, t.desc.dtype) + " (" + t.scope + ")")
+       << "];\n";
+  os << "}\n";
+}
+
+//===--------------------------------------------------------------------===//
+// The predicted timeline.
+//===--------------------------------------------------------------------===//
+
+/// Simulates the schedule with the planner's per-stage times: a slot
+/// takes its stage's time per microbatch over the virtual stages (forward:
+/// forward + its share of tp communication; backward: backward +
+/// recompute + the rest), and starts when its stage is free and the slot
+/// producing its input (previous chunk's forward, next chunk's backward, or
+/// the last forward) ended, plus the producing stage's p2p time.
+bool writeTrace(const Facts &facts, llvm::raw_ostream &os, std::string *error) {
+  const rt::Plan &plan = facts.plan;
+  if (!facts.hasStrategy) {
+    *error = facts.dir + "/strategy.json: cannot open: --trace needs the planner's per-stage "
+                         "times (single-device plans have none)";
+    return false;
+  }
+  bool training = false;
+  for (const auto &slots : plan.stageSlots)
+    for (const rt::ScheduleSlot &slot : slots)
+      training |= slot.phase == "backward";
+  double v = static_cast<double>(plan.virtualStages);
+  auto duration = [&](int64_t stage, const std::string &phase) {
+    const auto &sec = facts.stages[stage].seconds;
+    double tpShare = training ? sec.at("tp_comm") / 2 : sec.at("tp_comm");
+    double work = phase == "backward" ? sec.at("backward") + sec.at("recompute")
+                                      : sec.at("forward");
+    return (work + tpShare) / v;
+  };
+  int64_t lastChunk = plan.chunks() - 1;
+  // The slot whose output a slot needs, if any: (phase, chunk).
+  auto producer = [&](const rt::ScheduleSlot &slot) -> std::optional<std::pair<std::string, int64_t>> {
+    if (slot.phase == "forward")
+      return slot.chunk > 0 ? std::optional(std::pair{std::string("forward"), slot.chunk - 1})
+                            : std::nullopt;
+    if (slot.phase == "backward")
+      return slot.chunk < lastChunk
+                 ? std::pair{std::string("backward"), slot.chunk + 1}
+                 : std::pair{std::string("forward"), lastChunk};
+    return std::nullopt;
+  };
+  std::map<std::tuple<std::string, int64_t, int64_t>, double> endOf; // (phase, chunk, mb)
+  std::vector<size_t> next(plan.pp, 0);
+  std::vector<double> free(plan.pp, 0.0);
+  struct Event {
+    int64_t stage;
+    rt::ScheduleSlot slot;
+    double start, dur;
+  };
+  std::vector<Event> events;
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int64_t s = 0; s < plan.pp; ++s) {
+      while (next[s] < plan.stageSlots[s].size()) {
+        const rt::ScheduleSlot &slot = plan.stageSlots[s][next[s]];
+        double start = free[s];
+        if (auto dep = producer(slot)) {
+          auto it = endOf.find({dep->first, dep->second, slot.microbatch});
+          if (it == endOf.end())
+            break; // its input is not produced yet
+          int64_t from = plan.stageOfChunk(dep->second);
+          start = std::max(start, it->second + facts.stages[from].seconds.at("p2p") / v);
+        }
+        double dur = duration(s, slot.phase);
+        events.push_back({s, slot, start, dur});
+        endOf[{slot.phase, slot.chunk, slot.microbatch}] = start + dur;
+        free[s] = start + dur;
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+  for (int64_t s = 0; s < plan.pp; ++s)
+    if (next[s] < plan.stageSlots[s].size()) {
+      const rt::ScheduleSlot &slot = plan.stageSlots[s][next[s]];
+      *error = facts.dir + "/manifest.json: schedule.stages[" + std::to_string(s) + "].slots[" +
+               std::to_string(next[s]) + "]: " + slot.phase + " chunk " +
+               std::to_string(slot.chunk) + " microbatch " + std::to_string(slot.microbatch) +
+               " waits for an input the schedule never produces before it";
+      return false;
+    }
+
+  // To the nanosecond: sums of seconds leave noise in the last digits.
+  auto microseconds = [](double seconds) { return std::round(seconds * 1e9) / 1e3; };
+  Json trace = Json::array();
+  for (const rt::DeviceSpec &d : plan.devices) {
+    trace.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", d.rank}, {"tid", 0},
+                     {"args", {{"name", llvm::formatv("rank {0} (stage {1}, tp {2}, dp {3})",
+                                                      d.rank, d.stage, d.tp, d.dp)
+                                            .str()}}}});
+    trace.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", d.rank}, {"tid", 0},
+                     {"args", {{"sort_index", d.rank}}}});
+    trace.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", d.rank}, {"tid", 0},
+                     {"args", {{"name", "schedule"}}}});
+  }
+  for (const Event &e : events)
+    for (const rt::DeviceSpec &d : plan.devices) {
+      if (d.stage != e.stage)
+        continue;
+      std::string name = std::string(e.slot.phase == "backward" ? "B" : "F") + " mb" +
+                         std::to_string(e.slot.microbatch) + " chunk" +
+                         std::to_string(e.slot.chunk);
+      trace.push_back({{"ph", "X"},
+                       {"name", name},
+                       {"cat", e.slot.phase},
+                       {"pid", d.rank},
+                       {"tid", 0},
+                       {"ts", microseconds(e.start)},
+                       {"dur", microseconds(e.dur)},
+                       {"args",
+                        {{"stage", e.stage},
+                         {"chunk", e.slot.chunk},
+                         {"microbatch", e.slot.microbatch}}}});
+    }
+  double end = 0;
+  for (double f : free)
+    end = std::max(end, f);
+  // One event per line: small files that still read well.
+  Json other = {{"plan", facts.dir}, {"pipeline_seconds", microseconds(end) / 1e6}};
+  os << "{\"displayTimeUnit\": \"ms\", \"otherData\": " << other.dump()
+     << ",\n \"traceEvents\": [\n";
+  for (size_t i = 0; i < trace.size(); ++i)
+    os << "  " << trace[i].dump() << (i + 1 < trace.size() ? ",\n" : "\n");
+  os << "]}\n";
+  return true;
+}
+
+//===--------------------------------------------------------------------===//
+// Differences between two plans.
+//===--------------------------------------------------------------------===//
+
+struct Difference {
+  std::string what, before, after;
+  std::string delta; // "+1.2 KiB" where the two are amounts
+};
+
+std::vector<Difference> differences(const Facts &a, const Facts &b) {
+  std::vector<Difference> out;
+  auto add = [&](const std::string &what, const std::string &x, const std::string &y,
+                 const std::string &delta = "") {
+    if (x != y)
+      out.push_back({what, x, y, delta});
+  };
+  add("mesh", meshText(a.plan), meshText(b.plan));
+  add("schedule", a.plan.schedule, b.plan.schedule);
+  add("virtual stages", std::to_string(a.plan.virtualStages),
+      std::to_string(b.plan.virtualStages));
+  auto micro = [](const rt::Plan &p) {
+    return std::to_string(p.microbatches) +
+           (p.hasBatch ? " of " + std::to_string(p.microbatchSize) : "");
+  };
+  add("microbatches", micro(a.plan), micro(b.plan));
+  add("global batch", a.plan.hasBatch ? std::to_string(a.plan.globalBatch) : "-",
+      b.plan.hasBatch ? std::to_string(b.plan.globalBatch) : "-");
+  size_t stages = std::max(a.stages.size(), b.stages.size());
+  for (size_t s = 0; s < stages; ++s)
+      add("stage " + std::to_string(s) + " layers",
+        s < a.stages.size() ? stageLayersText(a.stages[s]) : "(none)",
+        s < b.stages.size() ? stageLayersText(b.stages[s]) : "(none)");
+  std::map<std::string, std::pair<const ProgramFacts *, const ProgramFacts *>> programs;
+  for (const ProgramFacts &p : a.programs)
+    programs[p.name].first = &p;
+  for (const ProgramFacts &p : b.programs)
+    programs[p.name].second = &p;
+  for (const auto &[name, pair] : programs) {
+    auto text = [](const ProgramFacts *p) {
+      return p ? formatBytes(p->total()) + " (arena " + formatBytes(p->arenaBytes) +
+                     ", weights " + formatBytes(p->weightBytes) + ")"
+               : std::string("(none)");
+    };
+    std::string delta;
+    if (pair.first && pair.second) {
+      int64_t bytes = pair.second->total() - pair.first->total();
+      delta = signedText(formatBytes(bytes), bytes);
+    }
+    add("program " + name + " memory", text(pair.first), text(pair.second), delta);
+  }
+  for (auto [what, field] : {std::pair{"predicted step", &Predicted::step},
+                              {"predicted compute", &Predicted::compute},
+                              {"predicted communication", &Predicted::communication},
+                              {"predicted bubble", &Predicted::bubble}}) {
+    auto seconds = [&](const std::optional<Predicted> &p) {
+      return p ? formatSeconds((*p).*field) : std::string("-");
+    };
+    std::string delta;
+    if (a.predicted && b.predicted) {
+      double d = (*b.predicted).*field - (*a.predicted).*field;
+      delta = signedText(formatSeconds(d), d);
+    }
+    add(what, seconds(a.predicted), seconds(b.predicted), delta);
+  }
+  return out;
+}
+
+/// The predicted effect of going from `a` to `b`: step time and the
+/// memory of the fullest rank.
+Json effect(const Facts &a, const Facts &b) {
+  Json e;
+  if (a.predicted && b.predicted) {
+    e["step_seconds_delta"] = b.predicted->step - a.predicted->step;
+    e["step_ratio"] = a.predicted->step > 0 ? Json(b.predicted->step / a.predicted->step)
+                                            : Json();
+  }
+  e["largest_rank_bytes"] = {a.largestProgramBytes(), b.largestProgramBytes()};
+  e["memory_bytes_delta"] = b.largestProgramBytes() - a.largestProgramBytes();
+  return e;
+}
+
+void printDiff(const Facts &a, const Facts &b, llvm::raw_ostream &os) {
+  std::vector<Difference> diffs = differences(a, b);
+  os << "plan " << a.dir << " -> " << b.dir << ":\n";
+  if (diffs.empty())
+    os << "  no differences\n";
+  for (const Difference &d : diffs)
+    os << "  " << d.what << ": " << d.before << " -> " << d.after
+       << (d.delta.empty() ? "" : " (" + d.delta + ")") << "\n";
+  os << "effect:";
+  if (a.predicted && b.predicted) {
+    double delta = b.predicted->step - a.predicted->step;
+    os << " step time " << signedText(formatSeconds(delta), delta);
+    if (a.predicted->step > 0)
+      os << llvm::formatv(" ({0:f2}x)", b.predicted->step / a.predicted->step);
+    os << ";";
+  } else {
+    os << " step time not predicted for " << (a.predicted ? b.dir : a.dir) << ";";
+  }
+  int64_t delta = b.largestProgramBytes() - a.largestProgramBytes();
+  os << " largest rank memory " << signedText(formatBytes(delta), delta) << " ("
+     << formatBytes(a.largestProgramBytes()) << " -> " << formatBytes(b.largestProgramBytes())
+     << ")\n";
+}
+
+Json diffJson(const Facts &a, const Facts &b) {
+  Json list = Json::array();
+  for (const Difference &d : differences(a, b))
+    list.push_back({{"what", d.what}, {"before", d.before}, {"after", d.after},
+                    {"delta", d.delta.empty() ? Json() : Json(d.delta)}});
+  return {{"plan", a.dir}, {"other", b.dir}, {"differences", list}, {"effect", effect(a, b)}};
+}
+
+} // namespace
+
+int runInspect(int argc, char **argv) {
+  std::string planDir, dotPath, tracePath, otherDir;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    const char *value = nullptr;
+    if (arg == "-h" || arg == "--help") {
+      llvm::outs() << kInspectUsage;
+      return 0;
+    } else if (arg == "--json") {
+      json = true;
+    } else if (optionValue(argc, argv, i, "--dot", &value)) {
+      if (!value)
+        return usageError("--dot needs a file", kInspectUsage);
+      dotPath = value;
+    } else if (optionValue(argc, argv, i, "--trace", &value)) {
+      if (!value)
+        return usageError("--trace needs a file", kInspectUsage);
+      tracePath = value;
+    } else if (optionValue(argc, argv, i, "--diff", &value)) {
+      if (!value)
+        return usageError("--diff needs another plan directory", kInspectUsage);
+      otherDir = value;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usageError("unknown option '" + arg + "'", kInspectUsage);
+    } else if (planDir.empty()) {
+      planDir = arg;
+    } else {
+      return usageError("more than one plan given ('" + planDir + "', '" + arg + "')",
+                        kInspectUsage);
+    }
+  }
+  if (planDir.empty())
+    return usageError("no plan directory given", kInspectUsage);
+
+  Facts facts;
+  std::string error;
+  if (!gatherFacts(planDir, facts, &error))
+    return fail(error);
+  // The trace may fail (no strategy): find out before printing anything.
+  std::string trace;
+  llvm::raw_string_ostream traceStream(trace);
+  if (!tracePath.empty() && !writeTrace(facts, traceStream, &error))
+    return fail(error);
+  if (!otherDir.empty()) {
+    Facts other;
+    if (!gatherFacts(otherDir, other, &error))
+      return fail(error);
+    if (json)
+      llvm::outs() << diffJson(facts, other).dump(2) << "\n";
+    else
+      printDiff(facts, other, llvm::outs());
+  } else if (json) {
+    llvm::outs() << toJson(facts).dump(2) << "\n";
+  } else {
+    printText(facts, llvm::outs());
+  }
+  if (!dotPath.empty() && !writeAtomically(dotPath, [&](llvm::raw_ostream &os) { writeDot(facts, os); }))
+    return 1;
+  if (!tracePath.empty() &&
+      !writeAtomically(tracePath, [&](llvm::raw_ostream &out) { out << traceStream.str(); }))
+    return 1;
+  return 0;
+}
+
+} // namespace cleave

@@ -8,6 +8,8 @@
 #include "cost/Format.h"
 #include "passes/Passes.h"
 #include "passes/Planner.h"
+#include "runtime/Plan.h"
+#include "runtime/PlanVerify.h"
 
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Pass/PassManager.h"
@@ -233,7 +235,7 @@ int runPartitionedCompile(int argc, char **argv) {
         {"compute_seconds", std::max(0.0, step - bubble - communication)},
         {"communication_seconds", communication},
         {"bubble_seconds", bubble},
-        {"memory_budget_bytes", search.memoryBudget}};
+        {"memory_budget_bytes", static_cast<int64_t>(search.memoryBudget)}};
   }
 
   mlir::cleave::annotateStrategy(func, *plan, chosen);
@@ -267,16 +269,31 @@ int runPartitionedCompile(int argc, char **argv) {
     emitOptions.irSnapshots.push_back({step.name, printIR(*imported->module)});
   }
   progress("lowered", start);
+  // What `cleave verify` checks, on the directory before it appears.
+  runtime::VerifyResult verified;
+  emitOptions.check = [&](const std::string &dir) -> mlir::LogicalResult {
+    runtime::Plan written;
+    if (runtime::Status s = runtime::loadPlan(dir, &written); !s.ok()) {
+      llvm::errs() << "cleave: error: the compiled plan does not load: " << s.message() << "\n";
+      return mlir::failure();
+    }
+    verified = runtime::verifyPlan(written);
+    for (const std::string &error : verified.errors)
+      llvm::errs() << "cleave: error: the compiled plan fails verification: " << error << "\n";
+    return mlir::success(verified.ok());
+  };
   if (mlir::failed(emitPartitionedPlan(*imported->module, imported->params, output, emitOptions,
                                        info)))
     return 1;
-  progress("written", start);
+  progress("verified, written", start);
   llvm::outs() << llvm::formatv(
       "cleave: wrote {0}: {1} ranks (pp {2} x tp {3} x dp {4}), {5} programs, {7} "
-      "microbatches of {8} per data-parallel rank{9}\n",
+      "microbatches of {8} per data-parallel rank{9}; verified: {10} transfers, {11} "
+      "collectives\n",
       output, info.pp * info.tp * info.dp, info.pp, info.tp, info.dp, info.pp * info.tp,
       info.dp, info.microbatches, info.microbatchSize,
-      info.withWeights ? "" : "; no weights (meta model)");
+      info.withWeights ? "" : "; no weights (meta model)", verified.transfers,
+      verified.collectives);
   if (timing)
     printTiming("compile", secondsSince(start));
   return 0;

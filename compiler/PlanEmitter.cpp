@@ -421,6 +421,8 @@ mlir::LogicalResult writePlanDirectory(mlir::Location loc, const std::string &di
   for (const auto &[name, ir] : options.irSnapshots)
     if (mlir::failed(writeText(loc, tmp + "/ir/" + name + ".mlir", ir)))
       return mlir::failure();
+  if (options.check && mlir::failed(options.check(tmp)))
+    return mlir::failure();
   if (mlir::failed(publish(loc, tmp, dir)))
     return mlir::failure();
   cleanup.release();

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,9 @@ struct PlanEmitOptions {
   std::vector<std::pair<std::string, std::string>> irSnapshots;
   /// The planner's strategy JSON, written to strategy.json when set.
   std::string strategyJson;
+  /// Runs on the finished directory (its temporary path) before it is moved
+  /// into place; a failure leaves nothing behind.
+  std::function<mlir::LogicalResult(const std::string &dir)> check;
 };
 
 /// What a partitioned plan's manifest records beyond its programs.

@@ -53,8 +53,8 @@ exit status: 0 success, 1 bad arguments or a plan or strategy that cannot be rea
 )";
 
 /// Memory categories of the planner's stage memory (docs/planner.md).
-constexpr const char *kCategories[] = {"parameters",   "gradients",    "optimizer_state",
-                                       "activations",  "comm_buffers", "workspace"};
+constexpr const char *kCategories[] = {"parameters",  "gradients",    "optimizer_state",
+                                       "activations", "comm_buffers", "workspace"};
 
 struct StageFacts {
   int64_t stage = 0;
@@ -66,7 +66,7 @@ struct StageFacts {
   /// The planner's memory by category and its time per microbatch, when
   /// strategy.json exists.
   std::map<std::string, int64_t> plannedMemory; // bytes
-  std::map<std::string, double> seconds; // forward, backward, recompute, tp_comm, p2p
+  std::map<std::string, double> seconds;        // forward, backward, recompute, tp_comm, p2p
 };
 
 struct ProgramFacts {
@@ -363,7 +363,10 @@ bool gatherFacts(const std::string &dir, Facts &facts, std::string *error) {
   for (int64_t s = 0; s < plan.pp; ++s)
     facts.stages[s].stage = s;
   for (const auto &[name, program] : plan.programs) {
-    ProgramFacts p{name, program.stage, program.tp, {},
+    ProgramFacts p{name,
+                   program.stage,
+                   program.tp,
+                   {},
                    static_cast<int64_t>(program.arenaBytes),
                    static_cast<int64_t>(program.weightBytes)};
     for (const rt::DeviceSpec &d : plan.devices)
@@ -419,9 +422,9 @@ bool gatherFacts(const std::string &dir, Facts &facts, std::string *error) {
   if (pc.memoryBudgetBytes)
     facts.budget = *pc.memoryBudgetBytes;
   if (pc.stepSeconds) {
-    facts.predicted = Predicted{*pc.stepSeconds, pc.computeSeconds.value_or(0),
-                                pc.communicationSeconds.value_or(0), pc.bubbleSeconds.value_or(0),
-                                "manifest"};
+    facts.predicted =
+        Predicted{*pc.stepSeconds, pc.computeSeconds.value_or(0),
+                  pc.communicationSeconds.value_or(0), pc.bubbleSeconds.value_or(0), "manifest"};
   }
   return readStrategy(facts, error);
 }
@@ -453,14 +456,14 @@ std::string predictedText(const Predicted &p) {
   };
   return "predicted step " + formatSeconds(p.step) + ": compute " + formatSeconds(p.compute) +
          " (" + share(p.compute) + "), communication " + formatSeconds(p.communication) + " (" +
-         share(p.communication) + "), bubble " + formatSeconds(p.bubble) + " (" +
-         share(p.bubble) + ")" + (p.source == "strategy" ? " [from strategy.json]" : "");
+         share(p.communication) + "), bubble " + formatSeconds(p.bubble) + " (" + share(p.bubble) +
+         ")" + (p.source == "strategy" ? " [from strategy.json]" : "");
 }
 
 void printText(const Facts &facts, llvm::raw_ostream &os) {
   const rt::Plan &plan = facts.plan;
-  os << "plan " << facts.dir << ": " << plan.modelSource << ", " << plan.devices.size()
-     << " rank" << (plan.devices.size() == 1 ? "" : "s") << " (" << meshText(plan) << ")"
+  os << "plan " << facts.dir << ": " << plan.modelSource << ", " << plan.devices.size() << " rank"
+     << (plan.devices.size() == 1 ? "" : "s") << " (" << meshText(plan) << ")"
      << (plan.hasWeights ? "" : ", no weights (inspection only)") << "\n";
   os << "schedule: " << scheduleText(plan) << "\n";
   for (const StageFacts &s : facts.stages) {
@@ -470,17 +473,15 @@ void printText(const Facts &facts, llvm::raw_ostream &os) {
   }
   // One row per program (its dp ranks share it): the planner's categories
   // and total, then what the plan allocates; each total against the budget.
-  os << "memory per rank"
-     << (facts.budget ? " (budget " + formatBytes(*facts.budget) + ")" : "") << ":\n";
+  os << "memory per rank" << (facts.budget ? " (budget " + formatBytes(*facts.budget) + ")" : "")
+     << ":\n";
   auto ofBudget = [&](double bytes) {
-    return llvm::formatv("{0:f1}%", *facts.budget > 0 ? 100.0 * bytes / *facts.budget : 0.0)
-        .str();
+    return llvm::formatv("{0:f1}%", *facts.budget > 0 ? 100.0 * bytes / *facts.budget : 0.0).str();
   };
   os << llvm::formatv("  {0,-12} {1,-8}", "program", "ranks");
   if (facts.hasStrategy) {
     os << llvm::formatv(" {0,10} {1,10} {2,10} {3,11} {4,10} {5,10} {6,10}", "parameters",
-                        "gradients", "optimizer", "activations", "comm", "workspace",
-                        "planned");
+                        "gradients", "optimizer", "activations", "comm", "workspace", "planned");
     if (facts.budget)
       os << llvm::formatv(" {0,7}", "budget");
     os << " |";
@@ -533,8 +534,11 @@ Json toJson(const Facts &facts) {
     Json chunks = Json::array();
     for (const auto &[chunk, layers] : s.chunkLayers)
       chunks.push_back({{"chunk", chunk}, {"layers", layers}});
-    Json stage = {{"stage", s.stage},   {"layers", s.layers}, {"chunks", chunks},
-                  {"programs", s.programs}, {"ranks", s.ranks}};
+    Json stage = {{"stage", s.stage},
+                  {"layers", s.layers},
+                  {"chunks", chunks},
+                  {"programs", s.programs},
+                  {"ranks", s.ranks}};
     if (facts.hasStrategy) {
       stage["planned_memory"] = s.plannedMemory;
       stage["per_microbatch_seconds"] = s.seconds;
@@ -543,9 +547,12 @@ Json toJson(const Facts &facts) {
   }
   j["programs"] = Json::array();
   for (const ProgramFacts &p : facts.programs) {
-    Json program = {{"name", p.name},           {"stage", p.stage},
-                    {"tp", p.tp},               {"ranks", p.ranks},
-                    {"arena_bytes", p.arenaBytes}, {"weight_bytes", p.weightBytes},
+    Json program = {{"name", p.name},
+                    {"stage", p.stage},
+                    {"tp", p.tp},
+                    {"ranks", p.ranks},
+                    {"arena_bytes", p.arenaBytes},
+                    {"weight_bytes", p.weightBytes},
                     {"allocated_bytes", p.total()}};
     if (facts.hasStrategy)
       program["planned_memory"] = facts.stages[p.stage].plannedMemory;
@@ -593,8 +600,8 @@ void writeDot(const Facts &facts, llvm::raw_ostream &os) {
   os << "digraph plan {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
   for (const StageFacts &s : facts.stages) {
     os << "  subgraph cluster_stage" << s.stage << " {\n    label="
-       << dotQuote("stage " + std::to_string(s.stage) + " (ranks " + formatRanks(s.ranks) +
-                   "; " + formatList(s.programs) + ")")
+       << dotQuote("stage " + std::to_string(s.stage) + " (ranks " + formatRanks(s.ranks) + "; " +
+                   formatList(s.programs) + ")")
        << ";\n";
     for (const auto &[chunk, layers] : s.chunkLayers) {
       std::string label = "chunk " + std::to_string(chunk);
@@ -637,20 +644,20 @@ bool writeTrace(const Facts &facts, llvm::raw_ostream &os, std::string *error) {
   auto duration = [&](int64_t stage, const std::string &phase) {
     const auto &sec = facts.stages[stage].seconds;
     double tpShare = training ? sec.at("tp_comm") / 2 : sec.at("tp_comm");
-    double work = phase == "backward" ? sec.at("backward") + sec.at("recompute")
-                                      : sec.at("forward");
+    double work =
+        phase == "backward" ? sec.at("backward") + sec.at("recompute") : sec.at("forward");
     return (work + tpShare) / v;
   };
   int64_t lastChunk = plan.chunks() - 1;
   // The slot whose output a slot needs, if any: (phase, chunk).
-  auto producer = [&](const rt::ScheduleSlot &slot) -> std::optional<std::pair<std::string, int64_t>> {
+  auto producer =
+      [&](const rt::ScheduleSlot &slot) -> std::optional<std::pair<std::string, int64_t>> {
     if (slot.phase == "forward")
       return slot.chunk > 0 ? std::optional(std::pair{std::string("forward"), slot.chunk - 1})
                             : std::nullopt;
     if (slot.phase == "backward")
-      return slot.chunk < lastChunk
-                 ? std::pair{std::string("backward"), slot.chunk + 1}
-                 : std::pair{std::string("forward"), lastChunk};
+      return slot.chunk < lastChunk ? std::pair{std::string("backward"), slot.chunk + 1}
+                                    : std::pair{std::string("forward"), lastChunk};
     return std::nullopt;
   };
   std::map<std::tuple<std::string, int64_t, int64_t>, double> endOf; // (phase, chunk, mb)
@@ -698,13 +705,23 @@ bool writeTrace(const Facts &facts, llvm::raw_ostream &os, std::string *error) {
   auto microseconds = [](double seconds) { return std::round(seconds * 1e9) / 1e3; };
   Json trace = Json::array();
   for (const rt::DeviceSpec &d : plan.devices) {
-    trace.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", d.rank}, {"tid", 0},
-                     {"args", {{"name", llvm::formatv("rank {0} (stage {1}, tp {2}, dp {3})",
-                                                      d.rank, d.stage, d.tp, d.dp)
-                                            .str()}}}});
-    trace.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", d.rank}, {"tid", 0},
+    trace.push_back({{"ph", "M"},
+                     {"name", "process_name"},
+                     {"pid", d.rank},
+                     {"tid", 0},
+                     {"args",
+                      {{"name", llvm::formatv("rank {0} (stage {1}, tp {2}, dp {3})", d.rank,
+                                              d.stage, d.tp, d.dp)
+                                    .str()}}}});
+    trace.push_back({{"ph", "M"},
+                     {"name", "process_sort_index"},
+                     {"pid", d.rank},
+                     {"tid", 0},
                      {"args", {{"sort_index", d.rank}}}});
-    trace.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", d.rank}, {"tid", 0},
+    trace.push_back({{"ph", "M"},
+                     {"name", "thread_name"},
+                     {"pid", d.rank},
+                     {"tid", 0},
                      {"args", {{"name", "schedule"}}}});
   }
   for (const Event &e : events)
@@ -714,17 +731,16 @@ bool writeTrace(const Facts &facts, llvm::raw_ostream &os, std::string *error) {
       std::string name = std::string(e.slot.phase == "backward" ? "B" : "F") + " mb" +
                          std::to_string(e.slot.microbatch) + " chunk" +
                          std::to_string(e.slot.chunk);
-      trace.push_back({{"ph", "X"},
-                       {"name", name},
-                       {"cat", e.slot.phase},
-                       {"pid", d.rank},
-                       {"tid", 0},
-                       {"ts", microseconds(e.start)},
-                       {"dur", microseconds(e.dur)},
-                       {"args",
-                        {{"stage", e.stage},
-                         {"chunk", e.slot.chunk},
-                         {"microbatch", e.slot.microbatch}}}});
+      trace.push_back(
+          {{"ph", "X"},
+           {"name", name},
+           {"cat", e.slot.phase},
+           {"pid", d.rank},
+           {"tid", 0},
+           {"ts", microseconds(e.start)},
+           {"dur", microseconds(e.dur)},
+           {"args",
+            {{"stage", e.stage}, {"chunk", e.slot.chunk}, {"microbatch", e.slot.microbatch}}}});
     }
   double end = 0;
   for (double f : free)
@@ -757,8 +773,7 @@ std::vector<Difference> differences(const Facts &a, const Facts &b) {
   };
   add("mesh", meshText(a.plan), meshText(b.plan));
   add("schedule", a.plan.schedule, b.plan.schedule);
-  add("virtual stages", std::to_string(a.plan.virtualStages),
-      std::to_string(b.plan.virtualStages));
+  add("virtual stages", std::to_string(a.plan.virtualStages), std::to_string(b.plan.virtualStages));
   auto micro = [](const rt::Plan &p) {
     return std::to_string(p.microbatches) +
            (p.hasBatch ? " of " + std::to_string(p.microbatchSize) : "");
@@ -768,7 +783,7 @@ std::vector<Difference> differences(const Facts &a, const Facts &b) {
       b.plan.hasBatch ? std::to_string(b.plan.globalBatch) : "-");
   size_t stages = std::max(a.stages.size(), b.stages.size());
   for (size_t s = 0; s < stages; ++s)
-      add("stage " + std::to_string(s) + " layers",
+    add("stage " + std::to_string(s) + " layers",
         s < a.stages.size() ? stageLayersText(a.stages[s]) : "(none)",
         s < b.stages.size() ? stageLayersText(b.stages[s]) : "(none)");
   std::map<std::string, std::pair<const ProgramFacts *, const ProgramFacts *>> programs;
@@ -778,8 +793,8 @@ std::vector<Difference> differences(const Facts &a, const Facts &b) {
     programs[p.name].second = &p;
   for (const auto &[name, pair] : programs) {
     auto text = [](const ProgramFacts *p) {
-      return p ? formatBytes(p->total()) + " (arena " + formatBytes(p->arenaBytes) +
-                     ", weights " + formatBytes(p->weightBytes) + ")"
+      return p ? formatBytes(p->total()) + " (arena " + formatBytes(p->arenaBytes) + ", weights " +
+                     formatBytes(p->weightBytes) + ")"
                : std::string("(none)");
     };
     std::string delta;
@@ -790,9 +805,9 @@ std::vector<Difference> differences(const Facts &a, const Facts &b) {
     add("program " + name + " memory", text(pair.first), text(pair.second), delta);
   }
   for (auto [what, field] : {std::pair{"predicted step", &Predicted::step},
-                              {"predicted compute", &Predicted::compute},
-                              {"predicted communication", &Predicted::communication},
-                              {"predicted bubble", &Predicted::bubble}}) {
+                             {"predicted compute", &Predicted::compute},
+                             {"predicted communication", &Predicted::communication},
+                             {"predicted bubble", &Predicted::bubble}}) {
     auto seconds = [&](const std::optional<Predicted> &p) {
       return p ? formatSeconds((*p).*field) : std::string("-");
     };
@@ -812,8 +827,7 @@ Json effect(const Facts &a, const Facts &b) {
   Json e;
   if (a.predicted && b.predicted) {
     e["step_seconds_delta"] = b.predicted->step - a.predicted->step;
-    e["step_ratio"] = a.predicted->step > 0 ? Json(b.predicted->step / a.predicted->step)
-                                            : Json();
+    e["step_ratio"] = a.predicted->step > 0 ? Json(b.predicted->step / a.predicted->step) : Json();
   }
   e["largest_rank_bytes"] = {a.largestProgramBytes(), b.largestProgramBytes()};
   e["memory_bytes_delta"] = b.largestProgramBytes() - a.largestProgramBytes();
@@ -847,7 +861,9 @@ void printDiff(const Facts &a, const Facts &b, llvm::raw_ostream &os) {
 Json diffJson(const Facts &a, const Facts &b) {
   Json list = Json::array();
   for (const Difference &d : differences(a, b))
-    list.push_back({{"what", d.what}, {"before", d.before}, {"after", d.after},
+    list.push_back({{"what", d.what},
+                    {"before", d.before},
+                    {"after", d.after},
                     {"delta", d.delta.empty() ? Json() : Json(d.delta)}});
   return {{"plan", a.dir}, {"other", b.dir}, {"differences", list}, {"effect", effect(a, b)}};
 }
@@ -911,7 +927,8 @@ int runInspect(int argc, char **argv) {
   } else {
     printText(facts, llvm::outs());
   }
-  if (!dotPath.empty() && !writeAtomically(dotPath, [&](llvm::raw_ostream &os) { writeDot(facts, os); }))
+  if (!dotPath.empty() &&
+      !writeAtomically(dotPath, [&](llvm::raw_ostream &os) { writeDot(facts, os); }))
     return 1;
   if (!tracePath.empty() &&
       !writeAtomically(tracePath, [&](llvm::raw_ostream &out) { out << traceStream.str(); }))

@@ -74,9 +74,8 @@ int runVerify(int argc, char **argv) {
     return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
   };
   llvm::outs() << "cleave: " << planDir << " verified: " << count(result.ranks, "rank") << ", "
-               << count(result.programs, "program") << ", "
-               << count(result.transfers, "transfer") << ", "
-               << count(result.collectives, "collective") << "\n";
+               << count(result.programs, "program") << ", " << count(result.transfers, "transfer")
+               << ", " << count(result.collectives, "collective") << "\n";
   return 0;
 }
 

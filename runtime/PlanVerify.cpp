@@ -236,8 +236,8 @@ void Simulation::run() {
     progress |= completeCollectives();
     if (failed)
       return;
-    bool done = std::all_of(states.begin(), states.end(),
-                            [](const RankState &s) { return s.finished; });
+    bool done =
+        std::all_of(states.begin(), states.end(), [](const RankState &s) { return s.finished; });
     if (done)
       break;
     if (!progress)
@@ -288,8 +288,8 @@ bool Simulation::send(RankState &s) {
   const InstructionSpec &inst = instOf(s);
   const ScheduleSlot &slot = slotOf(s);
   int64_t tag = attr(inst, "tag");
-  TransferKey key{s.device->stage, attr(inst, "peer_stage"), s.device->dp, s.device->tp,
-                  slot.microbatch, tag};
+  TransferKey key{s.device->stage, attr(inst, "peer_stage"), s.device->dp,
+                  s.device->tp,    slot.microbatch,          tag};
   auto previous = inFlight.find(key);
   if (previous != inFlight.end() || delivered.count(key)) {
     report.add(where(s) + ": sends tag " + std::to_string(tag) + " of microbatch " +
@@ -396,14 +396,14 @@ std::string Simulation::whyNoSend(const RankState &s) const {
   for (const DeviceSpec &d : plan.devices)
     if (d.stage == peerStage && d.dp == s.device->dp && d.tp == s.device->tp)
       sender = d.rank;
-  std::string head = "waits for tag " + std::to_string(tag) + " from stage " +
-                     std::to_string(peerStage);
+  std::string head =
+      "waits for tag " + std::to_string(tag) + " from stage " + std::to_string(peerStage);
   bool sends = false; // does the sender's program ever send this tag here?
   if (sender >= 0)
     for (const Phase &phase : states[sender].program->phases)
       for (const InstructionSpec &i : phase.instructions)
-        sends |= i.kernel == "send" && attr(i, "tag") == tag &&
-                 attr(i, "peer_stage") == s.device->stage;
+        sends |=
+            i.kernel == "send" && attr(i, "tag") == tag && attr(i, "peer_stage") == s.device->stage;
   if (!sends)
     return head + ", which never sends it";
   return head + " (rank " + std::to_string(sender) + "), which has not sent it: rank " +
@@ -418,8 +418,7 @@ std::string Simulation::whyGroupWaits(const RankState &s) const {
   std::string head = "waits in " + inst.kernel + " for " + kind + " group " + rankList(*group);
   for (int64_t r : *group) {
     const RankState &m = states[r];
-    if (m.finished || !m.blocked || !isCollective(instOf(m).kernel) ||
-        groupKind(instOf(m)) != kind)
+    if (m.finished || !m.blocked || !isCollective(instOf(m).kernel) || groupKind(instOf(m)) != kind)
       return head + ": rank " + std::to_string(r) + " " + stateOf(r) +
              (m.finished || !isCollective(instOf(m).kernel)
                   ? ""
@@ -492,8 +491,8 @@ bool checkStructure(const Plan &plan, Reporter &report) {
       for (size_t i = 0; i < phase.instructions.size(); ++i) {
         const InstructionSpec &inst = phase.instructions[i];
         std::string label = programLabel(plan, program) + ", " +
-                            slotLabel(phase.name, phase.chunk) + ", " +
-                            instructionLabel(i, inst) + ": ";
+                            slotLabel(phase.name, phase.chunk) + ", " + instructionLabel(i, inst) +
+                            ": ";
         int64_t count = static_cast<int64_t>(program.buffers.size());
         for (const std::optional<int64_t> &id : inst.inputs)
           if (id && (*id < 0 || *id >= count))
@@ -535,8 +534,8 @@ void checkCollectiveShapes(const Plan &plan, Reporter &report) {
         if (!isCollective(inst.kernel))
           continue;
         std::string label = programLabel(plan, program) + ", " +
-                            slotLabel(phase.name, phase.chunk) + ", " +
-                            instructionLabel(i, inst) + ": ";
+                            slotLabel(phase.name, phase.chunk) + ", " + instructionLabel(i, inst) +
+                            ": ";
         std::string kind;
         (void)inst.attrs.getString("group", &kind);
         int64_t n = kind == "tp" ? plan.tp : plan.dp;
@@ -580,8 +579,8 @@ std::string splitLabel(const WeightShard &w) {
 void checkParameterInStage(const Plan &plan, int64_t stage, const std::string &name,
                            const TensorDesc &full, const std::vector<Holding> &holdings,
                            Reporter &report) {
-  std::string head = "stage " + std::to_string(stage) + ": parameter '" + name + "' (" +
-                     shapeOf(full) + ")";
+  std::string head =
+      "stage " + std::to_string(stage) + ": parameter '" + name + "' (" + shapeOf(full) + ")";
   const Holding *whole = nullptr, *split = nullptr;
   for (const Holding &h : holdings)
     (h.shard.split ? split : whole) = &h;
@@ -596,8 +595,7 @@ void checkParameterInStage(const Plan &plan, int64_t stage, const std::string &n
   }
   const WeightShard &first = split->shard;
   for (const Holding &h : holdings)
-    if (h.shard.dim != first.dim || h.shard.blocks != first.blocks ||
-        h.shard.parts != first.parts)
+    if (h.shard.dim != first.dim || h.shard.blocks != first.blocks || h.shard.parts != first.parts)
       return report.add(head + ": " + holdings.front().program->name + " holds a part of " +
                         splitLabel(holdings.front().shard) + ", " + h.program->name + " of " +
                         splitLabel(h.shard));
@@ -614,8 +612,8 @@ void checkParameterInStage(const Plan &plan, int64_t stage, const std::string &n
     if (who.empty())
       return report.add(head + ": part " + partLabel(part) + " is held by no program");
     if (who.size() > 1)
-      return report.add(head + ": part " + partLabel(part) + " is held by " + who[0] +
-                        " and " + who[1]);
+      return report.add(head + ": part " + partLabel(part) + " is held by " + who[0] + " and " +
+                        who[1]);
   }
   for (const Holding &h : holdings) {
     if (h.shard.part != h.program->tp)
@@ -701,8 +699,7 @@ bool parseWeightShard(const std::string &name, WeightShard *out) {
   out->blocks = m[2].matched ? std::stoll(m[2]) : 1;
   out->part = std::stoll(m[3]);
   out->parts = std::stoll(m[4]);
-  return !out->parameter.empty() && out->blocks >= 1 && out->parts >= 1 &&
-         out->part < out->parts;
+  return !out->parameter.empty() && out->blocks >= 1 && out->parts >= 1 && out->part < out->parts;
 }
 
 VerifyResult verifyPlan(const Plan &plan, size_t maxErrors) {

@@ -59,8 +59,8 @@ public:
   }
 
   /// Appends an instruction to program (stage, tp) and returns it.
-  InstructionSpec &add(int64_t stage, int64_t tp, const std::string &kernel,
-                       Shape in = {2, 4}, Shape out = {2, 4}) {
+  InstructionSpec &add(int64_t stage, int64_t tp, const std::string &kernel, Shape in = {2, 4},
+                       Shape out = {2, 4}) {
     ProgramSpec &p = plan.programs["stage" + std::to_string(stage) + "_tp" + std::to_string(tp)];
     InstructionSpec inst;
     inst.kernel = kernel;
@@ -85,8 +85,8 @@ public:
     i.attrs.set("tag", tag);
     return i;
   }
-  InstructionSpec &collective(int64_t stage, int64_t tp, const std::string &kernel,
-                              Shape in, Shape out, const std::string &group = "tp") {
+  InstructionSpec &collective(int64_t stage, int64_t tp, const std::string &kernel, Shape in,
+                              Shape out, const std::string &group = "tp") {
     InstructionSpec &i = add(stage, tp, kernel, in, out);
     i.attrs.set("group", group);
     return i;

@@ -17,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <deque>
+#include <map>
 #include <fstream>
 #include <set>
 
@@ -240,12 +242,10 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
                << path << "' has no data"
                << (data ? " (the model was exported on the meta device; compile needs real weights)"
                         : "");
-      mlir::cleave::TensorSharding layout;
-      if (auto layouts = param->getAttrOfType<mlir::ArrayAttr>("cleave.sharding"))
-        if (auto text = llvm::dyn_cast<mlir::StringAttr>(layouts[0]))
-          layout = mlir::cleave::TensorSharding::parse(text.getValue())
-                       .value_or(mlir::cleave::TensorSharding());
-      std::string name = weightName(path, layout, slicing);
+      auto layout = mlir::cleave::annotatedLayout(param.getResult());
+      if (mlir::failed(layout))
+        return mlir::failure();
+      std::string name = weightName(path, *layout, slicing);
       rt::TensorDesc desc = descOf(param.getType());
       program.addBuffer(param, path, Json{{"weight", name}});
       if (!program.weightNames.insert(name).second)
@@ -259,7 +259,7 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       if (slicing.withData && name != path) {
         program.constantData.push_back(slicePart(static_cast<const char *>(data->data),
                                                  data->shape, rt::dtypeBytes(desc.dtype),
-                                                 layout.dim, layout.blocks, slicing.rank,
+                                                 layout->dim, layout->blocks, slicing.rank,
                                                  slicing.ranks));
         bytes = program.constantData.back().data();
       }
@@ -583,10 +583,9 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
                             {"inputs", phase.inputs}, {"outputs", phase.outputs},
                             {"instructions", program.builder.instructions}});
     }
-    int64_t weightBytes = info.withWeights ? int64_t(weightBytesOf(program.builder)) : 0;
-    if (!info.withWeights)
-      for (const rt::SafetensorsTensor &w : program.builder.weights)
-        weightBytes += w.desc.bytes();
+    // Meta plans have no files but the same weights: what a plan with data
+    // would allocate.
+    int64_t weightBytes = weightBytesOf(program.builder);
     largestArena = std::max(largestArena, arena);
     largestWeights = std::max(largestWeights, weightBytes);
     program.json = Json{{"format", "cleave-program"}, {"version", rt::kPlanFormatVersion},
@@ -638,38 +637,32 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
     return mlir::failure();
 
   // Ranks: tp fastest, then dp, then stage (docs/plan-format.md).
-  Json devices = Json::array(), tpGroups = Json::array(), dpGroups = Json::array(),
-       pipelines = Json::array();
-  auto rankOf = [&](int64_t s, int64_t d, int64_t t) { return (s * info.dp + d) * info.tp + t; };
-  for (int64_t s = 0; s < info.pp; ++s)
-    for (int64_t d = 0; d < info.dp; ++d)
-      for (int64_t t = 0; t < info.tp; ++t)
-        devices.push_back(Json{{"rank", rankOf(s, d, t)}, {"backend", "cpu"}, {"stage", s},
-                               {"tp", t}, {"dp", d},
-                               {"program", "stage" + std::to_string(s) + "_tp" + std::to_string(t)}});
-  for (int64_t s = 0; s < info.pp; ++s)
-    for (int64_t d = 0; d < info.dp; ++d) {
-      Json group = Json::array();
-      for (int64_t t = 0; t < info.tp; ++t)
-        group.push_back(rankOf(s, d, t));
-      tpGroups.push_back(group);
+  int64_t ranks = info.pp * info.dp * info.tp;
+  auto coordsOf = [&](int64_t r) {
+    return std::array<int64_t, 3>{r / (info.dp * info.tp), (r / info.tp) % info.dp, r % info.tp};
+  };
+  Json devices = Json::array();
+  for (int64_t r = 0; r < ranks; ++r) {
+    auto [s, d, t] = coordsOf(r);
+    devices.push_back(Json{{"rank", r}, {"backend", "cpu"}, {"stage", s}, {"tp", t}, {"dp", d},
+                           {"program", "stage" + std::to_string(s) + "_tp" + std::to_string(t)}});
+  }
+  // The ranks that differ only in mesh coordinate `axis` (0 stage, 1 dp,
+  // 2 tp), each group in rank order, groups by their first rank.
+  auto groupsAlong = [&](int axis) {
+    std::map<std::array<int64_t, 3>, Json> byOthers;
+    for (int64_t r = 0; r < ranks; ++r) {
+      auto key = coordsOf(r);
+      key[axis] = 0;
+      byOthers.try_emplace(key, Json::array()).first->second.push_back(r);
     }
-  for (int64_t s = 0; s < info.pp; ++s)
-    for (int64_t t = 0; t < info.tp; ++t) {
-      Json group = Json::array();
-      for (int64_t d = 0; d < info.dp; ++d)
-        group.push_back(rankOf(s, d, t));
-      dpGroups.push_back(group);
-    }
-  for (int64_t d = 0; d < info.dp; ++d)
-    for (int64_t t = 0; t < info.tp; ++t) {
-      Json group = Json::array();
-      for (int64_t s = 0; s < info.pp; ++s)
-        group.push_back(rankOf(s, d, t));
-      pipelines.push_back(group);
-    }
-  llvm::sort(dpGroups.begin(), dpGroups.end());
-  llvm::sort(pipelines.begin(), pipelines.end());
+    Json groups = Json::array();
+    for (auto &[key, group] : byOthers)
+      groups.push_back(group);
+    llvm::sort(groups.begin(), groups.end());
+    return groups;
+  };
+  Json tpGroups = groupsAlong(2), dpGroups = groupsAlong(1), pipelines = groupsAlong(0);
 
   Json stages = Json::array();
   auto slots = forwardSlots(info.schedule, info.pp, info.microbatches, info.virtualStages);

@@ -50,23 +50,11 @@ struct InsertCollectivesPass : impl::InsertCollectivesBase<InsertCollectivesPass
     }
   }
 
-  /// The layout `value` has: its defining op's `cleave.sharding` for it, else
-  /// replicated (arguments, constants, unannotated ops).
+  /// The layout `value` has: a change made here, else what the planner wrote.
   FailureOr<TensorSharding> layoutOf(Value value) {
     if (auto it = converted.find(value); it != converted.end())
       return it->second;
-    Operation *def = value.getDefiningOp();
-    auto layouts = def ? def->getAttrOfType<ArrayAttr>("cleave.sharding") : ArrayAttr();
-    if (!layouts)
-      return TensorSharding::replicated();
-    unsigned index = cast<OpResult>(value).getResultNumber();
-    auto text = index < layouts.size() ? dyn_cast<StringAttr>(layouts[index]) : StringAttr();
-    std::optional<TensorSharding> layout =
-        text ? TensorSharding::parse(text.getValue()) : std::nullopt;
-    if (!layout)
-      return def->emitError() << "result " << index << ": no layout in cleave.sharding "
-                              << layouts;
-    return *layout;
+    return annotatedLayout(value);
   }
 
   /// Makes `use` read its value in layout `need`, inserting the change

@@ -20,20 +20,6 @@ namespace mlir::cleave {
 
 namespace {
 
-/// The layout of result `index` of `op` from its `cleave.sharding`
-/// (replicated when it has none).
-FailureOr<TensorSharding> resultLayout(Operation *op, unsigned index) {
-  auto layouts = op->getAttrOfType<ArrayAttr>("cleave.sharding");
-  if (!layouts)
-    return TensorSharding::replicated();
-  auto text = index < layouts.size() ? dyn_cast<StringAttr>(layouts[index]) : StringAttr();
-  std::optional<TensorSharding> layout =
-      text ? TensorSharding::parse(text.getValue()) : std::nullopt;
-  if (!layout)
-    return op->emitError() << "result " << index << ": no layout in cleave.sharding " << layouts;
-  return *layout;
-}
-
 struct LocalShapesPass : impl::LocalShapesBase<LocalShapesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -59,11 +45,7 @@ struct LocalShapesPass : impl::LocalShapesBase<LocalShapesPass> {
     for (Operation &op : func.getBody().front()) {
       // Ranges a slice takes along a split dim shrink with the dim.
       if (auto slice = dyn_cast<SliceOp>(op)) {
-        Value input = slice.getInput();
-        Operation *def = input.getDefiningOp();
-        FailureOr<TensorSharding> in =
-            def ? resultLayout(def, cast<OpResult>(input).getResultNumber())
-                : FailureOr<TensorSharding>(TensorSharding::replicated());
+        FailureOr<TensorSharding> in = annotatedLayout(slice.getInput());
         if (failed(in))
           return failure();
         if (in->kind == TensorSharding::Sharded && in->dim == slice.getDim() && tp > 1) {
@@ -83,7 +65,7 @@ struct LocalShapesPass : impl::LocalShapesBase<LocalShapesPass> {
         auto type = dyn_cast<RankedTensorType>(result.getType());
         if (!type)
           continue;
-        FailureOr<TensorSharding> layout = resultLayout(&op, result.getResultNumber());
+        FailureOr<TensorSharding> layout = annotatedLayout(result);
         if (failed(layout))
           return failure();
         if (layout->kind != TensorSharding::Sharded)

@@ -50,6 +50,20 @@ std::optional<TensorSharding> TensorSharding::parse(llvm::StringRef text) {
   return sharded(dim, blocks);
 }
 
+FailureOr<TensorSharding> annotatedLayout(Value value) {
+  Operation *def = value.getDefiningOp();
+  auto layouts = def ? def->getAttrOfType<ArrayAttr>("cleave.sharding") : ArrayAttr();
+  if (!layouts)
+    return TensorSharding::replicated();
+  unsigned index = cast<OpResult>(value).getResultNumber();
+  auto text = index < layouts.size() ? dyn_cast<StringAttr>(layouts[index]) : StringAttr();
+  std::optional<TensorSharding> layout =
+      text ? TensorSharding::parse(text.getValue()) : std::nullopt;
+  if (!layout)
+    return def->emitError() << "result " << index << ": no layout in cleave.sharding " << layouts;
+  return *layout;
+}
+
 namespace {
 
 /// A layout packed in 32 bits, so search states are small and hashable.

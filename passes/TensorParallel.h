@@ -58,6 +58,11 @@ struct TensorSharding {
   static std::optional<TensorSharding> parse(llvm::StringRef text);
 };
 
+/// The layout the planner gave `value` in the IR: its defining op's
+/// `cleave.sharding` entry, replicated for arguments and unannotated ops.
+/// Fails, with an error at the op, on an entry that is no layout.
+FailureOr<TensorSharding> annotatedLayout(Value value);
+
 /// A collective the split layer runs, per microbatch.
 struct TpCollective {
   ::cleave::cost::Collective collective;

@@ -253,7 +253,11 @@ int runPartitionedCompile(int argc, char **argv) {
       {"4-local-shapes",
        [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createLocalShapes()); }},
       {"5-ranks", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createSpecializeRanks()); }},
-      {"6-memory-planned",
+      {"6-recompute",
+       [](mlir::PassManager &pm) {
+         pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createMarkRecompute());
+       }},
+      {"7-memory-planned",
        [](mlir::PassManager &pm) {
          pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
        }},

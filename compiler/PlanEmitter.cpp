@@ -346,6 +346,8 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         return op.emitError("has no scratch offset: run cleave-plan-memory first");
       instruction["scratch"] = Json{{"arena_offset", scratchOffset.getInt()}, {"bytes", scratch}};
     }
+    if (auto region = op.getAttrOfType<mlir::IntegerAttr>("cleave.recompute_region"))
+      instruction["recompute_region"] = region.getInt();
     std::string loc = describeLocation(op.getLoc());
     if (!loc.empty())
       instruction["loc"] = loc;

@@ -100,6 +100,9 @@ struct InsertCollectivesPass : impl::InsertCollectivesBase<InsertCollectivesPass
     for (const char *attr : {"cleave.stage", "cleave.chunk"})
       if (Attribute a = unit ? unit->getAttr(attr) : Attribute())
         op->setAttr(attr, a);
+    // Recomputing the reader redoes the change it needed.
+    if (reader->hasAttr("cleave.recompute"))
+      op->setAttr("cleave.recompute", b.getUnitAttr());
     if (failed(mlir::verify(op)))
       return failure();
     converted[changed] = need;

@@ -137,6 +137,24 @@ def SpecializeRanks : Pass<"cleave-specialize-ranks", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def MarkRecompute : Pass<"cleave-mark-recompute", "mlir::func::FuncOp"> {
+  let summary = "Mark the regions a backward pass recomputes instead of keeping";
+  let description = [{
+    The planner marks every op of a layer it recomputes `cleave.recompute`.
+    A recomputation region is a maximal run of consecutive marked ops of one
+    layer (params and constants neither end nor join a run; collectives the
+    lowering inserted for a marked op are marked too, so the region redoes
+    its communication). Each op of region k gets `cleave.recompute_region = k`;
+    the function gets `cleave.recompute_regions`, one summary per region:
+    its `layer`, `ops`, its `checkpoints` (values it reads from outside the
+    region, weights excepted: these stay live through backward) and their
+    `checkpoint_bytes`, and `recomputed_bytes`, what the region computes and
+    nothing outside reads (the activations backward regenerates instead of
+    keeping). Views count no bytes. Idempotent.
+  }];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def TestOpCost : Pass<"cleave-test-op-cost", "mlir::func::FuncOp"> {
   let summary = "Test only: print what each op reports through CostOpInterface";
   let description = [{

@@ -355,6 +355,8 @@ Status measureAll(rt::Communicator &world, const WorkerArgs &args) {
 // The launcher.
 //===----------------------------------------------------------------------===//
 
+} // namespace
+
 std::string findOnPath(const std::string &program) {
   const char *path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
@@ -381,6 +383,8 @@ std::vector<std::string> mpirunEnvironment() {
       env.push_back(std::string(name) + "=" + value);
   return env;
 }
+
+namespace {
 
 struct ChildOutcome {
   bool timedOut = false;

@@ -1,16 +1,28 @@
 //===- RunCommand.cpp - cleave run ----------------------------------------===//
 //
 // Loads a plan, checks the input file against the plan's inputs, runs the
-// forward phase and writes the outputs. Uses only the runtime library.
+// forward phase and writes the outputs. A single-device plan runs in this
+// process; a multi-device plan runs as one rank per device under mpirun
+// (runtime/comm/RankRunner), and `--local N` starts those N ranks here.
+// Uses only the runtime library.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cli/Commands.h"
+#include "cli/ProfileComm.h"
 #include "runtime/Executor.h"
 #include "runtime/Plan.h"
 #include "runtime/Safetensors.h"
+#include "runtime/comm/MpiCommunicator.h"
+#include "runtime/comm/RankRunner.h"
 
 #include "llvm/Support/FormatVariadic.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
 
 #include <chrono>
 #include <map>
@@ -20,22 +32,35 @@ namespace {
 
 namespace rt = cleave::runtime;
 
-constexpr const char *kRunUsage = R"(usage: cleave run PLAN_DIR --inputs IN.safetensors --outputs OUT.safetensors [options]
+constexpr const char *kRunUsage =
+    R"(usage: cleave run PLAN_DIR --inputs IN.safetensors --outputs OUT.safetensors [options]
+       mpirun -np N cleave run PLAN_DIR ...     (a plan for N devices)
+       cleave run --local N PLAN_DIR ...        (the same, N ranks started here)
 
-Runs the forward phase of a single-device plan on the CPU. IN holds one tensor
-per plan input, keyed by input name, with the plan's shape and dtype; OUT gets
-output_0, output_1, ... and appears complete or not at all.
+Runs the forward phase of a plan on the CPU. IN holds one tensor per plan
+input, keyed by input name, with the plan's shape and dtype (the global batch
+for a multi-device plan); OUT gets output_0, output_1, ... and appears
+complete or not at all. A multi-device plan runs one rank per device: each
+loads only its program and weight shard, splits its microbatches off the
+inputs, and follows its stage's schedule; rank 0 writes the outputs.
 
 options:
   --inputs FILE     the input tensors (safetensors)
   --outputs FILE    where to write the outputs (safetensors)
-  --threads N       CPU threads for kernels (default: OMP_NUM_THREADS, else all cores)
-  --repeat N        run the forward phase N times (outputs are from the last run)
+  --local N         start N ranks on this machine through mpirun (N must be
+                    the plan's device count)
+  --threads N       CPU threads for kernels per rank (default: OMP_NUM_THREADS,
+                    else the cores divided among the ranks on this machine)
+  --repeat N        run the plan N times on the same inputs (outputs are from the
+                    last run; times are the mean)
+  --report          multi-device: print, per rank, measured time by category and
+                    memory next to the plan's prediction
   --timing          print load and run times and peak memory to stderr
   --profile         print the time per kernel of the last run to stderr
   -h, --help        show this help
 
-exit status: 0 success, 1 bad arguments, invalid plan or inputs, or a failed run.
+exit status: 0 success, 1 bad arguments, invalid plan or inputs, or a failed run
+(any rank); under --local, mpirun's status.
 )";
 
 int fail(const rt::Status &status) {
@@ -44,21 +69,210 @@ int fail(const rt::Status &status) {
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// The path of this executable, for mpirun to start it on every rank.
+std::string selfPath() {
+  char buffer[4096];
+  ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  return n > 0 ? std::string(buffer, n) : std::string("cleave");
+}
+
+pid_t launchedJob = 0;
+void forwardSignal(int sig) {
+  if (launchedJob > 0)
+    kill(-launchedJob, sig);
+}
+
+/// `cleave run --local N ...`: mpirun -np N this-cleave run ..., in its own
+/// process group with stdio passed through. Ctrl-C reaches every rank; a
+/// rank that dies makes mpirun end the others, and its status is ours.
+int launchLocal(int ranks, const std::vector<std::string> &args) {
+  std::string mpirun = findOnPath("mpirun");
+  if (mpirun.empty()) {
+    llvm::errs()
+        << "cleave: error: --local needs mpirun, which is not on PATH (install "
+           "openmpi-bin)\n";
+    return 1;
+  }
+  std::vector<std::string> argv = {mpirun,
+                                   "-np",
+                                   std::to_string(ranks),
+                                   "--oversubscribe",
+                                   "--bind-to",
+                                   "none",
+                                   selfPath(),
+                                   "run"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env = mpirunEnvironment();
+  std::vector<char *> cArgv, cEnv;
+  for (std::string &a : argv)
+    cArgv.push_back(a.data());
+  cArgv.push_back(nullptr);
+  for (std::string &e : env)
+    cEnv.push_back(e.data());
+  cEnv.push_back(nullptr);
+  llvm::outs().flush();
+  llvm::errs().flush();
+  pid_t pid = fork();
+  if (pid < 0) {
+    llvm::errs() << "cleave: error: cannot start mpirun: "
+                 << std::strerror(errno) << "\n";
+    return 1;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    execve(cArgv[0], cArgv.data(), cEnv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  launchedJob = pid;
+  struct sigaction action {};
+  action.sa_handler = forwardSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  launchedJob = 0;
+  kill(-pid, SIGKILL); // a rank mpirun left behind
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (code != 0)
+    llvm::errs() << "cleave: error: the " << ranks
+                 << "-rank run failed (mpirun exit status " << code << ")\n";
+  return code;
+}
+
+/// True under mpirun (or another launcher that sets a world size above 1).
+bool launchedAsRanks() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char *v = std::getenv(name); v && std::atoi(v) > 1)
+      return true;
+  return false;
+}
+
+double ms(double seconds) { return seconds * 1e3; }
+double mib(int64_t bytes) { return bytes / 1048576.0; }
+
+void printReport(const rt::Plan &plan, int repeat,
+                 const std::vector<rt::RankReport> &reports) {
+  const rt::PredictedCost &p = plan.predicted;
+  llvm::outs() << llvm::formatv("cleave run: {0} ranks (pp {1} x tp {2} x dp "
+                                "{3}), {4} microbatches of {5}, schedule "
+                                "{6}; mean of {7} step(s)\n",
+                                reports.size(), plan.pp, plan.tp, plan.dp,
+                                plan.microbatches, plan.microbatchSize,
+                                plan.schedule, repeat);
+  auto predicted = [](const std::optional<double> &v) {
+    return v ? llvm::formatv("{0,8:f2}", ms(*v)).str()
+             : std::string("       -");
+  };
+  llvm::outs()
+      << "                   measured ms                         | predicted ms"
+         "                        | memory MiB\n";
+  llvm::outs() << "rank stage tp dp |     step  compute     comm wait+bub |    "
+                  " step  compute"
+                  "     comm   bubble |  plan  comm  peak RSS\n";
+  for (const rt::RankReport &r : reports)
+    llvm::outs() << llvm::formatv(
+        "{0,4} {1,5} {2,2} {3,2} | {4,8:f2} {5,8:f2} {6,8:f2} {7,8:f2} | {8} "
+        "{9} {10} {11} | "
+        "{12,5:f1} {13,5:f1} {14,9:f1}\n",
+        r.rank, r.stage, r.tp, r.dp, ms(r.measured.step),
+        ms(r.measured.compute), ms(r.measured.communication),
+        ms(r.measured.waiting), predicted(p.stepSeconds),
+        predicted(p.computeSeconds), predicted(p.communicationSeconds),
+        predicted(p.bubbleSeconds), mib(r.planBytes), mib(r.commBytes),
+        mib(r.peakResidentBytes));
+  llvm::outs()
+      << "(plan: arena + weights, allocated as the plan predicts; comm: send "
+         "staging "
+         "and layout buffers; peak RSS: the whole process, measured)\n";
+}
+
+/// One rank of a multi-device run. Errors every rank sees alike (the plan,
+/// the inputs, the world size) are printed once by rank 0; a rank that
+/// fails mid-run prints its own and ends the job.
+int runRank(const std::string &planDir, const std::string &inputsPath,
+            const std::string &outputsPath, int threads, int repeat,
+            bool report, bool timing) {
+  auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<rt::Communicator> world;
+  if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
+    return fail(s);
+  const bool printer = world->rank() == 0;
+  auto agreedFailure = [&](rt::Status s) {
+    if (printer)
+      fail(s);
+    return 1;
+  };
+  if (threads == 0 && !std::getenv("OMP_NUM_THREADS")) {
+    // Share the cores among the ranks on this machine.
+    const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    int ranksHere = local ? std::max(1, std::atoi(local)) : 1;
+    threads = std::max(
+        1, static_cast<int>(std::thread::hardware_concurrency()) / ranksHere);
+  }
+  rt::setCpuThreads(threads);
+  std::unique_ptr<rt::Backend> cpu = rt::createCpuBackend();
+  std::unique_ptr<rt::RankRunner> runner;
+  if (rt::Status s = rt::RankRunner::create(planDir, *world, *cpu, &runner);
+      !s.ok())
+    return agreedFailure(s);
+  if (rt::Status s = runner->loadInputs(inputsPath); !s.ok())
+    return agreedFailure(s);
+  double loadSeconds = secondsSince(start);
+  for (int r = 0; r < repeat; ++r)
+    if (rt::Status s = runner->step(); !s.ok()) {
+      fail(s);
+      llvm::errs().flush();
+      world->abortJob(1); // the others may wait on this rank forever
+    }
+  if (rt::Status s = runner->writeOutputs(outputsPath); !s.ok())
+    return agreedFailure(s);
+  std::vector<rt::RankReport> reports;
+  if (report || timing)
+    if (rt::Status s = runner->gatherReports(&reports); !s.ok())
+      return fail(s);
+  if (printer && report)
+    printReport(runner->plan(), repeat, reports);
+  if (printer && timing) {
+    double slowest = 0;
+    for (const rt::RankReport &r : reports)
+      slowest = std::max(slowest, r.measured.step);
+    llvm::errs() << llvm::formatv("cleave: load {0:f3} s, step (slowest rank, "
+                                  "mean of {1}) {2:f4} s, {3} ranks, {4} "
+                                  "threads each\n",
+                                  loadSeconds, repeat, slowest, world->size(),
+                                  rt::cpuThreads());
+    printTiming("run", secondsSince(start));
+  }
+  return 0;
 }
 
 } // namespace
 
 int runRun(int argc, char **argv) {
   std::string planDir, inputsPath, outputsPath;
-  int threads = 0, repeat = 1;
-  bool timing = false, profile = false;
+  int threads = 0, repeat = 1, local = 0;
+  bool timing = false, profile = false, report = false;
+  std::vector<std::string> rankArgs; // what --local passes on to every rank
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     const char *value = nullptr;
+    int before = i;
     if (arg == "-h" || arg == "--help") {
       llvm::outs() << kRunUsage;
       return 0;
+    } else if (optionValue(argc, argv, i, "--local", &value)) {
+      if (!parseCount(value, local, 1, 4096))
+        return usageError("--local needs a positive number of ranks",
+                          kRunUsage);
+      continue;
+    } else if (arg == "--report") {
+      report = true;
     } else if (optionValue(argc, argv, i, "--inputs", &value)) {
       if (!value)
         return usageError("--inputs needs a file", kRunUsage);
@@ -82,32 +296,68 @@ int runRun(int argc, char **argv) {
     } else if (planDir.empty()) {
       planDir = arg;
     } else {
-      return usageError("more than one plan given ('" + planDir + "', '" + arg + "')",
+      return usageError("more than one plan given ('" + planDir + "', '" + arg +
+                            "')",
                         kRunUsage);
     }
+    for (int k = before; k <= i; ++k)
+      rankArgs.push_back(argv[k]);
   }
   if (planDir.empty())
     return usageError("no plan directory given", kRunUsage);
   if (inputsPath.empty())
-    return usageError("no input file given (--inputs IN.safetensors)", kRunUsage);
+    return usageError("no input file given (--inputs IN.safetensors)",
+                      kRunUsage);
   if (outputsPath.empty())
-    return usageError("no output file given (--outputs OUT.safetensors)", kRunUsage);
+    return usageError("no output file given (--outputs OUT.safetensors)",
+                      kRunUsage);
+
+  if (local > 0) {
+    if (launchedAsRanks())
+      return usageError(
+          "--local starts ranks itself; under mpirun leave it out", kRunUsage);
+    int64_t devices = 0;
+    if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices); !s.ok())
+      return fail(s.prepend(planDir));
+    if (devices != local)
+      return fail(CLEAVE_ERROR(planDir, ": the plan has ", devices,
+                               " devices; --local ", local, " would start ",
+                               local, " ranks"));
+    return launchLocal(local, rankArgs);
+  }
+  int64_t devices = 1;
+  if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices); !s.ok())
+    return fail(s.prepend(planDir));
+  if (devices > 1 || launchedAsRanks()) {
+    if (profile)
+      return usageError("--profile is for single-device plans; use --report",
+                        kRunUsage);
+    return runRank(planDir, inputsPath, outputsPath, threads, repeat, report,
+                   timing);
+  }
 
   auto start = std::chrono::steady_clock::now();
   rt::Plan plan;
   if (rt::Status s = rt::loadPlan(planDir, &plan); !s.ok())
     return fail(s.prepend(planDir));
   if (!plan.hasWeights)
-    return fail(CLEAVE_ERROR(planDir, ": the plan has no weights (model.weights is false: ",
-                             plan.modelSource, " was exported on the meta device); ",
-                             "'cleave inspect' and 'cleave verify' read it, 'cleave run' cannot"));
-  if (plan.devices.size() != 1)
-    return fail(CLEAVE_ERROR(planDir, ": the plan has ", plan.devices.size(),
-                             " devices; 'cleave run' runs single-device plans"));
+    return fail(CLEAVE_ERROR(
+        planDir, ": the plan has no weights (model.weights is false: ",
+        plan.modelSource, " was exported on the meta device); ",
+        "'cleave inspect' and 'cleave verify' read it, 'cleave run' cannot"));
+  // A plan compiled for a cluster of one device still splits its batch
+  // into microbatches: the rank runner follows its schedule.
+  if (plan.hasBatch)
+    return runRank(planDir, inputsPath, outputsPath, threads, repeat, report,
+                   timing);
+  if (report)
+    return usageError("--report is for compiled-for-a-cluster plans (use "
+                      "--timing or --profile)",
+                      kRunUsage);
   const rt::DeviceSpec &device = plan.devices.front();
   if (device.backend != "cpu")
-    return fail(CLEAVE_ERROR(planDir, ": device 0 uses backend '", device.backend,
-                             "'; this build runs 'cpu'"));
+    return fail(CLEAVE_ERROR(planDir, ": device 0 uses backend '",
+                             device.backend, "'; this build runs 'cpu'"));
   rt::SafetensorsIndex inputs;
   if (rt::Status s = rt::readSafetensorsIndex(inputsPath, &inputs); !s.ok())
     return fail(s);
@@ -115,7 +365,8 @@ int runRun(int argc, char **argv) {
   rt::setCpuThreads(threads);
   std::unique_ptr<rt::Backend> backend = rt::createCpuBackend();
   std::unique_ptr<rt::Executor> executor;
-  if (rt::Status s = rt::Executor::create(*plan.programForRank(0), *backend, &executor);
+  if (rt::Status s =
+          rt::Executor::create(*plan.programForRank(0), *backend, &executor);
       !s.ok())
     return fail(s.prepend(planDir));
   if (rt::Status s = executor->setInputs(inputs); !s.ok())
@@ -145,22 +396,25 @@ int runRun(int argc, char **argv) {
       entry.second += 1;
       total += executor->lastRunSeconds()[i];
     }
-    std::vector<std::pair<std::string, std::pair<double, int>>> rows(byKernel.begin(),
-                                                                    byKernel.end());
-    std::sort(rows.begin(), rows.end(),
-              [](const auto &a, const auto &b) { return a.second.first > b.second.first; });
+    std::vector<std::pair<std::string, std::pair<double, int>>> rows(
+        byKernel.begin(), byKernel.end());
+    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+      return a.second.first > b.second.first;
+    });
     llvm::errs() << "kernel                 calls   total ms   share\n";
     for (const auto &[kernel, stats] : rows)
-      llvm::errs() << llvm::formatv("{0,-20} {1,7} {2,10:f2} {3,6:f1}%\n", kernel, stats.second,
-                                    stats.first * 1e3, 100 * stats.first / total);
+      llvm::errs() << llvm::formatv("{0,-20} {1,7} {2,10:f2} {3,6:f1}%\n",
+                                    kernel, stats.second, stats.first * 1e3,
+                                    100 * stats.first / total);
   }
   if (timing) {
     std::sort(runSeconds.begin(), runSeconds.end());
     llvm::errs() << llvm::formatv(
-        "cleave: load {0:f3} s, forward median {1:f4} s over {2} run(s), {3} threads, "
+        "cleave: load {0:f3} s, forward median {1:f4} s over {2} run(s), {3} "
+        "threads, "
         "plan memory {4:f1} MiB\n",
-        loadSeconds, runSeconds[runSeconds.size() / 2], runSeconds.size(), rt::cpuThreads(),
-        executor->allocatedBytes() / 1048576.0);
+        loadSeconds, runSeconds[runSeconds.size() / 2], runSeconds.size(),
+        rt::cpuThreads(), executor->allocatedBytes() / 1048576.0);
     printTiming("run", secondsSince(start));
   }
   return 0;

@@ -27,8 +27,17 @@ public:
 
   /// Copies host data into the buffer bound to input `name`.
   Status setInput(const std::string &name, const void *data, size_t bytes);
-  /// Runs the instructions of `phase` in order.
+  /// Runs the instructions of the first phase named `phase` in order.
   Status run(const std::string &phase = "forward");
+  /// Runs phase `index` of the program (ProgramSpec::phases).
+  Status runPhase(size_t index);
+  /// Like setInput/getOutput, for the bindings of phase `index` only: a
+  /// multi-device program binds each model input or output in the phases
+  /// (chunks) that read or compute it.
+  Status setPhaseInput(size_t index, const std::string &name, const void *data,
+                       size_t bytes);
+  Status getPhaseOutput(size_t index, const std::string &name, void *data,
+                        size_t bytes) const;
   /// Copies the buffer bound to output `name` to host memory.
   Status getOutput(const std::string &name, void *data, size_t bytes) const;
 
@@ -39,10 +48,13 @@ public:
   Status writeOutputs(const std::string &path) const;
 
   /// Bytes this executor allocated on the device (arena plus weights).
-  size_t allocatedBytes() const { return program_.arenaBytes + program_.weights.dataBytes; }
+  size_t allocatedBytes() const {
+    return program_.arenaBytes + program_.weights.dataBytes;
+  }
   const ProgramSpec &program() const { return program_; }
 
-  /// Wall time of each instruction of the last run, when profiling is on.
+  /// Wall time of each instruction of the last run (of the phase it ran),
+  /// when profiling is on.
   void setProfiling(bool on) { profiling_ = on; }
   const std::vector<double> &lastRunSeconds() const { return seconds_; }
 
@@ -56,7 +68,12 @@ private:
   Executor(const ProgramSpec &program, Backend &backend)
       : program_(program), backend_(backend) {}
   void *bufferData(int64_t id) const;
-  const Binding *findBinding(const std::vector<Binding> &list, const std::string &name) const;
+  const Binding *findBinding(const std::vector<Binding> &list,
+                             const std::string &name) const;
+  Status copyIn(const std::vector<Binding> &bindings, const std::string &name,
+                const void *data, size_t bytes);
+  Status copyOut(const std::vector<Binding> &bindings, const std::string &name,
+                 void *data, size_t bytes) const;
 
   const ProgramSpec &program_;
   Backend &backend_;

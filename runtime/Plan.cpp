@@ -695,7 +695,7 @@ Status checkScheduleAgainstPrograms(const Plan &plan) {
         return CLEAVE_ERROR(where, ": ", slot.phase, " chunk ", slot.chunk, " microbatch ",
                             slot.microbatch, " runs twice");
       for (const auto &[name, program] : plan.programs)
-        if (program.stage == s && !program.findPhase(slot.phase, slot.chunk))
+        if (program.loaded && program.stage == s && !program.findPhase(slot.phase, slot.chunk))
           return CLEAVE_ERROR(where, ": program '", name, "' has no ", slot.phase,
                               " phase of chunk ", slot.chunk);
     }
@@ -901,7 +901,24 @@ const std::vector<int64_t> *Plan::groupOf(const std::string &kind, int64_t rank)
   return nullptr;
 }
 
-Status loadPlan(const std::string &dir, Plan *out) {
+namespace {
+
+/// The program the manifest's devices give `rank`.
+Status programOfRank(const Node &top, int64_t rank, std::string *program) {
+  std::optional<Node> devices;
+  CLEAVE_RETURN_IF_ERROR(getArray(top, "devices", &devices));
+  for (size_t i = 0; i < devices->json.size(); ++i) {
+    Node item = devices->element(i);
+    int64_t r = -1;
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "rank", &r));
+    if (r == rank)
+      return getString(item, "program", program);
+  }
+  return CLEAVE_ERROR("manifest.json: devices: no device has rank ", rank, " (the plan has ",
+                      devices->json.size(), ")");
+}
+
+Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Plan *out) {
   Plan plan;
   plan.dir = dir;
   Json json;
@@ -945,9 +962,22 @@ Status loadPlan(const std::string &dir, Plan *out) {
 
   std::optional<Node> programs;
   CLEAVE_RETURN_IF_ERROR(getObject(top, "programs", &programs));
+  std::string only;
+  if (onlyRank)
+    CLEAVE_RETURN_IF_ERROR(programOfRank(top, *onlyRank, &only));
   for (auto it = programs->json.begin(); it != programs->json.end(); ++it) {
     ProgramSpec program;
-    CLEAVE_RETURN_IF_ERROR(loadProgram(plan, it.key(), programs->child(it.key()), &program));
+    Node entry = programs->child(it.key());
+    if (onlyRank && it.key() != only) {
+      program.name = it.key();
+      program.loaded = false;
+      CLEAVE_RETURN_IF_ERROR(getString(entry, "file", &program.file));
+      if (plan.hasWeights)
+        CLEAVE_RETURN_IF_ERROR(getString(entry, "weights", &program.weightsFile));
+      CLEAVE_RETURN_IF_ERROR(programPosition(plan, entry, entry, &program));
+    } else {
+      CLEAVE_RETURN_IF_ERROR(loadProgram(plan, it.key(), entry, &program));
+    }
     plan.programs.emplace(it.key(), std::move(program));
   }
   CLEAVE_RETURN_IF_ERROR(parseDevices(top, &plan));
@@ -966,6 +996,8 @@ Status loadPlan(const std::string &dir, Plan *out) {
   // Every model output comes from some program (on one device, checkBindings
   // already required the program to bind all of them).
   for (const TensorSpec &output : plan.outputs) {
+    if (onlyRank)
+      break; // the other programs were not read
     bool bound = false;
     for (const auto &[name, program] : plan.programs)
       for (const Binding &b : program.outputs)
@@ -974,6 +1006,24 @@ Status loadPlan(const std::string &dir, Plan *out) {
       return CLEAVE_ERROR("manifest.json: output '", output.name, "' is bound by no program");
   }
   *out = std::move(plan);
+  return {};
+}
+
+} // namespace
+
+Status loadPlan(const std::string &dir, Plan *out) { return loadPlanImpl(dir, std::nullopt, out); }
+
+Status loadPlanForRank(const std::string &dir, int64_t rank, Plan *out) {
+  return loadPlanImpl(dir, rank, out);
+}
+
+Status readPlanDeviceCount(const std::string &dir, int64_t *devices) {
+  Json json;
+  CLEAVE_RETURN_IF_ERROR(readJson(dir, "manifest.json", &json).prepend("not a plan directory"));
+  Node top{json, "manifest.json", ""};
+  std::optional<Node> list;
+  CLEAVE_RETURN_IF_ERROR(getArray(top, "devices", &list));
+  *devices = static_cast<int64_t>(list->json.size());
   return {};
 }
 

@@ -95,6 +95,9 @@ struct ProgramSpec {
   std::vector<Phase> phases;
   /// Empty when the plan has no weights.
   SafetensorsIndex weights;
+  /// False for another rank's program under loadPlanForRank: only name,
+  /// files, stage and tp are set.
+  bool loaded = true;
 
   /// The first phase of that name (single-device programs have one).
   const Phase *findPhase(const std::string &name) const;
@@ -181,5 +184,15 @@ struct Plan {
 
 /// Reads and validates the plan directory `dir`.
 Status loadPlan(const std::string &dir, Plan *plan);
+
+/// What one rank of a distributed run reads: the manifest, the program that
+/// `rank` runs and its weight file's header, nothing of the other ranks'
+/// programs (their entries keep only name, files, stage and tp, and
+/// `loaded` false). The manifest's own checks all hold; those that need
+/// another program's contents are left to `cleave verify`.
+Status loadPlanForRank(const std::string &dir, int64_t rank, Plan *plan);
+
+/// The number of devices the manifest lists (all a launcher needs to know).
+Status readPlanDeviceCount(const std::string &dir, int64_t *devices);
 
 } // namespace cleave::runtime

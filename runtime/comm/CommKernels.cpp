@@ -1,0 +1,258 @@
+//===- CommKernels.cpp - collectives and pipeline transfers as kernels ----===//
+
+#include "runtime/comm/CommKernels.h"
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+
+namespace cleave::runtime {
+
+namespace {
+
+constexpr std::string_view kCommKernels[] = {
+    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send", "recv"};
+
+/// A dim seen as [outer][blocks][parts][part * inner] (elements).
+struct PartLayout {
+  int64_t outer = 1, blocks = 1, parts = 1,
+          run = 1; // run: elements of one part of one block
+
+  PartLayout(const Shape &shape, int64_t dim, int64_t blocks, int64_t parts)
+      : blocks(blocks), parts(parts) {
+    int64_t inner = 1;
+    for (int64_t d = 0; d < dim; ++d)
+      outer *= shape[d];
+    for (size_t d = dim + 1; d < shape.size(); ++d)
+      inner *= shape[d];
+    run = shape[dim] / (blocks * parts) * inner;
+  }
+};
+
+} // namespace
+
+void extractPart(const void *whole, const Shape &shape, int64_t dim,
+                 int64_t blocks, int64_t parts, int64_t part,
+                 size_t elementBytes, void *out) {
+  PartLayout l(shape, dim, blocks, parts);
+  const size_t runBytes = l.run * elementBytes;
+  const char *src = static_cast<const char *>(whole);
+  char *dst = static_cast<char *>(out);
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t b = 0; b < l.blocks; ++b)
+      std::memcpy(dst + ((o * l.blocks + b) * runBytes),
+                  src + (((o * l.blocks + b) * l.parts + part) * runBytes),
+                  runBytes);
+}
+
+void insertPart(const void *in, const Shape &shape, int64_t dim, int64_t blocks,
+                int64_t parts, int64_t part, size_t elementBytes, void *whole) {
+  PartLayout l(shape, dim, blocks, parts);
+  const size_t runBytes = l.run * elementBytes;
+  const char *src = static_cast<const char *>(in);
+  char *dst = static_cast<char *>(whole);
+  for (int64_t o = 0; o < l.outer; ++o)
+    for (int64_t b = 0; b < l.blocks; ++b)
+      std::memcpy(dst + (((o * l.blocks + b) * l.parts + part) * runBytes),
+                  src + ((o * l.blocks + b) * runBytes), runBytes);
+}
+
+bool isCommKernel(std::string_view kernel) {
+  return std::find(std::begin(kCommKernels), std::end(kCommKernels), kernel) !=
+         std::end(kCommKernels);
+}
+
+/// What the comm kernels share: the rank's place and groups, and the
+/// buffers they keep.
+struct CommBackend::State {
+  const Plan &plan;
+  int64_t rank;
+  RankComms comms;
+  /// One staging buffer per send instruction, with its transfer.
+  struct Staged {
+    std::vector<char> data;
+    Request request;
+  };
+  std::deque<Staged> sends; // a deque: kernels hold pointers into it
+  std::deque<std::vector<char>> scratch;
+  size_t heldBytes = 0;
+
+  State(const Plan &plan, int64_t rank, RankComms comms)
+      : plan(plan), rank(rank), comms(comms) {}
+
+  std::vector<char> *newScratch(size_t bytes) {
+    scratch.emplace_back(bytes);
+    heldBytes += bytes;
+    return &scratch.back();
+  }
+};
+
+CommBackend::CommBackend(Backend &compute, const Plan &plan, int64_t rank,
+                         RankComms comms)
+    : compute_(compute), state_(std::make_unique<State>(plan, rank, comms)) {}
+
+CommBackend::~CommBackend() { (void)finishSends(); }
+
+bool CommBackend::hasKernel(std::string_view kernel) const {
+  return isCommKernel(kernel) || compute_.hasKernel(kernel);
+}
+
+std::vector<std::string> CommBackend::kernelNames() const {
+  std::vector<std::string> names = compute_.kernelNames();
+  for (std::string_view k : kCommKernels)
+    names.emplace_back(k);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+size_t CommBackend::heldBytes() const { return state_->heldBytes; }
+
+Status CommBackend::finishSends() {
+  Status first;
+  for (State::Staged &s : state_->sends) {
+    Status st = s.request.wait();
+    if (first.ok() && !st.ok())
+      first = st;
+  }
+  return first;
+}
+
+Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
+  if (!isCommKernel(sig.kernel))
+    return compute_.prepareKernel(sig, fn);
+  State &st = *state_;
+  const DeviceSpec &me = st.plan.devices[st.rank];
+
+  if (sig.kernel == "send" || sig.kernel == "recv") {
+    int64_t peerStage = 0, tag = 0;
+    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("peer_stage", &peerStage));
+    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("tag", &tag));
+    // The same tp and dp index on the peer stage (rank = (stage*dp + dp)*tp +
+    // tp).
+    int peer =
+        static_cast<int>((peerStage * st.plan.dp + me.dp) * st.plan.tp + me.tp);
+    Communicator *world = st.comms.world;
+    if (sig.kernel == "recv") {
+      const TensorDesc out = sig.outputs.at(0);
+      *fn = [world, out, peer, tag](const KernelCall &call) -> Status {
+        return world->recv(call.outputs[0], out.numel(), out.dtype, peer,
+                           static_cast<int>(tag));
+      };
+      return {};
+    }
+    const TensorDesc in = *sig.inputs.at(0);
+    st.sends.push_back({std::vector<char>(in.bytes()), Request()});
+    st.heldBytes += in.bytes();
+    State::Staged *staged = &st.sends.back();
+    *fn = [world, in, peer, tag, staged](const KernelCall &call) -> Status {
+      // The previous microbatch's transfer must be out of the staging buffer.
+      CLEAVE_RETURN_IF_ERROR(staged->request.wait());
+      std::memcpy(staged->data.data(), call.inputs[0], in.bytes());
+      return world->isend(staged->data.data(), in.numel(), in.dtype, peer,
+                          static_cast<int>(tag), &staged->request);
+    };
+    return {};
+  }
+
+  std::string groupName;
+  CLEAVE_RETURN_IF_ERROR(sig.attrs.getString("group", &groupName));
+  Communicator *group = groupName == "tp" ? st.comms.tp : st.comms.dp;
+  if (!group)
+    return CLEAVE_ERROR(sig.kernel, ": no ", groupName, " group on rank ",
+                        st.rank);
+  const TensorDesc in = *sig.inputs.at(0), out = sig.outputs.at(0);
+  const int64_t n = group->size();
+  const size_t esz = dtypeBytes(in.dtype);
+  if (in.dtype != out.dtype)
+    return CLEAVE_ERROR(sig.kernel, ": ", describe(in.shape, in.dtype), " in, ",
+                        describe(out.shape, out.dtype),
+                        " out: the dtype changes");
+
+  if (sig.kernel == "all_reduce") {
+    if (!canReduce(ReduceOp::Sum, in.dtype))
+      return CLEAVE_ERROR(sig.kernel, ": cannot sum ", dtypeName(in.dtype));
+    *fn = [group, in](const KernelCall &call) -> Status {
+      return group->allReduce(call.inputs[0], call.outputs[0], in.numel(),
+                              in.dtype, ReduceOp::Sum);
+    };
+    return {};
+  }
+
+  if (sig.kernel == "all_gather" || sig.kernel == "reduce_scatter") {
+    int64_t dim = 0, blocks = 1;
+    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("dim", &dim));
+    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("blocks", &blocks, 1));
+    bool gather = sig.kernel == "all_gather";
+    const TensorDesc &whole = gather ? out : in, &part = gather ? in : out;
+    // Rank r's part is part r of every block of the whole; the
+    // communicator's buffers are rank-major, so blocked or inner-dim layouts
+    // go through a rank-major buffer.
+    bool rankMajor = blocks == 1 &&
+                     std::all_of(whole.shape.begin(), whole.shape.begin() + dim,
+                                 [](int64_t d) { return d == 1; });
+    std::vector<char> *buffer =
+        rankMajor ? nullptr : st.newScratch(whole.bytes());
+    Shape shape = whole.shape;
+    if (gather) {
+      *fn = [group, part, shape, dim, blocks, n, esz,
+             buffer](const KernelCall &call) -> Status {
+        if (!buffer)
+          return group->allGather(call.inputs[0], call.outputs[0], part.numel(),
+                                  part.dtype);
+        CLEAVE_RETURN_IF_ERROR(group->allGather(call.inputs[0], buffer->data(),
+                                                part.numel(), part.dtype));
+        for (int64_t r = 0; r < n; ++r)
+          insertPart(buffer->data() + r * part.bytes(), shape, dim, blocks, n,
+                     r, esz, call.outputs[0]);
+        return {};
+      };
+    } else {
+      if (!canReduce(ReduceOp::Sum, in.dtype))
+        return CLEAVE_ERROR(sig.kernel, ": cannot sum ", dtypeName(in.dtype));
+      *fn = [group, part, shape, dim, blocks, n, esz,
+             buffer](const KernelCall &call) -> Status {
+        const void *source = call.inputs[0];
+        if (buffer) {
+          for (int64_t r = 0; r < n; ++r)
+            extractPart(call.inputs[0], shape, dim, blocks, n, r, esz,
+                        buffer->data() + r * part.bytes());
+          source = buffer->data();
+        }
+        return group->reduceScatter(source, call.outputs[0], part.numel(),
+                                    part.dtype, ReduceOp::Sum);
+      };
+    }
+    return {};
+  }
+
+  // all_to_all: this rank holds part `rank` of from_dim and all of to_dim;
+  // peer q gets part q of to_dim, and what comes back from q is part q of
+  // from_dim.
+  int64_t fromDim = 0, toDim = 0, fromBlocks = 1, toBlocks = 1;
+  CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("from_dim", &fromDim));
+  CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("to_dim", &toDim));
+  CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("from_blocks", &fromBlocks, 1));
+  CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("to_blocks", &toBlocks, 1));
+  Shape inShape = in.shape, outShape = out.shape;
+  Shape pieceShape =
+      outShape; // what one peer sends: to_dim divided, from_dim not grown
+  pieceShape[fromDim] = inShape[fromDim];
+  const size_t pieceBytes = static_cast<size_t>(numElements(pieceShape)) * esz;
+  std::vector<char> *packed = st.newScratch(in.bytes());
+  std::vector<char> *received = st.newScratch(out.bytes());
+  *fn = [=](const KernelCall &call) -> Status {
+    for (int64_t q = 0; q < n; ++q)
+      extractPart(call.inputs[0], inShape, toDim, toBlocks, n, q, esz,
+                  packed->data() + q * pieceBytes);
+    CLEAVE_RETURN_IF_ERROR(group->allToAll(
+        packed->data(), received->data(),
+        static_cast<size_t>(numElements(pieceShape)), in.dtype));
+    for (int64_t q = 0; q < n; ++q)
+      insertPart(received->data() + q * pieceBytes, outShape, fromDim,
+                 fromBlocks, n, q, esz, call.outputs[0]);
+    return {};
+  };
+  return {};
+}
+
+} // namespace cleave::runtime

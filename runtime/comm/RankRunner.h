@@ -1,0 +1,89 @@
+//===- RankRunner.h - One rank of a multi-device plan ------------*- C++
+//-*-===//
+//
+// Every rank of `mpirun -np N cleave run PLAN` builds one RankRunner. It
+// reads only its own program and weight shard, splits the tp and dp groups
+// off the world, and runs its stage's schedule slots in the manifest's
+// order: for each slot, it copies the slot's microbatch of the model inputs
+// the phase reads (dp index D, microbatch m: samples
+// [D*global/dp + m*microbatch_size, ...) along batch_dim), runs the phase,
+// and keeps the microbatch of any model output it computes. Rank 0 gathers
+// the outputs and writes them.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Executor.h"
+#include "runtime/comm/CommKernels.h"
+
+#include <map>
+#include <memory>
+
+namespace cleave::runtime {
+
+/// Where a rank's time went, summed over its instructions (seconds per step).
+struct RankTimes {
+  double step = 0;          // wall time of the rank's slots, sends drained
+  double compute = 0;       // kernels that compute
+  double communication = 0; // collectives and sends
+  double waiting = 0; // recvs (mostly waiting for the previous stage) and the
+                      // rest of the step outside kernels (input copies)
+};
+
+/// One rank's measurements, gathered to rank 0 by `report`.
+struct RankReport {
+  int64_t rank = 0, stage = 0, tp = 0, dp = 0;
+  RankTimes measured; // mean over the steps run
+  int64_t planBytes =
+      0; // arena + weights: what the plan predicts and allocates
+  int64_t commBytes = 0;         // staging the comm kernels hold besides
+  int64_t peakResidentBytes = 0; // the process's peak resident set (getrusage)
+};
+
+class RankRunner {
+public:
+  /// Loads `rank`'s part of the plan in `dir` and prepares it on `compute`.
+  /// `world` is the job's world (its size must be the plan's device count).
+  /// Collective over `world`: every rank calls it.
+  static Status create(const std::string &dir, Communicator &world,
+                       Backend &compute, std::unique_ptr<RankRunner> *out);
+  ~RankRunner();
+
+  /// Checks the input file against the plan's inputs (names, global shapes,
+  /// dtypes) and keeps this rank's microbatches of those its phases read.
+  Status loadInputs(const std::string &path);
+  /// Runs this rank's schedule once.
+  Status step();
+  /// Collective: rank 0 assembles every model output at the global batch and
+  /// writes them to `path` (atomically); other ranks send theirs.
+  Status writeOutputs(const std::string &path);
+  /// Collective: every rank's report, in rank order, on rank 0 (empty
+  /// elsewhere).
+  Status gatherReports(std::vector<RankReport> *reports);
+
+  const Plan &plan() const { return plan_; }
+  const ProgramSpec &program() const { return *program_; }
+  int64_t rank() const { return rank_; }
+
+private:
+  RankRunner() = default;
+  Status runSlot(const ScheduleSlot &slot);
+
+  Plan plan_;
+  int64_t rank_ = 0;
+  const ProgramSpec *program_ = nullptr;
+  std::unique_ptr<Communicator> tp_, dp_, gather_; // gather_: outputs to rank 0
+  Communicator *world_ = nullptr;
+  std::unique_ptr<CommBackend> backend_;
+  std::unique_ptr<Executor> executor_;
+  /// phase index of each chunk this rank runs
+  std::map<int64_t, size_t> phaseOfChunk_;
+  /// (input name, microbatch) -> bytes of that microbatch
+  std::map<std::pair<std::string, int64_t>, std::vector<char>> inputs_;
+  /// (output name, microbatch) -> bytes, for the outputs this rank computes
+  std::map<std::pair<std::string, int64_t>, std::vector<char>> outputs_;
+  RankTimes total_;
+  int64_t steps_ = 0;
+};
+
+} // namespace cleave::runtime

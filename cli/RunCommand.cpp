@@ -69,8 +69,7 @@ int fail(const rt::Status &status) {
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 /// The path of this executable, for mpirun to start it on every rank.
@@ -92,19 +91,13 @@ void forwardSignal(int sig) {
 int launchLocal(int ranks, const std::vector<std::string> &args) {
   std::string mpirun = findOnPath("mpirun");
   if (mpirun.empty()) {
-    llvm::errs()
-        << "cleave: error: --local needs mpirun, which is not on PATH (install "
-           "openmpi-bin)\n";
+    llvm::errs() << "cleave: error: --local needs mpirun, which is not on PATH (install "
+                    "openmpi-bin)\n";
     return 1;
   }
-  std::vector<std::string> argv = {mpirun,
-                                   "-np",
-                                   std::to_string(ranks),
-                                   "--oversubscribe",
-                                   "--bind-to",
-                                   "none",
-                                   selfPath(),
-                                   "run"};
+  std::vector<std::string> argv = {
+      mpirun,     "-np", std::to_string(ranks), "--oversubscribe", "--bind-to", "none",
+      selfPath(), "run"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::vector<std::string> env = mpirunEnvironment();
   std::vector<char *> cArgv, cEnv;
@@ -118,8 +111,7 @@ int launchLocal(int ranks, const std::vector<std::string> &args) {
   llvm::errs().flush();
   pid_t pid = fork();
   if (pid < 0) {
-    llvm::errs() << "cleave: error: cannot start mpirun: "
-                 << std::strerror(errno) << "\n";
+    llvm::errs() << "cleave: error: cannot start mpirun: " << std::strerror(errno) << "\n";
     return 1;
   }
   if (pid == 0) {
@@ -140,8 +132,8 @@ int launchLocal(int ranks, const std::vector<std::string> &args) {
   kill(-pid, SIGKILL); // a rank mpirun left behind
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (code != 0)
-    llvm::errs() << "cleave: error: the " << ranks
-                 << "-rank run failed (mpirun exit status " << code << ")\n";
+    llvm::errs() << "cleave: error: the " << ranks << "-rank run failed (mpirun exit status "
+                 << code << ")\n";
   return code;
 }
 
@@ -156,22 +148,24 @@ bool launchedAsRanks() {
 double ms(double seconds) { return seconds * 1e3; }
 double mib(int64_t bytes) { return bytes / 1048576.0; }
 
-void printReport(const rt::Plan &plan, int repeat,
-                 const std::vector<rt::RankReport> &reports) {
+void printReport(const rt::Plan &plan, int repeat, const std::vector<rt::RankReport> &reports) {
   const rt::PredictedCost &p = plan.predicted;
   llvm::outs() << llvm::formatv("cleave run: {0} ranks (pp {1} x tp {2} x dp "
                                 "{3}), {4} microbatches of {5}, schedule "
-                                "{6}; mean of {7} step(s)\n",
-                                reports.size(), plan.pp, plan.tp, plan.dp,
-                                plan.microbatches, plan.microbatchSize,
-                                plan.schedule, repeat);
+                                "{6}; {7}\n",
+                                reports.size(), plan.pp, plan.tp, plan.dp, plan.microbatches,
+                                plan.microbatchSize, plan.schedule,
+                                repeat > 1 ? llvm::formatv("mean of {0} step(s) after a first "
+                                                           "(warm-up) one",
+                                                           repeat - 1)
+                                                 .str()
+                                           : std::string("one step, warm-up included "
+                                                         "(--repeat N measures steady steps)"));
   auto predicted = [](const std::optional<double> &v) {
-    return v ? llvm::formatv("{0,8:f2}", ms(*v)).str()
-             : std::string("       -");
+    return v ? llvm::formatv("{0,8:f2}", ms(*v)).str() : std::string("       -");
   };
-  llvm::outs()
-      << "                   measured ms                         | predicted ms"
-         "                        | memory MiB\n";
+  llvm::outs() << "                   measured ms                         | predicted ms"
+                  "                        | memory MiB\n";
   llvm::outs() << "rank stage tp dp |     step  compute     comm wait+bub |    "
                   " step  compute"
                   "     comm   bubble |  plan  comm  peak RSS\n";
@@ -180,24 +174,20 @@ void printReport(const rt::Plan &plan, int repeat,
         "{0,4} {1,5} {2,2} {3,2} | {4,8:f2} {5,8:f2} {6,8:f2} {7,8:f2} | {8} "
         "{9} {10} {11} | "
         "{12,5:f1} {13,5:f1} {14,9:f1}\n",
-        r.rank, r.stage, r.tp, r.dp, ms(r.measured.step),
-        ms(r.measured.compute), ms(r.measured.communication),
-        ms(r.measured.waiting), predicted(p.stepSeconds),
-        predicted(p.computeSeconds), predicted(p.communicationSeconds),
-        predicted(p.bubbleSeconds), mib(r.planBytes), mib(r.commBytes),
-        mib(r.peakResidentBytes));
-  llvm::outs()
-      << "(plan: arena + weights, allocated as the plan predicts; comm: send "
-         "staging "
-         "and layout buffers; peak RSS: the whole process, measured)\n";
+        r.rank, r.stage, r.tp, r.dp, ms(r.measured.step), ms(r.measured.compute),
+        ms(r.measured.communication), ms(r.measured.waiting), predicted(p.stepSeconds),
+        predicted(p.computeSeconds), predicted(p.communicationSeconds), predicted(p.bubbleSeconds),
+        mib(r.planBytes), mib(r.commBytes), mib(r.peakResidentBytes));
+  llvm::outs() << "(plan: arena + weights, allocated as the plan predicts; comm: send "
+                  "staging "
+                  "and layout buffers; peak RSS: the whole process, measured)\n";
 }
 
 /// One rank of a multi-device run. Errors every rank sees alike (the plan,
 /// the inputs, the world size) are printed once by rank 0; a rank that
 /// fails mid-run prints its own and ends the job.
 int runRank(const std::string &planDir, const std::string &inputsPath,
-            const std::string &outputsPath, int threads, int repeat,
-            bool report, bool timing) {
+            const std::string &outputsPath, int threads, int repeat, bool report, bool timing) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<rt::Communicator> world;
   if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
@@ -212,14 +202,12 @@ int runRank(const std::string &planDir, const std::string &inputsPath,
     // Share the cores among the ranks on this machine.
     const char *local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
     int ranksHere = local ? std::max(1, std::atoi(local)) : 1;
-    threads = std::max(
-        1, static_cast<int>(std::thread::hardware_concurrency()) / ranksHere);
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranksHere);
   }
   rt::setCpuThreads(threads);
   std::unique_ptr<rt::Backend> cpu = rt::createCpuBackend();
   std::unique_ptr<rt::RankRunner> runner;
-  if (rt::Status s = rt::RankRunner::create(planDir, *world, *cpu, &runner);
-      !s.ok())
+  if (rt::Status s = rt::RankRunner::create(planDir, *world, *cpu, &runner); !s.ok())
     return agreedFailure(s);
   if (rt::Status s = runner->loadInputs(inputsPath); !s.ok())
     return agreedFailure(s);
@@ -245,8 +233,7 @@ int runRank(const std::string &planDir, const std::string &inputsPath,
     llvm::errs() << llvm::formatv("cleave: load {0:f3} s, step (slowest rank, "
                                   "mean of {1}) {2:f4} s, {3} ranks, {4} "
                                   "threads each\n",
-                                  loadSeconds, repeat, slowest, world->size(),
-                                  rt::cpuThreads());
+                                  loadSeconds, repeat, slowest, world->size(), rt::cpuThreads());
     printTiming("run", secondsSince(start));
   }
   return 0;
@@ -268,8 +255,7 @@ int runRun(int argc, char **argv) {
       return 0;
     } else if (optionValue(argc, argv, i, "--local", &value)) {
       if (!parseCount(value, local, 1, 4096))
-        return usageError("--local needs a positive number of ranks",
-                          kRunUsage);
+        return usageError("--local needs a positive number of ranks", kRunUsage);
       continue;
     } else if (arg == "--report") {
       report = true;
@@ -296,9 +282,7 @@ int runRun(int argc, char **argv) {
     } else if (planDir.empty()) {
       planDir = arg;
     } else {
-      return usageError("more than one plan given ('" + planDir + "', '" + arg +
-                            "')",
-                        kRunUsage);
+      return usageError("more than one plan given ('" + planDir + "', '" + arg + "')", kRunUsage);
     }
     for (int k = before; k <= i; ++k)
       rankArgs.push_back(argv[k]);
@@ -306,23 +290,19 @@ int runRun(int argc, char **argv) {
   if (planDir.empty())
     return usageError("no plan directory given", kRunUsage);
   if (inputsPath.empty())
-    return usageError("no input file given (--inputs IN.safetensors)",
-                      kRunUsage);
+    return usageError("no input file given (--inputs IN.safetensors)", kRunUsage);
   if (outputsPath.empty())
-    return usageError("no output file given (--outputs OUT.safetensors)",
-                      kRunUsage);
+    return usageError("no output file given (--outputs OUT.safetensors)", kRunUsage);
 
   if (local > 0) {
     if (launchedAsRanks())
-      return usageError(
-          "--local starts ranks itself; under mpirun leave it out", kRunUsage);
+      return usageError("--local starts ranks itself; under mpirun leave it out", kRunUsage);
     int64_t devices = 0;
     if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices); !s.ok())
       return fail(s.prepend(planDir));
     if (devices != local)
-      return fail(CLEAVE_ERROR(planDir, ": the plan has ", devices,
-                               " devices; --local ", local, " would start ",
-                               local, " ranks"));
+      return fail(CLEAVE_ERROR(planDir, ": the plan has ", devices, " devices; --local ", local,
+                               " would start ", local, " ranks"));
     return launchLocal(local, rankArgs);
   }
   int64_t devices = 1;
@@ -330,10 +310,8 @@ int runRun(int argc, char **argv) {
     return fail(s.prepend(planDir));
   if (devices > 1 || launchedAsRanks()) {
     if (profile)
-      return usageError("--profile is for single-device plans; use --report",
-                        kRunUsage);
-    return runRank(planDir, inputsPath, outputsPath, threads, repeat, report,
-                   timing);
+      return usageError("--profile is for single-device plans; use --report", kRunUsage);
+    return runRank(planDir, inputsPath, outputsPath, threads, repeat, report, timing);
   }
 
   auto start = std::chrono::steady_clock::now();
@@ -341,23 +319,21 @@ int runRun(int argc, char **argv) {
   if (rt::Status s = rt::loadPlan(planDir, &plan); !s.ok())
     return fail(s.prepend(planDir));
   if (!plan.hasWeights)
-    return fail(CLEAVE_ERROR(
-        planDir, ": the plan has no weights (model.weights is false: ",
-        plan.modelSource, " was exported on the meta device); ",
-        "'cleave inspect' and 'cleave verify' read it, 'cleave run' cannot"));
+    return fail(CLEAVE_ERROR(planDir, ": the plan has no weights (model.weights is false: ",
+                             plan.modelSource, " was exported on the meta device); ",
+                             "'cleave inspect' and 'cleave verify' read it, 'cleave run' cannot"));
   // A plan compiled for a cluster of one device still splits its batch
   // into microbatches: the rank runner follows its schedule.
   if (plan.hasBatch)
-    return runRank(planDir, inputsPath, outputsPath, threads, repeat, report,
-                   timing);
+    return runRank(planDir, inputsPath, outputsPath, threads, repeat, report, timing);
   if (report)
     return usageError("--report is for compiled-for-a-cluster plans (use "
                       "--timing or --profile)",
                       kRunUsage);
   const rt::DeviceSpec &device = plan.devices.front();
   if (device.backend != "cpu")
-    return fail(CLEAVE_ERROR(planDir, ": device 0 uses backend '",
-                             device.backend, "'; this build runs 'cpu'"));
+    return fail(CLEAVE_ERROR(planDir, ": device 0 uses backend '", device.backend,
+                             "'; this build runs 'cpu'"));
   rt::SafetensorsIndex inputs;
   if (rt::Status s = rt::readSafetensorsIndex(inputsPath, &inputs); !s.ok())
     return fail(s);
@@ -365,9 +341,7 @@ int runRun(int argc, char **argv) {
   rt::setCpuThreads(threads);
   std::unique_ptr<rt::Backend> backend = rt::createCpuBackend();
   std::unique_ptr<rt::Executor> executor;
-  if (rt::Status s =
-          rt::Executor::create(*plan.programForRank(0), *backend, &executor);
-      !s.ok())
+  if (rt::Status s = rt::Executor::create(*plan.programForRank(0), *backend, &executor); !s.ok())
     return fail(s.prepend(planDir));
   if (rt::Status s = executor->setInputs(inputs); !s.ok())
     return fail(s);
@@ -396,16 +370,14 @@ int runRun(int argc, char **argv) {
       entry.second += 1;
       total += executor->lastRunSeconds()[i];
     }
-    std::vector<std::pair<std::string, std::pair<double, int>>> rows(
-        byKernel.begin(), byKernel.end());
-    std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
-      return a.second.first > b.second.first;
-    });
+    std::vector<std::pair<std::string, std::pair<double, int>>> rows(byKernel.begin(),
+                                                                     byKernel.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto &a, const auto &b) { return a.second.first > b.second.first; });
     llvm::errs() << "kernel                 calls   total ms   share\n";
     for (const auto &[kernel, stats] : rows)
-      llvm::errs() << llvm::formatv("{0,-20} {1,7} {2,10:f2} {3,6:f1}%\n",
-                                    kernel, stats.second, stats.first * 1e3,
-                                    100 * stats.first / total);
+      llvm::errs() << llvm::formatv("{0,-20} {1,7} {2,10:f2} {3,6:f1}%\n", kernel, stats.second,
+                                    stats.first * 1e3, 100 * stats.first / total);
   }
   if (timing) {
     std::sort(runSeconds.begin(), runSeconds.end());
@@ -413,8 +385,8 @@ int runRun(int argc, char **argv) {
         "cleave: load {0:f3} s, forward median {1:f4} s over {2} run(s), {3} "
         "threads, "
         "plan memory {4:f1} MiB\n",
-        loadSeconds, runSeconds[runSeconds.size() / 2], runSeconds.size(),
-        rt::cpuThreads(), executor->allocatedBytes() / 1048576.0);
+        loadSeconds, runSeconds[runSeconds.size() / 2], runSeconds.size(), rt::cpuThreads(),
+        executor->allocatedBytes() / 1048576.0);
     printTiming("run", secondsSince(start));
   }
   return 0;

@@ -31,8 +31,7 @@ bool isWeight(Value v) {
 
 int64_t storedBytes(Value v) {
   if (Operation *def = v.getDefiningOp())
-    if (auto exec = dyn_cast<ExecutableOpInterface>(def);
-        exec && exec.getViewedOperand())
+    if (auto exec = dyn_cast<ExecutableOpInterface>(def); exec && exec.getViewedOperand())
       return 0; // a view shares its operand's buffer
   return tensorBytes(v.getType());
 }
@@ -76,10 +75,8 @@ struct MarkRecomputePass : impl::MarkRecomputeBase<MarkRecomputePass> {
             checkpoints.insert(operand);
         }
         for (Value result : op->getResults()) {
-          bool readOutside =
-              llvm::any_of(result.getUsers(), [&](Operation *user) {
-                return !inside.contains(user);
-              });
+          bool readOutside = llvm::any_of(result.getUsers(),
+                                          [&](Operation *user) { return !inside.contains(user); });
           if (!readOutside)
             recomputedBytes += storedBytes(result);
         }
@@ -90,12 +87,9 @@ struct MarkRecomputePass : impl::MarkRecomputeBase<MarkRecomputePass> {
       summaries.push_back(b.getDictionaryAttr({
           b.getNamedAttr("layer", b.getStringAttr(layers[id])),
           b.getNamedAttr("ops", b.getI64IntegerAttr(ops.size())),
-          b.getNamedAttr("checkpoints",
-                         b.getI64IntegerAttr(checkpoints.size())),
-          b.getNamedAttr("checkpoint_bytes",
-                         b.getI64IntegerAttr(checkpointBytes)),
-          b.getNamedAttr("recomputed_bytes",
-                         b.getI64IntegerAttr(recomputedBytes)),
+          b.getNamedAttr("checkpoints", b.getI64IntegerAttr(checkpoints.size())),
+          b.getNamedAttr("checkpoint_bytes", b.getI64IntegerAttr(checkpointBytes)),
+          b.getNamedAttr("recomputed_bytes", b.getI64IntegerAttr(recomputedBytes)),
       }));
     }
     if (summaries.empty())

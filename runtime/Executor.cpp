@@ -6,10 +6,9 @@
 namespace cleave::runtime {
 namespace {
 
-std::string instructionLabel(const Phase &phase, size_t index,
-                             const InstructionSpec &inst) {
-  std::string label = phase.name + " instruction " + std::to_string(index) +
-                      " (" + inst.kernel + ")";
+std::string instructionLabel(const Phase &phase, size_t index, const InstructionSpec &inst) {
+  std::string label =
+      phase.name + " instruction " + std::to_string(index) + " (" + inst.kernel + ")";
   if (!inst.loc.empty())
     label += " at " + inst.loc;
   return label;
@@ -26,43 +25,36 @@ Status Executor::create(const ProgramSpec &program, Backend &backend,
     std::vector<Prepared> prepared;
     for (size_t i = 0; i < phase.instructions.size(); ++i) {
       const InstructionSpec &inst = phase.instructions[i];
-      std::string label =
-          program.file + ": " + instructionLabel(phase, i, inst);
+      std::string label = program.file + ": " + instructionLabel(phase, i, inst);
       if (!backend.hasKernel(inst.kernel))
-        return CLEAVE_ERROR(label, ": the ", backend.name(),
-                            " backend has no kernel '", inst.kernel, "'");
+        return CLEAVE_ERROR(label, ": the ", backend.name(), " backend has no kernel '",
+                            inst.kernel, "'");
       KernelSignature signature;
       signature.kernel = inst.kernel;
       for (const std::optional<int64_t> &id : inst.inputs)
-        signature.inputs.push_back(
-            id ? std::optional<TensorDesc>(program.buffers[*id].desc)
-               : std::nullopt);
+        signature.inputs.push_back(id ? std::optional<TensorDesc>(program.buffers[*id].desc)
+                                      : std::nullopt);
       for (int64_t id : inst.outputs)
         signature.outputs.push_back(program.buffers[id].desc);
       signature.scratchBytes = inst.scratchBytes;
       signature.attrs = inst.attrs;
       Prepared p{&inst, {}, {}};
-      CLEAVE_RETURN_IF_ERROR(
-          backend.prepareKernel(signature, &p.fn).prepend(label));
+      CLEAVE_RETURN_IF_ERROR(backend.prepareKernel(signature, &p.fn).prepend(label));
       prepared.push_back(std::move(p));
     }
     executor->phases_.emplace_back(phase.name, std::move(prepared));
   }
 
-  CLEAVE_RETURN_IF_ERROR(
-      backend.allocate(program.arenaBytes, &executor->arena_));
-  CLEAVE_RETURN_IF_ERROR(
-      backend.allocate(program.weights.dataBytes, &executor->weights_));
+  CLEAVE_RETURN_IF_ERROR(backend.allocate(program.arenaBytes, &executor->arena_));
+  CLEAVE_RETURN_IF_ERROR(backend.allocate(program.weights.dataBytes, &executor->weights_));
   if (program.weights.dataBytes > 0) {
     // Weights are read on the host, then copied (a no-op move on CPU).
     if (backend.sharesHostMemory()) {
-      CLEAVE_RETURN_IF_ERROR(
-          readSafetensorsData(program.weights, executor->weights_));
+      CLEAVE_RETURN_IF_ERROR(readSafetensorsData(program.weights, executor->weights_));
     } else {
       std::vector<char> host(program.weights.dataBytes);
       CLEAVE_RETURN_IF_ERROR(readSafetensorsData(program.weights, host.data()));
-      CLEAVE_RETURN_IF_ERROR(
-          backend.copyToDevice(executor->weights_, host.data(), host.size()));
+      CLEAVE_RETURN_IF_ERROR(backend.copyToDevice(executor->weights_, host.data(), host.size()));
     }
   }
 
@@ -73,10 +65,9 @@ Status Executor::create(const ProgramSpec &program, Backend &backend,
         p.call.inputs.push_back(id ? executor->bufferData(*id) : nullptr);
       for (int64_t id : p.spec->outputs)
         p.call.outputs.push_back(executor->bufferData(id));
-      p.call.scratch =
-          p.spec->scratchBytes
-              ? static_cast<char *>(executor->arena_) + p.spec->scratchOffset
-              : nullptr;
+      p.call.scratch = p.spec->scratchBytes
+                           ? static_cast<char *>(executor->arena_) + p.spec->scratchOffset
+                           : nullptr;
     }
   *out = std::move(executor);
   return {};
@@ -105,52 +96,47 @@ const Binding *Executor::findBinding(const std::vector<Binding> &list,
   return nullptr;
 }
 
-Status Executor::copyIn(const std::vector<Binding> &bindings,
-                        const std::string &name, const void *data,
-                        size_t bytes) {
+Status Executor::copyIn(const std::vector<Binding> &bindings, const std::string &name,
+                        const void *data, size_t bytes) {
   const Binding *binding = findBinding(bindings, name);
   if (!binding)
     return CLEAVE_ERROR("the program has no input '", name, "'");
   const BufferSpec &buffer = program_.buffers[binding->buffer];
   if (bytes != buffer.desc.bytes())
-    return CLEAVE_ERROR("input '", name, "' needs ", buffer.desc.bytes(),
-                        " bytes, got ", bytes);
+    return CLEAVE_ERROR("input '", name, "' needs ", buffer.desc.bytes(), " bytes, got ", bytes);
   return backend_.copyToDevice(bufferData(binding->buffer), data, bytes);
 }
 
-Status Executor::copyOut(const std::vector<Binding> &bindings,
-                         const std::string &name, void *data,
+Status Executor::copyOut(const std::vector<Binding> &bindings, const std::string &name, void *data,
                          size_t bytes) const {
   const Binding *binding = findBinding(bindings, name);
   if (!binding)
     return CLEAVE_ERROR("the program has no output '", name, "'");
   const BufferSpec &buffer = program_.buffers[binding->buffer];
   if (bytes != buffer.desc.bytes())
-    return CLEAVE_ERROR("output '", name, "' has ", buffer.desc.bytes(),
-                        " bytes, asked for ", bytes);
+    return CLEAVE_ERROR("output '", name, "' has ", buffer.desc.bytes(), " bytes, asked for ",
+                        bytes);
   return backend_.copyToHost(data, bufferData(binding->buffer), bytes);
 }
 
-Status Executor::setInput(const std::string &name, const void *data,
-                          size_t bytes) {
+Status Executor::setInput(const std::string &name, const void *data, size_t bytes) {
   return copyIn(program_.inputs, name, data, bytes);
 }
 
-Status Executor::getOutput(const std::string &name, void *data,
-                           size_t bytes) const {
+Status Executor::getOutput(const std::string &name, void *data, size_t bytes) const {
   return copyOut(program_.outputs, name, data, bytes);
 }
 
-Status Executor::setPhaseInput(size_t index, const std::string &name,
-                               const void *data, size_t bytes) {
+Status Executor::setPhaseInput(size_t index, const std::string &name, const void *data,
+                               size_t bytes) {
   if (index >= program_.phases.size())
     return CLEAVE_ERROR(program_.file, ": no phase ", index);
   return copyIn(program_.phases[index].inputs, name, data, bytes)
       .prepend(program_.file + ": phase " + std::to_string(index));
 }
 
-Status Executor::getPhaseOutput(size_t index, const std::string &name,
-                                void *data, size_t bytes) const {
+Status Executor::getPhaseOutput(size_t index, const std::string &name, void *data,
+                                size_t bytes) const {
   if (index >= program_.phases.size())
     return CLEAVE_ERROR(program_.file, ": no phase ", index);
   return copyOut(program_.phases[index].outputs, name, data, bytes)
@@ -168,8 +154,7 @@ Status Executor::setInputs(const SafetensorsIndex &inputs) {
                           describe(desc.shape, desc.dtype), ")");
     if (entry->desc != desc)
       return CLEAVE_ERROR(inputs.path, ": input '", binding.name, "' is ",
-                          describe(entry->desc.shape, entry->desc.dtype),
-                          ", the plan expects ",
+                          describe(entry->desc.shape, entry->desc.dtype), ", the plan expects ",
                           describe(desc.shape, desc.dtype));
   }
   for (const SafetensorsEntry &entry : inputs.entries)
@@ -194,8 +179,7 @@ Status Executor::writeOutputs(const std::string &path) const {
   for (const Binding &binding : program_.outputs) {
     const TensorDesc &desc = program_.buffers[binding.buffer].desc;
     data.emplace_back(desc.bytes());
-    CLEAVE_RETURN_IF_ERROR(
-        getOutput(binding.name, data.back().data(), data.back().size()));
+    CLEAVE_RETURN_IF_ERROR(getOutput(binding.name, data.back().data(), data.back().size()));
     tensors.push_back({binding.name, desc, data.back().data()});
   }
   return writeSafetensors(path, tensors);
@@ -210,8 +194,8 @@ Status Executor::run(const std::string &phaseName) {
 
 Status Executor::runPhase(size_t index) {
   if (index >= phases_.size())
-    return CLEAVE_ERROR(program_.file, ": no phase ", index,
-                        " (the program has ", phases_.size(), ")");
+    return CLEAVE_ERROR(program_.file, ": no phase ", index, " (the program has ", phases_.size(),
+                        ")");
   std::vector<Prepared> &prepared = phases_[index].second;
   const Phase &phase = program_.phases[index];
   if (profiling_)
@@ -220,13 +204,10 @@ Status Executor::runPhase(size_t index) {
     auto start = std::chrono::steady_clock::now();
     Status status = prepared[i].fn(prepared[i].call);
     if (!status.ok())
-      return status.prepend(program_.file + ": " +
-                            instructionLabel(phase, i, *prepared[i].spec));
+      return status.prepend(program_.file + ": " + instructionLabel(phase, i, *prepared[i].spec));
     if (profiling_) {
       CLEAVE_RETURN_IF_ERROR(backend_.synchronize());
-      seconds_[i] = std::chrono::duration<double>(
-                        std::chrono::steady_clock::now() - start)
-                        .count();
+      seconds_[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
   return backend_.synchronize();

@@ -34,10 +34,8 @@ public:
   /// Like setInput/getOutput, for the bindings of phase `index` only: a
   /// multi-device program binds each model input or output in the phases
   /// (chunks) that read or compute it.
-  Status setPhaseInput(size_t index, const std::string &name, const void *data,
-                       size_t bytes);
-  Status getPhaseOutput(size_t index, const std::string &name, void *data,
-                        size_t bytes) const;
+  Status setPhaseInput(size_t index, const std::string &name, const void *data, size_t bytes);
+  Status getPhaseOutput(size_t index, const std::string &name, void *data, size_t bytes) const;
   /// Copies the buffer bound to output `name` to host memory.
   Status getOutput(const std::string &name, void *data, size_t bytes) const;
 
@@ -48,9 +46,7 @@ public:
   Status writeOutputs(const std::string &path) const;
 
   /// Bytes this executor allocated on the device (arena plus weights).
-  size_t allocatedBytes() const {
-    return program_.arenaBytes + program_.weights.dataBytes;
-  }
+  size_t allocatedBytes() const { return program_.arenaBytes + program_.weights.dataBytes; }
   const ProgramSpec &program() const { return program_; }
 
   /// Wall time of each instruction of the last run (of the phase it ran),
@@ -65,15 +61,13 @@ private:
     KernelCall call;
   };
 
-  Executor(const ProgramSpec &program, Backend &backend)
-      : program_(program), backend_(backend) {}
+  Executor(const ProgramSpec &program, Backend &backend) : program_(program), backend_(backend) {}
   void *bufferData(int64_t id) const;
-  const Binding *findBinding(const std::vector<Binding> &list,
-                             const std::string &name) const;
-  Status copyIn(const std::vector<Binding> &bindings, const std::string &name,
-                const void *data, size_t bytes);
-  Status copyOut(const std::vector<Binding> &bindings, const std::string &name,
-                 void *data, size_t bytes) const;
+  const Binding *findBinding(const std::vector<Binding> &list, const std::string &name) const;
+  Status copyIn(const std::vector<Binding> &bindings, const std::string &name, const void *data,
+                size_t bytes);
+  Status copyOut(const std::vector<Binding> &bindings, const std::string &name, void *data,
+                 size_t bytes) const;
 
   const ProgramSpec &program_;
   Backend &backend_;

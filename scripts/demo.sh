@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job, end to end for now: export example models with PyTorch, import
-# them into cleave IR and summarize them, compile one into a plan and run it
-# against PyTorch's own outputs, and import a 145.6B-parameter GPT exported on
-# the meta device (shapes only, nothing materialized).
+# The main job, end to end: export example models with PyTorch, import them
+# into cleave IR and summarize them, compile one into a plan and run it against
+# PyTorch's own outputs; compile it for 4 devices, inspect the plan, run it on 4
+# local ranks and compare with one device and PyTorch; import a
+# 145.6B-parameter GPT exported on the meta device (shapes only).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/build.sh" --target cleave cleave-opt
@@ -37,6 +38,27 @@ ls -R "$out/gpt.plan" | sed 's/^/  /'
 echo "cleave's outputs against PyTorch's:"
 /usr/bin/python3 "$root/test/e2e/compare_outputs.py" "$out/gpt-io/outputs.safetensors" \
   "$out/gpt.outputs.safetensors"
+
+step "Compile it for 4 devices of this machine's spec: pipeline 2 x tensor parallel 2"
+/usr/bin/python3 "$root/examples/export.py" gpt --batch 4 -o "$out/gpt4.pt" --io "$out/gpt4-io" >/dev/null
+"$cleave" compile "$out/gpt4.pt" --cluster "$root/examples/clusters/cpu-2core.json" --devices 4 \
+  --global-batch 4 --mode infer --pp 2 --tp 2 -o "$out/gpt.plan4"
+
+step "What the plan does: cleave inspect $out/gpt.plan4"
+"$cleave" inspect "$out/gpt.plan4"
+
+step "Run it on 4 local ranks (mpirun): cleave run --local 4 ... --report"
+"$cleave" run --local 4 "$out/gpt.plan4" --inputs "$out/gpt4-io/inputs.safetensors" \
+  --outputs "$out/gpt4.outputs.safetensors" --repeat 20 --report
+"$cleave" compile "$out/gpt4.pt" -o "$out/gpt4.plan1" >/dev/null
+"$cleave" run "$out/gpt4.plan1" --inputs "$out/gpt4-io/inputs.safetensors" \
+  --outputs "$out/gpt4.single.safetensors"
+echo "4 ranks against one device:"
+/usr/bin/python3 "$root/test/e2e/compare_outputs.py" "$out/gpt4.single.safetensors" \
+  "$out/gpt4.outputs.safetensors"
+echo "4 ranks against PyTorch:"
+/usr/bin/python3 "$root/test/e2e/compare_outputs.py" "$out/gpt4-io/outputs.safetensors" \
+  "$out/gpt4.outputs.safetensors"
 
 step "A 145.6B-parameter GPT (80 layers, hidden 12288) exported on the meta device"
 /usr/bin/python3 "$root/examples/export.py" gpt-145.6b -o "$out/gpt-145.6b.pt"

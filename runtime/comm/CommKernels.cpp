@@ -10,8 +10,8 @@ namespace cleave::runtime {
 
 namespace {
 
-constexpr std::string_view kCommKernels[] = {
-    "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send", "recv"};
+constexpr std::string_view kCommKernels[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                             "all_to_all", "send",       "recv"};
 
 /// A dim seen as [outer][blocks][parts][part * inner] (elements).
 struct PartLayout {
@@ -31,9 +31,8 @@ struct PartLayout {
 
 } // namespace
 
-void extractPart(const void *whole, const Shape &shape, int64_t dim,
-                 int64_t blocks, int64_t parts, int64_t part,
-                 size_t elementBytes, void *out) {
+void extractPart(const void *whole, const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
+                 int64_t part, size_t elementBytes, void *out) {
   PartLayout l(shape, dim, blocks, parts);
   const size_t runBytes = l.run * elementBytes;
   const char *src = static_cast<const char *>(whole);
@@ -41,12 +40,11 @@ void extractPart(const void *whole, const Shape &shape, int64_t dim,
   for (int64_t o = 0; o < l.outer; ++o)
     for (int64_t b = 0; b < l.blocks; ++b)
       std::memcpy(dst + ((o * l.blocks + b) * runBytes),
-                  src + (((o * l.blocks + b) * l.parts + part) * runBytes),
-                  runBytes);
+                  src + (((o * l.blocks + b) * l.parts + part) * runBytes), runBytes);
 }
 
-void insertPart(const void *in, const Shape &shape, int64_t dim, int64_t blocks,
-                int64_t parts, int64_t part, size_t elementBytes, void *whole) {
+void insertPart(const void *in, const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
+                int64_t part, size_t elementBytes, void *whole) {
   PartLayout l(shape, dim, blocks, parts);
   const size_t runBytes = l.run * elementBytes;
   const char *src = static_cast<const char *>(in);
@@ -77,8 +75,7 @@ struct CommBackend::State {
   std::deque<std::vector<char>> scratch;
   size_t heldBytes = 0;
 
-  State(const Plan &plan, int64_t rank, RankComms comms)
-      : plan(plan), rank(rank), comms(comms) {}
+  State(const Plan &plan, int64_t rank, RankComms comms) : plan(plan), rank(rank), comms(comms) {}
 
   std::vector<char> *newScratch(size_t bytes) {
     scratch.emplace_back(bytes);
@@ -87,8 +84,7 @@ struct CommBackend::State {
   }
 };
 
-CommBackend::CommBackend(Backend &compute, const Plan &plan, int64_t rank,
-                         RankComms comms)
+CommBackend::CommBackend(Backend &compute, const Plan &plan, int64_t rank, RankComms comms)
     : compute_(compute), state_(std::make_unique<State>(plan, rank, comms)) {}
 
 CommBackend::~CommBackend() { (void)finishSends(); }
@@ -129,14 +125,12 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
     CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("tag", &tag));
     // The same tp and dp index on the peer stage (rank = (stage*dp + dp)*tp +
     // tp).
-    int peer =
-        static_cast<int>((peerStage * st.plan.dp + me.dp) * st.plan.tp + me.tp);
+    int peer = static_cast<int>((peerStage * st.plan.dp + me.dp) * st.plan.tp + me.tp);
     Communicator *world = st.comms.world;
     if (sig.kernel == "recv") {
       const TensorDesc out = sig.outputs.at(0);
       *fn = [world, out, peer, tag](const KernelCall &call) -> Status {
-        return world->recv(call.outputs[0], out.numel(), out.dtype, peer,
-                           static_cast<int>(tag));
+        return world->recv(call.outputs[0], out.numel(), out.dtype, peer, static_cast<int>(tag));
       };
       return {};
     }
@@ -148,8 +142,8 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
       // The previous microbatch's transfer must be out of the staging buffer.
       CLEAVE_RETURN_IF_ERROR(staged->request.wait());
       std::memcpy(staged->data.data(), call.inputs[0], in.bytes());
-      return world->isend(staged->data.data(), in.numel(), in.dtype, peer,
-                          static_cast<int>(tag), &staged->request);
+      return world->isend(staged->data.data(), in.numel(), in.dtype, peer, static_cast<int>(tag),
+                          &staged->request);
     };
     return {};
   }
@@ -158,22 +152,19 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(sig.attrs.getString("group", &groupName));
   Communicator *group = groupName == "tp" ? st.comms.tp : st.comms.dp;
   if (!group)
-    return CLEAVE_ERROR(sig.kernel, ": no ", groupName, " group on rank ",
-                        st.rank);
+    return CLEAVE_ERROR(sig.kernel, ": no ", groupName, " group on rank ", st.rank);
   const TensorDesc in = *sig.inputs.at(0), out = sig.outputs.at(0);
   const int64_t n = group->size();
   const size_t esz = dtypeBytes(in.dtype);
   if (in.dtype != out.dtype)
     return CLEAVE_ERROR(sig.kernel, ": ", describe(in.shape, in.dtype), " in, ",
-                        describe(out.shape, out.dtype),
-                        " out: the dtype changes");
+                        describe(out.shape, out.dtype), " out: the dtype changes");
 
   if (sig.kernel == "all_reduce") {
     if (!canReduce(ReduceOp::Sum, in.dtype))
       return CLEAVE_ERROR(sig.kernel, ": cannot sum ", dtypeName(in.dtype));
     *fn = [group, in](const KernelCall &call) -> Status {
-      return group->allReduce(call.inputs[0], call.outputs[0], in.numel(),
-                              in.dtype, ReduceOp::Sum);
+      return group->allReduce(call.inputs[0], call.outputs[0], in.numel(), in.dtype, ReduceOp::Sum);
     };
     return {};
   }
@@ -187,30 +178,25 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
     // Rank r's part is part r of every block of the whole; the
     // communicator's buffers are rank-major, so blocked or inner-dim layouts
     // go through a rank-major buffer.
-    bool rankMajor = blocks == 1 &&
-                     std::all_of(whole.shape.begin(), whole.shape.begin() + dim,
-                                 [](int64_t d) { return d == 1; });
-    std::vector<char> *buffer =
-        rankMajor ? nullptr : st.newScratch(whole.bytes());
+    bool rankMajor = blocks == 1 && std::all_of(whole.shape.begin(), whole.shape.begin() + dim,
+                                                [](int64_t d) { return d == 1; });
+    std::vector<char> *buffer = rankMajor ? nullptr : st.newScratch(whole.bytes());
     Shape shape = whole.shape;
     if (gather) {
-      *fn = [group, part, shape, dim, blocks, n, esz,
-             buffer](const KernelCall &call) -> Status {
+      *fn = [group, part, shape, dim, blocks, n, esz, buffer](const KernelCall &call) -> Status {
         if (!buffer)
-          return group->allGather(call.inputs[0], call.outputs[0], part.numel(),
-                                  part.dtype);
-        CLEAVE_RETURN_IF_ERROR(group->allGather(call.inputs[0], buffer->data(),
-                                                part.numel(), part.dtype));
+          return group->allGather(call.inputs[0], call.outputs[0], part.numel(), part.dtype);
+        CLEAVE_RETURN_IF_ERROR(
+            group->allGather(call.inputs[0], buffer->data(), part.numel(), part.dtype));
         for (int64_t r = 0; r < n; ++r)
-          insertPart(buffer->data() + r * part.bytes(), shape, dim, blocks, n,
-                     r, esz, call.outputs[0]);
+          insertPart(buffer->data() + r * part.bytes(), shape, dim, blocks, n, r, esz,
+                     call.outputs[0]);
         return {};
       };
     } else {
       if (!canReduce(ReduceOp::Sum, in.dtype))
         return CLEAVE_ERROR(sig.kernel, ": cannot sum ", dtypeName(in.dtype));
-      *fn = [group, part, shape, dim, blocks, n, esz,
-             buffer](const KernelCall &call) -> Status {
+      *fn = [group, part, shape, dim, blocks, n, esz, buffer](const KernelCall &call) -> Status {
         const void *source = call.inputs[0];
         if (buffer) {
           for (int64_t r = 0; r < n; ++r)
@@ -218,8 +204,8 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
                         buffer->data() + r * part.bytes());
           source = buffer->data();
         }
-        return group->reduceScatter(source, call.outputs[0], part.numel(),
-                                    part.dtype, ReduceOp::Sum);
+        return group->reduceScatter(source, call.outputs[0], part.numel(), part.dtype,
+                                    ReduceOp::Sum);
       };
     }
     return {};
@@ -234,8 +220,7 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("from_blocks", &fromBlocks, 1));
   CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("to_blocks", &toBlocks, 1));
   Shape inShape = in.shape, outShape = out.shape;
-  Shape pieceShape =
-      outShape; // what one peer sends: to_dim divided, from_dim not grown
+  Shape pieceShape = outShape; // what one peer sends: to_dim divided, from_dim not grown
   pieceShape[fromDim] = inShape[fromDim];
   const size_t pieceBytes = static_cast<size_t>(numElements(pieceShape)) * esz;
   std::vector<char> *packed = st.newScratch(in.bytes());
@@ -244,12 +229,11 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
     for (int64_t q = 0; q < n; ++q)
       extractPart(call.inputs[0], inShape, toDim, toBlocks, n, q, esz,
                   packed->data() + q * pieceBytes);
-    CLEAVE_RETURN_IF_ERROR(group->allToAll(
-        packed->data(), received->data(),
-        static_cast<size_t>(numElements(pieceShape)), in.dtype));
+    CLEAVE_RETURN_IF_ERROR(group->allToAll(packed->data(), received->data(),
+                                           static_cast<size_t>(numElements(pieceShape)), in.dtype));
     for (int64_t q = 0; q < n; ++q)
-      insertPart(received->data() + q * pieceBytes, outShape, fromDim,
-                 fromBlocks, n, q, esz, call.outputs[0]);
+      insertPart(received->data() + q * pieceBytes, outShape, fromDim, fromBlocks, n, q, esz,
+                 call.outputs[0]);
     return {};
   };
   return {};

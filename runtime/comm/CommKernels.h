@@ -38,8 +38,7 @@ class CommBackend : public Backend {
 public:
   /// Kernels for `rank` of `plan`; `compute` runs everything else and owns
   /// the memory. Both must outlive this backend.
-  CommBackend(Backend &compute, const Plan &plan, int64_t rank,
-              RankComms comms);
+  CommBackend(Backend &compute, const Plan &plan, int64_t rank, RankComms comms);
   ~CommBackend() override;
 
   const char *name() const override { return compute_.name(); }
@@ -47,9 +46,7 @@ public:
   std::vector<std::string> kernelNames() const override;
   Status prepareKernel(const KernelSignature &signature, KernelFn *fn) override;
 
-  Status allocate(size_t bytes, void **out) override {
-    return compute_.allocate(bytes, out);
-  }
+  Status allocate(size_t bytes, void **out) override { return compute_.allocate(bytes, out); }
   void deallocate(void *ptr) override { compute_.deallocate(ptr); }
   Status copyToDevice(void *dst, const void *src, size_t bytes) override {
     return compute_.copyToDevice(dst, src, bytes);
@@ -77,11 +74,10 @@ private:
 /// of `shape` whose dim `dim` is laid out as `blocks` blocks of `parts`
 /// parts each; part `part` of every block is a tensor of the same shape
 /// with that dim divided by `parts`.
-void extractPart(const void *whole, const Shape &shape, int64_t dim,
-                 int64_t blocks, int64_t parts, int64_t part,
-                 size_t elementBytes, void *out);
+void extractPart(const void *whole, const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
+                 int64_t part, size_t elementBytes, void *out);
 /// The inverse: writes `in` into part `part` of every block of `whole`.
-void insertPart(const void *in, const Shape &shape, int64_t dim, int64_t blocks,
-                int64_t parts, int64_t part, size_t elementBytes, void *whole);
+void insertPart(const void *in, const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
+                int64_t part, size_t elementBytes, void *whole);
 
 } // namespace cleave::runtime

@@ -26,16 +26,15 @@ struct RankTimes {
   double step = 0;          // wall time of the rank's slots, sends drained
   double compute = 0;       // kernels that compute
   double communication = 0; // collectives and sends
-  double waiting = 0; // recvs (mostly waiting for the previous stage) and the
-                      // rest of the step outside kernels (input copies)
+  double waiting = 0;       // recvs (mostly waiting for the previous stage) and the
+                            // rest of the step outside kernels (input copies)
 };
 
 /// One rank's measurements, gathered to rank 0 by `report`.
 struct RankReport {
   int64_t rank = 0, stage = 0, tp = 0, dp = 0;
-  RankTimes measured; // mean over the steps run
-  int64_t planBytes =
-      0; // arena + weights: what the plan predicts and allocates
+  RankTimes measured;            // the mean of the steps after the first, or the only one
+  int64_t planBytes = 0;         // arena + weights: what the plan predicts and allocates
   int64_t commBytes = 0;         // staging the comm kernels hold besides
   int64_t peakResidentBytes = 0; // the process's peak resident set (getrusage)
 };
@@ -45,8 +44,8 @@ public:
   /// Loads `rank`'s part of the plan in `dir` and prepares it on `compute`.
   /// `world` is the job's world (its size must be the plan's device count).
   /// Collective over `world`: every rank calls it.
-  static Status create(const std::string &dir, Communicator &world,
-                       Backend &compute, std::unique_ptr<RankRunner> *out);
+  static Status create(const std::string &dir, Communicator &world, Backend &compute,
+                       std::unique_ptr<RankRunner> *out);
   ~RankRunner();
 
   /// Checks the input file against the plan's inputs (names, global shapes,
@@ -82,7 +81,7 @@ private:
   std::map<std::pair<std::string, int64_t>, std::vector<char>> inputs_;
   /// (output name, microbatch) -> bytes, for the outputs this rank computes
   std::map<std::pair<std::string, int64_t>, std::vector<char>> outputs_;
-  RankTimes total_;
+  RankTimes first_, total_; // the first step; the sum of the others
   int64_t steps_ = 0;
 };
 

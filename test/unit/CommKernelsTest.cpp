@@ -23,10 +23,10 @@ namespace {
 
 Communicator *gWorld = nullptr;
 
-#define EXPECT_OK(expr)                                                        \
-  do {                                                                         \
-    Status s_ = (expr);                                                        \
-    EXPECT_TRUE(s_.ok()) << s_.message() << " (" << s_.origin() << ")";        \
+#define EXPECT_OK(expr)                                                                            \
+  do {                                                                                             \
+    Status s_ = (expr);                                                                            \
+    EXPECT_TRUE(s_.ok()) << s_.message() << " (" << s_.origin() << ")";                            \
   } while (0)
 
 /// A plan of one stage whose tp group is the world.
@@ -34,8 +34,7 @@ Plan tpPlan(int n) {
   Plan plan;
   plan.tp = n;
   for (int r = 0; r < n; ++r)
-    plan.devices.push_back(
-        {r, "cpu", 0, r, 0, "stage0_tp" + std::to_string(r)});
+    plan.devices.push_back({r, "cpu", 0, r, 0, "stage0_tp" + std::to_string(r)});
   return plan;
 }
 
@@ -46,12 +45,10 @@ std::vector<float> iota(int64_t n, float scale = 1) {
   return v;
 }
 
-std::vector<float> part(const std::vector<float> &whole, const Shape &shape,
-                        int64_t dim, int64_t blocks, int64_t parts,
-                        int64_t index) {
+std::vector<float> part(const std::vector<float> &whole, const Shape &shape, int64_t dim,
+                        int64_t blocks, int64_t parts, int64_t index) {
   std::vector<float> out(whole.size() / parts);
-  extractPart(whole.data(), shape, dim, blocks, parts, index, sizeof(float),
-              out.data());
+  extractPart(whole.data(), shape, dim, blocks, parts, index, sizeof(float), out.data());
   return out;
 }
 
@@ -62,9 +59,8 @@ Shape divided(Shape shape, int64_t dim, int64_t n) {
 
 /// Runs one comm kernel of `attrs` from `in` (shape inShape) to an output of
 /// outShape.
-std::vector<float> runKernel(const std::string &kernel, Attributes attrs,
-                             const Shape &inShape, const std::vector<float> &in,
-                             const Shape &outShape) {
+std::vector<float> runKernel(const std::string &kernel, Attributes attrs, const Shape &inShape,
+                             const std::vector<float> &in, const Shape &outShape) {
   int n = gWorld->size();
   Plan plan = tpPlan(n);
   std::unique_ptr<Backend> cpu = createCpuBackend();
@@ -87,8 +83,7 @@ std::vector<float> runKernel(const std::string &kernel, Attributes attrs,
   return out;
 }
 
-Attributes
-attrsOf(std::initializer_list<std::pair<std::string, AttrValue>> values) {
+Attributes attrsOf(std::initializer_list<std::pair<std::string, AttrValue>> values) {
   Attributes a;
   a.set("group", std::string("tp"));
   for (const auto &[k, v] : values)
@@ -114,8 +109,7 @@ TEST(CommKernels, AllGatherOfABlockedInnerDim) {
   const Shape whole = {2, 3 * n * 2, 2};
   std::vector<float> full = iota(numElements(whole));
   std::vector<float> mine = part(full, whole, 1, 3, n, gWorld->rank());
-  EXPECT_EQ(runKernel("all_gather",
-                      attrsOf({{"dim", int64_t{1}}, {"blocks", int64_t{3}}}),
+  EXPECT_EQ(runKernel("all_gather", attrsOf({{"dim", int64_t{1}}, {"blocks", int64_t{3}}}),
                       divided(whole, 1, n), mine, whole),
             full);
 }
@@ -124,11 +118,9 @@ TEST(CommKernels, ReduceScatterOfABlockedInnerDim) {
   const int n = gWorld->size(), r = gWorld->rank();
   const Shape whole = {2, 3 * n * 2, 2};
   // Rank r holds (r + 1) x the tensor: the sum is n(n+1)/2 x it.
-  std::vector<float> partial =
-      iota(numElements(whole), static_cast<float>(r + 1));
+  std::vector<float> partial = iota(numElements(whole), static_cast<float>(r + 1));
   std::vector<float> sum = iota(numElements(whole), n * (n + 1) / 2.0f);
-  EXPECT_EQ(runKernel("reduce_scatter",
-                      attrsOf({{"dim", int64_t{1}}, {"blocks", int64_t{3}}}),
+  EXPECT_EQ(runKernel("reduce_scatter", attrsOf({{"dim", int64_t{1}}, {"blocks", int64_t{3}}}),
                       whole, partial, divided(whole, 1, n)),
             part(sum, whole, 1, 3, n, r));
 }
@@ -136,8 +128,7 @@ TEST(CommKernels, ReduceScatterOfABlockedInnerDim) {
 TEST(CommKernels, AllReduceSums) {
   const int n = gWorld->size(), r = gWorld->rank();
   std::vector<float> mine = iota(10, static_cast<float>(r + 1));
-  EXPECT_EQ(runKernel("all_reduce", attrsOf({}), {10}, mine, {10}),
-            iota(10, n * (n + 1) / 2.0f));
+  EXPECT_EQ(runKernel("all_reduce", attrsOf({}), {10}, mine, {10}), iota(10, n * (n + 1) / 2.0f));
 }
 
 TEST(CommKernels, AllToAllTradesOneBlockedSplitForAnother) {
@@ -166,8 +157,7 @@ TEST(CommKernels, SendIsBufferedAndRecvGetsItInOrder) {
   // stage 1 receives any (the sends must not wait for the receiver).
   Plan plan;
   plan.pp = 2;
-  plan.devices = {{0, "cpu", 0, 0, 0, "stage0_tp0"},
-                  {1, "cpu", 1, 0, 0, "stage1_tp0"}};
+  plan.devices = {{0, "cpu", 0, 0, 0, "stage0_tp0"}, {1, "cpu", 1, 0, 0, "stage1_tp0"}};
   std::unique_ptr<Backend> cpu = createCpuBackend();
   CommBackend backend(*cpu, plan, r, {gWorld, nullptr, nullptr});
   KernelSignature sig;

@@ -306,8 +306,14 @@ int runRun(int argc, char **argv) {
     return launchLocal(local, rankArgs);
   }
   int64_t devices = 1;
-  if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices); !s.ok())
+  bool hasWeights = true;
+  std::string modelSource;
+  if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices, &hasWeights, &modelSource); !s.ok())
     return fail(s.prepend(planDir));
+  if (!hasWeights)
+    return fail(CLEAVE_ERROR(planDir, ": the plan has no weights (model.weights is false: ",
+                             modelSource, " was exported on the meta device); ",
+                             "'cleave inspect' and 'cleave verify' read it, 'cleave run' cannot"));
   if (devices > 1 || launchedAsRanks()) {
     if (profile)
       return usageError("--profile is for single-device plans; use --report", kRunUsage);

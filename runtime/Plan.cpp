@@ -1017,13 +1017,22 @@ Status loadPlanForRank(const std::string &dir, int64_t rank, Plan *out) {
   return loadPlanImpl(dir, rank, out);
 }
 
-Status readPlanDeviceCount(const std::string &dir, int64_t *devices) {
+Status readPlanDeviceCount(const std::string &dir, int64_t *devices, bool *hasWeights,
+                           std::string *modelSource) {
   Json json;
   CLEAVE_RETURN_IF_ERROR(readJson(dir, "manifest.json", &json).prepend("not a plan directory"));
   Node top{json, "manifest.json", ""};
   std::optional<Node> list;
   CLEAVE_RETURN_IF_ERROR(getArray(top, "devices", &list));
   *devices = static_cast<int64_t>(list->json.size());
+  if (hasWeights) {
+    const Json &model = json.contains("model") ? json["model"] : Json();
+    *hasWeights = !(model.is_object() && model.contains("weights") &&
+                    model["weights"].is_boolean() && !model["weights"].get<bool>());
+  }
+  if (modelSource && json.contains("model") && json["model"].is_object() &&
+      json["model"].contains("source") && json["model"]["source"].is_string())
+    *modelSource = json["model"]["source"].get<std::string>();
   return {};
 }
 

@@ -311,9 +311,7 @@ int runRun(int argc, char **argv) {
   if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices, &hasWeights, &modelSource); !s.ok())
     return fail(s.prepend(planDir));
   if (!hasWeights)
-    return fail(CLEAVE_ERROR(planDir, ": the plan has no weights (model.weights is false: ",
-                             modelSource, " was exported on the meta device); ",
-                             "'cleave inspect' and 'cleave verify' read it, 'cleave run' cannot"));
+    return fail(rt::planWithoutWeights(planDir, modelSource));
   if (devices > 1 || launchedAsRanks()) {
     if (profile)
       return usageError("--profile is for single-device plans; use --report", kRunUsage);
@@ -324,10 +322,6 @@ int runRun(int argc, char **argv) {
   rt::Plan plan;
   if (rt::Status s = rt::loadPlan(planDir, &plan); !s.ok())
     return fail(s.prepend(planDir));
-  if (!plan.hasWeights)
-    return fail(CLEAVE_ERROR(planDir, ": the plan has no weights (model.weights is false: ",
-                             plan.modelSource, " was exported on the meta device); ",
-                             "'cleave inspect' and 'cleave verify' read it, 'cleave run' cannot"));
   // A plan compiled for a cluster of one device still splits its batch
   // into microbatches: the rank runner follows its schedule.
   if (plan.hasBatch)

@@ -1017,6 +1017,12 @@ Status loadPlanForRank(const std::string &dir, int64_t rank, Plan *out) {
   return loadPlanImpl(dir, rank, out);
 }
 
+Status planWithoutWeights(const std::string &dir, const std::string &modelSource) {
+  return CLEAVE_ERROR(dir, ": the plan has no weights (model.weights is false: ", modelSource,
+                      " was exported on the meta device); 'cleave inspect' and 'cleave verify' "
+                      "read it, 'cleave run' cannot");
+}
+
 Status readPlanDeviceCount(const std::string &dir, int64_t *devices, bool *hasWeights,
                            std::string *modelSource) {
   Json json;

@@ -192,6 +192,9 @@ Status loadPlan(const std::string &dir, Plan *plan);
 /// another program's contents are left to `cleave verify`.
 Status loadPlanForRank(const std::string &dir, int64_t rank, Plan *plan);
 
+/// The error for running a plan without weights (a meta-device export).
+Status planWithoutWeights(const std::string &dir, const std::string &modelSource);
+
 /// The number of devices the manifest lists, whether the plan has weights
 /// and the model it came from (all a launcher needs to know).
 Status readPlanDeviceCount(const std::string &dir, int64_t *devices, bool *hasWeights = nullptr,

@@ -13,46 +13,40 @@ namespace {
 constexpr std::string_view kCommKernels[] = {"all_reduce", "all_gather", "reduce_scatter",
                                              "all_to_all", "send",       "recv"};
 
-/// A dim seen as [outer][blocks][parts][part * inner] (elements).
-struct PartLayout {
-  int64_t outer = 1, blocks = 1, parts = 1,
-          run = 1; // run: elements of one part of one block
-
-  PartLayout(const Shape &shape, int64_t dim, int64_t blocks, int64_t parts)
-      : blocks(blocks), parts(parts) {
-    int64_t inner = 1;
-    for (int64_t d = 0; d < dim; ++d)
-      outer *= shape[d];
-    for (size_t d = dim + 1; d < shape.size(); ++d)
-      inner *= shape[d];
-    run = shape[dim] / (blocks * parts) * inner;
-  }
-};
+/// Calls copy(whole offset, part offset, bytes) for each contiguous run of
+/// part `part`: the dim seen as [outer][blocks][parts][part * inner].
+template <typename Copy>
+void forEachRunOfPart(const Shape &shape, int64_t dim, int64_t blocks, int64_t parts, int64_t part,
+                      size_t elementBytes, Copy copy) {
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d)
+    inner *= shape[d];
+  const size_t runBytes = shape[dim] / (blocks * parts) * inner * elementBytes;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t b = 0; b < blocks; ++b)
+      copy(((o * blocks + b) * parts + part) * runBytes, (o * blocks + b) * runBytes, runBytes);
+}
 
 } // namespace
 
 void extractPart(const void *whole, const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
                  int64_t part, size_t elementBytes, void *out) {
-  PartLayout l(shape, dim, blocks, parts);
-  const size_t runBytes = l.run * elementBytes;
-  const char *src = static_cast<const char *>(whole);
-  char *dst = static_cast<char *>(out);
-  for (int64_t o = 0; o < l.outer; ++o)
-    for (int64_t b = 0; b < l.blocks; ++b)
-      std::memcpy(dst + ((o * l.blocks + b) * runBytes),
-                  src + (((o * l.blocks + b) * l.parts + part) * runBytes), runBytes);
+  forEachRunOfPart(shape, dim, blocks, parts, part, elementBytes,
+                   [&](size_t wholeAt, size_t partAt, size_t bytes) {
+                     std::memcpy(static_cast<char *>(out) + partAt,
+                                 static_cast<const char *>(whole) + wholeAt, bytes);
+                   });
 }
 
 void insertPart(const void *in, const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
                 int64_t part, size_t elementBytes, void *whole) {
-  PartLayout l(shape, dim, blocks, parts);
-  const size_t runBytes = l.run * elementBytes;
-  const char *src = static_cast<const char *>(in);
-  char *dst = static_cast<char *>(whole);
-  for (int64_t o = 0; o < l.outer; ++o)
-    for (int64_t b = 0; b < l.blocks; ++b)
-      std::memcpy(dst + (((o * l.blocks + b) * l.parts + part) * runBytes),
-                  src + ((o * l.blocks + b) * runBytes), runBytes);
+  forEachRunOfPart(shape, dim, blocks, parts, part, elementBytes,
+                   [&](size_t wholeAt, size_t partAt, size_t bytes) {
+                     std::memcpy(static_cast<char *>(whole) + wholeAt,
+                                 static_cast<const char *>(in) + partAt, bytes);
+                   });
 }
 
 bool isCommKernel(std::string_view kernel) {

@@ -95,10 +95,7 @@ Status RankRunner::create(const std::string &dir, Communicator &world, Backend &
   // Load this rank's part; every rank reports before any goes on.
   Status loaded = loadPlanForRank(dir, r->rank_, &r->plan_).prepend(dir);
   if (loaded.ok() && !r->plan_.hasWeights)
-    loaded = CLEAVE_ERROR(
-        dir, ": the plan has no weights (model.weights is false: ", r->plan_.modelSource,
-        " was exported on the meta device); 'cleave inspect' and "
-        "'cleave verify' read it, 'cleave run' cannot");
+    loaded = planWithoutWeights(dir, r->plan_.modelSource);
   if (loaded.ok()) {
     const DeviceSpec &me = r->plan_.devices[r->rank_];
     if (me.backend != "cpu")

@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
-#include "runtime/Kernel.h"
+#include "runtime/KernelContract.h"
 
 #include <omp.h>
 
@@ -41,53 +41,34 @@ template <> struct DTypeTraits<DType::I32> { using type = int32_t; };
 template <> struct DTypeTraits<DType::I1> { using type = Bool; };
 
 //===----------------------------------------------------------------------===//
-// Validation. Every message starts with the kernel name.
+// Validation (runtime/KernelContract.h). Every message starts with the kernel
+// name; the CPU's dtype check names this backend when a bf16/f16 operand has
+// no kernel.
 //===----------------------------------------------------------------------===//
 
+using runtime::broadcastShapes;
+using runtime::BroadcastLayout;
+using runtime::checkArity;
+using runtime::checkDim;
+using runtime::checkOutput;
+using runtime::checkPair;
+using runtime::checkSameDType;
+using runtime::contiguousStrides;
+using runtime::formatList;
+using runtime::kMaxOperands;
+using runtime::makeBroadcastLayout;
+using runtime::requirePresent;
+using runtime::withKernel;
+
 /// "cpu backend has no bf16 kernel for 'add' yet".
-Status noKernelFor(const std::string &kernel, DType dtype);
+inline Status noKernelFor(const std::string &kernel, DType dtype) {
+  return runtime::noKernelFor("cpu", kernel, dtype);
+}
 
-/// Checks the number of input slots (between minInputs and maxInputs) and
-/// that there is exactly `outputs` outputs.
-Status checkArity(const KernelSignature &sig, size_t minInputs, size_t maxInputs,
-                  size_t outputs = 1);
-
-/// Checks that input slot `index` (called `name` in messages) is present.
-Status requirePresent(const KernelSignature &sig, size_t index, const char *name);
-
-/// Checks that `desc` (operand `name`) has one of `allowed`. A bf16/f16
-/// operand of a kernel that has an f32 version is reported as "no bf16
-/// kernel yet" rather than as a wrong dtype.
-Status checkDType(const KernelSignature &sig, const char *name, const TensorDesc &desc,
-                  std::initializer_list<DType> allowed);
-
-/// Checks that both operands have the same dtype.
-Status checkSameDType(const KernelSignature &sig, const char *nameA, const TensorDesc &a,
-                      const char *nameB, const TensorDesc &b);
-
-/// Checks that the output is `expected`; `how` says where the expected shape
-/// came from ("the broadcast of 2x1xf32 and 3xf32").
-Status checkOutput(const KernelSignature &sig, const TensorDesc &expected,
-                   const std::string &how = "");
-
-/// Prefixes an attribute error with the kernel name.
-Status withKernel(const KernelSignature &sig, Status status);
-
-/// Checks that a dim attribute lies in [0, rank).
-Status checkDim(const KernelSignature &sig, const char *attr, int64_t dim, int64_t rank);
-
-/// Checks that a spatial attribute has two entries, each >= min.
-Status checkPair(const KernelSignature &sig, const char *attr,
-                 const std::vector<int64_t> &pair, int64_t min);
-
-/// "[0, 2, 1]".
-std::string formatList(const std::vector<int64_t> &values);
-
-/// numpy broadcast of shapes, or nullopt if they do not broadcast.
-std::optional<Shape> broadcastShapes(const std::vector<Shape> &shapes);
-
-/// Row-major strides in elements.
-std::vector<int64_t> contiguousStrides(const Shape &shape);
+inline Status checkDType(const KernelSignature &sig, const char *name, const TensorDesc &desc,
+                         std::initializer_list<DType> allowed) {
+  return runtime::checkDType(sig, "cpu", name, desc, allowed);
+}
 
 //===----------------------------------------------------------------------===//
 // Parallel loops. GEMMs are never called from inside these: the GEMM library
@@ -126,23 +107,6 @@ void parallelRange(int64_t n, int64_t costPerItem, const Fn &fn) {
 // 0 along its stretched dims. Dims are coalesced so that common cases become
 // one or two dims.
 //===----------------------------------------------------------------------===//
-
-constexpr int kMaxOperands = 3;
-
-struct BroadcastLayout {
-  int operands = 0;
-  /// Coalesced output dims, outermost first; at least one (possibly 1).
-  std::vector<int64_t> dims;
-  /// strides[d][k]: the stride of operand k along dim d, in elements.
-  std::vector<std::array<int64_t, kMaxOperands>> strides;
-
-  int64_t innerSize() const { return dims.back(); }
-  int64_t innerStride(int k) const { return strides.back()[k]; }
-};
-
-/// The layout of `inputs` broadcast to `output` (which must be their
-/// broadcast shape, or a shape they broadcast to).
-BroadcastLayout makeBroadcastLayout(const Shape &output, const std::vector<Shape> &inputs);
 
 /// Calls fn(offsets, outOffset, length) for spans of the output: `length`
 /// consecutive output elements starting at `outOffset`, whose operand k

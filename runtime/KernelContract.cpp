@@ -1,30 +1,29 @@
-#include "runtime/cpu/Common.h"
+#include "runtime/KernelContract.h"
 
+#include <algorithm>
 #include <sstream>
 
-namespace cleave::runtime::cpu {
+namespace cleave::runtime {
 
-Status noKernelFor(const std::string &kernel, DType dtype) {
-  return CLEAVE_ERROR("cpu backend has no ", dtypeName(dtype), " kernel for '", kernel,
+Status noKernelFor(const char *backend, const std::string &kernel, DType dtype) {
+  return CLEAVE_ERROR(backend, " backend has no ", dtypeName(dtype), " kernel for '", kernel,
                       "' yet");
 }
 
-Status checkArity(const KernelSignature &sig, size_t minInputs, size_t maxInputs,
-                  size_t outputs) {
+Status checkArity(const KernelSignature &sig, size_t minInputs, size_t maxInputs, size_t outputs) {
   size_t n = sig.inputs.size();
   if (n < minInputs || n > maxInputs) {
     if (minInputs == maxInputs)
-      return CLEAVE_ERROR(sig.kernel, ": expects ", minInputs, " input",
-                          minInputs == 1 ? "" : "s", ", got ", n);
+      return CLEAVE_ERROR(sig.kernel, ": expects ", minInputs, " input", minInputs == 1 ? "" : "s",
+                          ", got ", n);
     if (maxInputs == SIZE_MAX)
       return CLEAVE_ERROR(sig.kernel, ": expects at least ", minInputs, " input",
                           minInputs == 1 ? "" : "s", ", got ", n);
-    return CLEAVE_ERROR(sig.kernel, ": expects ", minInputs, " to ", maxInputs,
-                        " inputs, got ", n);
+    return CLEAVE_ERROR(sig.kernel, ": expects ", minInputs, " to ", maxInputs, " inputs, got ", n);
   }
   if (sig.outputs.size() != outputs)
-    return CLEAVE_ERROR(sig.kernel, ": expects ", outputs, " output",
-                        outputs == 1 ? "" : "s", ", got ", sig.outputs.size());
+    return CLEAVE_ERROR(sig.kernel, ": expects ", outputs, " output", outputs == 1 ? "" : "s",
+                        ", got ", sig.outputs.size());
   return {};
 }
 
@@ -35,8 +34,8 @@ Status requirePresent(const KernelSignature &sig, size_t index, const char *name
   return {};
 }
 
-Status checkDType(const KernelSignature &sig, const char *name, const TensorDesc &desc,
-                  std::initializer_list<DType> allowed) {
+Status checkDType(const KernelSignature &sig, const char *backend, const char *name,
+                  const TensorDesc &desc, std::initializer_list<DType> allowed) {
   for (DType d : allowed)
     if (d == desc.dtype)
       return {};
@@ -44,7 +43,7 @@ Status checkDType(const KernelSignature &sig, const char *name, const TensorDesc
   for (DType d : allowed)
     hasF32 |= d == DType::F32;
   if (hasF32 && (desc.dtype == DType::BF16 || desc.dtype == DType::F16))
-    return noKernelFor(sig.kernel, desc.dtype);
+    return noKernelFor(backend, sig.kernel, desc.dtype);
   std::string names;
   for (DType d : allowed)
     names += std::string(names.empty() ? "" : ", ") + dtypeName(d);
@@ -56,38 +55,33 @@ Status checkDType(const KernelSignature &sig, const char *name, const TensorDesc
 Status checkSameDType(const KernelSignature &sig, const char *nameA, const TensorDesc &a,
                       const char *nameB, const TensorDesc &b) {
   if (a.dtype != b.dtype)
-    return CLEAVE_ERROR(sig.kernel, ": ", nameA, " ", describe(a.shape, a.dtype), " and ",
-                        nameB, " ", describe(b.shape, b.dtype),
-                        " have different element types");
+    return CLEAVE_ERROR(sig.kernel, ": ", nameA, " ", describe(a.shape, a.dtype), " and ", nameB,
+                        " ", describe(b.shape, b.dtype), " have different element types");
   return {};
 }
 
-Status checkOutput(const KernelSignature &sig, const TensorDesc &expected,
-                   const std::string &how) {
+Status checkOutput(const KernelSignature &sig, const TensorDesc &expected, const std::string &how) {
   const TensorDesc &out = sig.outputs[0];
   if (out != expected)
-    return CLEAVE_ERROR(sig.kernel, ": output is ", describe(out.shape, out.dtype),
-                        ", expected ", describe(expected.shape, expected.dtype),
-                        how.empty() ? "" : " (", how, how.empty() ? "" : ")");
+    return CLEAVE_ERROR(sig.kernel, ": output is ", describe(out.shape, out.dtype), ", expected ",
+                        describe(expected.shape, expected.dtype), how.empty() ? "" : " (", how,
+                        how.empty() ? "" : ")");
   return {};
 }
 
-Status withKernel(const KernelSignature &sig, Status status) {
-  return status.prepend(sig.kernel);
-}
+Status withKernel(const KernelSignature &sig, Status status) { return status.prepend(sig.kernel); }
 
 Status checkDim(const KernelSignature &sig, const char *attr, int64_t dim, int64_t rank) {
   if (dim < 0 || dim >= rank)
-    return CLEAVE_ERROR(sig.kernel, ": ", attr, " ", dim, " is out of range for rank ",
-                        rank);
+    return CLEAVE_ERROR(sig.kernel, ": ", attr, " ", dim, " is out of range for rank ", rank);
   return {};
 }
 
-Status checkPair(const KernelSignature &sig, const char *attr,
-                 const std::vector<int64_t> &pair, int64_t min) {
+Status checkPair(const KernelSignature &sig, const char *attr, const std::vector<int64_t> &pair,
+                 int64_t min) {
   if (pair.size() != 2)
-    return CLEAVE_ERROR(sig.kernel, ": '", attr,
-                        "' must have 2 entries (height, width), got ", formatList(pair));
+    return CLEAVE_ERROR(sig.kernel, ": '", attr, "' must have 2 entries (height, width), got ",
+                        formatList(pair));
   if (pair[0] < min || pair[1] < min)
     return CLEAVE_ERROR(sig.kernel, ": '", attr, "' entries must be >= ", min, ", got ",
                         formatList(pair));
@@ -171,4 +165,4 @@ BroadcastLayout makeBroadcastLayout(const Shape &output, const std::vector<Shape
   return layout;
 }
 
-} // namespace cleave::runtime::cpu
+} // namespace cleave::runtime

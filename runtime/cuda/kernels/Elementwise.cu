@@ -1,0 +1,740 @@
+//===- Elementwise.cu - Unary, binary, compare, where, cast, tril/triu ----===//
+//
+// The semantics are the CPU kernels' (runtime/cpu/Elementwise.cpp): integer
+// arithmetic wraps, integer `div` truncates and gives 0 for a division by
+// zero, maximum/minimum propagate NaN, relu keeps NaN, float -> int casts
+// truncate toward zero. bf16 is stored and computed in fp32.
+//
+// Same-shape (and scalar) operands take flat, vectorized loops; broadcasts
+// index through the coalesced layout, in 32-bit math when it fits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/kernels/DeviceCommon.cuh"
+
+#include <cstring>
+#include <string>
+
+namespace cleave::runtime::cuda {
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Flat maps: y[i] = fn(x[i]).
+//===----------------------------------------------------------------------===//
+
+template <typename In, typename Out, int V, typename Fn>
+__global__ void mapKernel(const In *__restrict__ x, Out *__restrict__ y, int64_t n, Fn fn) {
+  const int64_t nv = n / V;
+  for (int64_t i = globalThread(); i < nv; i += globalThreads()) {
+    const Vec<In, V> a = reinterpret_cast<const Vec<In, V> *>(x)[i];
+    Vec<Out, V> b;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      b.v[j] = fn(a.v[j]);
+    reinterpret_cast<Vec<Out, V> *>(y)[i] = b;
+  }
+  for (int64_t i = nv * V + globalThread(); i < n; i += globalThreads())
+    y[i] = fn(x[i]);
+}
+
+/// Elements per vector access: 16 bytes of the wider type, at most 8.
+template <typename A, typename B> constexpr int vectorWidth() {
+  constexpr size_t wide = sizeof(A) > sizeof(B) ? sizeof(A) : sizeof(B);
+  return wide >= 16 ? 1 : static_cast<int>(16 / wide > 8 ? 8 : 16 / wide);
+}
+
+template <typename In, typename Out, typename Fn>
+KernelFn makeMap(const KernelSignature &sig, DeviceContext &ctx, int64_t n, Fn fn) {
+  constexpr int V = vectorWidth<In, Out>();
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  return [c, name, n, fn](const KernelCall &call) -> Status {
+    if (n == 0)
+      return {};
+    const In *x = static_cast<const In *>(call.inputs[0]);
+    Out *y = static_cast<Out *>(call.outputs[0]);
+    if (aligned(x, sizeof(In) * V) && aligned(y, sizeof(Out) * V))
+      mapKernel<In, Out, V><<<gridFor(*c, (n + V - 1) / V), kThreads, 0, c->stream>>>(x, y, n, fn);
+    else
+      mapKernel<In, Out, 1><<<gridFor(*c, n), kThreads, 0, c->stream>>>(x, y, n, fn);
+    return launchStatus(name);
+  };
+}
+
+/// A device-to-device copy on the stream.
+KernelFn makeCopy(DeviceContext &ctx, size_t bytes) {
+  DeviceContext *c = &ctx;
+  return [c, bytes](const KernelCall &call) -> Status {
+    if (bytes == 0)
+      return {};
+    return cudaStatus(cudaMemcpyAsync(call.outputs[0], call.inputs[0], bytes,
+                                      cudaMemcpyDeviceToDevice, c->stream),
+                      "cudaMemcpyAsync");
+  };
+}
+
+//===----------------------------------------------------------------------===//
+// Unary.
+//===----------------------------------------------------------------------===//
+
+enum class Unary {
+  Neg,
+  Abs,
+  Relu,
+  Silu,
+  Sigmoid,
+  Tanh,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Sin,
+  Cos,
+  Erf,
+  Not,
+  Gelu,
+  GeluTanh
+};
+
+/// Two's complement negation without signed overflow.
+template <typename T> __device__ __forceinline__ T wrapNeg(T v) {
+  return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(v));
+}
+
+template <Unary Op> __device__ __forceinline__ float floatUnary(float v) {
+  if constexpr (Op == Unary::Neg)
+    return -v;
+  else if constexpr (Op == Unary::Abs)
+    return fabsf(v);
+  else if constexpr (Op == Unary::Relu)
+    return v < 0.0f ? 0.0f : v; // NaN stays NaN, as torch.relu
+  else if constexpr (Op == Unary::Silu)
+    return v / (1.0f + expf(-v));
+  else if constexpr (Op == Unary::Sigmoid)
+    return 1.0f / (1.0f + expf(-v));
+  else if constexpr (Op == Unary::Tanh)
+    return tanhf(v);
+  else if constexpr (Op == Unary::Exp)
+    return expf(v);
+  else if constexpr (Op == Unary::Log)
+    return logf(v);
+  else if constexpr (Op == Unary::Sqrt)
+    return sqrtf(v);
+  else if constexpr (Op == Unary::Rsqrt)
+    return 1.0f / sqrtf(v);
+  else if constexpr (Op == Unary::Sin)
+    return sinf(v);
+  else if constexpr (Op == Unary::Cos)
+    return cosf(v);
+  else if constexpr (Op == Unary::Erf)
+    return erff(v);
+  else if constexpr (Op == Unary::Gelu)
+    return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+  else
+    return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+}
+
+template <Unary Op, typename T> struct UnaryFn {
+  __device__ __forceinline__ T operator()(T x) const {
+    if constexpr (Op == Unary::Not)
+      return x == 0;
+    else if constexpr (kIsFloat<T>)
+      return store<T>(floatUnary<Op>(load(x)));
+    else if constexpr (Op == Unary::Neg)
+      return wrapNeg(x);
+    else if constexpr (Op == Unary::Abs)
+      return x < 0 ? wrapNeg(x) : x;
+    else
+      return x < 0 ? T(0) : x; // Relu
+  }
+};
+
+template <Unary Op, typename T>
+KernelFn makeUnary(const KernelSignature &sig, DeviceContext &ctx, int64_t n) {
+  constexpr bool anyNumber = Op == Unary::Neg || Op == Unary::Abs || Op == Unary::Relu;
+  constexpr bool supported = Op == Unary::Not ? std::is_same_v<T, Bool>
+                             : anyNumber      ? !std::is_same_v<T, Bool>
+                                              : kIsFloat<T>;
+  if constexpr (supported)
+    return makeMap<T, T>(sig, ctx, n, UnaryFn<Op, T>{});
+  else
+    return nullptr; // never built: the dtype check rejects it first
+}
+
+template <Unary Op>
+KernelFn unaryFor(const KernelSignature &sig, DeviceContext &ctx, DType dtype, int64_t n) {
+  switch (dtype) {
+  case DType::F32:
+    return makeUnary<Op, float>(sig, ctx, n);
+  case DType::BF16:
+    return makeUnary<Op, bf16>(sig, ctx, n);
+  case DType::I64:
+    return makeUnary<Op, int64_t>(sig, ctx, n);
+  case DType::I32:
+    return makeUnary<Op, int32_t>(sig, ctx, n);
+  default:
+    return makeUnary<Op, Bool>(sig, ctx, n);
+  }
+}
+
+template <Unary Op>
+Status buildUnary(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  constexpr bool anyNumber = Op == Unary::Neg || Op == Unary::Abs || Op == Unary::Relu;
+  if constexpr (Op == Unary::Not)
+    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::I1}));
+  else if constexpr (anyNumber)
+    CLEAVE_RETURN_IF_ERROR(
+        checkDType(sig, "input", in, {DType::F32, DType::BF16, DType::I64, DType::I32}));
+  else
+    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::F32, DType::BF16}));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
+  const int64_t n = in.numel();
+  if constexpr (Op == Unary::Gelu) {
+    std::string approximation;
+    CLEAVE_RETURN_IF_ERROR(
+        withKernel(sig, sig.attrs.getString("approximation", &approximation, "none")));
+    if (approximation == "tanh") {
+      *fn = unaryFor<Unary::GeluTanh>(sig, ctx, in.dtype, n);
+      return {};
+    }
+    if (approximation != "none")
+      return CLEAVE_ERROR(sig.kernel, ": approximation '", approximation,
+                          "' is neither 'none' nor 'tanh'");
+  }
+  *fn = unaryFor<Op>(sig, ctx, in.dtype, n);
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Binary ops, computed in Compute<T>.
+//===----------------------------------------------------------------------===//
+
+/// Integer arithmetic wraps on overflow, computed unsigned (defined behavior).
+template <typename C, typename Fn> __device__ __forceinline__ C wrapping(C a, C b, Fn fn) {
+  if constexpr (std::is_floating_point_v<C>) {
+    return fn(a, b);
+  } else {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(fn(static_cast<U>(a), static_cast<U>(b)));
+  }
+}
+
+struct AddOp {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    return wrapping(a, b, [](auto x, auto y) { return x + y; });
+  }
+};
+struct SubOp {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    return wrapping(a, b, [](auto x, auto y) { return x - y; });
+  }
+};
+struct MulOp {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    return wrapping(a, b, [](auto x, auto y) { return static_cast<decltype(x)>(x * y); });
+  }
+};
+struct DivOp {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>)
+      return a / b;
+    else
+      // Truncating; x / 0 = 0 and MIN / -1 wraps instead of trapping.
+      return b == 0 ? C(0) : b == -1 ? wrapNeg(a) : a / b;
+  }
+};
+struct PowOp {
+  // A square is exact (RMSNorm's x.pow(2)), as the CPU's fast path.
+  __device__ __forceinline__ float operator()(float a, float b) const {
+    return b == 2.0f ? a * a : powf(a, b);
+  }
+};
+struct MaxOp2 {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>)
+      return ((a > b) | (a != a)) ? a : b; // NaN propagates, as torch.maximum
+    else
+      return a > b ? a : b;
+  }
+};
+struct MinOp2 {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>)
+      return ((a < b) | (a != a)) ? a : b;
+    else
+      return a < b ? a : b;
+  }
+};
+struct AndOp {
+  __device__ __forceinline__ Bool operator()(Bool a, Bool b) const { return (a != 0) & (b != 0); }
+};
+struct OrOp {
+  __device__ __forceinline__ Bool operator()(Bool a, Bool b) const { return (a != 0) | (b != 0); }
+};
+struct EqOp {
+  template <typename C> __device__ __forceinline__ Bool operator()(C a, C b) const {
+    return a == b;
+  }
+};
+struct NeOp {
+  template <typename C> __device__ __forceinline__ Bool operator()(C a, C b) const {
+    return a != b;
+  }
+};
+struct LtOp {
+  template <typename C> __device__ __forceinline__ Bool operator()(C a, C b) const { return a < b; }
+};
+struct LeOp {
+  template <typename C> __device__ __forceinline__ Bool operator()(C a, C b) const {
+    return a <= b;
+  }
+};
+struct GtOp {
+  template <typename C> __device__ __forceinline__ Bool operator()(C a, C b) const { return a > b; }
+};
+struct GeOp {
+  template <typename C> __device__ __forceinline__ Bool operator()(C a, C b) const {
+    return a >= b;
+  }
+};
+
+template <typename R, typename T, typename Op>
+__device__ __forceinline__ R applyBinary(Op op, T a, T b) {
+  return store<R>(op(load(a), load(b)));
+}
+
+/// Flat: out[i] = op(a[A ? i : 0], b[B ? i : 0]), vectorized over V.
+template <typename T, typename R, typename Op, bool A, bool B, int V>
+__global__ void flatBinaryKernel(const T *__restrict__ a, const T *__restrict__ b,
+                                 R *__restrict__ out, int64_t n, Op op) {
+  const int64_t nv = n / V;
+  for (int64_t i = globalThread(); i < nv; i += globalThreads()) {
+    Vec<T, V> va, vb;
+    if constexpr (A) {
+      va = reinterpret_cast<const Vec<T, V> *>(a)[i];
+    } else {
+      for (int j = 0; j < V; ++j)
+        va.v[j] = a[0];
+    }
+    if constexpr (B) {
+      vb = reinterpret_cast<const Vec<T, V> *>(b)[i];
+    } else {
+      for (int j = 0; j < V; ++j)
+        vb.v[j] = b[0];
+    }
+    Vec<R, V> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      r.v[j] = applyBinary<R>(op, va.v[j], vb.v[j]);
+    reinterpret_cast<Vec<R, V> *>(out)[i] = r;
+  }
+  for (int64_t i = nv * V + globalThread(); i < n; i += globalThreads())
+    out[i] = applyBinary<R>(op, a[A ? i : 0], b[B ? i : 0]);
+}
+
+template <typename T, typename R, typename Op, typename I>
+__global__ void broadcastBinaryKernel(const T *__restrict__ a, const T *__restrict__ b,
+                                      R *__restrict__ out, DeviceLayout layout, int64_t n, Op op) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads()) {
+    I off[2];
+    layoutOffsets<2>(layout, static_cast<I>(i), off);
+    out[i] = applyBinary<R>(op, a[off[0]], b[off[1]]);
+  }
+}
+
+template <typename T, typename R, typename Op, bool A, bool B>
+void launchFlatBinary(DeviceContext *c, const T *a, const T *b, R *out, int64_t n, Op op) {
+  constexpr int V = vectorWidth<T, R>();
+  bool vec = aligned(out, sizeof(R) * V) && (!A || aligned(a, sizeof(T) * V)) &&
+             (!B || aligned(b, sizeof(T) * V));
+  if (vec)
+    flatBinaryKernel<T, R, Op, A, B, V>
+        <<<gridFor(*c, (n + V - 1) / V), kThreads, 0, c->stream>>>(a, b, out, n, op);
+  else
+    flatBinaryKernel<T, R, Op, A, B, 1>
+        <<<gridFor(*c, n), kThreads, 0, c->stream>>>(a, b, out, n, op);
+}
+
+template <typename T, typename R, typename Op>
+KernelFn makeBinary(const KernelSignature &sig, DeviceContext &ctx, const DeviceLayout &layout,
+                    int64_t n, Op op = {}) {
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  // Flat when the coalesced layout is one dim (same shapes, or a scalar).
+  const bool flat = layout.rank == 1;
+  const bool sa = layout.strides[0][0] != 0, sb = layout.strides[0][1] != 0;
+  const bool narrow = fits32(layout, n);
+  return [=](const KernelCall &call) -> Status {
+    if (n == 0)
+      return {};
+    const T *a = static_cast<const T *>(call.inputs[0]);
+    const T *b = static_cast<const T *>(call.inputs[1]);
+    R *out = static_cast<R *>(call.outputs[0]);
+    if (flat) {
+      if (sa && sb)
+        launchFlatBinary<T, R, Op, true, true>(c, a, b, out, n, op);
+      else if (sa)
+        launchFlatBinary<T, R, Op, true, false>(c, a, b, out, n, op);
+      else if (sb)
+        launchFlatBinary<T, R, Op, false, true>(c, a, b, out, n, op);
+      else
+        launchFlatBinary<T, R, Op, false, false>(c, a, b, out, n, op);
+    } else if (narrow) {
+      broadcastBinaryKernel<T, R, Op, int32_t>
+          <<<gridFor(*c, n), kThreads, 0, c->stream>>>(a, b, out, layout, n, op);
+    } else {
+      broadcastBinaryKernel<T, R, Op, int64_t>
+          <<<gridFor(*c, n), kThreads, 0, c->stream>>>(a, b, out, layout, n, op);
+    }
+    return launchStatus(name);
+  };
+}
+
+/// Validates a two-operand broadcasting op (as the CPU's checkBinary) and
+/// returns its device layout and element count.
+Status checkBinary(const KernelSignature &sig, std::initializer_list<DType> allowed,
+                   std::optional<DType> resultType, DeviceLayout *layout, int64_t *n) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "lhs"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "rhs"));
+  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "lhs", a, allowed));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "lhs", a, "rhs", b));
+  auto shape = broadcastShapes({a.shape, b.shape});
+  if (!shape)
+    return CLEAVE_ERROR(sig.kernel,
+                        ": operand shapes do not broadcast: ", describe(a.shape, a.dtype), " and ",
+                        describe(b.shape, b.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {resultType.value_or(a.dtype), *shape},
+                                     "the broadcast of " + describe(a.shape, a.dtype) + " and " +
+                                         describe(b.shape, b.dtype)));
+  *n = numElements(*shape);
+  return toDevice(sig, makeBroadcastLayout(*shape, {a.shape, b.shape}), layout);
+}
+
+template <typename Op>
+Status buildArithmetic(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  DeviceLayout layout;
+  int64_t n = 0;
+  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32, DType::BF16, DType::I64, DType::I32},
+                                     std::nullopt, &layout, &n));
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    *fn = makeBinary<float, float, Op>(sig, ctx, layout, n);
+    return {};
+  case DType::BF16:
+    *fn = makeBinary<bf16, bf16, Op>(sig, ctx, layout, n);
+    return {};
+  case DType::I64:
+    *fn = makeBinary<int64_t, int64_t, Op>(sig, ctx, layout, n);
+    return {};
+  default:
+    *fn = makeBinary<int32_t, int32_t, Op>(sig, ctx, layout, n);
+    return {};
+  }
+}
+
+Status buildPow(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  DeviceLayout layout;
+  int64_t n = 0;
+  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32, DType::BF16}, std::nullopt, &layout, &n));
+  if (sig.inputs[0]->dtype == DType::F32)
+    *fn = makeBinary<float, float, PowOp>(sig, ctx, layout, n);
+  else
+    *fn = makeBinary<bf16, bf16, PowOp>(sig, ctx, layout, n);
+  return {};
+}
+
+template <typename Op>
+Status buildLogical(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  DeviceLayout layout;
+  int64_t n = 0;
+  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::I1}, std::nullopt, &layout, &n));
+  *fn = makeBinary<Bool, Bool, Op>(sig, ctx, layout, n);
+  return {};
+}
+
+template <typename T>
+Status makeCompare(const KernelSignature &sig, DeviceContext &ctx, const std::string &predicate,
+                   const DeviceLayout &layout, int64_t n, KernelFn *fn) {
+  if (predicate == "eq")
+    *fn = makeBinary<T, Bool, EqOp>(sig, ctx, layout, n);
+  else if (predicate == "ne")
+    *fn = makeBinary<T, Bool, NeOp>(sig, ctx, layout, n);
+  else if (predicate == "lt")
+    *fn = makeBinary<T, Bool, LtOp>(sig, ctx, layout, n);
+  else if (predicate == "le")
+    *fn = makeBinary<T, Bool, LeOp>(sig, ctx, layout, n);
+  else if (predicate == "gt")
+    *fn = makeBinary<T, Bool, GtOp>(sig, ctx, layout, n);
+  else if (predicate == "ge")
+    *fn = makeBinary<T, Bool, GeOp>(sig, ctx, layout, n);
+  else
+    return CLEAVE_ERROR(sig.kernel, ": predicate '", predicate,
+                        "' is not one of eq, ne, lt, le, gt, ge");
+  return {};
+}
+
+Status buildCompare(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  DeviceLayout layout;
+  int64_t n = 0;
+  CLEAVE_RETURN_IF_ERROR(checkBinary(
+      sig, {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}, DType::I1, &layout, &n));
+  std::string predicate;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getString("predicate", &predicate)));
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    return makeCompare<float>(sig, ctx, predicate, layout, n, fn);
+  case DType::BF16:
+    return makeCompare<bf16>(sig, ctx, predicate, layout, n, fn);
+  case DType::I64:
+    return makeCompare<int64_t>(sig, ctx, predicate, layout, n, fn);
+  case DType::I32:
+    return makeCompare<int32_t>(sig, ctx, predicate, layout, n, fn);
+  default:
+    return makeCompare<Bool>(sig, ctx, predicate, layout, n, fn);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// where(condition, on_true, on_false): moves bits, so by element size.
+//===----------------------------------------------------------------------===//
+
+template <typename T, typename I>
+__global__ void whereKernel(const Bool *__restrict__ cond, const T *__restrict__ x,
+                            const T *__restrict__ y, T *__restrict__ out, DeviceLayout layout,
+                            int64_t n) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads()) {
+    I off[3];
+    layoutOffsets<3>(layout, static_cast<I>(i), off);
+    out[i] = cond[off[0]] ? x[off[1]] : y[off[2]];
+  }
+}
+
+template <typename T>
+KernelFn makeWhere(const KernelSignature &sig, DeviceContext &ctx, const DeviceLayout &layout,
+                   int64_t n) {
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  const bool narrow = fits32(layout, n);
+  return [=](const KernelCall &call) -> Status {
+    if (n == 0)
+      return {};
+    const Bool *cond = static_cast<const Bool *>(call.inputs[0]);
+    const T *x = static_cast<const T *>(call.inputs[1]);
+    const T *y = static_cast<const T *>(call.inputs[2]);
+    T *out = static_cast<T *>(call.outputs[0]);
+    if (narrow)
+      whereKernel<T, int32_t>
+          <<<gridFor(*c, n), kThreads, 0, c->stream>>>(cond, x, y, out, layout, n);
+    else
+      whereKernel<T, int64_t>
+          <<<gridFor(*c, n), kThreads, 0, c->stream>>>(cond, x, y, out, layout, n);
+    return launchStatus(name);
+  };
+}
+
+Status buildWhere(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "condition"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "on_true"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "on_false"));
+  const TensorDesc &c = *sig.inputs[0], &x = *sig.inputs[1], &y = *sig.inputs[2];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "condition", c, {DType::I1}));
+  CLEAVE_RETURN_IF_ERROR(
+      checkDType(sig, "on_true", x, {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "on_true", x, "on_false", y));
+  auto shape = broadcastShapes({c.shape, x.shape, y.shape});
+  if (!shape)
+    return CLEAVE_ERROR(sig.kernel,
+                        ": operand shapes do not broadcast: ", describe(c.shape, c.dtype), ", ",
+                        describe(x.shape, x.dtype), " and ", describe(y.shape, y.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, *shape}, "the broadcast of the operands"));
+  DeviceLayout layout;
+  CLEAVE_RETURN_IF_ERROR(
+      toDevice(sig, makeBroadcastLayout(*shape, {c.shape, x.shape, y.shape}), &layout));
+  const int64_t n = numElements(*shape);
+  switch (dtypeBytes(x.dtype)) {
+  case 1:
+    *fn = makeWhere<uint8_t>(sig, ctx, layout, n);
+    break;
+  case 2:
+    *fn = makeWhere<uint16_t>(sig, ctx, layout, n);
+    break;
+  case 4:
+    *fn = makeWhere<uint32_t>(sig, ctx, layout, n);
+    break;
+  default:
+    *fn = makeWhere<uint64_t>(sig, ctx, layout, n);
+    break;
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// cast
+//===----------------------------------------------------------------------===//
+
+template <typename From, typename To> struct Convert {
+  __device__ __forceinline__ To operator()(From v) const {
+    if constexpr (std::is_same_v<To, Bool>)
+      return load(v) != 0; // NaN is non-zero
+    else if constexpr (std::is_same_v<From, Bool>)
+      return store<To>(v != 0 ? 1 : 0);
+    else if constexpr (std::is_same_v<To, bf16> && std::is_integral_v<From>)
+      return __double2bfloat16(static_cast<double>(v)); // one rounding
+    else if constexpr (std::is_same_v<To, bf16>)
+      return __float2bfloat16_rn(static_cast<float>(v));
+    else
+      return static_cast<To>(load(v)); // float -> int truncates toward zero
+  }
+};
+
+template <typename From>
+KernelFn makeCastFrom(const KernelSignature &sig, DeviceContext &ctx, DType to, int64_t n) {
+  switch (to) {
+  case DType::F32:
+    return makeMap<From, float>(sig, ctx, n, Convert<From, float>{});
+  case DType::BF16:
+    return makeMap<From, bf16>(sig, ctx, n, Convert<From, bf16>{});
+  case DType::I64:
+    return makeMap<From, int64_t>(sig, ctx, n, Convert<From, int64_t>{});
+  case DType::I32:
+    return makeMap<From, int32_t>(sig, ctx, n, Convert<From, int32_t>{});
+  default:
+    return makeMap<From, Bool>(sig, ctx, n, Convert<From, Bool>{});
+  }
+}
+
+Status buildCast(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  const TensorDesc &out = sig.outputs[0];
+  const std::initializer_list<DType> all = {DType::F32, DType::BF16, DType::I64, DType::I32,
+                                            DType::I1};
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, all));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "output", out, all));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {out.dtype, in.shape}, "the input's shape"));
+  const int64_t n = in.numel();
+  if (in.dtype == out.dtype) {
+    *fn = makeCopy(ctx, in.bytes());
+    return {};
+  }
+  switch (in.dtype) {
+  case DType::F32:
+    *fn = makeCastFrom<float>(sig, ctx, out.dtype, n);
+    return {};
+  case DType::BF16:
+    *fn = makeCastFrom<bf16>(sig, ctx, out.dtype, n);
+    return {};
+  case DType::I64:
+    *fn = makeCastFrom<int64_t>(sig, ctx, out.dtype, n);
+    return {};
+  case DType::I32:
+    *fn = makeCastFrom<int32_t>(sig, ctx, out.dtype, n);
+    return {};
+  default:
+    *fn = makeCastFrom<Bool>(sig, ctx, out.dtype, n);
+    return {};
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// tril / triu: they move bits only, so every dtype works (zero is all-zero
+// bits).
+//===----------------------------------------------------------------------===//
+
+template <typename T, bool Lower>
+__global__ void triangleKernel(const T *__restrict__ x, T *__restrict__ y, int64_t n, int64_t rows,
+                               int64_t cols, int64_t diagonal) {
+  for (int64_t k = globalThread(); k < n; k += globalThreads()) {
+    const int64_t r = k / cols, j = k - r * cols, i = r % rows;
+    const bool keep = Lower ? j - i <= diagonal : j - i >= diagonal;
+    y[k] = keep ? x[k] : T(0);
+  }
+}
+
+template <typename T, bool Lower>
+KernelFn makeTriangle(const KernelSignature &sig, DeviceContext &ctx, int64_t n, int64_t rows,
+                      int64_t cols, int64_t diagonal) {
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  return [=](const KernelCall &call) -> Status {
+    if (n == 0)
+      return {};
+    triangleKernel<T, Lower><<<gridFor(*c, n), kThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]), n, rows, cols,
+        diagonal);
+    return launchStatus(name);
+  };
+}
+
+template <bool Lower>
+Status buildTriangle(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  if (in.rank() < 2)
+    return CLEAVE_ERROR(sig.kernel, ": needs a tensor of rank >= 2, got ",
+                        describe(in.shape, in.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
+  int64_t diagonal = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("diagonal", &diagonal, 0)));
+  const int64_t rows = in.shape[in.rank() - 2], cols = in.shape[in.rank() - 1];
+  const int64_t n = in.numel();
+  switch (dtypeBytes(in.dtype)) {
+  case 1:
+    *fn = makeTriangle<uint8_t, Lower>(sig, ctx, n, rows, cols, diagonal);
+    break;
+  case 2:
+    *fn = makeTriangle<uint16_t, Lower>(sig, ctx, n, rows, cols, diagonal);
+    break;
+  case 4:
+    *fn = makeTriangle<uint32_t, Lower>(sig, ctx, n, rows, cols, diagonal);
+    break;
+  default:
+    *fn = makeTriangle<uint64_t, Lower>(sig, ctx, n, rows, cols, diagonal);
+    break;
+  }
+  return {};
+}
+
+} // namespace
+
+void registerElementwiseKernels(KernelTable &table) {
+  table["neg"] = buildUnary<Unary::Neg>;
+  table["abs"] = buildUnary<Unary::Abs>;
+  table["relu"] = buildUnary<Unary::Relu>;
+  table["silu"] = buildUnary<Unary::Silu>;
+  table["sigmoid"] = buildUnary<Unary::Sigmoid>;
+  table["tanh"] = buildUnary<Unary::Tanh>;
+  table["exp"] = buildUnary<Unary::Exp>;
+  table["log"] = buildUnary<Unary::Log>;
+  table["sqrt"] = buildUnary<Unary::Sqrt>;
+  table["rsqrt"] = buildUnary<Unary::Rsqrt>;
+  table["sin"] = buildUnary<Unary::Sin>;
+  table["cos"] = buildUnary<Unary::Cos>;
+  table["erf"] = buildUnary<Unary::Erf>;
+  table["not"] = buildUnary<Unary::Not>;
+  table["gelu"] = buildUnary<Unary::Gelu>;
+  table["add"] = buildArithmetic<AddOp>;
+  table["sub"] = buildArithmetic<SubOp>;
+  table["mul"] = buildArithmetic<MulOp>;
+  table["div"] = buildArithmetic<DivOp>;
+  table["maximum"] = buildArithmetic<MaxOp2>;
+  table["minimum"] = buildArithmetic<MinOp2>;
+  table["pow"] = buildPow;
+  table["and"] = buildLogical<AndOp>;
+  table["or"] = buildLogical<OrOp>;
+  table["compare"] = buildCompare;
+  table["where"] = buildWhere;
+  table["cast"] = buildCast;
+  table["tril"] = buildTriangle<true>;
+  table["triu"] = buildTriangle<false>;
+}
+
+} // namespace cleave::runtime::cuda

@@ -30,6 +30,14 @@ public:
   virtual void deallocate(void *ptr) = 0;
   virtual Status copyToDevice(void *dst, const void *src, size_t bytes) = 0;
   virtual Status copyToHost(void *dst, const void *src, size_t bytes) = 0;
+  /// Device to device, ordered after the kernels already issued.
+  virtual Status copyOnDevice(void *dst, const void *src, size_t bytes) = 0;
+  /// `rows` runs of `width` bytes: run r from src + r * srcPitch to
+  /// dst + r * dstPitch (one strided copy on a GPU).
+  virtual Status copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch,
+                          size_t width, size_t rows);
+  /// Waits for everything issued; reports an error a kernel found on the
+  /// device since the last call.
   virtual Status synchronize() = 0;
   /// True when device memory is host memory (weights load in place).
   virtual bool sharesHostMemory() const { return false; }

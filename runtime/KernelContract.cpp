@@ -10,6 +10,22 @@ Status noKernelFor(const char *backend, const std::string &kernel, DType dtype) 
                       "' yet");
 }
 
+Status checkShapes(const KernelSignature &sig) {
+  auto check = [&](const TensorDesc &desc, const char *what, size_t i) -> Status {
+    for (int64_t d : desc.shape)
+      if (d < 0)
+        return CLEAVE_ERROR(sig.kernel, ": ", what, " ", i, " has a negative dim: ",
+                            describe(desc.shape, desc.dtype));
+    return {};
+  };
+  for (size_t i = 0; i < sig.inputs.size(); ++i)
+    if (sig.inputs[i])
+      CLEAVE_RETURN_IF_ERROR(check(*sig.inputs[i], "input", i));
+  for (size_t i = 0; i < sig.outputs.size(); ++i)
+    CLEAVE_RETURN_IF_ERROR(check(sig.outputs[i], "output", i));
+  return {};
+}
+
 Status checkArity(const KernelSignature &sig, size_t minInputs, size_t maxInputs, size_t outputs) {
   size_t n = sig.inputs.size();
   if (n < minInputs || n > maxInputs) {

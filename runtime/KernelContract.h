@@ -22,6 +22,10 @@ namespace cleave::runtime {
 /// "cuda backend has no bf16 kernel for 'add' yet"; `backend` is "cpu", "cuda".
 Status noKernelFor(const char *backend, const std::string &kernel, DType dtype);
 
+/// Rejects negative dims in any operand (shapes come from a plan file),
+/// before a builder computes sizes from them.
+Status checkShapes(const KernelSignature &sig);
+
 /// Checks the number of input slots (between minInputs and maxInputs) and
 /// that there is exactly `outputs` outputs.
 Status checkArity(const KernelSignature &sig, size_t minInputs, size_t maxInputs,

@@ -1,6 +1,7 @@
 //===- CpuBackend.cpp - The CPU backend: host memory and the kernel table -===//
 
 #include "runtime/Backend.h"
+#include "runtime/KernelContract.h"
 #include "runtime/cpu/Registry.h"
 
 #include <cstdlib>
@@ -43,20 +44,7 @@ public:
     auto it = kernelTable().find(signature.kernel);
     if (it == kernelTable().end())
       return CLEAVE_ERROR("cpu backend has no kernel '", signature.kernel, "'");
-    // Shapes come from a plan file: reject negative dims before any builder
-    // computes sizes from them.
-    auto checkShape = [&](const TensorDesc &desc, const char *what, size_t i) -> Status {
-      for (int64_t d : desc.shape)
-        if (d < 0)
-          return CLEAVE_ERROR(signature.kernel, ": ", what, " ", i, " has a negative dim: ",
-                              describe(desc.shape, desc.dtype));
-      return {};
-    };
-    for (size_t i = 0; i < signature.inputs.size(); ++i)
-      if (signature.inputs[i])
-        CLEAVE_RETURN_IF_ERROR(checkShape(*signature.inputs[i], "input", i));
-    for (size_t i = 0; i < signature.outputs.size(); ++i)
-      CLEAVE_RETURN_IF_ERROR(checkShape(signature.outputs[i], "output", i));
+    CLEAVE_RETURN_IF_ERROR(checkShapes(signature));
     KernelFn prepared;
     CLEAVE_RETURN_IF_ERROR(it->second(signature, &prepared));
     *fn = std::move(prepared);
@@ -88,6 +76,12 @@ public:
   Status copyToHost(void *dst, const void *src, size_t bytes) override {
     if (bytes)
       std::memcpy(dst, src, bytes);
+    return {};
+  }
+
+  Status copyOnDevice(void *dst, const void *src, size_t bytes) override {
+    if (bytes)
+      std::memmove(dst, src, bytes);
     return {};
   }
 

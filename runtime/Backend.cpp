@@ -1,0 +1,15 @@
+//===- Backend.cpp - What every backend shares ---------------------------===//
+
+#include "runtime/Backend.h"
+
+namespace cleave::runtime {
+
+Status Backend::copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch, size_t width,
+                         size_t rows) {
+  for (size_t r = 0; r < rows; ++r)
+    CLEAVE_RETURN_IF_ERROR(copyOnDevice(static_cast<char *>(dst) + r * dstPitch,
+                                        static_cast<const char *>(src) + r * srcPitch, width));
+  return {};
+}
+
+} // namespace cleave::runtime

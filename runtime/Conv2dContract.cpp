@@ -1,0 +1,89 @@
+//===- Conv2dContract.cpp - conv2d's checks, shared by every backend ------===//
+
+#include "runtime/Conv2dContract.h"
+#include "runtime/cpu/ConvScratch.h"
+
+namespace cleave::runtime {
+
+Status parseConv2d(const KernelSignature &sig, const char *backend,
+                   std::initializer_list<DType> dtypes, Conv2dParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "weight"));
+  const TensorDesc &x = *sig.inputs[0], &w = *sig.inputs[1];
+  Conv2dParams g;
+  g.hasBias = sig.inputs.size() == 3 && sig.inputs[2].has_value();
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "input", x, "weight", w));
+  if (x.rank() != 4 || w.rank() != 4)
+    return CLEAVE_ERROR(sig.kernel,
+                        ": needs a 4-D input [N, C, H, W] and a 4-D weight "
+                        "[F, C/groups, KH, KW], got ",
+                        describe(x.shape, x.dtype), " and ", describe(w.shape, w.dtype));
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("groups", &groups)));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
+  if (groups < 1)
+    return CLEAVE_ERROR(sig.kernel, ": groups must be >= 1, got ", groups);
+  const int64_t batch = x.shape[0], channels = x.shape[1];
+  const int64_t filters = w.shape[0];
+  if (channels % groups != 0)
+    return CLEAVE_ERROR(sig.kernel, ": input ", describe(x.shape, x.dtype), " has ", channels,
+                        " channels, not divisible by groups = ", groups);
+  if (channels / groups != w.shape[1])
+    return CLEAVE_ERROR(sig.kernel, ": weight ", describe(w.shape, w.dtype), " needs ", w.shape[1],
+                        " input channels per group, input ", describe(x.shape, x.dtype), " has ",
+                        channels / groups, " (groups = ", groups, ")");
+  if (filters % groups != 0)
+    return CLEAVE_ERROR(sig.kernel, ": weight ", describe(w.shape, w.dtype), " has ", filters,
+                        " filters, not divisible by groups = ", groups);
+  if (g.hasBias) {
+    const TensorDesc &bias = *sig.inputs[2];
+    CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "weight", w, "bias", bias));
+    if (bias.shape != Shape{filters})
+      return CLEAVE_ERROR(sig.kernel, ": bias ", describe(bias.shape, bias.dtype), " must be [",
+                          filters, "], one per filter");
+  }
+  g.batch = batch;
+  g.channels = channels;
+  g.filters = filters;
+  g.groups = groups;
+  g.height = x.shape[2];
+  g.width = x.shape[3];
+  g.kh = w.shape[2];
+  g.kw = w.shape[3];
+  g.sh = stride[0];
+  g.sw = stride[1];
+  g.ph = padding[0];
+  g.pw = padding[1];
+  g.dh = dilation[0];
+  g.dw = dilation[1];
+  int64_t spanH = g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1;
+  int64_t spanW = g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1;
+  if (spanH < 0 || spanW < 0)
+    return CLEAVE_ERROR(sig.kernel, ": kernel ", g.kh, "x", g.kw, " (dilation ",
+                        formatList(dilation), ") is larger than the padded input ",
+                        describe(x.shape, x.dtype));
+  g.oh = spanH / g.sh + 1;
+  g.ow = spanW / g.sw + 1;
+  Shape outShape = {batch, filters, g.oh, g.ow};
+  CLEAVE_RETURN_IF_ERROR(
+      checkOutput(sig, {x.dtype, outShape}, "from the input, weight and attributes"));
+  const size_t needed =
+      conv2dScratchBytes(x.shape, w.shape, outShape, groups, stride, padding, dilation, x.dtype);
+  if (sig.scratchBytes < needed)
+    return CLEAVE_ERROR(sig.kernel, ": needs ", needed, " bytes of scratch for its im2col matrix (",
+                        channels / groups * g.kh * g.kw, "x", g.oh * g.ow,
+                        " floats), the plan reserves ", sig.scratchBytes);
+  g.directGemm = conv2dIsDirectGemm(w.shape, stride, padding, dilation);
+  *out = g;
+  return {};
+}
+
+} // namespace cleave::runtime

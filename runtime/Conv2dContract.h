@@ -1,0 +1,30 @@
+//===- Conv2dContract.h - What a conv2d instruction must satisfy ----------===//
+//
+// conv2d's checks are long (shapes, groups, attributes, the plan's scratch),
+// and every backend must apply them alike: they parse the instruction into
+// Conv2dParams once, here.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/KernelContract.h"
+
+namespace cleave::runtime {
+
+struct Conv2dParams {
+  int64_t batch = 0, channels = 0, height = 0, width = 0; // input [N, C, H, W]
+  int64_t filters = 0, groups = 1;                        // weight [F, C/groups, KH, KW]
+  int64_t kh = 0, kw = 0, sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1;
+  int64_t oh = 0, ow = 0;
+  bool hasBias = false;
+  /// A 1x1, stride 1, unpadded convolution: a GEMM over the image as is.
+  bool directGemm = false;
+};
+
+/// Validates a conv2d signature (dtypes among `dtypes`, named for
+/// `backend`) and the scratch the plan reserved (the size of the op's
+/// im2col matrix, conv2dScratchBytes: every backend gets at least that).
+Status parseConv2d(const KernelSignature &sig, const char *backend,
+                   std::initializer_list<DType> dtypes, Conv2dParams *out);
+
+} // namespace cleave::runtime

@@ -1,0 +1,43 @@
+//===- DeviceBackends.h - Choosing the backend a run uses -----------------===//
+//
+// `cleave run --backend cpu|cuda|auto`. The CPU backend is built in; the CUDA
+// backend is a plugin loaded at run time (runtime/cuda/CudaPlugin.h), found
+// next to the binary (../lib/libcleave_cuda.so) or at $CLEAVE_CUDA_PLUGIN.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Backend.h"
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace cleave::runtime {
+
+struct CudaPluginApi;
+
+enum class BackendChoice { Cpu, Cuda, Auto };
+
+/// What `cleave run` passes to a device backend.
+struct BackendOptions {
+  /// f32 GEMMs may run on TF32 tensor cores (10-bit mantissa inputs).
+  bool tf32 = false;
+};
+
+/// "cpu", "cuda" or "auto"; anything else is an error naming the choices.
+Status parseBackendChoice(std::string_view text, BackendChoice *out);
+const char *backendChoiceName(BackendChoice choice);
+
+/// Loads the CUDA plugin once per process. Fails with the reason: this
+/// build has no CUDA backend, the plugin or one of its libraries (CUDA,
+/// cuBLASLt, cuDNN, NCCL) cannot be loaded, or it is from another build.
+Status loadCudaPlugin(const CudaPluginApi **api);
+
+/// The backend for `choice`. cuda: GPU `localRank` modulo the GPUs this
+/// process sees, or an error saying why there is none. auto: cuda when the
+/// plugin loads and a GPU is there, else cpu (`*why` says why not cuda).
+Status createBackend(BackendChoice choice, int localRank, const BackendOptions &options,
+                     std::unique_ptr<Backend> *out, std::string *why = nullptr);
+
+} // namespace cleave::runtime

@@ -1,0 +1,119 @@
+//===- Convolution.cpp - conv2d through cuDNN -----------------------------===//
+//
+// cuDNN's convolution API (deprecated in cuDNN 9 in favour of the graph API,
+// still supported): descriptors and the algorithm are chosen at prepare
+// time; the workspace is the plan's scratch when it is large enough (it
+// reserves the im2col matrix of the op), else the backend's shared
+// workspace. The bias is added by cudnnAddTensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Conv2dContract.h"
+#include "runtime/cuda/DeviceContext.h"
+
+#include <limits>
+#include <memory>
+
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace cleave::runtime::cuda {
+namespace {
+
+struct ConvDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t workspaceBytes = 0;
+
+  ~ConvDescriptors() {
+    for (cudnnTensorDescriptor_t t : {x, y, bias})
+      if (t)
+        cudnnDestroyTensorDescriptor(t);
+    if (w)
+      cudnnDestroyFilterDescriptor(w);
+    if (conv)
+      cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+Status buildConv2d(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  Conv2dParams p;
+  CLEAVE_RETURN_IF_ERROR(parseConv2d(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  for (int64_t v : {p.batch, p.channels, p.height, p.width, p.filters, p.oh, p.ow})
+    if (v > std::numeric_limits<int>::max())
+      return CLEAVE_ERROR(sig.kernel, ": a dim of ", v, " is beyond cuDNN's 32-bit dims");
+  const DType dtype = sig.inputs[0]->dtype;
+  if (p.batch == 0 || p.filters == 0 || p.oh == 0 || p.ow == 0) {
+    *fn = [](const KernelCall &) -> Status { return {}; };
+    return {};
+  }
+  const cudnnDataType_t type = dtype == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+  auto d = std::make_shared<ConvDescriptors>();
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  CLEAVE_CUDNN_TRY(cudnnCreateTensorDescriptor(&d->x));
+  CLEAVE_CUDNN_TRY(cudnnCreateTensorDescriptor(&d->y));
+  CLEAVE_CUDNN_TRY(cudnnCreateFilterDescriptor(&d->w));
+  CLEAVE_CUDNN_TRY(cudnnCreateConvolutionDescriptor(&d->conv));
+  CLEAVE_CUDNN_TRY(cudnnSetTensor4dDescriptor(d->x, CUDNN_TENSOR_NCHW, type, i(p.batch),
+                                              i(p.channels), i(p.height), i(p.width)));
+  CLEAVE_CUDNN_TRY(cudnnSetFilter4dDescriptor(d->w, type, CUDNN_TENSOR_NCHW, i(p.filters),
+                                              i(p.channels / p.groups), i(p.kh), i(p.kw)));
+  CLEAVE_CUDNN_TRY(cudnnSetConvolution2dDescriptor(d->conv, i(p.ph), i(p.pw), i(p.sh), i(p.sw),
+                                                   i(p.dh), i(p.dw), CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT));
+  CLEAVE_CUDNN_TRY(cudnnSetConvolutionGroupCount(d->conv, i(p.groups)));
+  // fp32 stays fp32 unless TF32 is allowed; bf16 uses tensor cores.
+  cudnnMathType_t math = dtype == DType::BF16 ? CUDNN_TENSOR_OP_MATH
+                         : ctx.tf32           ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                              : CUDNN_FMA_MATH;
+  CLEAVE_CUDNN_TRY(cudnnSetConvolutionMathType(d->conv, math));
+  CLEAVE_CUDNN_TRY(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, type, i(p.batch),
+                                              i(p.filters), i(p.oh), i(p.ow)));
+  if (p.hasBias) {
+    CLEAVE_CUDNN_TRY(cudnnCreateTensorDescriptor(&d->bias));
+    CLEAVE_CUDNN_TRY(
+        cudnnSetTensor4dDescriptor(d->bias, CUDNN_TENSOR_NCHW, type, 1, i(p.filters), 1, 1));
+  }
+  // The heuristics' ranking, first one that works.
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0;
+  CLEAVE_CUDNN_TRY(cudnnGetConvolutionForwardAlgorithm_v7(
+      ctx.dnn, d->x, d->w, d->conv, d->y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf));
+  bool chosen = false;
+  for (int k = 0; k < found && !chosen; ++k)
+    if (perf[k].status == CUDNN_STATUS_SUCCESS) {
+      d->algo = perf[k].algo;
+      d->workspaceBytes = perf[k].memory;
+      chosen = true;
+    }
+  if (!chosen)
+    return CLEAVE_ERROR(sig.kernel, ": cuDNN has no forward algorithm for this convolution (",
+                        describe(sig.inputs[0]->shape, dtype), " * ",
+                        describe(sig.inputs[1]->shape, dtype), ")");
+  const bool useScratch = d->workspaceBytes <= sig.scratchBytes;
+  if (!useScratch) {
+    void *unused = nullptr;
+    CLEAVE_RETURN_IF_ERROR(ctx.sharedWorkspace(d->workspaceBytes, &unused));
+  }
+  DeviceContext *c = &ctx;
+  const bool hasBias = p.hasBias;
+  *fn = [c, d, useScratch, hasBias](const KernelCall &call) -> Status {
+    const float one = 1.0f, zero = 0.0f;
+    void *workspace = useScratch ? call.scratch : c->workspace;
+    CLEAVE_CUDNN_TRY(cudnnConvolutionForward(c->dnn, &one, d->x, call.inputs[0], d->w,
+                                             call.inputs[1], d->conv, d->algo, workspace,
+                                             d->workspaceBytes, &zero, d->y, call.outputs[0]));
+    if (hasBias)
+      CLEAVE_CUDNN_TRY(
+          cudnnAddTensor(c->dnn, &one, d->bias, call.inputs[2], &one, d->y, call.outputs[0]));
+    return {};
+  };
+  return {};
+}
+
+} // namespace
+
+void registerConvolutionKernels(KernelTable &table) { table["conv2d"] = buildConv2d; }
+
+} // namespace cleave::runtime::cuda

@@ -1,0 +1,117 @@
+//===- DeviceContext.h - What CUDA kernels share on one GPU -----*- C++ -*-===//
+//
+// One DeviceContext per CUDA backend: the GPU, its compute stream, the
+// cuBLASLt and cuDNN handles, and the device memory kernels keep besides the
+// plan's arena (GEMM and cuDNN workspaces). Kernel builders get it at
+// prepare time and capture what they need; every launch goes on `stream`, so
+// a program's instructions run in order without host synchronization.
+//
+// Builders validate like the CPU ones (runtime/KernelContract.h) and name
+// the backend "cuda" in dtype errors.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/KernelContract.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace cleave::runtime::cuda {
+
+/// A run-time error a kernel finds on the device, where it cannot return a
+/// Status (an embedding index outside the table). Kernels record the first
+/// one (atomicCAS on `code`); the backend turns it into an error naming the
+/// instruction at its next synchronize.
+struct DeviceError {
+  enum Code : int { None = 0, EmbeddingIndexOutOfRange = 1 };
+  int code;
+  int pad;
+  /// EmbeddingIndexOutOfRange: the index, its position, the table's rows.
+  long long values[3];
+};
+
+struct DeviceContext {
+  int device = 0;
+  int smCount = 0;
+  int computeCapability = 0; // 90 for sm_90
+  size_t sharedMemoryPerBlock = 0;
+  /// f32 GEMMs may use TF32 tensor cores (`cleave run --tf32`).
+  bool tf32 = false;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  cudnnHandle_t dnn = nullptr;
+  /// Device memory of one DeviceError, zeroed at start and after reporting.
+  DeviceError *deviceError = nullptr;
+  /// One cuBLASLt workspace shared by every GEMM (they run in stream order).
+  void *gemmWorkspace = nullptr;
+  size_t gemmWorkspaceBytes = 0;
+
+  /// Device memory a kernel keeps for the backend's lifetime (e.g. a cuDNN
+  /// workspace larger than the plan's scratch), counted in extraBytes.
+  Status allocateExtra(size_t bytes, void **out);
+  /// Grows the workspace shared by kernels that run in stream order to at
+  /// least `bytes` (at prepare time). Kernels read `workspace` when they run,
+  /// never a pointer captured at prepare.
+  Status sharedWorkspace(size_t bytes, void **out);
+  size_t heldBytes() const { return extraBytes + workspaceBytes + gemmWorkspaceBytes; }
+  size_t extraBytes = 0;
+  std::vector<void *> extra;
+  void *workspace = nullptr;
+  size_t workspaceBytes = 0;
+
+  void release();
+};
+
+/// A prepared kernel: validates at load, then launches on ctx.stream.
+using KernelBuilder = Status (*)(const KernelSignature &signature, DeviceContext &ctx,
+                                 KernelFn *fn);
+using KernelTable = std::map<std::string, KernelBuilder, std::less<>>;
+
+/// "cuda: <what>: <CUDA's error string>", or ok.
+Status cudaStatus(cudaError_t error, const char *what);
+/// The launch error of the kernel just enqueued (bad configuration, no
+/// kernel image for this GPU), named after the instruction's kernel.
+Status launchStatus(const std::string &kernel);
+Status cublasStatus(cublasStatus_t status, const char *what);
+Status cudnnStatus(cudnnStatus_t status, const char *what);
+
+#define CLEAVE_CUDA_TRY(expr)                                                                      \
+  CLEAVE_RETURN_IF_ERROR(::cleave::runtime::cuda::cudaStatus((expr), #expr))
+#define CLEAVE_CUBLAS_TRY(expr)                                                                    \
+  CLEAVE_RETURN_IF_ERROR(::cleave::runtime::cuda::cublasStatus((expr), #expr))
+#define CLEAVE_CUDNN_TRY(expr)                                                                     \
+  CLEAVE_RETURN_IF_ERROR(::cleave::runtime::cuda::cudnnStatus((expr), #expr))
+
+/// Dtype checks in the CUDA backend's words.
+inline Status checkDType(const KernelSignature &sig, const char *name, const TensorDesc &desc,
+                         std::initializer_list<DType> allowed) {
+  return runtime::checkDType(sig, "cuda", name, desc, allowed);
+}
+
+/// Families of kernels, each registering its builders under the dialect's
+/// kernel names (the same names as runtime/cpu/Registry.h).
+/// neg abs relu silu sigmoid tanh exp log sqrt rsqrt sin cos erf not gelu,
+/// add sub mul div pow maximum minimum and or, compare where cast tril triu.
+void registerElementwiseKernels(KernelTable &table);
+/// matmul linear (cuBLASLt).
+void registerGemmKernels(KernelTable &table);
+/// conv2d (cuDNN).
+void registerConvolutionKernels(KernelTable &table);
+/// layer_norm batch_norm softmax log_softmax.
+void registerNormalizationKernels(KernelTable &table);
+/// reduce_sum reduce_mean reduce_max.
+void registerReductionKernels(KernelTable &table);
+/// max_pool2d avg_pool2d adaptive_avg_pool2d.
+void registerPoolingKernels(KernelTable &table);
+/// reshape permute broadcast_to slice concat embedding.
+void registerDataMovementKernels(KernelTable &table);
+/// attention (fused causal or full; online softmax, no S x S buffer).
+void registerAttentionKernels(KernelTable &table);
+
+} // namespace cleave::runtime::cuda

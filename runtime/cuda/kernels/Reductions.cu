@@ -1,0 +1,330 @@
+//===- Reductions.cu - reduce_sum, reduce_mean, reduce_max ----------------===//
+//
+// As the CPU (runtime/cpu/Reductions.cpp): the input dims are coalesced into
+// alternating kept / reduced groups. [kept, reduced] reduces rows (a warp
+// per row, or a block per long row), [kept?, reduced, kept] reduces columns
+// (a thread per output, reads coalesced across threads), anything else walks
+// the reduced elements of each output. Floats accumulate in fp32, integers
+// in int64; the maximum propagates NaN. An empty `dims` reduces nothing.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/cuda/kernels/DeviceCommon.cuh"
+
+#include <string>
+
+namespace cleave::runtime::cuda {
+namespace {
+
+enum class Reduce { Sum, Mean, Max };
+
+template <Reduce K, typename T> struct Reducer {
+  using Acc = std::conditional_t<kIsFloat<T>, float, int64_t>;
+
+  __device__ __forceinline__ static Acc identity() {
+    if constexpr (K != Reduce::Max)
+      return Acc(0);
+    else if constexpr (kIsFloat<T>)
+      return -std::numeric_limits<float>::infinity();
+    else
+      return static_cast<Acc>(std::numeric_limits<T>::lowest());
+  }
+  __device__ __forceinline__ static Acc combine(Acc a, Acc b) {
+    if constexpr (K != Reduce::Max)
+      return a + b;
+    else if constexpr (kIsFloat<T>)
+      return (a > b || a != a) ? a : b; // NaN propagates
+    else
+      return a > b ? a : b;
+  }
+  __device__ __forceinline__ static T finish(Acc acc, int64_t count) {
+    if constexpr (K == Reduce::Mean)
+      return store<T>(acc / static_cast<float>(count));
+    else
+      return store<T>(acc);
+  }
+};
+
+template <Reduce K, typename T> struct Combine {
+  __device__ __forceinline__ auto operator()(typename Reducer<K, T>::Acc a,
+                                             typename Reducer<K, T>::Acc b) const {
+    return Reducer<K, T>::combine(a, b);
+  }
+};
+
+constexpr int64_t kWarpRowLimit = 1024;
+constexpr int kWarpsPerBlock = 8;
+constexpr int kRowBlockThreads = 512;
+
+/// y[o] = reduce of x[o * r, (o + 1) * r): a warp per row.
+template <Reduce K, typename T>
+__global__ void rowsWarpKernel(const T *__restrict__ x, T *__restrict__ y, int64_t rows,
+                               int64_t r) {
+  using R = Reducer<K, T>;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32; o < rows;
+       o += warps) {
+    typename R::Acc acc = R::identity();
+    for (int64_t i = threadIdx.x % 32; i < r; i += 32)
+      acc = R::combine(acc, load(x[o * r + i]));
+    acc = warpReduce(acc, Combine<K, T>{});
+    if (threadIdx.x % 32 == 0)
+      y[o] = R::finish(acc, r);
+  }
+}
+
+/// The same, a block per row.
+template <Reduce K, typename T>
+__global__ void rowsBlockKernel(const T *__restrict__ x, T *__restrict__ y, int64_t rows,
+                                int64_t r) {
+  using R = Reducer<K, T>;
+  __shared__ typename R::Acc shared[32];
+  for (int64_t o = blockIdx.x; o < rows; o += gridDim.x) {
+    typename R::Acc acc = R::identity();
+    for (int64_t i = threadIdx.x; i < r; i += blockDim.x)
+      acc = R::combine(acc, load(x[o * r + i]));
+    acc = blockReduce(acc, Combine<K, T>{}, shared);
+    if (threadIdx.x == 0)
+      y[o] = R::finish(acc, r);
+  }
+}
+
+/// y[o, j] = reduce over i < r of x[(o * r + i) * inner + j]: a thread per
+/// output.
+template <Reduce K, typename T>
+__global__ void columnsKernel(const T *__restrict__ x, T *__restrict__ y, int64_t outputs,
+                              int64_t r, int64_t inner) {
+  using R = Reducer<K, T>;
+  for (int64_t t = globalThread(); t < outputs; t += globalThreads()) {
+    const int64_t o = t / inner, j = t - o * inner;
+    const T *src = x + o * r * inner + j;
+    typename R::Acc acc = R::identity();
+    for (int64_t i = 0; i < r; ++i)
+      acc = R::combine(acc, load(src[i * inner]));
+    y[t] = R::finish(acc, r);
+  }
+}
+
+struct GeneralLayout {
+  int kept = 0, reduced = 0;
+  int64_t keptSizes[kMaxLayoutRank], keptStrides[kMaxLayoutRank];
+  int64_t redSizes[kMaxLayoutRank], redStrides[kMaxLayoutRank];
+};
+
+/// Any pattern: the kept dims index the output, the reduced dims are walked
+/// with an odometer.
+template <Reduce K, typename T>
+__global__ void generalKernel(const T *__restrict__ x, T *__restrict__ y, GeneralLayout g,
+                              int64_t outputs, int64_t reducedCount) {
+  using R = Reducer<K, T>;
+  for (int64_t o = globalThread(); o < outputs; o += globalThreads()) {
+    int64_t base = 0, rest = o;
+    for (int d = g.kept - 1; d >= 0; --d) {
+      base += (rest % g.keptSizes[d]) * g.keptStrides[d];
+      rest /= g.keptSizes[d];
+    }
+    int64_t index[kMaxLayoutRank] = {};
+    typename R::Acc acc = R::identity();
+    int64_t off = base;
+    for (int64_t i = 0; i < reducedCount; ++i) {
+      acc = R::combine(acc, load(x[off]));
+      for (int d = g.reduced - 1; d >= 0; --d) {
+        off += g.redStrides[d];
+        if (++index[d] < g.redSizes[d])
+          break;
+        off -= index[d] * g.redStrides[d];
+        index[d] = 0;
+      }
+    }
+    y[o] = R::finish(acc, reducedCount);
+  }
+}
+
+template <typename T> __global__ void fillKernel(T *__restrict__ y, int64_t n, float value) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads())
+    y[i] = store<T>(value);
+}
+
+struct Group {
+  int64_t size;
+  bool reduced;
+};
+
+template <Reduce K, typename T>
+Status makeReduction(const KernelSignature &sig, DeviceContext &ctx,
+                     const std::vector<Group> &groups, int64_t outCount, int64_t reducedCount,
+                     const Shape &inShape, const std::vector<bool> &reducedDims, KernelFn *fn) {
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  // [kept?, reduced]: rows.
+  if (groups.size() <= 2 && !groups.empty() && groups.back().reduced) {
+    const int64_t r = groups.back().size;
+    const int64_t rows = groups.size() == 2 ? groups[0].size : 1;
+    *fn = [=](const KernelCall &call) -> Status {
+      const T *x = static_cast<const T *>(call.inputs[0]);
+      T *y = static_cast<T *>(call.outputs[0]);
+      if (r > kWarpRowLimit)
+        rowsBlockKernel<K, T>
+            <<<gridForItems(rows), kRowBlockThreads, 0, c->stream>>>(x, y, rows, r);
+      else
+        rowsWarpKernel<K, T><<<gridForItems((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                               32 * kWarpsPerBlock, 0, c->stream>>>(x, y, rows, r);
+      return launchStatus(name);
+    };
+    return {};
+  }
+  // [kept?, reduced, kept]: columns.
+  if ((groups.size() == 2 && groups[0].reduced) || (groups.size() == 3 && groups[1].reduced)) {
+    const int64_t r = groups[groups.size() - 2].size, inner = groups.back().size;
+    *fn = [=](const KernelCall &call) -> Status {
+      columnsKernel<K, T><<<gridFor(*c, outCount), kThreads, 0, c->stream>>>(
+          static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]), outCount, r,
+          inner);
+      return launchStatus(name);
+    };
+    return {};
+  }
+  // Nothing reduced (only size-1 dims, or no dims): a copy.
+  bool anyReduced = false;
+  for (const Group &g : groups)
+    anyReduced |= g.reduced;
+  if (!anyReduced) {
+    const size_t bytes = sizeof(T) * outCount;
+    *fn = [c, bytes](const KernelCall &call) -> Status {
+      return cudaStatus(cudaMemcpyAsync(call.outputs[0], call.inputs[0], bytes,
+                                        cudaMemcpyDeviceToDevice, c->stream),
+                        "cudaMemcpyAsync");
+    };
+    return {};
+  }
+  GeneralLayout g;
+  std::vector<int64_t> strides = contiguousStrides(inShape);
+  for (size_t d = 0; d < inShape.size(); ++d) {
+    if (inShape[d] == 1)
+      continue;
+    if (reducedDims[d]) {
+      if (g.reduced == kMaxLayoutRank)
+        return CLEAVE_ERROR(sig.kernel, ": the cuda backend reduces at most ", kMaxLayoutRank,
+                            " separate dims");
+      g.redSizes[g.reduced] = inShape[d];
+      g.redStrides[g.reduced++] = strides[d];
+    } else {
+      if (g.kept == kMaxLayoutRank)
+        return CLEAVE_ERROR(sig.kernel, ": the cuda backend keeps at most ", kMaxLayoutRank,
+                            " separate dims");
+      g.keptSizes[g.kept] = inShape[d];
+      g.keptStrides[g.kept++] = strides[d];
+    }
+  }
+  *fn = [=](const KernelCall &call) -> Status {
+    generalKernel<K, T><<<gridFor(*c, outCount), kThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]), g, outCount,
+        reducedCount);
+    return launchStatus(name);
+  };
+  return {};
+}
+
+template <Reduce K>
+Status buildReduction(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  if (K == Reduce::Mean)
+    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::BF16}));
+  else
+    CLEAVE_RETURN_IF_ERROR(
+        checkDType(sig, "input", x, {DType::F32, DType::BF16, DType::I64, DType::I32}));
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dims", &dims)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("keepdim", &keepdim, false)));
+  std::vector<bool> reduced(x.shape.size(), false);
+  for (int64_t d : dims) {
+    CLEAVE_RETURN_IF_ERROR(checkDim(sig, "reduction dim", d, x.rank()));
+    if (reduced[d])
+      return CLEAVE_ERROR(sig.kernel, ": reduction dim ", d, " appears twice in ",
+                          formatList(dims));
+    reduced[d] = true;
+  }
+  Shape outShape;
+  int64_t reducedCount = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (!reduced[d])
+      outShape.push_back(x.shape[d]);
+    else {
+      reducedCount *= x.shape[d];
+      if (keepdim)
+        outShape.push_back(1);
+    }
+  }
+  CLEAVE_RETURN_IF_ERROR(
+      checkOutput(sig, {x.dtype, outShape},
+                  "input reduced over " + formatList(dims) + (keepdim ? " keeping dims" : "")));
+  const int64_t outCount = numElements(outShape);
+  if (K == Reduce::Max && reducedCount == 0 && outCount > 0)
+    return CLEAVE_ERROR(sig.kernel, ": cannot take the maximum over zero elements (input ",
+                        describe(x.shape, x.dtype), ", dims ", formatList(dims), ")");
+  std::vector<Group> groups;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (x.shape[d] == 1)
+      continue;
+    if (!groups.empty() && groups.back().reduced == reduced[d])
+      groups.back().size *= x.shape[d];
+    else
+      groups.push_back({x.shape[d], reduced[d]});
+  }
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  if (outCount == 0 || x.numel() == 0) {
+    // Nothing to read: sums are 0, means 0/0.
+    const DType dtype = x.dtype;
+    *fn = [c, name, outCount, dtype](const KernelCall &call) -> Status {
+      if (outCount == 0)
+        return {};
+      if (K == Reduce::Mean) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        if (dtype == DType::F32)
+          fillKernel<float><<<gridFor(*c, outCount), kThreads, 0, c->stream>>>(
+              static_cast<float *>(call.outputs[0]), outCount, nan);
+        else
+          fillKernel<bf16><<<gridFor(*c, outCount), kThreads, 0, c->stream>>>(
+              static_cast<bf16 *>(call.outputs[0]), outCount, nan);
+        return launchStatus(name);
+      }
+      return cudaStatus(
+          cudaMemsetAsync(call.outputs[0], 0, outCount * dtypeBytes(dtype), c->stream),
+          "cudaMemsetAsync");
+    };
+    return {};
+  }
+  switch (x.dtype) {
+  case DType::F32:
+    return makeReduction<K, float>(sig, ctx, groups, outCount, reducedCount, x.shape, reduced, fn);
+  case DType::BF16:
+    return makeReduction<K, bf16>(sig, ctx, groups, outCount, reducedCount, x.shape, reduced, fn);
+  case DType::I64:
+    if constexpr (K != Reduce::Mean)
+      return makeReduction<K, int64_t>(sig, ctx, groups, outCount, reducedCount, x.shape, reduced,
+                                       fn);
+    break;
+  case DType::I32:
+    if constexpr (K != Reduce::Mean)
+      return makeReduction<K, int32_t>(sig, ctx, groups, outCount, reducedCount, x.shape, reduced,
+                                       fn);
+    break;
+  default:
+    break;
+  }
+  return noKernelFor("cuda", sig.kernel, x.dtype);
+}
+
+} // namespace
+
+void registerReductionKernels(KernelTable &table) {
+  table["reduce_sum"] = buildReduction<Reduce::Sum>;
+  table["reduce_mean"] = buildReduction<Reduce::Mean>;
+  table["reduce_max"] = buildReduction<Reduce::Max>;
+}
+
+} // namespace cleave::runtime::cuda

@@ -364,8 +364,10 @@ KernelFn makeBinary(const KernelSignature &sig, DeviceContext &ctx, const Device
   DeviceContext *c = &ctx;
   std::string name = sig.kernel;
   // Flat when the coalesced layout is one dim (same shapes, or a scalar).
-  const bool flat = layout.rank == 1;
-  const bool sa = layout.strides[0][0] != 0, sb = layout.strides[0][1] != 0;
+  const int64_t strideA = layout.strides[0][0], strideB = layout.strides[0][1];
+  const bool flat =
+      layout.rank == 1 && (strideA == 0 || strideA == 1) && (strideB == 0 || strideB == 1);
+  const bool sa = strideA != 0, sb = strideB != 0;
   const bool narrow = fits32(layout, n);
   return [=](const KernelCall &call) -> Status {
     if (n == 0)

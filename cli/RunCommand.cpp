@@ -14,6 +14,7 @@
 #include "runtime/Plan.h"
 #include "runtime/Safetensors.h"
 #include "runtime/comm/MpiCommunicator.h"
+#include "runtime/DeviceBackends.h"
 #include "runtime/comm/RankRunner.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -37,14 +38,19 @@ constexpr const char *kRunUsage =
        mpirun -np N cleave run PLAN_DIR ...     (a plan for N devices)
        cleave run --local N PLAN_DIR ...        (the same, N ranks started here)
 
-Runs the forward phase of a plan on the CPU. IN holds one tensor per plan
-input, keyed by input name, with the plan's shape and dtype (the global batch
-for a multi-device plan); OUT gets output_0, output_1, ... and appears
+Runs the forward phase of a plan on CPUs or NVIDIA GPUs (--backend). IN holds
+one tensor per plan input, keyed by input name, with the plan's shape and dtype
+(the global batch for a multi-device plan); OUT gets output_0, output_1, ... and appears
 complete or not at all. A multi-device plan runs one rank per device: each
 loads only its program and weight shard, splits its microbatches off the
 inputs, and follows its stage's schedule; rank 0 writes the outputs.
 
 options:
+  --backend B       cpu, cuda or auto (default): where kernels run. auto uses a
+                    GPU when the CUDA backend loads and one is visible, else the
+                    CPU. Each rank takes GPU (local rank mod GPUs); GPU ranks
+                    communicate through NCCL, CPU ranks through MPI.
+  --tf32            cuda: let f32 GEMMs and convolutions use TF32 tensor cores
   --inputs FILE     the input tensors (safetensors)
   --outputs FILE    where to write the outputs (safetensors)
   --local N         start N ranks on this machine through mpirun (N must be
@@ -183,11 +189,46 @@ void printReport(const rt::Plan &plan, int repeat, const std::vector<rt::RankRep
                   "and layout buffers; peak RSS: the whole process, measured)\n";
 }
 
+/// Where kernels run: `--backend` and its options.
+struct Devices {
+  rt::BackendChoice choice = rt::BackendChoice::Auto;
+  rt::BackendOptions options;
+};
+
+/// This process's index among the ranks on its machine (0 outside mpirun).
+int localRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (const char *v = std::getenv(name))
+      return std::max(0, std::atoi(v));
+  return 0;
+}
+
+/// The backend `devices` asks for; with `say`, one line on stderr naming it
+/// (and why auto did not take a GPU).
+rt::Status makeBackend(const Devices &devices, int rank, std::unique_ptr<rt::Backend> *out,
+                       bool say) {
+  std::string why;
+  CLEAVE_RETURN_IF_ERROR(rt::createBackend(devices.choice, rank, devices.options, out, &why));
+  if (say && rank == 0) {
+    llvm::errs() << "cleave: backend " << (*out)->name();
+    if (!why.empty())
+      llvm::errs() << " (auto: " << why << ")";
+    llvm::errs() << "\n";
+  }
+  return {};
+}
+
+/// Every rank learns whether any failed; the error names the failed ranks.
+rt::Status agreeOn(rt::Communicator &world, const rt::Status &mine) {
+  return rt::agreeAcrossRanks(world, mine);
+}
+
 /// One rank of a multi-device run. Errors every rank sees alike (the plan,
 /// the inputs, the world size) are printed once by rank 0; a rank that
 /// fails mid-run prints its own and ends the job.
 int runRank(const std::string &planDir, const std::string &inputsPath,
-            const std::string &outputsPath, int threads, int repeat, bool report, bool timing) {
+            const std::string &outputsPath, const Devices &devices, int threads, int repeat,
+            bool report, bool timing) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<rt::Communicator> world;
   if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
@@ -205,9 +246,13 @@ int runRank(const std::string &planDir, const std::string &inputsPath,
     threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranksHere);
   }
   rt::setCpuThreads(threads);
-  std::unique_ptr<rt::Backend> cpu = rt::createCpuBackend();
+  std::unique_ptr<rt::Backend> compute;
+  // Ranks choose alike only if the machines do: agree before going on.
+  rt::Status created = makeBackend(devices, localRank(), &compute, timing);
+  if (rt::Status s = agreeOn(*world, created); !s.ok())
+    return agreedFailure(s);
   std::unique_ptr<rt::RankRunner> runner;
-  if (rt::Status s = rt::RankRunner::create(planDir, *world, *cpu, &runner); !s.ok())
+  if (rt::Status s = rt::RankRunner::create(planDir, *world, *compute, &runner); !s.ok())
     return agreedFailure(s);
   if (rt::Status s = runner->loadInputs(inputsPath); !s.ok())
     return agreedFailure(s);
@@ -245,6 +290,7 @@ int runRun(int argc, char **argv) {
   std::string planDir, inputsPath, outputsPath;
   int threads = 0, repeat = 1, local = 0;
   bool timing = false, profile = false, report = false;
+  Devices where;
   std::vector<std::string> rankArgs; // what --local passes on to every rank
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -259,6 +305,13 @@ int runRun(int argc, char **argv) {
       continue;
     } else if (arg == "--report") {
       report = true;
+    } else if (optionValue(argc, argv, i, "--backend", &value)) {
+      if (!value)
+        return usageError("--backend needs cpu, cuda or auto", kRunUsage);
+      if (rt::Status s = rt::parseBackendChoice(value, &where.choice); !s.ok())
+        return usageError(s.message(), kRunUsage);
+    } else if (arg == "--tf32") {
+      where.options.tf32 = true;
     } else if (optionValue(argc, argv, i, "--inputs", &value)) {
       if (!value)
         return usageError("--inputs needs a file", kRunUsage);
@@ -315,7 +368,7 @@ int runRun(int argc, char **argv) {
   if (devices > 1 || launchedAsRanks()) {
     if (profile)
       return usageError("--profile is for single-device plans; use --report", kRunUsage);
-    return runRank(planDir, inputsPath, outputsPath, threads, repeat, report, timing);
+    return runRank(planDir, inputsPath, outputsPath, where, threads, repeat, report, timing);
   }
 
   auto start = std::chrono::steady_clock::now();
@@ -325,21 +378,19 @@ int runRun(int argc, char **argv) {
   // A plan compiled for a cluster of one device still splits its batch
   // into microbatches: the rank runner follows its schedule.
   if (plan.hasBatch)
-    return runRank(planDir, inputsPath, outputsPath, threads, repeat, report, timing);
+    return runRank(planDir, inputsPath, outputsPath, where, threads, repeat, report, timing);
   if (report)
     return usageError("--report is for compiled-for-a-cluster plans (use "
                       "--timing or --profile)",
                       kRunUsage);
-  const rt::DeviceSpec &device = plan.devices.front();
-  if (device.backend != "cpu")
-    return fail(CLEAVE_ERROR(planDir, ": device 0 uses backend '", device.backend,
-                             "'; this build runs 'cpu'"));
   rt::SafetensorsIndex inputs;
   if (rt::Status s = rt::readSafetensorsIndex(inputsPath, &inputs); !s.ok())
     return fail(s);
 
   rt::setCpuThreads(threads);
-  std::unique_ptr<rt::Backend> backend = rt::createCpuBackend();
+  std::unique_ptr<rt::Backend> backend;
+  if (rt::Status s = makeBackend(where, 0, &backend, timing || profile); !s.ok())
+    return fail(s);
   std::unique_ptr<rt::Executor> executor;
   if (rt::Status s = rt::Executor::create(*plan.programForRank(0), *backend, &executor); !s.ok())
     return fail(s.prepend(planDir));

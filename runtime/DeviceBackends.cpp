@@ -58,11 +58,18 @@ Status loadPluginOnce(const CudaPluginApi **api) {
     return CLEAVE_ERROR("this cleave was built without the CUDA backend (no CUDA toolkit at "
                         "build time): rebuild on a machine with /usr/local/cuda, or use "
                         "--backend cpu");
+  // $CLEAVE_CUDA_PLUGIN, else next to the binary (bin/../lib), else where
+  // this build put it (for test binaries outside bin/).
   std::string path;
-  if (const char *env = std::getenv("CLEAVE_CUDA_PLUGIN"); env && *env)
+  if (const char *env = std::getenv("CLEAVE_CUDA_PLUGIN"); env && *env) {
     path = env;
-  else
+  } else {
     path = executableDir() + "/../lib/libcleave_cuda.so";
+#ifdef CLEAVE_CUDA_PLUGIN_BUILD_PATH
+    if (access(path.c_str(), F_OK) != 0)
+      path = CLEAVE_CUDA_PLUGIN_BUILD_PATH;
+#endif
+  }
   // RTLD_LOCAL: the plugin's private copy of the runtime core must not
   // interpose on the binary's.
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

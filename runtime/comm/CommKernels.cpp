@@ -13,40 +13,55 @@ namespace {
 constexpr std::string_view kCommKernels[] = {"all_reduce", "all_gather", "reduce_scatter",
                                              "all_to_all", "send",       "recv"};
 
-/// Calls copy(whole offset, part offset, bytes) for each contiguous run of
-/// part `part`: the dim seen as [outer][blocks][parts][part * inner].
-template <typename Copy>
-void forEachRunOfPart(const Shape &shape, int64_t dim, int64_t blocks, int64_t parts, int64_t part,
-                      size_t elementBytes, Copy copy) {
+/// Part `part` of a dim seen as [outer][blocks][parts][part * inner]: `runs`
+/// contiguous runs of `runBytes`, run i at i * parts * runBytes (plus the
+/// part's offset) in the whole and at i * runBytes in the part.
+struct PartRuns {
+  size_t runs, runBytes;
+};
+
+PartRuns partRuns(const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
+                  size_t elementBytes) {
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < dim; ++d)
     outer *= shape[d];
   for (size_t d = dim + 1; d < shape.size(); ++d)
     inner *= shape[d];
-  const size_t runBytes = shape[dim] / (blocks * parts) * inner * elementBytes;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t b = 0; b < blocks; ++b)
-      copy(((o * blocks + b) * parts + part) * runBytes, (o * blocks + b) * runBytes, runBytes);
+  return {static_cast<size_t>(outer * blocks),
+          static_cast<size_t>(shape[dim] / (blocks * parts) * inner) * elementBytes};
+}
+
+/// The rearrangements on a backend's memory: one strided copy each.
+Status extractPartOn(Backend &backend, const void *whole, const Shape &shape, int64_t dim,
+                     int64_t blocks, int64_t parts, int64_t part, size_t elementBytes, void *out) {
+  PartRuns r = partRuns(shape, dim, blocks, parts, elementBytes);
+  return backend.copyRows(out, r.runBytes, static_cast<const char *>(whole) + part * r.runBytes,
+                          parts * r.runBytes, r.runBytes, r.runs);
+}
+
+Status insertPartOn(Backend &backend, const void *in, const Shape &shape, int64_t dim,
+                    int64_t blocks, int64_t parts, int64_t part, size_t elementBytes, void *whole) {
+  PartRuns r = partRuns(shape, dim, blocks, parts, elementBytes);
+  return backend.copyRows(static_cast<char *>(whole) + part * r.runBytes, parts * r.runBytes, in,
+                          r.runBytes, r.runBytes, r.runs);
 }
 
 } // namespace
 
 void extractPart(const void *whole, const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
                  int64_t part, size_t elementBytes, void *out) {
-  forEachRunOfPart(shape, dim, blocks, parts, part, elementBytes,
-                   [&](size_t wholeAt, size_t partAt, size_t bytes) {
-                     std::memcpy(static_cast<char *>(out) + partAt,
-                                 static_cast<const char *>(whole) + wholeAt, bytes);
-                   });
+  PartRuns r = partRuns(shape, dim, blocks, parts, elementBytes);
+  for (size_t i = 0; i < r.runs; ++i)
+    std::memcpy(static_cast<char *>(out) + i * r.runBytes,
+                static_cast<const char *>(whole) + (i * parts + part) * r.runBytes, r.runBytes);
 }
 
 void insertPart(const void *in, const Shape &shape, int64_t dim, int64_t blocks, int64_t parts,
                 int64_t part, size_t elementBytes, void *whole) {
-  forEachRunOfPart(shape, dim, blocks, parts, part, elementBytes,
-                   [&](size_t wholeAt, size_t partAt, size_t bytes) {
-                     std::memcpy(static_cast<char *>(whole) + wholeAt,
-                                 static_cast<const char *>(in) + partAt, bytes);
-                   });
+  PartRuns r = partRuns(shape, dim, blocks, parts, elementBytes);
+  for (size_t i = 0; i < r.runs; ++i)
+    std::memcpy(static_cast<char *>(whole) + (i * parts + part) * r.runBytes,
+                static_cast<const char *>(in) + i * r.runBytes, r.runBytes);
 }
 
 bool isCommKernel(std::string_view kernel) {
@@ -55,33 +70,45 @@ bool isCommKernel(std::string_view kernel) {
 }
 
 /// What the comm kernels share: the rank's place and groups, and the
-/// buffers they keep.
+/// buffers they keep in the compute backend's memory.
 struct CommBackend::State {
+  Backend &compute;
   const Plan &plan;
   int64_t rank;
   RankComms comms;
   /// One staging buffer per send instruction, with its transfer.
   struct Staged {
-    std::vector<char> data;
+    char *data = nullptr;
     Request request;
   };
   std::deque<Staged> sends; // a deque: kernels hold pointers into it
-  std::deque<std::vector<char>> scratch;
+  std::vector<void *> buffers;
   size_t heldBytes = 0;
 
-  State(const Plan &plan, int64_t rank, RankComms comms) : plan(plan), rank(rank), comms(comms) {}
+  State(Backend &compute, const Plan &plan, int64_t rank, RankComms comms)
+      : compute(compute), plan(plan), rank(rank), comms(comms) {}
+  ~State() {
+    for (void *p : buffers)
+      compute.deallocate(p);
+  }
 
-  std::vector<char> *newScratch(size_t bytes) {
-    scratch.emplace_back(bytes);
+  Status newBuffer(size_t bytes, char **out) {
+    void *p = nullptr;
+    CLEAVE_RETURN_IF_ERROR(compute.allocate(bytes, &p));
+    buffers.push_back(p);
     heldBytes += bytes;
-    return &scratch.back();
+    *out = static_cast<char *>(p);
+    return {};
   }
 };
 
 CommBackend::CommBackend(Backend &compute, const Plan &plan, int64_t rank, RankComms comms)
-    : compute_(compute), state_(std::make_unique<State>(plan, rank, comms)) {}
+    : compute_(compute), state_(std::make_unique<State>(compute, plan, rank, comms)) {}
 
-CommBackend::~CommBackend() { (void)finishSends(); }
+CommBackend::~CommBackend() {
+  (void)finishSends();
+  (void)compute_.synchronize();
+}
 
 bool CommBackend::hasKernel(std::string_view kernel) const {
   return isCommKernel(kernel) || compute_.hasKernel(kernel);
@@ -129,14 +156,15 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
       return {};
     }
     const TensorDesc in = *sig.inputs.at(0);
-    st.sends.push_back({std::vector<char>(in.bytes()), Request()});
-    st.heldBytes += in.bytes();
+    st.sends.emplace_back();
     State::Staged *staged = &st.sends.back();
-    *fn = [world, in, peer, tag, staged](const KernelCall &call) -> Status {
+    CLEAVE_RETURN_IF_ERROR(st.newBuffer(in.bytes(), &staged->data));
+    Backend *compute = &compute_;
+    *fn = [world, compute, in, peer, tag, staged](const KernelCall &call) -> Status {
       // The previous microbatch's transfer must be out of the staging buffer.
       CLEAVE_RETURN_IF_ERROR(staged->request.wait());
-      std::memcpy(staged->data.data(), call.inputs[0], in.bytes());
-      return world->isend(staged->data.data(), in.numel(), in.dtype, peer, static_cast<int>(tag),
+      CLEAVE_RETURN_IF_ERROR(compute->copyOnDevice(staged->data, call.inputs[0], in.bytes()));
+      return world->isend(staged->data, in.numel(), in.dtype, peer, static_cast<int>(tag),
                           &staged->request);
     };
     return {};
@@ -174,29 +202,33 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
     // go through a rank-major buffer.
     bool rankMajor = blocks == 1 && std::all_of(whole.shape.begin(), whole.shape.begin() + dim,
                                                 [](int64_t d) { return d == 1; });
-    std::vector<char> *buffer = rankMajor ? nullptr : st.newScratch(whole.bytes());
+    char *buffer = nullptr;
+    if (!rankMajor)
+      CLEAVE_RETURN_IF_ERROR(st.newBuffer(whole.bytes(), &buffer));
     Shape shape = whole.shape;
+    Backend *compute = &compute_;
     if (gather) {
-      *fn = [group, part, shape, dim, blocks, n, esz, buffer](const KernelCall &call) -> Status {
+      *fn = [group, compute, part, shape, dim, blocks, n, esz,
+             buffer](const KernelCall &call) -> Status {
         if (!buffer)
           return group->allGather(call.inputs[0], call.outputs[0], part.numel(), part.dtype);
-        CLEAVE_RETURN_IF_ERROR(
-            group->allGather(call.inputs[0], buffer->data(), part.numel(), part.dtype));
+        CLEAVE_RETURN_IF_ERROR(group->allGather(call.inputs[0], buffer, part.numel(), part.dtype));
         for (int64_t r = 0; r < n; ++r)
-          insertPart(buffer->data() + r * part.bytes(), shape, dim, blocks, n, r, esz,
-                     call.outputs[0]);
+          CLEAVE_RETURN_IF_ERROR(insertPartOn(*compute, buffer + r * part.bytes(), shape, dim,
+                                              blocks, n, r, esz, call.outputs[0]));
         return {};
       };
     } else {
       if (!canReduce(ReduceOp::Sum, in.dtype))
         return CLEAVE_ERROR(sig.kernel, ": cannot sum ", dtypeName(in.dtype));
-      *fn = [group, part, shape, dim, blocks, n, esz, buffer](const KernelCall &call) -> Status {
+      *fn = [group, compute, part, shape, dim, blocks, n, esz,
+             buffer](const KernelCall &call) -> Status {
         const void *source = call.inputs[0];
         if (buffer) {
           for (int64_t r = 0; r < n; ++r)
-            extractPart(call.inputs[0], shape, dim, blocks, n, r, esz,
-                        buffer->data() + r * part.bytes());
-          source = buffer->data();
+            CLEAVE_RETURN_IF_ERROR(extractPartOn(*compute, call.inputs[0], shape, dim, blocks, n, r,
+                                                 esz, buffer + r * part.bytes()));
+          source = buffer;
         }
         return group->reduceScatter(source, call.outputs[0], part.numel(), part.dtype,
                                     ReduceOp::Sum);
@@ -217,17 +249,19 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
   Shape pieceShape = outShape; // what one peer sends: to_dim divided, from_dim not grown
   pieceShape[fromDim] = inShape[fromDim];
   const size_t pieceBytes = static_cast<size_t>(numElements(pieceShape)) * esz;
-  std::vector<char> *packed = st.newScratch(in.bytes());
-  std::vector<char> *received = st.newScratch(out.bytes());
+  char *packed = nullptr, *received = nullptr;
+  CLEAVE_RETURN_IF_ERROR(st.newBuffer(in.bytes(), &packed));
+  CLEAVE_RETURN_IF_ERROR(st.newBuffer(out.bytes(), &received));
+  Backend *compute = &compute_;
   *fn = [=](const KernelCall &call) -> Status {
     for (int64_t q = 0; q < n; ++q)
-      extractPart(call.inputs[0], inShape, toDim, toBlocks, n, q, esz,
-                  packed->data() + q * pieceBytes);
-    CLEAVE_RETURN_IF_ERROR(group->allToAll(packed->data(), received->data(),
-                                           static_cast<size_t>(numElements(pieceShape)), in.dtype));
+      CLEAVE_RETURN_IF_ERROR(extractPartOn(*compute, call.inputs[0], inShape, toDim, toBlocks, n, q,
+                                           esz, packed + q * pieceBytes));
+    CLEAVE_RETURN_IF_ERROR(
+        group->allToAll(packed, received, static_cast<size_t>(numElements(pieceShape)), in.dtype));
     for (int64_t q = 0; q < n; ++q)
-      insertPart(received->data() + q * pieceBytes, outShape, fromDim, fromBlocks, n, q, esz,
-                 call.outputs[0]);
+      CLEAVE_RETURN_IF_ERROR(insertPartOn(*compute, received + q * pieceBytes, outShape, fromDim,
+                                          fromBlocks, n, q, esz, call.outputs[0]));
     return {};
   };
   return {};

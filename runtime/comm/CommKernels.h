@@ -11,7 +11,9 @@
 // goes on to its next microbatch while the transfer is in flight; the next
 // send of the same instruction waits for the previous one (backpressure of
 // one microbatch). Receives block: the time a stage waits there is its
-// pipeline bubble.
+// pipeline bubble. Buffers live in the compute backend's memory, so the
+// same kernels run over MPI on CPU ranks and over NCCL on GPU ranks (where
+// "block" means ordered on the GPU's stream, see cuda/NcclCommunicator.h).
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -54,13 +56,21 @@ public:
   Status copyToHost(void *dst, const void *src, size_t bytes) override {
     return compute_.copyToHost(dst, src, bytes);
   }
+  Status copyOnDevice(void *dst, const void *src, size_t bytes) override {
+    return compute_.copyOnDevice(dst, src, bytes);
+  }
+  Status copyRows(void *dst, size_t dstPitch, const void *src, size_t srcPitch, size_t width,
+                  size_t rows) override {
+    return compute_.copyRows(dst, dstPitch, src, srcPitch, width, rows);
+  }
   Status synchronize() override { return compute_.synchronize(); }
   bool sharesHostMemory() const override { return compute_.sharesHostMemory(); }
 
   /// Waits until every buffered send has left this rank.
   Status finishSends();
-  /// Host bytes the comm kernels hold besides the plan's arena: send
-  /// staging and the rearrangement buffers of blocked layouts.
+  /// Bytes the comm kernels hold in the compute backend's memory besides the
+  /// plan's arena: send staging and the rearrangement buffers of blocked
+  /// layouts.
   size_t heldBytes() const;
 
   struct State;

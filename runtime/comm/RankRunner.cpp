@@ -1,6 +1,8 @@
 //===- RankRunner.cpp - one rank's schedule of a multi-device plan --------===//
 
 #include "runtime/comm/RankRunner.h"
+#include "runtime/DeviceBackends.h"
+#include "runtime/cuda/CudaPlugin.h"
 
 #include <sys/resource.h>
 
@@ -15,9 +17,35 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+
+enum class Category : uint8_t { Compute, Communication, Waiting };
+
+Category categoryOf(const std::string &kernel) {
+  if (kernel == "recv")
+    return Category::Waiting;
+  return isCommKernel(kernel) ? Category::Communication : Category::Compute;
+}
+
+int64_t peakResidentBytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024; // KiB on Linux
+}
+
+/// Samples of one microbatch along the batch dim: `pieces` equal runs, this one
+/// `piece`.
+TensorDesc pieceDesc(const TensorSpec &spec, int64_t pieces) {
+  TensorDesc d = spec.desc;
+  if (spec.batchDim)
+    d.shape[*spec.batchDim] /= pieces;
+  return d;
+}
+
+} // namespace
+
 /// One status for every rank: ok if all are, else the failed ranks'
 /// messages (identical ones once, with their ranks). Collective.
-Status agree(Communicator &world, const Status &mine) {
+Status agreeAcrossRanks(Communicator &world, const Status &mine) {
   constexpr size_t kBytes = 1024; // per rank; longer messages are cut
   std::vector<char> message(kBytes, 0), all(kBytes * world.size(), 0);
   if (!mine.ok()) {
@@ -50,31 +78,6 @@ Status agree(Communicator &world, const Status &mine) {
   return CLEAVE_ERROR(text);
 }
 
-enum class Category : uint8_t { Compute, Communication, Waiting };
-
-Category categoryOf(const std::string &kernel) {
-  if (kernel == "recv")
-    return Category::Waiting;
-  return isCommKernel(kernel) ? Category::Communication : Category::Compute;
-}
-
-int64_t peakResidentBytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<int64_t>(usage.ru_maxrss) * 1024; // KiB on Linux
-}
-
-/// Samples of one microbatch along the batch dim: `pieces` equal runs, this one
-/// `piece`.
-TensorDesc pieceDesc(const TensorSpec &spec, int64_t pieces) {
-  TensorDesc d = spec.desc;
-  if (spec.batchDim)
-    d.shape[*spec.batchDim] /= pieces;
-  return d;
-}
-
-} // namespace
-
 RankRunner::~RankRunner() {
   if (backend_)
     (void)backend_->finishSends();
@@ -96,13 +99,7 @@ Status RankRunner::create(const std::string &dir, Communicator &world, Backend &
   Status loaded = loadPlanForRank(dir, r->rank_, &r->plan_).prepend(dir);
   if (loaded.ok() && !r->plan_.hasWeights)
     loaded = planWithoutWeights(dir, r->plan_.modelSource);
-  if (loaded.ok()) {
-    const DeviceSpec &me = r->plan_.devices[r->rank_];
-    if (me.backend != "cpu")
-      loaded = CLEAVE_ERROR(dir, ": rank ", r->rank_, " uses backend '", me.backend,
-                            "'; this build runs 'cpu'");
-  }
-  CLEAVE_RETURN_IF_ERROR(agree(world, loaded));
+  CLEAVE_RETURN_IF_ERROR(agreeAcrossRanks(world, loaded));
   const Plan &plan = r->plan_;
   const DeviceSpec &me = plan.devices[r->rank_];
   r->program_ = plan.programForRank(r->rank_);
@@ -116,6 +113,22 @@ Status RankRunner::create(const std::string &dir, Communicator &world, Backend &
       world.split(static_cast<int>(me.stage * plan.tp + me.tp), static_cast<int>(me.dp),
                   "dp group " + std::to_string(me.stage * plan.tp + me.tp), &r->dp_));
   CLEAVE_RETURN_IF_ERROR(world.split(0, r->rank_, "outputs", &r->gather_));
+  RankComms comms{&world, r->tp_.get(), r->dp_.get()};
+  if (!compute.sharesHostMemory()) {
+    // Device memory: the kernels' transfers go through NCCL communicators
+    // mirroring the MPI groups (outputs still gather on the host, over MPI).
+    const CudaPluginApi *api = nullptr;
+    Status made = loadCudaPlugin(&api);
+    auto mirror = [&](Communicator &group, std::unique_ptr<Communicator> *out) {
+      if (made.ok())
+        made = api->createNcclCommunicator(group, compute, group.name() + " (NCCL)", out);
+    };
+    mirror(world, &r->deviceWorld_);
+    mirror(*r->tp_, &r->deviceTp_);
+    mirror(*r->dp_, &r->deviceDp_);
+    CLEAVE_RETURN_IF_ERROR(agreeAcrossRanks(world, made));
+    comms = {r->deviceWorld_.get(), r->deviceTp_.get(), r->deviceDp_.get()};
+  }
 
   Status prepared;
   for (size_t p = 0; p < r->program_->phases.size(); ++p) {
@@ -128,13 +141,12 @@ Status RankRunner::create(const std::string &dir, Communicator &world, Backend &
     r->phaseOfChunk_[phase.chunk] = p;
   }
   if (prepared.ok()) {
-    r->backend_ = std::make_unique<CommBackend>(compute, plan, r->rank_,
-                                                RankComms{&world, r->tp_.get(), r->dp_.get()});
+    r->backend_ = std::make_unique<CommBackend>(compute, plan, r->rank_, comms);
     prepared =
         Executor::create(*r->program_, *r->backend_, &r->executor_)
             .prepend(dir + " (rank " + std::to_string(r->rank_) + ", " + r->program_->name + ")");
   }
-  CLEAVE_RETURN_IF_ERROR(agree(world, prepared));
+  CLEAVE_RETURN_IF_ERROR(agreeAcrossRanks(world, prepared));
   r->executor_->setProfiling(true);
   *out = std::move(r);
   return {};
@@ -186,7 +198,7 @@ Status RankRunner::loadInputs(const std::string &path) {
       }
     return {};
   }();
-  return agree(*world_, status);
+  return agreeAcrossRanks(*world_, status);
 }
 
 Status RankRunner::runSlot(const ScheduleSlot &slot) {
@@ -294,7 +306,7 @@ Status RankRunner::writeOutputs(const std::string &path) {
   }
   if (rank_ == 0)
     status = writeSafetensors(path, tensors);
-  return agree(*world_, status);
+  return agreeAcrossRanks(*world_, status);
 }
 
 Status RankRunner::gatherReports(std::vector<RankReport> *reports) {

@@ -39,6 +39,10 @@ struct RankReport {
   int64_t peakResidentBytes = 0; // the process's peak resident set (getrusage)
 };
 
+/// One status for every rank of `world`: ok if all are, else the failed
+/// ranks' messages (identical ones once, with their ranks). Collective.
+Status agreeAcrossRanks(Communicator &world, const Status &mine);
+
 class RankRunner {
 public:
   /// Loads `rank`'s part of the plan in `dir` and prepares it on `compute`.
@@ -72,6 +76,8 @@ private:
   int64_t rank_ = 0;
   const ProgramSpec *program_ = nullptr;
   std::unique_ptr<Communicator> tp_, dp_, gather_; // gather_: outputs to rank 0
+  /// On a GPU backend, NCCL mirrors of the world, tp and dp groups.
+  std::unique_ptr<Communicator> deviceWorld_, deviceTp_, deviceDp_;
   Communicator *world_ = nullptr;
   std::unique_ptr<CommBackend> backend_;
   std::unique_ptr<Executor> executor_;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Backend.h"
+#include "runtime/DeviceBackends.h"
 #include "runtime/cpu/ConvScratch.h"
 
 #include <gtest/gtest.h>
@@ -26,10 +27,19 @@ using namespace cleave::runtime;
 
 namespace {
 
-std::unique_ptr<Backend> makeBackend(const std::string &name) {
-  if (name == "cpu")
-    return createCpuBackend();
-  return nullptr;
+/// The backend named `name`, or null with the reason it cannot start here
+/// (no GPU, no driver, a build without CUDA).
+std::unique_ptr<Backend> makeBackend(const std::string &name, std::string *why) {
+  BackendChoice choice;
+  Status status = parseBackendChoice(name, &choice);
+  std::unique_ptr<Backend> backend;
+  if (status.ok())
+    status = createBackend(choice, /*localRank=*/0, BackendOptions(), &backend);
+  if (!status.ok()) {
+    *why = status.message();
+    return nullptr;
+  }
+  return backend;
 }
 
 const double kInf = std::numeric_limits<double>::infinity();
@@ -194,9 +204,10 @@ void expectEqual(const HostTensor &got, const std::vector<double> &want, const s
 class KernelTest : public ::testing::TestWithParam<std::string> {
 protected:
   void SetUp() override {
-    backend = makeBackend(GetParam());
+    std::string why;
+    backend = makeBackend(GetParam(), &why);
     if (!backend)
-      GTEST_SKIP() << "backend '" << GetParam() << "' is not available here";
+      GTEST_SKIP() << "backend '" << GetParam() << "' cannot start here: " << why;
   }
 
   HostTensor random(Shape shape, double lo = -2, double hi = 2) {
@@ -1587,7 +1598,8 @@ TEST_P(KernelTest, ConcatAlongAnyDim) {
               {"concat", "dim 2 is out of range"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, KernelTest, ::testing::Values(std::string("cpu")),
+INSTANTIATE_TEST_SUITE_P(Backends, KernelTest,
+                         ::testing::Values(std::string("cpu"), std::string("cuda")),
                          [](const ::testing::TestParamInfo<std::string> &info) {
                            return info.param;
                          });

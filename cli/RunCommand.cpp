@@ -48,8 +48,9 @@ inputs, and follows its stage's schedule; rank 0 writes the outputs.
 options:
   --backend B       cpu, cuda or auto (default): where kernels run. auto uses a
                     GPU when the CUDA backend loads and one is visible, else the
-                    CPU. Each rank takes GPU (local rank mod GPUs); GPU ranks
-                    communicate through NCCL, CPU ranks through MPI.
+                    CPU. Each rank on a machine takes its own GPU (by local
+                    rank); GPU ranks communicate through NCCL, CPU ranks
+                    through MPI.
   --tf32            cuda: let f32 GEMMs and convolutions use TF32 tensor cores
   --inputs FILE     the input tensors (safetensors)
   --outputs FILE    where to write the outputs (safetensors)
@@ -195,12 +196,15 @@ struct Devices {
   rt::BackendOptions options;
 };
 
-/// This process's index among the ranks on its machine (0 outside mpirun).
+/// This process's index among the ranks on its machine, and their number
+/// (0 and 1 outside mpirun).
 int localRank() {
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
-    if (const char *v = std::getenv(name))
-      return std::max(0, std::atoi(v));
-  return 0;
+  const char *v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return v ? std::max(0, std::atoi(v)) : 0;
+}
+int localRanks() {
+  const char *v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return v ? std::max(1, std::atoi(v)) : 1;
 }
 
 /// The backend `devices` asks for; with `say`, one line on stderr naming it
@@ -208,7 +212,8 @@ int localRank() {
 rt::Status makeBackend(const Devices &devices, int rank, std::unique_ptr<rt::Backend> *out,
                        bool say) {
   std::string why;
-  CLEAVE_RETURN_IF_ERROR(rt::createBackend(devices.choice, rank, devices.options, out, &why));
+  CLEAVE_RETURN_IF_ERROR(
+      rt::createBackend(devices.choice, rank, localRanks(), devices.options, out, &why));
   if (say && rank == 0) {
     llvm::errs() << "cleave: backend " << (*out)->name();
     if (!why.empty())

@@ -116,6 +116,10 @@ SPECS = {
     "gpt-bench": Spec(models.GPT, {None: (dict(vocab_size=8192, block_size=256, n_layer=6, n_head=8,
                                                d_model=512), dict(batch=8, seq=256))},
                       _ids, "block_size"),
+    # The GPU benchmark (bench/cuda_gpt2.py): GPT-2 124M's shape at batch 8, sequence 1024.
+    "gpt2-124m": Spec(models.GPT, {None: (dict(vocab_size=50257, block_size=1024, n_layer=12,
+                                               n_head=12, d_model=768), dict(batch=8, seq=1024))},
+                      _ids, "block_size"),
     "resnet50": Spec(_resnet50, {None: ({}, dict(batch=8, image=224))},
                      lambda c, s: [((s["batch"], 3, s["image"], s["image"]), torch.float32, None)]),
     "gpt-1.7b": _megatron_gpt(n_head=24, d_model=2304, n_layer=24),

@@ -105,8 +105,9 @@ Status loadCudaPlugin(const CudaPluginApi **api) {
   return {};
 }
 
-Status createBackend(BackendChoice choice, int localRank, const BackendOptions &options,
-                     std::unique_ptr<Backend> *out, std::string *why) {
+Status createBackend(BackendChoice choice, int localRank, int localRanks,
+                     const BackendOptions &options, std::unique_ptr<Backend> *out,
+                     std::string *why) {
   if (choice == BackendChoice::Cpu) {
     *out = createCpuBackend();
     return {};
@@ -116,7 +117,10 @@ Status createBackend(BackendChoice choice, int localRank, const BackendOptions &
     CLEAVE_RETURN_IF_ERROR(loadCudaPlugin(&api));
     int count = 0;
     CLEAVE_RETURN_IF_ERROR(api->deviceCount(&count));
-    return api->createBackend(localRank % count, options, out);
+    if (localRanks > count)
+      return CLEAVE_ERROR(localRanks, " ranks on this machine but ", count, " GPU",
+                          count == 1 ? "" : "s", ": each rank needs its own GPU");
+    return api->createBackend(localRank, options, out);
   };
   Status status = cuda();
   if (status.ok() || choice == BackendChoice::Cuda)

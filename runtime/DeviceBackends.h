@@ -34,10 +34,12 @@ const char *backendChoiceName(BackendChoice choice);
 /// cuBLASLt, cuDNN, NCCL) cannot be loaded, or it is from another build.
 Status loadCudaPlugin(const CudaPluginApi **api);
 
-/// The backend for `choice`. cuda: GPU `localRank` modulo the GPUs this
-/// process sees, or an error saying why there is none. auto: cuda when the
-/// plugin loads and a GPU is there, else cpu (`*why` says why not cuda).
-Status createBackend(BackendChoice choice, int localRank, const BackendOptions &options,
-                     std::unique_ptr<Backend> *out, std::string *why = nullptr);
+/// The backend for `choice`, for rank `localRank` of the `localRanks` ranks
+/// on this machine. cuda: GPU `localRank`, or an error saying why there is
+/// none (no plugin, no driver, fewer GPUs than ranks here: NCCL needs a GPU
+/// per rank). auto: cuda when that works, else cpu (`*why` says why not).
+Status createBackend(BackendChoice choice, int localRank, int localRanks,
+                     const BackendOptions &options, std::unique_ptr<Backend> *out,
+                     std::string *why = nullptr);
 
 } // namespace cleave::runtime

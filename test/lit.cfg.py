@@ -25,3 +25,8 @@ config.substitutions.append(("%export", f"{python} {config.cleave_src_root}/exam
 
 config.environment["PATH"] = os.pathsep.join(
     [config.cleave_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")])
+
+# An NVIDIA GPU with its driver: tests of the CUDA backend need one; tests of
+# what happens without one are unsupported there.
+if os.path.exists("/dev/nvidiactl"):
+    config.available_features.add("cuda-gpu")

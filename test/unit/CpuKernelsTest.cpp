@@ -34,7 +34,7 @@ std::unique_ptr<Backend> makeBackend(const std::string &name, std::string *why) 
   Status status = parseBackendChoice(name, &choice);
   std::unique_ptr<Backend> backend;
   if (status.ok())
-    status = createBackend(choice, /*localRank=*/0, BackendOptions(), &backend);
+    status = createBackend(choice, /*localRank=*/0, /*localRanks=*/1, BackendOptions(), &backend);
   if (!status.ok()) {
     *why = status.message();
     return nullptr;

@@ -13,8 +13,8 @@
 // keys per tile. f32, and bf16 with larger head dims, run a SIMT kernel: a
 // warp per query row, 32 keys per step.
 //
-// A query row that sees no key at all (causal with Sk < Sq) is NaN, as
-// softmax over no finite score is in PyTorch and in the CPU kernel.
+// A query row that sees no key at all (causal with Sk < Sq) is all zeros,
+// as the kernel contract says (docs/plan-format.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -220,7 +220,7 @@ __global__ void __launch_bounds__(32 * kAttentionWarps)
     if (r >= validQ)
       break;
     const float total = rowSum[r];
-    const float inv = total > 0.0f ? 1.0f / total : NAN;
+    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
     for (int64_t c = lane; c < a.dv; c += 32)
       ob[r * a.dv + c] = __float2bfloat16_rn(os[r * L::ldO + c] * inv);
   }
@@ -288,7 +288,7 @@ __global__ void __launch_bounds__(32 * kSimtWarps)
         os[c] = acc;
     }
   }
-  const float inv = rowSum > 0.0f ? 1.0f / rowSum : NAN;
+  const float inv = rowSum > 0.0f ? 1.0f / rowSum : 0.0f;
   T *orow = out + (head * a.sq + i) * a.dv;
   for (int64_t c = lane; c < a.dv; c += 32)
     orow[c] = store<T>(os[c] * inv);

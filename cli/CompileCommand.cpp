@@ -146,7 +146,8 @@ int runPartitionedCompile(int argc, char **argv) {
   context.disableMultithreading();
   CliDiagnostics diagnostics(context);
   int exitCode = 1;
-  auto imported = importForPlan(context, o.model, o.import, std::nullopt, o.fuseAttention, exitCode);
+  auto imported =
+      importForPlan(context, o.model, o.import, std::nullopt, o.fuseAttention, exitCode);
   if (mlir::failed(imported))
     return exitCode;
   progress("imported", start);
@@ -176,8 +177,8 @@ int runPartitionedCompile(int argc, char **argv) {
       return usageError("compiling at another microbatch size than the traced batch needs "
                         "the batch in dim 0 of the inputs",
                         kCompileUsage);
-    imported = importForPlan(context, o.model, o.import, chosen.microbatchSize, o.fuseAttention,
-                             exitCode);
+    imported =
+        importForPlan(context, o.model, o.import, chosen.microbatchSize, o.fuseAttention, exitCode);
     if (mlir::failed(imported))
       return exitCode;
     func = imported->module->lookupSymbol<mlir::func::FuncOp>("forward");

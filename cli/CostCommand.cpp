@@ -239,8 +239,8 @@ int runCost(int argc, char **argv) {
   context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
   CliDiagnostics diagnostics(context);
   int exitCode = 1;
-  auto module = loadForwardModule(context, options.model, options.import, exitCode,
-                                  options.fuseAttention);
+  auto module =
+      loadForwardModule(context, options.model, options.import, exitCode, options.fuseAttention);
   if (mlir::failed(module))
     return exitCode;
   auto func = (*module)->lookupSymbol<mlir::func::FuncOp>("forward");

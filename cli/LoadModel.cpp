@@ -13,8 +13,8 @@
 namespace cleave {
 
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-loadForwardModule(mlir::MLIRContext &context, const std::string &path,
-                  const ImportOptions &import, int &exitCode, bool fuseAttention) {
+loadForwardModule(mlir::MLIRContext &context, const std::string &path, const ImportOptions &import,
+                  int &exitCode, bool fuseAttention) {
   exitCode = 1;
   mlir::OwningOpRef<mlir::ModuleOp> module;
   // Keeps the imported buffers' data until the preparation has read them.

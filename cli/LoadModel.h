@@ -25,8 +25,8 @@ namespace cleave {
 /// reported and `exitCode` says which kind it was (1 bad input, 2
 /// unsupported ops).
 mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-loadForwardModule(mlir::MLIRContext &context, const std::string &path,
-                  const ImportOptions &import, int &exitCode, bool fuseAttention = true);
+loadForwardModule(mlir::MLIRContext &context, const std::string &path, const ImportOptions &import,
+                  int &exitCode, bool fuseAttention = true);
 
 /// The data of an imported model's params by name, for the preparation
 /// (a causal mask held in a buffer); valid while `model` lives.

@@ -81,9 +81,8 @@ public:
       return at(slice.getInput(), from);
     }
     if (auto reshape = dyn_cast<ReshapeOp>(def))
-      return at(reshape.getInput(),
-                delinearize(linearize(index, type.getShape()),
-                            tensorType(reshape.getInput()).getShape()));
+      return at(reshape.getInput(), delinearize(linearize(index, type.getShape()),
+                                                tensorType(reshape.getInput()).getShape()));
     if (auto permute = dyn_cast<PermuteOp>(def)) {
       SmallVector<int64_t> from(index.size());
       for (auto [i, dim] : llvm::enumerate(permute.getDims()))
@@ -111,8 +110,7 @@ public:
       return triangleAt(triu.getInput(), index, triu.getDiagonal(), /*lower=*/false);
     if (auto compare = dyn_cast<CompareOp>(def)) {
       auto lhs = at(compare.getLhs(), broadcastIndex(compare.getLhs(), index));
-      auto rhs = lhs ? at(compare.getRhs(), broadcastIndex(compare.getRhs(), index))
-                     : std::nullopt;
+      auto rhs = lhs ? at(compare.getRhs(), broadcastIndex(compare.getRhs(), index)) : std::nullopt;
       if (!rhs)
         return std::nullopt;
       return comparison(compare.getPredicate(), *lhs, *rhs) ? 1.0 : 0.0;
@@ -151,12 +149,18 @@ private:
 
   static bool comparison(ComparePredicate predicate, double a, double b) {
     switch (predicate) {
-    case ComparePredicate::eq: return a == b;
-    case ComparePredicate::ne: return a != b;
-    case ComparePredicate::lt: return a < b;
-    case ComparePredicate::le: return a <= b;
-    case ComparePredicate::gt: return a > b;
-    case ComparePredicate::ge: return a >= b;
+    case ComparePredicate::eq:
+      return a == b;
+    case ComparePredicate::ne:
+      return a != b;
+    case ComparePredicate::lt:
+      return a < b;
+    case ComparePredicate::le:
+      return a <= b;
+    case ComparePredicate::gt:
+      return a > b;
+    case ComparePredicate::ge:
+      return a >= b;
     }
     return false;
   }
@@ -321,8 +325,7 @@ bool swapsLastTwo(PermuteOp permute) {
 
 /// Matches the chain that ends in `softmax`; nullopt (with the reason in
 /// the debug log) when it is not an attention this pass can prove.
-std::optional<AttentionMatch> matchAttention(SoftmaxOp softmax,
-                                             const ParamDataLookup &paramData) {
+std::optional<AttentionMatch> matchAttention(SoftmaxOp softmax, const ParamDataLookup &paramData) {
   auto reject = [&](const char *why) -> std::optional<AttentionMatch> {
     LLVM_DEBUG(llvm::dbgs() << "not fused at " << softmax.getLoc() << ": " << why << "\n");
     return std::nullopt;
@@ -356,8 +359,8 @@ std::optional<AttentionMatch> matchAttention(SoftmaxOp softmax,
     break;
   }
   auto vType = tensorType(match.v);
-  if (vType.getRank() != 4 || vType.getDimSize(0) != scores[0] || vType.getDimSize(1) != scores[1] ||
-      vType.getDimSize(2) != scores[3])
+  if (vType.getRank() != 4 || vType.getDimSize(0) != scores[0] ||
+      vType.getDimSize(1) != scores[1] || vType.getDimSize(2) != scores[3])
     return reject("v is not [batch, heads, keys, head_dim] of the scores' batch and heads");
 
   // Backward from the softmax: an optional -inf mask, scales, the product.
@@ -466,11 +469,11 @@ struct FuseAttentionPass : impl::FuseAttentionBase<FuseAttentionPass> {
         k = b.create<PermuteOp>(loc, RankedTensorType::get(shape, type.getElementType()), k,
                                 b.getDenseI64ArrayAttr({0, 1, 3, 2}));
       }
-      auto attention = b.create<AttentionOp>(loc, match->output.getType(), match->q, k,
-                                             match->v, b.getBoolAttr(match->causal),
-                                             b.getF64FloatAttr(match->scale));
-      LLVM_DEBUG(llvm::dbgs() << "fused " << match->replaced.size() + 1 << " ops into "
-                              << attention << "\n");
+      auto attention =
+          b.create<AttentionOp>(loc, match->output.getType(), match->q, k, match->v,
+                                b.getBoolAttr(match->causal), b.getF64FloatAttr(match->scale));
+      LLVM_DEBUG(llvm::dbgs() << "fused " << match->replaced.size() + 1 << " ops into " << attention
+                              << "\n");
       match->output.getResult().replaceAllUsesWith(attention.getResult());
       // The replaced ops in reverse order (users before producers), then
       // whatever only they fed.

@@ -46,11 +46,11 @@ void registerCleavePipelines() {
       [](OpPassManager &pm, const PipelineOptions &options) {
         addPreparePipeline(pm, options.prepare());
       });
-  PassPipelineRegistration<PipelineOptions>(
-      "cleave-single-device-plan", "fold, fuse attention, then plan memory for one device",
-      [](OpPassManager &pm, const PipelineOptions &options) {
-        addSingleDevicePlanPipeline(pm, options.prepare());
-      });
+  PassPipelineRegistration<PipelineOptions>("cleave-single-device-plan",
+                                            "fold, fuse attention, then plan memory for one device",
+                                            [](OpPassManager &pm, const PipelineOptions &options) {
+                                              addSingleDevicePlanPipeline(pm, options.prepare());
+                                            });
 }
 
 } // namespace mlir::cleave

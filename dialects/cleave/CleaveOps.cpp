@@ -243,8 +243,8 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("scale must be finite, got ") << scale;
   auto expected = RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]}, q.getElementType());
   if (result != expected)
-    return emitOpError("result must be ") << expected << " ([batch, heads, queries, v's head dim]), got "
-                                          << result;
+    return emitOpError("result must be ")
+           << expected << " ([batch, heads, queries, v's head dim]), got " << result;
   return success();
 }
 

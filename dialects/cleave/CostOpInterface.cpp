@@ -402,8 +402,8 @@ OpCost AttentionOp::getCost() {
   auto q = getQ().getType();
   int64_t d = q.getDimSize(3), dv = getV().getType().getDimSize(3);
   double heads = static_cast<double>(q.getDimSize(0)) * q.getDimSize(1);
-  double pairs = heads * attentionPairs(q.getDimSize(2), getK().getType().getDimSize(2),
-                                        getCausal());
+  double pairs =
+      heads * attentionPairs(q.getDimSize(2), getK().getType().getDimSize(2), getCausal());
   double statsBytes = heads * q.getDimSize(2) * sizeof(float); // one log-sum-exp per query
   OpCost cost;
   cost.opClass = OpClass::Attention;
@@ -414,8 +414,7 @@ OpCost AttentionOp::getCost() {
   // dS = P (dP - rowsum(dO O)), dQ = dS K and dK = dS^T Q: five products
   // per pair against the forward's two, in two kernels (rowsum, then the rest).
   cost.backward = {pairs * (6.0 * d + 4.0 * dv + kSoftmaxFlopsPerScore + 3),
-                   sumBytes(getOperation()->getOperands()) + 2 * bytesOf(getResult()) +
-                       statsBytes,
+                   sumBytes(getOperation()->getOperands()) + 2 * bytesOf(getResult()) + statsBytes,
                    sumBytes(getOperation()->getOperands()), 2};
   cost.savedBytes = savedBytesOf(*this, /*activations=*/true) + statsBytes;
   return cost;

@@ -197,8 +197,7 @@ void attention(const AttentionShape &s, const float *q, const float *k, const fl
   const int64_t tasks = s.heads * blocks;
   if (tasks == 0)
     return;
-  const double work =
-      static_cast<double>(s.heads) * s.queries * s.keys * (s.headDim + s.valueDim);
+  const double work = static_cast<double>(s.heads) * s.queries * s.keys * (s.headDim + s.valueDim);
   int threads = 1;
   if (work >= kParallelGrain && tasks > 1 && !omp_in_parallel())
     threads = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), tasks));
@@ -213,8 +212,8 @@ void attention(const AttentionShape &s, const float *q, const float *k, const fl
       const int64_t first = block * kQueryBlock;
       const int64_t rows = std::min(kQueryBlock, s.queries - first);
       attendBlock(s, q + head * s.queries * s.headDim, k + head * s.keys * s.headDim,
-                  v + head * s.keys * s.valueDim, out + head * s.queries * s.valueDim, first,
-                  rows, w);
+                  v + head * s.keys * s.valueDim, out + head * s.queries * s.valueDim, first, rows,
+                  w);
     }
   }
 }
@@ -257,10 +256,11 @@ Status buildAttention(const KernelSignature &sig, KernelFn *fn) {
   if (s.keys == 0 && s.queries > 0)
     return CLEAVE_ERROR(sig.kernel, ": needs at least one key for ", s.queries, " queries");
   if (s.causal && s.keys < s.queries)
-    return CLEAVE_ERROR(sig.kernel, ": causal attention needs at least as many keys as queries, got ",
-                        s.keys, " keys for ", s.queries,
-                        " queries (the first rows would see no key)");
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {q.dtype, {q.shape[0], q.shape[1], s.queries, s.valueDim}},
+    return CLEAVE_ERROR(sig.kernel,
+                        ": causal attention needs at least as many keys as queries, got ", s.keys,
+                        " keys for ", s.queries, " queries (the first rows would see no key)");
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig,
+                                     {q.dtype, {q.shape[0], q.shape[1], s.queries, s.valueDim}},
                                      "[batch, heads, queries, v's head dim]"));
   *fn = [s](const KernelCall &call) -> Status {
     attention(s, static_cast<const float *>(call.inputs[0]),

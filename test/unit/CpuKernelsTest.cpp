@@ -1643,7 +1643,11 @@ TEST_P(KernelTest, AttentionMatchesReference) {
   // Sizes around the kernel's blocks (32 queries, 64 keys) and off them,
   // more keys than queries (causal rows then start past the diagonal) and
   // fewer (non-causal only), v with its own head dim, negative scales.
-  struct Case { Shape q, k, v; bool causal; double scale; };
+  struct Case {
+    Shape q, k, v;
+    bool causal;
+    double scale;
+  };
   const std::vector<Case> cases = {
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, true, 1.0},
       {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, true, 0.25},
@@ -1700,8 +1704,7 @@ TEST_P(KernelTest, AttentionValidation) {
   expectError(sig("attention", {q, D(f32, {2, 4, 0, 16}), D(f32, {2, 4, 0, 16})}, q,
                   attrs({{"causal", B(false)}, {"scale", F(0.5)}})),
               {"attention", "at least one key"});
-  expectError(sig("attention", {q, q, D(f32, {2, 4, 8, 32})}, q, a),
-              {"attention", "2x4x8x32xf32"});
+  expectError(sig("attention", {q, q, D(f32, {2, 4, 8, 32})}, q, a), {"attention", "2x4x8x32xf32"});
   expectError(sig("attention", {q, q, q}, q, attrs({{"causal", B(true)}})),
               {"attention", "missing attribute 'scale'"});
   expectError(sig("attention", {q, q, q}, q, attrs({{"causal", S("yes")}, {"scale", F(1)}})),
@@ -1709,8 +1712,8 @@ TEST_P(KernelTest, AttentionValidation) {
   expectError(sig("attention", {q, q, q}, q, attrs({{"causal", B(false)}, {"scale", F(kInf)}})),
               {"attention", "scale must be finite"});
   expectError(sig("attention", {D(i64, {2, 4, 8, 16}), q, q}, q, a), {"attention", "i64"});
-  expectError(sig("attention", {D(bf16, {2, 4, 8, 16}), D(bf16, {2, 4, 8, 16}),
-                                D(bf16, {2, 4, 8, 16})},
+  expectError(sig("attention",
+                  {D(bf16, {2, 4, 8, 16}), D(bf16, {2, 4, 8, 16}), D(bf16, {2, 4, 8, 16})},
                   D(bf16, {2, 4, 8, 16}), a),
               {"attention", "bf16"});
   expectError(sig("attention", {q, D(i64, {2, 4, 8, 16}), q}, q, a), {"attention", "k"});

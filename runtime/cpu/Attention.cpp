@@ -164,7 +164,8 @@ void attendBlock(const AttentionShape &s, const float *q, const float *k, const 
   std::fill(w.acc.begin(), w.acc.begin() + rows * dv, 0.0f);
   std::fill(w.rowMax.begin(), w.rowMax.end(), -std::numeric_limits<float>::infinity());
   std::fill(w.rowSum.begin(), w.rowSum.end(), 0.0f);
-  const int64_t keyEnd = s.causal ? std::min(s.keys, first + rows + offset) : s.keys;
+  const int64_t keyEnd =
+      s.causal ? std::clamp<int64_t>(first + rows + offset, 0, s.keys) : s.keys;
   for (int64_t key = 0; key < keyEnd; key += kKeyBlock) {
     const int64_t cols = std::min(kKeyBlock, keyEnd - key);
     for (int64_t j = 0; j < cols; ++j)
@@ -183,11 +184,17 @@ void attendBlock(const AttentionShape &s, const float *q, const float *k, const 
     }
   }
   for (int64_t i = 0; i < rows; ++i) {
-    const float inverse = 1.0f / w.rowSum[i]; // inf for a row that saw no finite score
     float *o = out + (first + i) * dv;
     const float *a = w.acc.data() + i * dv;
+    // A row that sees no key (no keys, or causal with Sk < Sq) is zeros, as
+    // on every backend; one whose every score is -inf is NaN, as softmax
+    // gives.
+    const bool seesNoKey = s.keys == 0 || (s.causal && first + i + offset < 0);
+    const float inverse = seesNoKey ? 0.0f
+                          : w.rowSum[i] == 0.0f ? std::numeric_limits<float>::quiet_NaN()
+                                                : 1.0f / w.rowSum[i];
     for (int64_t c = 0; c < dv; ++c)
-      o[c] = w.rowSum[i] == 0.0f ? std::numeric_limits<float>::quiet_NaN() : a[c] * inverse;
+      o[c] = seesNoKey ? 0.0f : a[c] * inverse;
   }
 }
 
@@ -228,40 +235,29 @@ Status buildAttention(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, "k", k));
   CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, "v", v));
   if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": q, k and v must be [batch, heads, sequence, head_dim], got ",
+    return CLEAVE_ERROR(sig.kernel, ": q, k and v must be 4-D [B, H, S, D], got ",
                         describe(q.shape, q.dtype), ", ", describe(k.shape, k.dtype), " and ",
                         describe(v.shape, v.dtype));
-  if (k.shape[0] != q.shape[0] || k.shape[1] != q.shape[1] || v.shape[0] != q.shape[0] ||
-      v.shape[1] != q.shape[1])
-    return CLEAVE_ERROR(sig.kernel, ": q, k and v must have the same batch and heads, got ",
-                        describe(q.shape, q.dtype), ", ", describe(k.shape, k.dtype), " and ",
-                        describe(v.shape, v.dtype));
-  if (k.shape[3] != q.shape[3])
-    return CLEAVE_ERROR(sig.kernel, ": k's head dim ", k.shape[3], " differs from q's ",
-                        q.shape[3]);
-  if (v.shape[2] != k.shape[2])
-    return CLEAVE_ERROR(sig.kernel, ": v has ", v.shape[2], " keys, k has ", k.shape[2]);
+  if (k.shape[0] != q.shape[0] || k.shape[1] != q.shape[1] || k.shape[3] != q.shape[3] ||
+      v.shape[0] != q.shape[0] || v.shape[1] != q.shape[1] || v.shape[2] != k.shape[2])
+    return CLEAVE_ERROR(sig.kernel, ": q ", describe(q.shape, q.dtype), ", k ",
+                        describe(k.shape, k.dtype), " and v ", describe(v.shape, v.dtype),
+                        " must be [B, H, Sq, D], [B, H, Sk, D] and [B, H, Sk, Dv]");
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {q.dtype, {q.shape[0], q.shape[1], q.shape[2], v.shape[3]}},
+                                     "[B, H, Sq, Dv] from q and v"));
   AttentionShape s;
-  double scale = 0;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("causal", &s.causal, false)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("scale", &scale)));
-  if (!std::isfinite(scale))
-    return CLEAVE_ERROR(sig.kernel, ": scale must be finite, got ", scale);
+  // PyTorch's default scale when the plan gives none (the compiler always
+  // writes one).
+  double scale = q.shape[3] > 0 ? 1.0 / std::sqrt(static_cast<double>(q.shape[3])) : 1.0;
+  if (sig.attrs.has("scale"))
+    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("scale", &scale)));
   s.scale = static_cast<float>(scale);
   s.heads = q.shape[0] * q.shape[1];
   s.queries = q.shape[2];
   s.keys = k.shape[2];
   s.headDim = q.shape[3];
   s.valueDim = v.shape[3];
-  if (s.keys == 0 && s.queries > 0)
-    return CLEAVE_ERROR(sig.kernel, ": needs at least one key for ", s.queries, " queries");
-  if (s.causal && s.keys < s.queries)
-    return CLEAVE_ERROR(sig.kernel,
-                        ": causal attention needs at least as many keys as queries, got ", s.keys,
-                        " keys for ", s.queries, " queries (the first rows would see no key)");
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig,
-                                     {q.dtype, {q.shape[0], q.shape[1], s.queries, s.valueDim}},
-                                     "[batch, heads, queries, v's head dim]"));
   *fn = [s](const KernelCall &call) -> Status {
     attention(s, static_cast<const float *>(call.inputs[0]),
               static_cast<const float *>(call.inputs[1]),

@@ -20,14 +20,12 @@
 #include "dialects/cleave/CleaveDialect.h"
 #include "passes/Passes.h"
 
-#include "mlir/IR/Matchers.h"
-#include "mlir/Transforms/RegionUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Debug.h"
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <optional>
 
 #define DEBUG_TYPE "cleave-fuse-attention"

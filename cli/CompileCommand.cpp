@@ -2,6 +2,7 @@
 
 #include "cli/Commands.h"
 #include "cli/Diagnostics.h"
+#include "cli/LoadModel.h"
 #include "cli/PlannerFlags.h"
 #include "compiler/Importer.h"
 #include "compiler/PlanEmitter.h"
@@ -50,6 +51,9 @@ options:
   --input-shape NAME=DIMS[:DTYPE]  shape of forward input NAME, e.g. idx=2x64:i64
                                    (repeat per input; overrides the export's shapes)
   -o PLAN_DIR                      the plan directory to write (required)
+  --no-fuse-attention              keep attention unfused (matmul, softmax,
+                                   matmul) instead of forming cleave.attention,
+                                   to compare memory and time
   --timing                         print wall time and peak memory to stderr
   -h, --help                       show this help
 
@@ -79,10 +83,10 @@ void progress(const char *phase, std::chrono::steady_clock::time_point start) {
                                 cost::humanSeconds(secondsSince(start)));
 }
 
-/// Imports and cleans up the model, at `batch` samples when set.
+/// Imports and prepares the model, at `batch` samples when set.
 mlir::FailureOr<ImportedModel> importForPlan(mlir::MLIRContext &context, const std::string &model,
                                              ImportOptions options, std::optional<int64_t> batch,
-                                             int &exitCode) {
+                                             bool fuseAttention, int &exitCode) {
   options.batchSize = batch;
   ImportFailure kind = ImportFailure::BadInput;
   auto imported = importTorchScript(context, model, options, &kind);
@@ -90,8 +94,11 @@ mlir::FailureOr<ImportedModel> importForPlan(mlir::MLIRContext &context, const s
     exitCode = static_cast<int>(kind);
     return mlir::failure();
   }
+  mlir::cleave::PrepareOptions prepare;
+  prepare.fuseAttention = fuseAttention;
+  prepare.paramData = paramDataOf(*imported);
   mlir::PassManager pm(&context);
-  mlir::cleave::addCleanupPipeline(pm);
+  mlir::cleave::addPreparePipeline(pm, prepare);
   if (mlir::failed(pm.run(*imported->module)))
     return mlir::failure();
   return imported;
@@ -139,7 +146,8 @@ int runPartitionedCompile(int argc, char **argv) {
   context.disableMultithreading();
   CliDiagnostics diagnostics(context);
   int exitCode = 1;
-  auto imported = importForPlan(context, o.model, o.import, std::nullopt, exitCode);
+  auto imported =
+      importForPlan(context, o.model, o.import, std::nullopt, o.fuseAttention, exitCode);
   if (mlir::failed(imported))
     return exitCode;
   progress("imported", start);
@@ -169,7 +177,8 @@ int runPartitionedCompile(int argc, char **argv) {
       return usageError("compiling at another microbatch size than the traced batch needs "
                         "the batch in dim 0 of the inputs",
                         kCompileUsage);
-    imported = importForPlan(context, o.model, o.import, chosen.microbatchSize, exitCode);
+    imported =
+        importForPlan(context, o.model, o.import, chosen.microbatchSize, o.fuseAttention, exitCode);
     if (mlir::failed(imported))
       return exitCode;
     func = imported->module->lookupSymbol<mlir::func::FuncOp>("forward");
@@ -312,6 +321,7 @@ int runCompile(int argc, char **argv) {
   std::string model, output;
   ImportOptions options;
   bool timing = false;
+  mlir::cleave::PrepareOptions prepare;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     const char *value = nullptr;
@@ -327,6 +337,8 @@ int runCompile(int argc, char **argv) {
       output = value;
     } else if (arg == "--timing") {
       timing = true;
+    } else if (arg == "--no-fuse-attention") {
+      prepare.fuseAttention = false;
     } else if (int status = takeModelArgument(arg, model, kCompileUsage); status >= 0) {
       return status;
     }
@@ -356,8 +368,9 @@ int runCompile(int argc, char **argv) {
   PlanEmitOptions emitOptions;
   emitOptions.modelSource = model;
   emitOptions.irSnapshots.push_back({"0-imported", printIR(*imported->module)});
+  prepare.paramData = paramDataOf(*imported);
   mlir::PassManager pm(&context);
-  mlir::cleave::addSingleDevicePlanPipeline(pm);
+  mlir::cleave::addSingleDevicePlanPipeline(pm, prepare);
   if (mlir::failed(pm.run(*imported->module)))
     return 1;
   emitOptions.irSnapshots.push_back({"1-memory-planned", printIR(*imported->module)});

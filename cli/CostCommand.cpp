@@ -46,6 +46,8 @@ options:
   --nodes N                        override the spec's node count
   --batch N                        batch size: replaces dim 0 of every input
   --input-shape NAME=DIMS[:DTYPE]  shape of forward input NAME (repeatable)
+  --no-fuse-attention              keep attention unfused (matmul, softmax,
+                                   matmul), to compare with cleave.attention
   --ops                            also print every op: class, FLOPs, bytes,
                                    predicted forward time and what bounds it
   --kernels                        also print predicted forward time per kernel,
@@ -62,6 +64,7 @@ struct CostOptions {
   int nodes = 0;
   ImportOptions import;
   bool json = false, ops = false, kernels = false;
+  bool fuseAttention = true;
 };
 
 /// Memory of a single-device run: inference holds the weights and the
@@ -213,6 +216,8 @@ int runCost(int argc, char **argv) {
       options.ops = true;
     } else if (arg == "--kernels") {
       options.kernels = true;
+    } else if (arg == "--no-fuse-attention") {
+      options.fuseAttention = false;
     } else if (int status = takeModelArgument(arg, options.model, kCostUsage); status >= 0) {
       return status;
     }
@@ -234,7 +239,8 @@ int runCost(int argc, char **argv) {
   context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
   CliDiagnostics diagnostics(context);
   int exitCode = 1;
-  auto module = loadForwardModule(context, options.model, options.import, exitCode);
+  auto module =
+      loadForwardModule(context, options.model, options.import, exitCode, options.fuseAttention);
   if (mlir::failed(module))
     return exitCode;
   auto func = (*module)->lookupSymbol<mlir::func::FuncOp>("forward");

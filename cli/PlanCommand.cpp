@@ -65,6 +65,8 @@ options:
   --batch-dim D             the inputs' batch dim (default 0)
   --input-shape NAME=DIMS[:DTYPE]
                             shape of forward input NAME (repeatable)
+  --no-fuse-attention       keep attention unfused (matmul, softmax, matmul),
+                            to compare with the fused cleave.attention
   --top K                   list the K fastest plans within budget
   --explain                 say why the runners-up lost
   --splits                  print every op of each layer kind with its split
@@ -295,7 +297,8 @@ int runPlan(int argc, char **argv) {
   context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
   CliDiagnostics diagnostics(context);
   int exitCode = 1;
-  auto module = loadForwardModule(context, options.model, options.import, exitCode);
+  auto module = loadForwardModule(context, options.model, options.import, exitCode,
+                                  options.fuseAttention);
   if (mlir::failed(module))
     return exitCode;
   auto func = (*module)->lookupSymbol<mlir::func::FuncOp>("forward");

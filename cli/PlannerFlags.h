@@ -24,6 +24,7 @@ struct PlanCliOptions {
   std::string model, cluster, strategyPath, irPath;
   int devices = 0;
   bool json = false, explain = false, splits = false;
+  bool fuseAttention = true; ///< --no-fuse-attention turns -cleave-fuse-attention off
   std::optional<double> memory;
   std::optional<bool> mixed;
   ImportOptions import;

@@ -2,7 +2,7 @@
 """Exports one example model to TorchScript for `cleave compile`.
 
     /usr/bin/python3 examples/export.py NAME -o OUT.pt [--config small|tiny] [--meta]
-        [--batch B] [--seq S] [--seed 0] [--io DIR]
+        [--batch B] [--seq S] [--max-seq N] [--seed 0] [--io DIR]
 
 The file carries `cleave.json` (extra file): the forward arguments' names, static shapes and dtypes.
 gpt-1.7b, gpt-3.6b, gpt-7.5b, gpt-18.4b, gpt-39.1b, gpt-76.1b, gpt-145.6b, gpt-310.1b, gpt-529.6b and
@@ -153,6 +153,9 @@ def _parse_args(argv):
     p.add_argument("--meta", action="store_true", help="build on device='meta' (no parameter data)")
     p.add_argument("--batch", type=int, help="batch size (default: per model and config)")
     p.add_argument("--seq", type=int, help="sequence length, for sequence models")
+    p.add_argument("--max-seq", type=int, metavar="N",
+                   help="the model's maximum sequence length (GPT block_size, BERT max_position, "
+                        "LLaMA max_seq; default per config), so --seq can go beyond the config's")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--io", metavar="DIR", help="write DIR/inputs.safetensors and DIR/outputs.safetensors")
     args = p.parse_args(argv)
@@ -177,6 +180,12 @@ def _parse_args(argv):
             if value < 1:
                 p.error(f"--{flag} must be at least 1")
             sizes = dict(sizes, **{flag: value})
+    if args.max_seq is not None:
+        if not spec.seq_limit or fixed_size:
+            p.error(f"--max-seq does not apply to {args.name}")
+        if args.max_seq < 1:
+            p.error("--max-seq must be at least 1")
+        kwargs = dict(kwargs, **{spec.seq_limit: args.max_seq})
     if spec.seq_limit and sizes["seq"] > kwargs[spec.seq_limit]:
         p.error(f"--seq {sizes['seq']} exceeds {args.name}'s maximum sequence length "
                 f"{kwargs[spec.seq_limit]}")

@@ -10,6 +10,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/Pass.h"
 
+#include <functional>
+
 namespace mlir::cleave {
 
 #define GEN_PASS_DECL
@@ -18,14 +20,33 @@ namespace mlir::cleave {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// What `cleave compile` runs between import and emission for one device:
-/// canonicalize and CSE (fold what the importer left), then memory planning.
-void addSingleDevicePlanPipeline(OpPassManager &pm);
-/// The clean-up that pipeline starts with (canonicalize, CSE): what the
-/// cost model and the planner analyze, without a single-device memory plan.
-void addCleanupPipeline(OpPassManager &pm);
+/// The data of a buffer (row-major, its IR type's element type) by the
+/// param's name, or null when it is unknown (meta models, parsed IR).
+using ParamDataLookup = std::function<const void *(llvm::StringRef name)>;
 
-/// Registers the passes and the named pipeline `cleave-single-device-plan`.
+/// -cleave-fuse-attention, reading mask buffers through `paramData`.
+std::unique_ptr<Pass> createFuseAttention(ParamDataLookup paramData);
+
+/// How an imported model is prepared for analysis, planning and emission.
+struct PrepareOptions {
+  /// Form cleave.attention (`--no-fuse-attention` turns it off, to compare).
+  bool fuseAttention = true;
+  /// The model's buffer data, so masks held in buffers can be proved causal.
+  ParamDataLookup paramData;
+};
+
+/// Canonicalize and CSE: fold what the importer left.
+void addCleanupPipeline(OpPassManager &pm);
+/// What every command runs on an imported model before it analyzes, plans
+/// or emits it: the clean-up, then attention fusion. The cost model, the
+/// planner and the memory planner all see this IR.
+void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options = {});
+/// What `cleave compile` runs between import and emission for one device:
+/// the preparation, then memory planning.
+void addSingleDevicePlanPipeline(OpPassManager &pm, const PrepareOptions &options = {});
+
+/// Registers the passes and the named pipelines `cleave-prepare` and
+/// `cleave-single-device-plan` (option `fuse-attention`, default true).
 void registerCleavePipelines();
 
 } // namespace mlir::cleave

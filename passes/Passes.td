@@ -21,6 +21,33 @@ def PrintModelSummary : Pass<"cleave-print-summary", "mlir::ModuleOp"> {
   ];
 }
 
+def FuseAttention : Pass<"cleave-fuse-attention", "mlir::func::FuncOp"> {
+  let summary = "Replace attention written as matmul, scale, mask, softmax, matmul by cleave.attention";
+  let description = [{
+    Finds `matmul(q, k^T)`, an optional scale (mul or div by a scalar
+    constant, on the scores, on q or on k), an optional mask
+    (`where(cond, -inf, scores)` or `where(cond, scores, -inf)`), a softmax
+    over the last dim, optional dropouts (identities in plans) and
+    `matmul(probabilities, v)`, with q, k, v of shape [B, H, S, D], and
+    replaces the chain by one `cleave.attention` when every intermediate
+    has no other user and the mask provably hides exactly the keys
+    j > i + Sk - Sq of query i (`causal = true`) or nothing
+    (`causal = false`). The mask's condition is evaluated element by
+    element from constants (a folded `tril`, `tril` of a splat) and from
+    buffers whose data the caller supplies (`createFuseAttention(lookup)`,
+    which `cleave compile`, `plan` and `cost` use); in `cleave-opt` buffers
+    have no data, so a mask held in a buffer is not proved and stays. k^T
+    is a permute of the last two dims, whose input becomes k (any other
+    rhs gets a permute). Ops left without users (the mask's computation)
+    are erased. Anything else is left alone. `-debug-only=cleave-fuse-attention`
+    says why a softmax was not fused.
+  }];
+  let statistics = [
+    Statistic<"fused", "fused-attentions", "chains replaced by cleave.attention">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def PlanMemory : Pass<"cleave-plan-memory", "mlir::func::FuncOp"> {
   let summary = "Assign every activation an offset in one arena, by liveness";
   let description = [{

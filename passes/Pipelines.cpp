@@ -12,16 +12,45 @@ void addCleanupPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void addSingleDevicePlanPipeline(OpPassManager &pm) {
+void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options) {
   addCleanupPipeline(pm);
+  // After folding (CSE makes the scale and -inf constants shared scalars),
+  // before anything measures memory or cost.
+  if (options.fuseAttention)
+    pm.addNestedPass<func::FuncOp>(createFuseAttention(options.paramData));
+}
+
+void addSingleDevicePlanPipeline(OpPassManager &pm, const PrepareOptions &options) {
+  addPreparePipeline(pm, options);
   pm.addNestedPass<func::FuncOp>(createPlanMemory());
 }
 
+namespace {
+struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
+  Option<bool> fuseAttention{*this, "fuse-attention",
+                             llvm::cl::desc("form cleave.attention (-cleave-fuse-attention)"),
+                             llvm::cl::init(true)};
+
+  PrepareOptions prepare() const {
+    PrepareOptions options;
+    options.fuseAttention = fuseAttention;
+    return options;
+  }
+};
+} // namespace
+
 void registerCleavePipelines() {
   registerCleavePasses();
-  PassPipelineRegistration<>("cleave-single-device-plan",
-                             "fold, then plan memory for one device",
-                             addSingleDevicePlanPipeline);
+  PassPipelineRegistration<PipelineOptions>(
+      "cleave-prepare", "fold, then fuse attention: what analysis and planning see",
+      [](OpPassManager &pm, const PipelineOptions &options) {
+        addPreparePipeline(pm, options.prepare());
+      });
+  PassPipelineRegistration<PipelineOptions>("cleave-single-device-plan",
+                                            "fold, fuse attention, then plan memory for one device",
+                                            [](OpPassManager &pm, const PipelineOptions &options) {
+                                              addSingleDevicePlanPipeline(pm, options.prepare());
+                                            });
 }
 
 } // namespace mlir::cleave

@@ -6,6 +6,8 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::cleave;
 
@@ -211,6 +213,40 @@ static LogicalResult verifyNormalizeAlongDim(NormalizeOp op) {
 }
 LogicalResult SoftmaxOp::verify() { return verifyNormalizeAlongDim(*this); }
 LogicalResult LogSoftmaxOp::verify() { return verifyNormalizeAlongDim(*this); }
+
+LogicalResult AttentionOp::verify() {
+  auto q = tensorType(getQ()), k = tensorType(getK()), v = tensorType(getV());
+  auto result = tensorType(getResult());
+  for (auto [name, type] : {std::pair<StringRef, RankedTensorType>{"q", q}, {"k", k}, {"v", v}})
+    if (type.getRank() != 4)
+      return emitOpError() << name << " must be [batch, heads, sequence, head_dim], got " << type;
+  if (k.getElementType() != q.getElementType() || v.getElementType() != q.getElementType())
+    return emitOpError("q, k and v must have one element type, got ")
+           << q << ", " << k << " and " << v;
+  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape(), vs = v.getShape();
+  if (ks.take_front(2) != qs.take_front(2) || vs.take_front(2) != qs.take_front(2))
+    return emitOpError("q, k and v must have the same batch and heads (dims 0 and 1), got ")
+           << q << ", " << k << " and " << v;
+  if (ks[3] != qs[3])
+    return emitOpError("k's head dim ") << ks[3] << " differs from q's " << qs[3];
+  if (vs[2] != ks[2])
+    return emitOpError("v has ") << vs[2] << " keys (dim 2), k has " << ks[2];
+  if (ks[2] == 0)
+    return emitOpError("needs at least one key: a query that sees no key has no softmax");
+  if (getCausal() && ks[2] < qs[2])
+    return emitOpError("causal attention needs at least as many keys as queries, got ")
+           << ks[2] << " keys for " << qs[2]
+           << " queries: query i sees keys j <= i + (keys - queries), so the first "
+           << qs[2] - ks[2] << " would see none";
+  double scale = getScale().convertToDouble();
+  if (!std::isfinite(scale))
+    return emitOpError("scale must be finite, got ") << scale;
+  auto expected = RankedTensorType::get({qs[0], qs[1], qs[2], vs[3]}, q.getElementType());
+  if (result != expected)
+    return emitOpError("result must be ")
+           << expected << " ([batch, heads, queries, v's head dim]), got " << result;
+  return success();
+}
 
 //===----------------------------------------------------------------------===//
 // Convolution and pooling.

@@ -334,6 +334,37 @@ def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
   let hasVerifier = 1;
 }
 
+// The kernel contract (name `attention`, attributes `causal` and `scale`) is
+// shared by the CPU and CUDA backends: docs/plan-format.md.
+def Cleave_AttentionOp : Cleave_Op<"attention", [Pure], [],
+    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+  let summary = "fused scaled dot-product attention, optionally causal";
+  let description = [{
+    Computes `softmax(scale * q k^T + mask) v` per batch and head, with
+    `q [B, H, Sq, D]`, `k [B, H, Sk, D]` and `v [B, H, Sk, Dv]` of one float
+    type, giving `[B, H, Sq, Dv]`. With `causal`, query `i` attends to keys
+    `j <= i + (Sk - Sq)`: the bottom-right aligned lower triangle, which is
+    PyTorch's `tril` mask when `Sq == Sk`; a causal attention needs
+    `Sk >= Sq` so that every query sees a key. Without it every query sees
+    every key. The `Sq x Sk` scores are never stored: the result is the only
+    buffer (`-cleave-fuse-attention` forms this op from the unfused pattern).
+
+    Example:
+
+    ```mlir
+    %y = cleave.attention %q, %k, %v {causal = true, scale = 0.125 : f64}
+        : tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32>, tensor<2x4x8x64xf32> -> tensor<2x4x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$q, Cleave_FloatTensor:$k, Cleave_FloatTensor:$v,
+                       BoolAttr:$causal, F64Attr:$scale);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v attr-dict `:` type($q) `,` type($k) `,` type($v) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Cleave_SoftmaxOp : Cleave_NormalizeAlongDimOp<"softmax", "exp(x) / sum(exp(x))">;
 def Cleave_LogSoftmaxOp : Cleave_NormalizeAlongDimOp<"log_softmax", "x - log(sum(exp(x)))">;
 

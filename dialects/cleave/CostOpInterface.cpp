@@ -373,3 +373,55 @@ OpCost AdaptiveAvgPool2dOp::getCost() {
   return windowCost(*this, window);
 }
 void AdaptiveAvgPool2dOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+//===----------------------------------------------------------------------===//
+// Fused attention.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The (query, key) pairs one head scores: every pair, or under the causal
+/// mask the keys j <= i + (keys - queries) of each query i.
+double attentionPairs(int64_t queries, int64_t keys, bool causal) {
+  if (!causal)
+    return static_cast<double>(queries) * keys;
+  double pairs = 0;
+  for (int64_t i = 0; i < queries; ++i)
+    pairs += static_cast<double>(std::clamp<int64_t>(i + keys - queries + 1, 0, keys));
+  return pairs;
+}
+
+/// FLOPs per scored pair of the softmax, counted as the unfused softmax is
+/// (max, subtract, exp, sum, divide).
+constexpr double kSoftmaxFlopsPerScore = 14;
+} // namespace
+
+OpCost AttentionOp::getCost() {
+  // Per pair: q.k (2D), the softmax, p*v (2Dv). A causal mask skips the
+  // pairs it hides, about half of them. The kernel reads q, k and v and
+  // writes the result; the scores never reach memory.
+  auto q = getQ().getType();
+  int64_t d = q.getDimSize(3), dv = getV().getType().getDimSize(3);
+  double heads = static_cast<double>(q.getDimSize(0)) * q.getDimSize(1);
+  double pairs =
+      heads * attentionPairs(q.getDimSize(2), getK().getType().getDimSize(2), getCausal());
+  double statsBytes = heads * q.getDimSize(2) * sizeof(float); // one log-sum-exp per query
+  OpCost cost;
+  cost.opClass = OpClass::Attention;
+  cost.forward = {pairs * (2.0 * d + 2.0 * dv + kSoftmaxFlopsPerScore),
+                  sumBytes(getOperation()->getOperands()), bytesOf(getResult()), 1};
+  // The FlashAttention backward recomputes scores and probabilities from q,
+  // k and the saved log-sum-exp, then forms dV = P^T dO, dP = dO V^T,
+  // dS = P (dP - rowsum(dO O)), dQ = dS K and dK = dS^T Q: five products
+  // per pair against the forward's two, in two kernels (rowsum, then the rest).
+  cost.backward = {pairs * (6.0 * d + 4.0 * dv + kSoftmaxFlopsPerScore + 3),
+                   sumBytes(getOperation()->getOperands()) + 2 * bytesOf(getResult()) + statsBytes,
+                   sumBytes(getOperation()->getOperands()), 2};
+  cost.savedBytes = savedBytesOf(*this, /*activations=*/true) + statsBytes;
+  return cost;
+}
+
+void AttentionOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  // q, k, v and the output (for rowsum(dO O)); the log-sum-exp per query is
+  // no IR value and is counted in the cost's savedBytes.
+  saved.append({getQ(), getK(), getV(), getResult()});
+}

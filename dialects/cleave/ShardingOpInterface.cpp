@@ -181,6 +181,29 @@ ShardingRule LinearOp::getShardingRule() {
   return rule;
 }
 
+ShardingRule AttentionOp::getShardingRule() {
+  // q [B, H, Sq, D], k [B, H, Sk, D], v [B, H, Sk, Dv] -> [B, H, Sq, Dv].
+  // Batches and heads are independent attentions: each rank runs its own.
+  // The softmax spans the keys and the scores sum over D, neither of which
+  // partial results could complete by a sum; queries stay whole too, as the
+  // causal mask depends on each query's position in the whole sequence.
+  ArrayRef<int64_t> q = shapeOf(getQ()), k = shapeOf(getK()), v = shapeOf(getV());
+  ShardingRule rule;
+  TensorFactors batchHeads = rule.addFactors(q.take_front(2));
+  int queries = rule.addFactor(q[2], kWhole);
+  int headDim = rule.addFactor(q[3], kWhole);
+  int keys = rule.addFactor(k[2], kWhole);
+  int valueDim = rule.addFactor(v[3], kWhole);
+  auto with = [&](int seq, int dim) {
+    TensorFactors factors = batchHeads;
+    factors.append({{seq}, {dim}});
+    return factors;
+  };
+  rule.operands = {with(queries, headDim), with(keys, headDim), with(keys, valueDim)};
+  rule.results = {with(queries, valueDim)};
+  return rule;
+}
+
 namespace {
 /// Whether the op's result is a partial sum: its reduction loop is split.
 bool isPartialResult(Operation *op) {

@@ -19,6 +19,7 @@ const cpu::KernelTable &kernelTable() {
     cpu::registerReductionKernels(t);
     cpu::registerPoolingKernels(t);
     cpu::registerDataMovementKernels(t);
+    cpu::registerAttentionKernels(t);
     return t;
   }();
   return table;

@@ -27,5 +27,7 @@ void registerReductionKernels(KernelTable &table);
 void registerPoolingKernels(KernelTable &table);
 /// reshape permute broadcast_to slice concat.
 void registerDataMovementKernels(KernelTable &table);
+/// attention (fused, causal or not).
+void registerAttentionKernels(KernelTable &table);
 
 } // namespace cleave::runtime::cpu

@@ -38,6 +38,23 @@ func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x16x8xf32>) -> tens
   return %s : tensor<2x4x8x8xf32>
 }
 
+// CHECK-LABEL: cost of @fused_attention
+func.func @fused_attention(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x6x8xf32>, %v: tensor<1x2x6x4xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>) {
+  // 2 heads of 4 queries x 6 keys = 48 pairs, each 2*8 (q.k) + 2*4 (p*v) +
+  // 14 (softmax) = 38 FLOPs forward; backward 6*8 + 4*4 + 14 + 3 = 81 per
+  // pair. Reads q, k, v (256 + 384 + 192 bytes), writes the 128-byte result;
+  // backward also reads the result, its gradient and 32 bytes of
+  // log-sum-exp, and writes three gradients. q, k, v, the result and the
+  // log-sum-exp are kept.
+  // CHECK-NEXT: cleave.attention attention fwd: flops=1824 read=832 written=128 kernels=1 bwd: flops=3888 read=1120 written=832 kernels=2 saved=992
+  %dense = cleave.attention %q, %k, %v {causal = false, scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x4xf32> -> tensor<1x2x4x4xf32>
+  // Causal: query i sees keys j <= i + 2, so 3 + 4 + 5 + 6 = 18 pairs per
+  // head of 24; bytes stay.
+  // CHECK-NEXT: cleave.attention attention fwd: flops=1368 read=832 written=128 kernels=1 bwd: flops=2916 read=1120 written=832 kernels=2 saved=992
+  %causal = cleave.attention %q, %k, %v {causal = true, scale = 0.5 : f64} : tensor<1x2x4x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x4xf32> -> tensor<1x2x4x4xf32>
+  return %dense, %causal : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>
+}
+
 // CHECK-LABEL: cost of @dropout
 func.func @dropout(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
   // A plan's forward is inference: no kernel. Training reads 64 bytes and

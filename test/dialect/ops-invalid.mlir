@@ -955,3 +955,83 @@ func.func @all_to_all_ranks(%x: tensor<2x8xf32>) {
   %0 = cleave.all_to_all %x {group = "tp", from_dim = 0 : i64, from_blocks = 1 : i64, to_dim = 1 : i64, to_blocks = 1 : i64} : tensor<2x8xf32> -> tensor<4x2xf32>
   return
 }
+
+// -----
+
+func.func @attention_rank(%q: tensor<2x8x16xf32>, %k: tensor<2x4x8x16xf32>) {
+  // expected-error @+1 {{'cleave.attention' op q must be [batch, heads, sequence, head_dim], got 'tensor<2x8x16xf32>'}}
+  %0 = cleave.attention %q, %k, %k {causal = false, scale = 1.0 : f64} : tensor<2x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_element_type(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xbf16>) {
+  // expected-error @+1 {{'cleave.attention' op q, k and v must have one element type}}
+  %0 = cleave.attention %q, %k, %q {causal = false, scale = 1.0 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xbf16>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_heads(%q: tensor<2x4x8x16xf32>, %k: tensor<2x2x8x16xf32>) {
+  // expected-error @+1 {{'cleave.attention' op q, k and v must have the same batch and heads (dims 0 and 1)}}
+  %0 = cleave.attention %q, %k, %k {causal = false, scale = 1.0 : f64} : tensor<2x4x8x16xf32>, tensor<2x2x8x16xf32>, tensor<2x2x8x16xf32> -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x32xf32>) {
+  // expected-error @+1 {{'cleave.attention' op k's head dim 32 differs from q's 16}}
+  %0 = cleave.attention %q, %k, %k {causal = false, scale = 1.0 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32>, tensor<2x4x8x32xf32> -> tensor<2x4x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_keys(%q: tensor<2x4x8x16xf32>, %v: tensor<2x4x6x16xf32>) {
+  // expected-error @+1 {{'cleave.attention' op v has 6 keys (dim 2), k has 8}}
+  %0 = cleave.attention %q, %q, %v {causal = false, scale = 1.0 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32> -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_no_keys(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x0x16xf32>) {
+  // expected-error @+1 {{'cleave.attention' op needs at least one key}}
+  %0 = cleave.attention %q, %k, %k {causal = false, scale = 1.0 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x0x16xf32>, tensor<2x4x0x16xf32> -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_causal_keys(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x6x16xf32>) {
+  // expected-error @+1 {{'cleave.attention' op causal attention needs at least as many keys as queries, got 6 keys for 8 queries}}
+  %0 = cleave.attention %q, %k, %k {causal = true, scale = 1.0 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x6x16xf32>, tensor<2x4x6x16xf32> -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x4x8x16xf32>) {
+  // expected-error @+1 {{'cleave.attention' op scale must be finite}}
+  %0 = cleave.attention %q, %q, %q {causal = false, scale = 0x7FF0000000000000 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32> -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<2x4x8x16xf32>, %v: tensor<2x4x8x32xf32>) {
+  // expected-error @+1 {{'cleave.attention' op result must be 'tensor<2x4x8x32xf32>' ([batch, heads, queries, v's head dim]), got 'tensor<2x4x8x16xf32>'}}
+  %0 = cleave.attention %q, %q, %v {causal = false, scale = 1.0 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x32xf32> -> tensor<2x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_integer(%q: tensor<2x4x8x16xi64>) {
+  // expected-error @+1 {{'cleave.attention' op operand #0 must be statically shaped tensor of}}
+  %0 = cleave.attention %q, %q, %q {causal = false, scale = 1.0 : f64} : tensor<2x4x8x16xi64>, tensor<2x4x8x16xi64>, tensor<2x4x8x16xi64> -> tensor<2x4x8x16xi64>
+  return
+}

@@ -219,6 +219,18 @@ func.func @norms(%x: tensor<2x8x128xf32>, %w: tensor<128xf32>, %b: tensor<128xf3
   return
 }
 
+// Fused attention: causal or not, f32 or bf16, v with its own head dim and
+// more keys than queries.
+// CHECK-LABEL: func.func @attention(
+// CHECK-SAME:    %[[Q:[^:]+]]: tensor<2x4x8x16xf32>, %[[K:[^:]+]]: tensor<2x4x10x16xf32>, %[[V:[^:]+]]: tensor<2x4x10x32xf32>, %[[H:[^:]+]]: tensor<1x2x4x8xbf16>)
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x10x16xf32>, %v: tensor<2x4x10x32xf32>, %h: tensor<1x2x4x8xbf16>) {
+  // CHECK-NEXT: %{{.+}} = cleave.attention %[[Q]], %[[K]], %[[V]] {causal = true, scale = 2.500000e-01 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x10x16xf32>, tensor<2x4x10x32xf32> -> tensor<2x4x8x32xf32>
+  %0 = cleave.attention %q, %k, %v {causal = true, scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x10x16xf32>, tensor<2x4x10x32xf32> -> tensor<2x4x8x32xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.attention %[[H]], %[[H]], %[[H]] {causal = false, scale = -1.000000e+00 : f64} : tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16> -> tensor<1x2x4x8xbf16>
+  %1 = cleave.attention %h, %h, %h {causal = false, scale = -1.0 : f64} : tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xbf16> -> tensor<1x2x4x8xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @reductions(
 // CHECK-SAME:    %[[X:[^:]+]]: tensor<2x8x128xf32>, %[[I:[^:]+]]: tensor<3x5xi64>)
 func.func @reductions(%x: tensor<2x8x128xf32>, %i: tensor<3x5xi64>) {

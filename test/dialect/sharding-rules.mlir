@@ -239,6 +239,15 @@ func.func @fused_qkv(%x: tensor<2x8x32xf32>) -> tensor<2x4x8x8xf32> {
   return %t : tensor<2x4x8x8xf32>
 }
 
+// Fused attention: batch and heads split with no collective (each rank its
+// own heads, as tp does); queries, keys and head dims stay whole.
+// CHECK-LABEL: sharding rules of @attention
+func.func @attention(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x10x16xf32>, %v: tensor<2x4x10x32xf32>) -> tensor<2x4x8x32xf32> {
+  // CHECK-NEXT: cleave.attention: ([i, j, k, l], [i, j, m, l], [i, j, m, n]) -> ([i, j, k, n]) i=2 j=4 k=8:replicated l=16:replicated m=10:replicated n=32:replicated
+  %y = cleave.attention %q, %k, %v {causal = false, scale = 0.25 : f64} : tensor<2x4x8x16xf32>, tensor<2x4x10x16xf32>, tensor<2x4x10x32xf32> -> tensor<2x4x8x32xf32>
+  return %y : tensor<2x4x8x32xf32>
+}
+
 // Factors past z are named by their number in the alphabet's order: f26, ….
 // CHECK-LABEL: sharding rules of @many_factors
 func.func @many_factors(%a: tensor<1xf32>) -> tensor<18xf32> {

@@ -311,7 +311,7 @@ const std::vector<std::string> kAllKernels = {
     "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
     "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "conv2d", "max_pool2d",
     "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
-    "concat"};
+    "concat", "attention"};
 
 TEST_P(KernelTest, HasEveryKernelOfTheDialect) {
   std::set<std::string> names;
@@ -1596,6 +1596,131 @@ TEST_P(KernelTest, ConcatAlongAnyDim) {
   expectError(sig("concat", {}, D(f32, {2, 5}), a), {"concat", "at least 1 input"});
   expectError(sig("concat", {D(f32, {2, 3})}, D(f32, {2, 3}), attrs({{"dim", I(2)}})),
               {"concat", "dim 2 is out of range"});
+}
+
+//===----------------------------------------------------------------------===//
+// Fused attention.
+//===----------------------------------------------------------------------===//
+
+/// softmax(scale * q k^T) v per batch and head, in doubles, the scores
+/// formed whole; with `causal`, query i sees keys j <= i + (Sk - Sq). A
+/// query that sees no finite score gets NaN, as softmax gives.
+std::vector<double> refAttention(const HostTensor &q, const HostTensor &k, const HostTensor &v,
+                                 bool causal, double scale) {
+  const Shape &qs = q.desc.shape;
+  const int64_t heads = qs[0] * qs[1], sq = qs[2], d = qs[3];
+  const int64_t sk = k.desc.shape[2], dv = v.desc.shape[3];
+  std::vector<double> out(heads * sq * dv);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < sq; ++i) {
+      std::vector<double> scores(sk, -kInf);
+      double mx = -kInf;
+      for (int64_t j = 0; j < sk; ++j) {
+        if (causal && j > i + sk - sq)
+          continue;
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c)
+          dot += q.at((h * sq + i) * d + c) * k.at((h * sk + j) * d + c);
+        scores[j] = dot * scale;
+        mx = std::max(mx, scores[j]);
+      }
+      double sum = 0;
+      for (double &sc : scores) {
+        sc = std::exp(sc - mx);
+        sum += sc;
+      }
+      for (int64_t c = 0; c < dv; ++c) {
+        double acc = 0;
+        for (int64_t j = 0; j < sk; ++j)
+          acc += scores[j] * v.at((h * sk + j) * dv + c);
+        out[(h * sq + i) * dv + c] = acc / sum;
+      }
+    }
+  return out;
+}
+
+TEST_P(KernelTest, AttentionMatchesReference) {
+  // Sizes around the kernel's blocks (32 queries, 64 keys) and off them,
+  // more keys than queries (causal rows then start past the diagonal) and
+  // fewer (non-causal only), v with its own head dim, negative scales.
+  struct Case {
+    Shape q, k, v;
+    bool causal;
+    double scale;
+  };
+  const std::vector<Case> cases = {
+      {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, true, 1.0},
+      {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, true, 0.25},
+      {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, false, 0.25},
+      {{1, 2, 130, 64}, {1, 2, 130, 64}, {1, 2, 130, 64}, true, 0.125},
+      {{1, 2, 5, 8}, {1, 2, 70, 8}, {1, 2, 70, 8}, true, 0.35},
+      {{1, 2, 33, 8}, {1, 2, 129, 8}, {1, 2, 129, 24}, true, -0.3},
+      {{1, 2, 70, 8}, {1, 2, 5, 8}, {1, 2, 5, 3}, false, 0.5},
+      {{3, 1, 65, 7}, {3, 1, 65, 7}, {3, 1, 65, 9}, false, 1.0},
+  };
+  for (const Case &c : cases) {
+    HostTensor q = random(c.q), k = random(c.k), v = random(c.v), y;
+    Shape out = {c.q[0], c.q[1], c.q[2], c.v[3]};
+    ASSERT_OK(run("attention", {&q, &k, &v}, D(f32, out), &y,
+                  attrs({{"causal", B(c.causal)}, {"scale", F(c.scale)}})));
+    expectClose(y, refAttention(q, k, v, c.causal, c.scale), 1e-6, 1e-5,
+                std::string(c.causal ? "causal " : "") + "attention q " + describe(c.q, f32) +
+                    " k " + describe(c.k, f32));
+  }
+  // Large scores: the online softmax's rescaling must not overflow.
+  HostTensor q = random({1, 1, 80, 4}, -30, 30), k = random({1, 1, 80, 4}, -30, 30),
+             v = random({1, 1, 80, 4}), y;
+  ASSERT_OK(run("attention", {&q, &k, &v}, D(f32, {1, 1, 80, 4}), &y,
+                attrs({{"causal", B(true)}, {"scale", F(1.0)}})));
+  expectClose(y, refAttention(q, k, v, true, 1.0), 1e-6, 1e-5, "large scores");
+}
+
+TEST_P(KernelTest, AttentionRowsThatSeeNoKey) {
+  // Causal with fewer keys than queries: query i sees keys j <= i + (Sk - Sq),
+  // so the first Sq - Sk rows see none and are zeros; the others are the
+  // reference's. No keys at all: every row is zeros.
+  HostTensor q = random({1, 2, 7, 4}), k = random({1, 2, 3, 4}), v = random({1, 2, 3, 5}), y;
+  ASSERT_OK(run("attention", {&q, &k, &v}, D(f32, {1, 2, 7, 5}), &y,
+                attrs({{"causal", B(true)}, {"scale", F(0.5)}})));
+  std::vector<double> want = refAttention(q, k, v, true, 0.5);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t i = 0; i < 4; ++i)
+      for (int64_t c = 0; c < 5; ++c)
+        want[(h * 7 + i) * 5 + c] = 0;
+  expectClose(y, want, 1e-6, 1e-5, "causal, 7 queries, 3 keys");
+  HostTensor none(f32, {1, 2, 0, 4}), noValues(f32, {1, 2, 0, 5});
+  ASSERT_OK(run("attention", {&q, &none, &noValues}, D(f32, {1, 2, 7, 5}), &y,
+                attrs({{"causal", B(false)}, {"scale", F(0.5)}})));
+  expectClose(y, std::vector<double>(2 * 7 * 5, 0.0), 0, 0, "no keys");
+}
+
+TEST_P(KernelTest, AttentionValidation) {
+  // Messages name the operands' shapes; the contract's checks only (a
+  // compiled plan always carries `scale`; without it, 1/sqrt(D) applies).
+  Attributes a = attrs({{"causal", B(true)}, {"scale", F(0.5)}});
+  TensorDesc q = D(f32, {2, 4, 8, 16});
+  expectError(sig("attention", {q, q}, q, a), {"attention", "3 inputs"});
+  expectError(sig("attention", {D(f32, {4, 8, 16}), q, q}, q, a), {"attention", "4x8x16xf32"});
+  expectError(sig("attention", {q, D(f32, {2, 2, 8, 16}), D(f32, {2, 2, 8, 16})}, q, a),
+              {"attention", "2x2x8x16xf32"});
+  expectError(sig("attention", {q, D(f32, {2, 4, 8, 32}), q}, q, a),
+              {"attention", "2x4x8x32xf32"});
+  expectError(sig("attention", {q, q, D(f32, {2, 4, 9, 16})}, q, a),
+              {"attention", "2x4x9x16xf32"});
+  expectError(sig("attention", {q, q, D(f32, {2, 4, 8, 32})}, q, a),
+              {"attention", "2x4x8x32xf32"});
+  expectError(sig("attention", {q, q, q}, q, attrs({{"causal", S("yes")}, {"scale", F(1)}})),
+              {"attention", "'causal'"});
+  expectError(sig("attention", {q, q, q}, q, attrs({{"causal", B(false)}, {"scale", S("1")}})),
+              {"attention", "'scale'"});
+  expectError(sig("attention", {D(i64, {2, 4, 8, 16}), q, q}, q, a), {"attention", "i64"});
+  expectError(sig("attention", {q, D(i64, {2, 4, 8, 16}), q}, q, a), {"attention", "k"});
+  // The default scale: the same as an explicit 1/sqrt(D).
+  HostTensor x = random({1, 1, 5, 16}), withDefault, explicitScale;
+  ASSERT_OK(run("attention", {&x, &x, &x}, x.desc, &withDefault, attrs({{"causal", B(true)}})));
+  ASSERT_OK(run("attention", {&x, &x, &x}, x.desc, &explicitScale,
+                attrs({{"causal", B(true)}, {"scale", F(0.25)}})));
+  expectClose(withDefault, explicitScale.values(), 0, 0, "default scale");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, KernelTest,

@@ -41,6 +41,9 @@ public:
   virtual Status synchronize() = 0;
   /// True when device memory is host memory (weights load in place).
   virtual bool sharesHostMemory() const { return false; }
+  /// Bytes the backend holds for its kernels beyond a plan's arena and
+  /// weights (the CPU backend's bf16 staging), once kernels are prepared.
+  virtual size_t workspaceBytes() const { return 0; }
 };
 
 /// The CPU backend: oneDNN GEMM and OpenMP loops.

@@ -183,23 +183,24 @@ Status buildLinear(const KernelSignature &sig, KernelFn *fn) {
 /// Looks rows up in a table that holds rows [offset, offset + rows) of the
 /// whole one. A shard (`sharded`, a vocabulary split over a tp group) gives
 /// zeros for the indices other ranks hold, so the group's sum is the lookup;
-/// a whole table rejects an index outside it.
+/// a whole table rejects an index outside it. Rows are copied as bytes
+/// (`rowBytes` each), so f32 and bf16 tables take the same path.
 template <typename Index>
-Status embed(const float *table, const Index *indices, float *out, int64_t count,
-             int64_t rows, int64_t dim, bool sharded, int64_t offset) {
+Status embed(const char *table, const Index *indices, char *out, int64_t count, int64_t rows,
+             size_t rowBytes, bool sharded, int64_t offset) {
   if (!sharded)
     for (int64_t i = 0; i < count; ++i)
       if (indices[i] < 0 || indices[i] >= rows)
         return CLEAVE_ERROR("embedding: index ", static_cast<int64_t>(indices[i]),
                             " at position ", i, " is out of range for a table of ", rows,
                             " rows");
-  parallelRange(count, dim, [&](int64_t b, int64_t e) {
+  parallelRange(count, static_cast<int64_t>(rowBytes / 4), [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       int64_t row = static_cast<int64_t>(indices[i]) - offset;
       if (row < 0 || row >= rows)
-        std::memset(out + i * dim, 0, sizeof(float) * dim);
+        std::memset(out + i * rowBytes, 0, rowBytes);
       else
-        std::memcpy(out + i * dim, table + row * dim, sizeof(float) * dim);
+        std::memcpy(out + i * rowBytes, table + row * rowBytes, rowBytes);
     }
   });
   return {};
@@ -210,7 +211,8 @@ Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "weight"));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "indices"));
   const TensorDesc &w = *sig.inputs[0], &idx = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "weight", w, {DType::F32}));
+  // A gather: bf16 tables are read as they are, not widened.
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "weight", w, {DType::F32, DType::BF16}));
   CLEAVE_RETURN_IF_ERROR(checkDType(sig, "indices", idx, {DType::I64, DType::I32}));
   if (w.rank() != 2)
     return CLEAVE_ERROR(sig.kernel, ": table must be 2-D [rows, dim], got ",
@@ -222,16 +224,17 @@ Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
   int64_t offset = 0;
   if (sharded)
     CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("row_offset", &offset));
-  const int64_t count = idx.numel(), rows = w.shape[0], dim = w.shape[1];
+  const int64_t count = idx.numel(), rows = w.shape[0];
+  const size_t rowBytes = static_cast<size_t>(w.shape[1]) * dtypeBytes(w.dtype);
   const bool wide = idx.dtype == DType::I64;
   *fn = [=](const KernelCall &call) -> Status {
-    const float *table = static_cast<const float *>(call.inputs[0]);
-    float *out = static_cast<float *>(call.outputs[0]);
+    const char *table = static_cast<const char *>(call.inputs[0]);
+    char *out = static_cast<char *>(call.outputs[0]);
     if (wide)
-      return embed(table, static_cast<const int64_t *>(call.inputs[1]), out, count, rows, dim,
-                   sharded, offset);
-    return embed(table, static_cast<const int32_t *>(call.inputs[1]), out, count, rows, dim,
-                 sharded, offset);
+      return embed(table, static_cast<const int64_t *>(call.inputs[1]), out, count, rows,
+                   rowBytes, sharded, offset);
+    return embed(table, static_cast<const int32_t *>(call.inputs[1]), out, count, rows,
+                 rowBytes, sharded, offset);
   };
   return {};
 }
@@ -339,7 +342,7 @@ Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
 void registerContractionKernels(KernelTable &table) {
   table["matmul"] = buildMatmul;
   table["linear"] = buildLinear;
-  table["embedding"] = buildEmbedding;
+  table["embedding"] = {buildEmbedding, /*takesBf16=*/true};
   table["conv2d"] = buildConv2d;
 }
 

@@ -34,8 +34,10 @@ inline bool conv2dIsDirectGemm(const Shape &weight, const std::vector<int64_t> &
 /// Bytes of scratch a CPU conv2d needs: the im2col matrix of one image and
 /// one group, (C_in / groups) * KH * KW rows by OH * OW columns, or 0 for the
 /// direct-GEMM case. `input` is [N, C_in, H, W], `weight` [F, C_in / groups,
-/// KH, KW], `output` [N, F, OH, OW]. Malformed shapes give 0 (the kernel
-/// builder rejects them with a clearer error).
+/// KH, KW], `output` [N, F, OH, OW]. The matrix holds the kernel's compute
+/// type: f32 for f32 and for bf16/f16, which the CPU backend widens to f32.
+/// Malformed shapes give 0 (the kernel builder rejects them with a clearer
+/// error).
 inline size_t conv2dScratchBytes(const Shape &input, const Shape &weight, const Shape &output,
                                  int64_t groups, const std::vector<int64_t> &stride,
                                  const std::vector<int64_t> &padding,
@@ -46,8 +48,7 @@ inline size_t conv2dScratchBytes(const Shape &input, const Shape &weight, const 
     return 0;
   size_t elementBytes = 4;
   switch (dtype) {
-  case DType::F32: case DType::I32: elementBytes = 4; break;
-  case DType::BF16: case DType::F16: elementBytes = 2; break;
+  case DType::F32: case DType::I32: case DType::BF16: case DType::F16: elementBytes = 4; break;
   case DType::I64: elementBytes = 8; break;
   case DType::I1: elementBytes = 1; break;
   }

@@ -379,11 +379,11 @@ Status buildConcat(const KernelSignature &sig, KernelFn *fn) {
 } // namespace
 
 void registerDataMovementKernels(KernelTable &table) {
-  table["reshape"] = buildReshape;
-  table["permute"] = buildPermute;
-  table["broadcast_to"] = buildBroadcastTo;
-  table["slice"] = buildSlice;
-  table["concat"] = buildConcat;
+  table["reshape"] = {buildReshape, /*takesBf16=*/true};
+  table["permute"] = {buildPermute, /*takesBf16=*/true};
+  table["broadcast_to"] = {buildBroadcastTo, /*takesBf16=*/true};
+  table["slice"] = {buildSlice, /*takesBf16=*/true};
+  table["concat"] = {buildConcat, /*takesBf16=*/true};
 }
 
 } // namespace cleave::runtime::cpu

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/BFloat16.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 #include "runtime/cpu/VecMath.h"
@@ -494,8 +495,17 @@ Status buildWhere(const KernelSignature &sig, KernelFn *fn) {
 // cast.
 //===----------------------------------------------------------------------===//
 
+/// A bf16 element, as its bits; cast converts through f32 (runtime/BFloat16.h).
+struct Bf16 {
+  uint16_t bits;
+};
+
 template <typename From, typename To> To convert(From v) {
-  if constexpr (std::is_same_v<To, Bool>)
+  if constexpr (std::is_same_v<From, Bf16>)
+    return convert<float, To>(bf16ToFloat(v.bits));
+  else if constexpr (std::is_same_v<To, Bf16>)
+    return Bf16{floatToBf16(convert<From, float>(v))}; // integers round as PyTorch: via f32
+  else if constexpr (std::is_same_v<To, Bool>)
     return v != From(0);
   else if constexpr (std::is_same_v<From, Bool>)
     return static_cast<To>(v != 0);
@@ -513,6 +523,7 @@ template <typename From, typename To> KernelFn makeCast(int64_t n) {
 template <typename From> Status makeCastFrom(const KernelSignature &sig, DType to, int64_t n, KernelFn *fn) {
   switch (to) {
   case DType::F32: *fn = makeCast<From, float>(n); return {};
+  case DType::BF16: *fn = makeCast<From, Bf16>(n); return {};
   case DType::I64: *fn = makeCast<From, int64_t>(n); return {};
   case DType::I32: *fn = makeCast<From, int32_t>(n); return {};
   case DType::I1: *fn = makeCast<From, Bool>(n); return {};
@@ -520,13 +531,15 @@ template <typename From> Status makeCastFrom(const KernelSignature &sig, DType t
   }
 }
 
+/// Converts directly between every pair of f32, bf16, i64, i32 and i1.
 Status buildCast(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
   const TensorDesc &in = *sig.inputs[0];
   const TensorDesc &out = sig.outputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::F32, DType::I64, DType::I32, DType::I1}));
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "output", out, {DType::F32, DType::I64, DType::I32, DType::I1}));
+  const auto dtypes = {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1};
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "output", out, dtypes));
   CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {out.dtype, in.shape}, "the input's shape"));
   const int64_t n = in.numel();
   if (in.dtype == out.dtype) {
@@ -539,6 +552,7 @@ Status buildCast(const KernelSignature &sig, KernelFn *fn) {
   }
   switch (in.dtype) {
   case DType::F32: return makeCastFrom<float>(sig, out.dtype, n, fn);
+  case DType::BF16: return makeCastFrom<Bf16>(sig, out.dtype, n, fn);
   case DType::I64: return makeCastFrom<int64_t>(sig, out.dtype, n, fn);
   case DType::I32: return makeCastFrom<int32_t>(sig, out.dtype, n, fn);
   case DType::I1: return makeCastFrom<Bool>(sig, out.dtype, n, fn);
@@ -620,9 +634,9 @@ void registerElementwiseKernels(KernelTable &table) {
   table["or"] = buildLogical<OrOp>;
   table["compare"] = buildCompare;
   table["where"] = buildWhere;
-  table["cast"] = buildCast;
-  table["tril"] = buildTriangle<true>;
-  table["triu"] = buildTriangle<false>;
+  table["cast"] = {buildCast, /*takesBf16=*/true};
+  table["tril"] = {buildTriangle<true>, /*takesBf16=*/true};
+  table["triu"] = {buildTriangle<false>, /*takesBf16=*/true};
 }
 
 } // namespace cleave::runtime::cpu

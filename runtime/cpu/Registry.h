@@ -12,7 +12,19 @@
 
 namespace cleave::runtime::cpu {
 
-using KernelTable = std::map<std::string, KernelBuilder, std::less<>>;
+/// A kernel's builder, and whether it reads bf16 operands itself. Kernels that
+/// compute are written for f32 (and integers); the backend runs their bf16
+/// instructions widened to f32 (CpuBackend.cpp). Kernels that only move
+/// elements, or convert them, take bf16 directly.
+struct KernelEntry {
+  KernelBuilder build = nullptr;
+  bool takesBf16 = false;
+
+  KernelEntry() = default;
+  KernelEntry(KernelBuilder build, bool takesBf16 = false) : build(build), takesBf16(takesBf16) {}
+};
+
+using KernelTable = std::map<std::string, KernelEntry, std::less<>>;
 
 /// neg abs relu silu sigmoid tanh exp log sqrt rsqrt sin cos erf not gelu,
 /// add sub mul div pow maximum minimum and or, compare where cast tril triu.

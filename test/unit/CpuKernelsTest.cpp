@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/BFloat16.h"
 #include "runtime/Backend.h"
 #include "runtime/DeviceBackends.h"
 #include "runtime/cpu/ConvScratch.h"
@@ -64,6 +65,7 @@ struct HostTensor {
   double at(int64_t i) const {
     switch (desc.dtype) {
     case DType::F32: return as<float>()[i];
+    case DType::BF16: return bf16ToFloat(as<uint16_t>()[i]);
     case DType::I64: return static_cast<double>(as<int64_t>()[i]);
     case DType::I32: return as<int32_t>()[i];
     case DType::I1: return as<uint8_t>()[i];
@@ -85,6 +87,7 @@ HostTensor make(DType dtype, Shape shape, const std::vector<double> &values) {
   for (int64_t i = 0; i < t.numel() && i < static_cast<int64_t>(values.size()); ++i) {
     switch (dtype) {
     case DType::F32: t.as<float>()[i] = static_cast<float>(values[i]); break;
+    case DType::BF16: t.as<uint16_t>()[i] = floatToBf16(static_cast<float>(values[i])); break;
     case DType::I64: t.as<int64_t>()[i] = static_cast<int64_t>(values[i]); break;
     case DType::I32: t.as<int32_t>()[i] = static_cast<int32_t>(values[i]); break;
     case DType::I1: t.as<uint8_t>()[i] = values[i] != 0; break;
@@ -457,8 +460,8 @@ TEST_P(KernelTest, LogicalNot) {
 
 TEST_P(KernelTest, UnaryValidation) {
   expectError(sig("exp", {D(i64, {2})}, D(i64, {2})), {"exp", "i64", "f32"});
-  expectError(sig("exp", {D(bf16, {2})}, D(bf16, {2})),
-              {"cpu backend has no bf16 kernel for 'exp' yet"});
+  expectError(sig("exp", {D(f16, {2})}, D(f16, {2})),
+              {"cpu backend has no f16 kernel for 'exp' yet"});
   expectError(sig("relu", {D(f16, {2})}, D(f16, {2})), {"no f16 kernel for 'relu'"});
   expectError(sig("not", {D(f32, {2})}, D(f32, {2})), {"not", "expected i1"});
   expectError(sig("neg", {D(i1, {2})}, D(i1, {2})), {"neg", "i1"});
@@ -632,8 +635,8 @@ TEST_P(KernelTest, BinaryValidation) {
               {"add: output is 2x3xf32, expected 2x4xf32"});
   expectError(sig("add", {D(f32, {4}), D(i64, {4})}, D(f32, {4})),
               {"add", "different element types"});
-  expectError(sig("add", {D(bf16, {4}), D(bf16, {4})}, D(bf16, {4})),
-              {"cpu backend has no bf16 kernel for 'add' yet"});
+  expectError(sig("add", {D(f16, {4}), D(f16, {4})}, D(f16, {4})),
+              {"cpu backend has no f16 kernel for 'add' yet"});
   expectError(sig("add", {D(i1, {4}), D(i1, {4})}, D(i1, {4})), {"add", "i1"});
   expectError(sig("add", {D(f32, {4}), D(f32, {4}), D(f32, {4})}, D(f32, {4})),
               {"add", "expects 2 inputs, got 3"});
@@ -715,7 +718,7 @@ TEST_P(KernelTest, CastBetweenAllDtypes) {
   ASSERT_OK(run("cast", {&nan}, D(i1, {1}), &y));
   expectEqual(y, {1}); // NaN is non-zero
   expectError(sig("cast", {D(f32, {2, 4})}, D(i64, {8})), {"cast", "output is 8xi64", "2x4xi64"});
-  expectError(sig("cast", {D(f32, {2})}, D(bf16, {2})), {"no bf16 kernel for 'cast'"});
+  expectError(sig("cast", {D(f32, {2})}, D(f16, {2})), {"no f16 kernel for 'cast'"});
 }
 
 TEST_P(KernelTest, TrilAndTriu) {
@@ -798,8 +801,8 @@ TEST_P(KernelTest, MatmulWithBroadcastBatches) {
   expectError(sig("matmul", {D(f32, {2, 4}), D(f32, {4, 5})}, D(f32, {2, 4})),
               {"matmul", "output is 2x4xf32, expected 2x5xf32"});
   expectError(sig("matmul", {D(i64, {2, 4}), D(i64, {4, 5})}, D(i64, {2, 5})), {"matmul", "i64"});
-  expectError(sig("matmul", {D(bf16, {2, 4}), D(bf16, {4, 5})}, D(bf16, {2, 5})),
-              {"no bf16 kernel for 'matmul'"});
+  expectError(sig("matmul", {D(f16, {2, 4}), D(f16, {4, 5})}, D(f16, {2, 5})),
+              {"no f16 kernel for 'matmul'"});
 }
 
 TEST_P(KernelTest, LinearWithAndWithoutBias) {
@@ -1238,9 +1241,9 @@ TEST_P(KernelTest, Conv2dValidation) {
                          {"groups", I(0)}}),
                   scratch),
               {"conv2d", "groups must be >= 1"});
-  expectError(sig("conv2d", {D(bf16, {1, 3, 8, 8}), D(bf16, {4, 3, 3, 3})}, D(bf16, {1, 4, 6, 6}), a,
+  expectError(sig("conv2d", {D(f16, {1, 3, 8, 8}), D(f16, {4, 3, 3, 3})}, D(f16, {1, 4, 6, 6}), a,
                   scratch),
-              {"no bf16 kernel for 'conv2d'"});
+              {"no f16 kernel for 'conv2d'"});
   // The direct-GEMM case needs no scratch at all.
   KernelFn fn;
   ASSERT_OK(prepare(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 1, 1})}, D(f32, {1, 4, 8, 8}),
@@ -1722,6 +1725,262 @@ TEST_P(KernelTest, AttentionValidation) {
                 attrs({{"causal", B(true)}, {"scale", F(0.25)}})));
   expectClose(withDefault, explicitScale.values(), 0, 0, "default scale");
 }
+
+//===----------------------------------------------------------------------===//
+// bf16: conversions, kernels widened to f32, and the kernels that take bf16
+// directly.
+//===----------------------------------------------------------------------===//
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+float floatOf(uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+TEST(BFloat16, RoundsToNearestTiesToEven) {
+  EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
+  // Halfway between 0x3f80 (even) and 0x3f81: down to the even one.
+  EXPECT_EQ(floatToBf16(floatOf(0x3f808000)), 0x3f80);
+  // Halfway between 0x3f81 (odd) and 0x3f82: up to the even one.
+  EXPECT_EQ(floatToBf16(floatOf(0x3f818000)), 0x3f82);
+  // Just above and below halfway go to the nearer.
+  EXPECT_EQ(floatToBf16(floatOf(0x3f808001)), 0x3f81);
+  EXPECT_EQ(floatToBf16(floatOf(0x3f817fff)), 0x3f81);
+  // Negative values round by magnitude.
+  EXPECT_EQ(floatToBf16(floatOf(0xbf818000)), 0xbf82);
+  EXPECT_EQ(floatToBf16(floatOf(0xbf808000)), 0xbf80);
+  // A carry out of the mantissa bumps the exponent: 1.9999999 -> 2.
+  EXPECT_EQ(floatToBf16(floatOf(0x3fffffff)), 0x4000);
+  // Subnormals and signed zeros.
+  EXPECT_EQ(floatToBf16(floatOf(0x00018000)), 0x0002);
+  EXPECT_EQ(floatToBf16(-0.0f), 0x8000);
+  EXPECT_EQ(bf16ToFloat(0x3f82), 1.015625f);
+  EXPECT_EQ(bf16ToFloat(0xc0a0), -5.0f);
+}
+
+TEST(BFloat16, InfinityAndNaN) {
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(floatToBf16(inf), 0x7f80);
+  EXPECT_EQ(floatToBf16(-inf), 0xff80);
+  EXPECT_EQ(bf16ToFloat(0x7f80), inf);
+  // The largest finite bf16 stays; values past its rounding boundary
+  // become infinity, as in PyTorch.
+  EXPECT_EQ(floatToBf16(bf16ToFloat(0x7f7f)), 0x7f7f);
+  EXPECT_EQ(floatToBf16(std::numeric_limits<float>::max()), 0x7f80);
+  // NaN stays NaN, with its sign, even when its payload is only in the low
+  // bits that bf16 drops (truncation would make it infinity).
+  for (uint32_t nan : {0x7fc00000u, 0x7f800001u, 0xff800001u, 0x7fffffffu}) {
+    uint16_t b = floatToBf16(floatOf(nan));
+    EXPECT_TRUE(std::isnan(bf16ToFloat(b))) << std::hex << nan << " -> " << b;
+    EXPECT_EQ(b & 0x8000, (nan >> 16) & 0x8000) << std::hex << nan;
+  }
+}
+
+TEST(BFloat16, WideningIsExactAndRoundTrips) {
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    float f = bf16ToFloat(static_cast<uint16_t>(b));
+    EXPECT_EQ(bitsOf(f), b << 16);
+    if (std::isnan(f))
+      EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(f))));
+    else
+      EXPECT_EQ(floatToBf16(f), b) << std::hex << b;
+  }
+}
+
+/// `t` rounded to bf16.
+HostTensor toBf16(const HostTensor &t) {
+  HostTensor out(bf16, t.desc.shape);
+  if (t.desc.dtype == bf16)
+    return t;
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.as<uint16_t>()[i] = floatToBf16(static_cast<float>(t.at(i)));
+  return out;
+}
+
+/// `t` widened to f32 (exact for bf16).
+HostTensor toF32(const HostTensor &t) {
+  HostTensor out(f32, t.desc.shape);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    out.as<float>()[i] = static_cast<float>(t.at(i));
+  return out;
+}
+
+/// Runs kernels on bf16 copies of float inputs (other dtypes as they are) and
+/// checks the results bit for bit against the f32 kernel on the same
+/// (widened) values, rounded to bf16: what the widening path promises.
+class Bf16KernelTest : public KernelTest {
+protected:
+  /// `computes`: the kernel computes new values (not a selection), so some
+  /// of its f32 results must need rounding.
+  void expectWidened(const std::string &kernel, const std::vector<const HostTensor *> &inputs,
+                     TensorDesc out, Attributes a = {}, size_t scratch = 0,
+                     bool computes = true) {
+    std::vector<HostTensor> narrow, wide;
+    narrow.reserve(inputs.size());
+    wide.reserve(inputs.size());
+    std::vector<const HostTensor *> narrowIn, wideIn;
+    for (const HostTensor *in : inputs) {
+      if (!in) {
+        narrowIn.push_back(nullptr);
+        wideIn.push_back(nullptr);
+        continue;
+      }
+      bool isFloat = in->desc.dtype == f32 || in->desc.dtype == bf16;
+      narrow.push_back(isFloat ? toBf16(*in) : *in);
+      wide.push_back(isFloat ? toF32(narrow.back()) : *in);
+      narrowIn.push_back(&narrow.back());
+      wideIn.push_back(&wide.back());
+    }
+    TensorDesc narrowOut = out;
+    if (out.dtype == f32)
+      narrowOut.dtype = bf16;
+    HostTensor got, reference;
+    ASSERT_OK(run(kernel, narrowIn, narrowOut, &got, a, scratch));
+    ASSERT_OK(run(kernel, wideIn, out, &reference, a, scratch));
+    HostTensor want = out.dtype == f32 ? toBf16(reference) : reference;
+    ASSERT_EQ(got.desc, want.desc) << kernel;
+    int mismatches = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      bool same = got.desc.dtype == bf16
+                      ? got.as<uint16_t>()[i] == want.as<uint16_t>()[i]
+                      : got.at(i) == want.at(i);
+      if (!same && mismatches++ < 5)
+        ADD_FAILURE() << kernel << " element " << i << ": got " << got.at(i) << ", want "
+                      << want.at(i);
+    }
+    // The rounding is real: the bf16 result differs from the f32 one.
+    if (out.dtype == f32 && computes) {
+      bool rounded = false;
+      for (int64_t i = 0; i < reference.numel() && !rounded; ++i)
+        rounded = reference.at(i) != want.at(i);
+      EXPECT_TRUE(rounded) << kernel << ": no element was rounded";
+    }
+  }
+};
+
+TEST_P(Bf16KernelTest, AddWithBroadcasting) {
+  HostTensor x = random({2, 3, 8}), y = random({8}), z = random({3, 1});
+  expectWidened("add", {&x, &y}, D(f32, {2, 3, 8}));
+  expectWidened("mul", {&z, &x}, D(f32, {2, 3, 8}));
+}
+
+TEST_P(Bf16KernelTest, LinearAndMatmulAccumulateInF32) {
+  HostTensor x = random({4, 5, 96}), w = random({24, 96}), b = random({24});
+  expectWidened("linear", {&x, &w, &b}, D(f32, {4, 5, 24}));
+  expectWidened("linear", {&x, &w}, D(f32, {4, 5, 24}));
+  HostTensor q = random({2, 3, 8, 16}), k = random({2, 3, 16, 8});
+  expectWidened("matmul", {&q, &k}, D(f32, {2, 3, 8, 8}));
+}
+
+TEST_P(Bf16KernelTest, Normalizations) {
+  HostTensor x = random({3, 7, 32}, -4, 4), w = random({32}), b = random({32});
+  expectWidened("softmax", {&x}, D(f32, {3, 7, 32}), attrs({{"dim", I(2)}}));
+  expectWidened("softmax", {&x}, D(f32, {3, 7, 32}), attrs({{"dim", I(1)}}));
+  expectWidened("layer_norm", {&x, &w, &b}, D(f32, {3, 7, 32}),
+                attrs({{"normalized_shape", L({32})}, {"eps", F(1e-5)}}));
+  expectWidened("layer_norm", {&x, nullptr, nullptr}, D(f32, {3, 7, 32}),
+                attrs({{"normalized_shape", L({7, 32})}, {"eps", F(1e-5)}}));
+  expectWidened("reduce_mean", {&x}, D(f32, {3, 1, 32}),
+                attrs({{"dims", L({1})}, {"keepdim", B(true)}}));
+}
+
+TEST_P(Bf16KernelTest, OtherOperandsStayAsTheyAre) {
+  // where: an i1 condition next to bf16 values; compare: bf16 in, i1 out.
+  HostTensor c = randomBools({4, 6}), x = random({4, 6}), y = random({6});
+  expectWidened("where", {&c, &x, &y}, D(f32, {4, 6}), {}, 0, /*computes=*/false);
+  expectWidened("compare", {&x, &y}, D(i1, {4, 6}), attrs({{"predicate", S("lt")}}));
+  HostTensor img = random({1, 3, 9, 9}), filt = random({4, 3, 3, 3});
+  Attributes conv = attrs({{"stride", L({1, 1})}, {"padding", L({1, 1})}, {"dilation", L({1, 1})},
+                           {"groups", I(1)}});
+  // The im2col matrix is f32 for a bf16 conv2d too: the kernel is widened.
+  size_t scratch = conv2dScratchBytes({1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 9, 9}, 1, {1, 1}, {1, 1},
+                                      {1, 1}, bf16);
+  EXPECT_EQ(scratch, conv2dScratchBytes({1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 9, 9}, 1, {1, 1},
+                                        {1, 1}, {1, 1}, f32));
+  expectWidened("conv2d", {&img, &filt}, D(f32, {1, 4, 9, 9}), conv, scratch);
+}
+
+TEST_P(Bf16KernelTest, CastConvertsDirectly) {
+  HostTensor x = make(f32, {8}, {1.0, 1.00390625, 1.01171875, -2.5, 1e30, -0.0, 3.99, 65537.0});
+  HostTensor y;
+  ASSERT_OK(run("cast", {&x}, D(bf16, {8}), &y));
+  std::vector<uint16_t> want;
+  for (int64_t i = 0; i < x.numel(); ++i)
+    want.push_back(floatToBf16(x.as<float>()[i]));
+  EXPECT_EQ(std::vector<uint16_t>(y.as<uint16_t>(), y.as<uint16_t>() + 8), want);
+  EXPECT_EQ(y.as<uint16_t>()[1], 0x3f80); // the tie rounds to even
+  HostTensor back;
+  ASSERT_OK(run("cast", {&y}, D(f32, {8}), &back));
+  for (int64_t i = 0; i < 8; ++i)
+    EXPECT_EQ(back.as<float>()[i], bf16ToFloat(want[i]));
+  // To integers: truncation toward zero of the bf16 value; to i1: non-zero.
+  HostTensor b = make(bf16, {4}, {-2.5, 3.999, 0.0, 1.5}), n;
+  ASSERT_OK(run("cast", {&b}, D(i64, {4}), &n));
+  expectEqual(n, {-2, 4, 0, 1}); // 3.999 is 4.0 in bf16
+  ASSERT_OK(run("cast", {&b}, D(i32, {4}), &n));
+  expectEqual(n, {-2, 4, 0, 1});
+  ASSERT_OK(run("cast", {&b}, D(i1, {4}), &n));
+  expectEqual(n, {1, 1, 0, 1});
+  // From integers and i1: through f32, as PyTorch rounds them.
+  HostTensor big = make(i64, {3}, {257, -7, 1 << 20}), r;
+  ASSERT_OK(run("cast", {&big}, D(bf16, {3}), &r));
+  expectEqual(r, {256, -7, 1 << 20});
+  HostTensor flags = make(i1, {2}, {1, 0});
+  ASSERT_OK(run("cast", {&flags}, D(bf16, {2}), &r));
+  expectEqual(r, {1, 0});
+}
+
+TEST_P(Bf16KernelTest, EmbeddingGathersBf16Rows) {
+  HostTensor table = toBf16(random({10, 6})), ids = make(i64, {2, 3}, {0, 9, 3, 3, 1, 7}), y;
+  ASSERT_OK(run("embedding", {&table, &ids}, D(bf16, {2, 3, 6}), &y));
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < 6; ++j)
+      EXPECT_EQ(y.as<uint16_t>()[i * 6 + j],
+                table.as<uint16_t>()[ids.as<int64_t>()[i] * 6 + j]);
+}
+
+TEST_P(Bf16KernelTest, WidenedInstructionsAreChecked) {
+  // A bf16 instruction run as its f32 kernel still checks its shapes, and
+  // its float operands share one type.
+  expectError(sig("matmul", {D(bf16, {2, 4}), D(bf16, {3, 5})}, D(bf16, {2, 5})),
+              {"bf16 matmul, run as its f32 kernel", "matmul", "contraction"});
+  expectError(sig("add", {D(bf16, {4}), D(f32, {4})}, D(bf16, {4})),
+              {"add: mixes bf16 and f32 operands"});
+}
+
+TEST_P(Bf16KernelTest, StagingIsSizedToTheLargestInstruction) {
+  if (GetParam() != "cpu")
+    GTEST_SKIP() << "the staging is the CPU backend's";
+  KernelFn fn;
+  EXPECT_EQ(backend->workspaceBytes(), 0u);
+  ASSERT_OK(prepare(sig("add", {D(bf16, {1024}), D(bf16, {1024})}, D(bf16, {1024})), &fn));
+  EXPECT_EQ(backend->workspaceBytes(), 3u * 4096); // two inputs and the output, in f32
+  ASSERT_OK(prepare(sig("add", {D(bf16, {16}), D(bf16, {16})}, D(bf16, {16})), &fn));
+  EXPECT_EQ(backend->workspaceBytes(), 3u * 4096); // shared, not added
+  ASSERT_OK(prepare(sig("relu", {D(bf16, {4096})}, D(bf16, {4096})), &fn));
+  EXPECT_EQ(backend->workspaceBytes(), 2u * 16384);
+  // Kernels that take bf16 need none.
+  std::string why;
+  auto fresh = makeBackend(GetParam(), &why);
+  ASSERT_TRUE(fresh) << why;
+  ASSERT_OK(fresh->prepareKernel(sig("permute", {D(bf16, {64, 32})}, D(bf16, {32, 64}),
+                                     attrs({{"dims", L({1, 0})}})),
+                                 &fn));
+  ASSERT_OK(fresh->prepareKernel(sig("cast", {D(bf16, {64})}, D(f32, {64})), &fn));
+  EXPECT_EQ(fresh->workspaceBytes(), 0u);
+}
+
+// The CPU's widening path, bit for bit; the CUDA kernels compute bf16 their
+// own way (tensor cores) and are checked by their own tolerances.
+INSTANTIATE_TEST_SUITE_P(Backends, Bf16KernelTest, ::testing::Values(std::string("cpu")),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Backends, KernelTest,
                          ::testing::Values(std::string("cpu"), std::string("cuda")),

@@ -32,8 +32,10 @@ enum class ReduceOp : uint8_t { Sum };
 
 const char *reduceOpName(ReduceOp op);
 
-/// Whether a reduction can run on this dtype: sums on f32, i64 and i32. bf16
-/// and f16 sums are not supported yet (the CPU kernels are f32 only).
+/// Whether a reduction can run on this dtype: sums on f32, bf16, i64 and i32.
+/// Over MPI, bf16 sums accumulate in f32 and round once to bf16 (to nearest,
+/// ties to even), whatever the order the ranks' values arrive in; NCCL sums
+/// bf16 itself. f16 sums are not supported yet.
 bool canReduce(ReduceOp op, DType dtype);
 
 /// A pending isend or irecv. The buffer it was given must stay alive and

@@ -8,6 +8,8 @@
 
 #include "runtime/comm/MpiCommunicator.h"
 
+#include "runtime/BFloat16.h"
+
 #include <mpi.h>
 
 #include <climits>
@@ -164,6 +166,14 @@ public:
     Call call{"all-reduce"};
     CLEAVE_RETURN_IF_ERROR(checkReduce(call, dtype, op));
     CLEAVE_RETURN_IF_ERROR(checkBuffers(call, in, out, count));
+    if (dtype == DType::BF16) {
+      // MPI has no bf16 sum: sum the widened values, round once.
+      float *wide = widened(wideIn_, in, count);
+      CLEAVE_RETURN_IF_ERROR(check(
+          call, MPI_Allreduce(MPI_IN_PLACE, wide, int(count), MPI_FLOAT, mpiOp(op), comm_)));
+      floatToBf16(wide, static_cast<uint16_t *>(out), count);
+      return Status();
+    }
     const void *send = in == out ? MPI_IN_PLACE : in;
     return check(call, MPI_Allreduce(send, out, int(count), mpiType(dtype),
                                      mpiOp(op), comm_));
@@ -186,6 +196,15 @@ public:
     Call call{"reduce-scatter"};
     CLEAVE_RETURN_IF_ERROR(checkReduce(call, dtype, op));
     CLEAVE_RETURN_IF_ERROR(checkBuffers(call, in, out, count));
+    if (dtype == DType::BF16) {
+      // As allReduce: f32 sums, rounded once.
+      float *wide = widened(wideIn_, in, count * size_);
+      wideOut_.resize(count);
+      CLEAVE_RETURN_IF_ERROR(check(call, MPI_Reduce_scatter_block(wide, wideOut_.data(), int(count),
+                                                                  MPI_FLOAT, mpiOp(op), comm_)));
+      floatToBf16(wideOut_.data(), static_cast<uint16_t *>(out), count);
+      return Status();
+    }
     return check(call,
                  MPI_Reduce_scatter_block(in, out, int(count), mpiType(dtype),
                                           mpiOp(op), comm_));
@@ -324,7 +343,7 @@ private:
     if (!canReduce(op, dtype))
       return CLEAVE_ERROR(describe(call), ": ", reduceOpName(op), " of ",
                           dtypeName(dtype),
-                          " is not supported yet (f32, i64 and i32 are)");
+                          " is not supported yet (f32, bf16, i64 and i32 are)");
     return Status();
   }
 
@@ -341,7 +360,16 @@ private:
     return checkBuffers(call, buffer, buffer, count);
   }
 
+  /// `count` bf16 values of `in` widened into `buffer`.
+  static float *widened(std::vector<float> &buffer, const void *in, size_t count) {
+    buffer.resize(count);
+    bf16ToFloat(static_cast<const uint16_t *>(in), buffer.data(), count);
+    return buffer.data();
+  }
+
   MPI_Comm comm_;
+  /// f32 copies for bf16 sums (collectives of one group never overlap).
+  std::vector<float> wideIn_, wideOut_;
   std::string name_;
   int rank_ = 0;
   int size_ = 1;

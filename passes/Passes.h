@@ -33,20 +33,29 @@ struct PrepareOptions {
   bool fuseAttention = true;
   /// The model's buffer data, so masks held in buffers can be proved causal.
   ParamDataLookup paramData;
+  /// The float type programs compute in (`cleave compile --dtype`): f32
+  /// keeps the imported types; bf16 runs -cleave-convert-precision.
+  std::string dtype = "f32";
 };
 
 /// Canonicalize and CSE: fold what the importer left.
 void addCleanupPipeline(OpPassManager &pm);
 /// What every command runs on an imported model before it analyzes, plans
-/// or emits it: the clean-up, then attention fusion. The cost model, the
-/// planner and the memory planner all see this IR.
+/// or emits it: the clean-up, attention fusion (which reads mask buffers at
+/// their imported type), then the precision conversion for `dtype`. The
+/// cost model, the planner and the memory planner all see this IR.
 void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options = {});
 /// What `cleave compile` runs between import and emission for one device:
 /// the preparation, then memory planning.
 void addSingleDevicePlanPipeline(OpPassManager &pm, const PrepareOptions &options = {});
 
+/// Adds `cleave-convert-precision` to `dtype` on every function; nothing for
+/// f32 (the imported precision).
+void addPrecisionPipeline(OpPassManager &pm, llvm::StringRef dtype);
+
 /// Registers the passes and the named pipelines `cleave-prepare` and
-/// `cleave-single-device-plan` (option `fuse-attention`, default true).
+/// `cleave-single-device-plan` (options `fuse-attention`, default true, and
+/// `dtype`, f32 or bf16, default f32).
 void registerCleavePipelines();
 
 } // namespace mlir::cleave

@@ -69,6 +69,32 @@ def PlanMemory : Pass<"cleave-plan-memory", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def ConvertPrecision : Pass<"cleave-convert-precision", "mlir::func::FuncOp"> {
+  let summary = "Compute in bf16: every f32 tensor inside the function becomes bf16";
+  let description = [{
+    Rewrites the function to compute in a narrower float type (`dtype`,
+    bf16 by default; f16 too): params and constants (their values rounded to
+    nearest, ties to even), every op's f32 result and every `cleave.cast` to
+    f32 take the narrow type. Integer and i1 tensors are untouched. The
+    function's signature stays: each f32 argument is cast to the narrow type
+    before its first user, and each f32 result is cast back to f32 before the
+    return, so callers keep feeding and reading f32 (an argument returned as
+    it is stays exact). Weights keep their f32 data beside the IR; the plan
+    emitter rounds params whose type is bf16 when it writes them.
+
+    Kernels accumulate in f32 (GEMMs, reductions, normalizations) and round
+    each op's result once, so the IR says what is stored, not how it is
+    summed. Ops infer and verify their types as usual; the rewritten function
+    verifies because every float value changes together. `cleave compile
+    --dtype bf16` runs this right after import and folding.
+  }];
+  let options = [
+    Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
+           "the float type to compute in: bf16 or f16">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def PlanParallelism : Pass<"cleave-plan-parallelism", "mlir::ModuleOp"> {
   let summary = "Choose tensor, pipeline and data parallelism; annotate the IR";
   let description = [{

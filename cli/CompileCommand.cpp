@@ -41,7 +41,8 @@ output_1, ... PLAN_DIR appears complete or not at all; an earlier plan there
 is replaced.
 
 planner options (with --cluster): --devices N, --global-batch B (required),
-  --mode train|infer, --precision mixed|fp32, --mem-per-device SIZE,
+  --mode train|infer, --precision mixed|fp32 (must agree with --dtype: mixed
+  with bf16, fp32 with f32; by default it follows --dtype), --mem-per-device SIZE,
   --objective latency|throughput, --tp N, --pp N, --dp N, --microbatch N,
   --schedule gpipe|1f1b|interleaved, --virtual-stages V,
   --zero none|optimizer|gradients, --recompute auto|none|full, --batch-dim 0
@@ -50,6 +51,10 @@ planner options (with --cluster): --devices N, --global-batch B (required),
 options:
   --input-shape NAME=DIMS[:DTYPE]  shape of forward input NAME, e.g. idx=2x64:i64
                                    (repeat per input; overrides the export's shapes)
+  --dtype f32|bf16                 the float type programs compute in and weights are
+                                   stored in (default f32). bf16: kernels accumulate in
+                                   f32, round each result to bf16; float inputs and
+                                   outputs stay f32 at the plan's boundary
   -o PLAN_DIR                      the plan directory to write (required)
   --no-fuse-attention              keep attention unfused (matmul, softmax,
                                    matmul) instead of forming cleave.attention,
@@ -83,10 +88,33 @@ void progress(const char *phase, std::chrono::steady_clock::time_point start) {
                                 cost::humanSeconds(secondsSince(start)));
 }
 
-/// Imports and prepares the model, at `batch` samples when set.
+/// `--dtype VALUE`: f32 or bf16. Returns -1, or the exit status after a
+/// usage error.
+int parseDType(const char *value, std::string &dtype, const char *usage) {
+  std::string d = value ? value : "";
+  if (d != "f32" && d != "bf16")
+    return usageError("--dtype must be f32 or bf16" +
+                          (d.empty() ? std::string() : ", got '" + d + "'") +
+                          (d == "f16" ? " (the CPU backend has no f16 kernels yet)" : ""),
+                      usage);
+  dtype = d;
+  return -1;
+}
+
+/// The IR snapshot of each compile step in ir/, numbered in order.
+struct Snapshots {
+  std::vector<std::pair<std::string, std::string>> list;
+  void add(const std::string &step, mlir::ModuleOp module) {
+    list.push_back({std::to_string(list.size()) + "-" + step, printIR(module)});
+  }
+};
+
+/// Imports and prepares the model, at `batch` samples when set, and converts
+/// it to `dtype`; records the IR as prepared and, for bf16, as converted.
 mlir::FailureOr<ImportedModel> importForPlan(mlir::MLIRContext &context, const std::string &model,
                                              ImportOptions options, std::optional<int64_t> batch,
-                                             bool fuseAttention, int &exitCode) {
+                                             bool fuseAttention, const std::string &dtype,
+                                             Snapshots &snapshots, int &exitCode) {
   options.batchSize = batch;
   ImportFailure kind = ImportFailure::BadInput;
   auto imported = importTorchScript(context, model, options, &kind);
@@ -101,12 +129,33 @@ mlir::FailureOr<ImportedModel> importForPlan(mlir::MLIRContext &context, const s
   mlir::cleave::addPreparePipeline(pm, prepare);
   if (mlir::failed(pm.run(*imported->module)))
     return mlir::failure();
+  snapshots = Snapshots();
+  snapshots.add("imported", *imported->module);
+  if (dtype != "f32") {
+    mlir::PassManager convert(&context);
+    mlir::cleave::addPrecisionPipeline(convert, dtype);
+    if (mlir::failed(convert.run(*imported->module)))
+      return mlir::failure();
+    snapshots.add(dtype, *imported->module);
+  }
   return imported;
+}
+
+/// Bytes of the weights a plan of `module` stores: its params at their IR
+/// type (bf16 after --dtype bf16).
+size_t paramBytes(mlir::ModuleOp module) {
+  size_t bytes = 0;
+  llvm::DenseSet<llvm::StringRef> seen;
+  module.walk([&](mlir::cleave::ParamOp param) {
+    if (seen.insert(param.getName()).second)
+      bytes += mlir::cleave::tensorBytes(param.getType());
+  });
+  return bytes;
 }
 
 int runPartitionedCompile(int argc, char **argv) {
   PlanCliOptions o;
-  std::string output;
+  std::string output, dtype = "f32";
   bool timing = false;
   int status = parsePlannerArguments(argc, argv, o, kCompileUsage,
                                      [&](int &i, const std::string &arg) -> int {
@@ -115,6 +164,8 @@ int runPartitionedCompile(int argc, char **argv) {
       if (!value || !*value)
         return usageError("-o needs a directory", kCompileUsage);
       output = value;
+    } else if (optionValue(argc, argv, i, "--dtype", &value)) {
+      return parseDType(value, dtype, kCompileUsage);
     } else if (arg == "--timing") {
       timing = true;
     } else {
@@ -133,6 +184,16 @@ int runPartitionedCompile(int argc, char **argv) {
                       "the microbatch size, so the model is imported again at that size",
                       kCompileUsage);
   auto &search = o.planner.search;
+  // The planner costs what the programs compute: bf16 programs are its
+  // mixed precision (bf16 compute; fp32 master weights and moments when
+  // training), f32 programs its fp32.
+  if (o.mixed && *o.mixed != (dtype == "bf16"))
+    return usageError(*o.mixed ? "--precision mixed plans bf16 compute, but the programs compute "
+                                 "in f32: add --dtype bf16"
+                               : "--precision fp32 plans fp32 compute, but --dtype bf16 compiles "
+                                 "bf16 programs: drop one of them",
+                      kCompileUsage);
+  o.mixed = dtype == "bf16";
   if (search.sharding == cost::ShardingLevel::Parameters)
     return usageError("--zero parameters is not emitted yet: plans hold forward passes with "
                       "whole parameters per tp part",
@@ -146,8 +207,9 @@ int runPartitionedCompile(int argc, char **argv) {
   context.disableMultithreading();
   CliDiagnostics diagnostics(context);
   int exitCode = 1;
-  auto imported =
-      importForPlan(context, o.model, o.import, std::nullopt, o.fuseAttention, exitCode);
+  Snapshots snapshots;
+  auto imported = importForPlan(context, o.model, o.import, std::nullopt, o.fuseAttention, dtype,
+                                snapshots, exitCode);
   if (mlir::failed(imported))
     return exitCode;
   progress("imported", start);
@@ -177,8 +239,8 @@ int runPartitionedCompile(int argc, char **argv) {
       return usageError("compiling at another microbatch size than the traced batch needs "
                         "the batch in dim 0 of the inputs",
                         kCompileUsage);
-    imported =
-        importForPlan(context, o.model, o.import, chosen.microbatchSize, o.fuseAttention, exitCode);
+    imported = importForPlan(context, o.model, o.import, chosen.microbatchSize, o.fuseAttention,
+                             dtype, snapshots, exitCode);
     if (mlir::failed(imported))
       return exitCode;
     func = imported->module->lookupSymbol<mlir::func::FuncOp>("forward");
@@ -206,7 +268,6 @@ int runPartitionedCompile(int argc, char **argv) {
   PlanEmitOptions emitOptions;
   emitOptions.modelSource = o.model;
   emitOptions.strategyJson = mlir::cleave::strategyJson(*plan, chosen, spec, o.planner, o.model);
-  emitOptions.irSnapshots.push_back({"0-imported", printIR(*imported->module)});
 
   PartitionInfo info;
   info.pp = chosen.pp;
@@ -229,7 +290,7 @@ int runPartitionedCompile(int argc, char **argv) {
   func.walk([&](mlir::cleave::ParamOp param) {
     auto type = llvm::cast<mlir::RankedTensorType>(param.getType());
     runtime::TensorDesc desc;
-    desc.dtype = *runtime::parseDType(imported->params.lookup(param.getName().str()).dtype);
+    desc.dtype = tensorDescOf(type).dtype; // as stored: bf16 after --dtype bf16
     desc.shape.assign(type.getShape().begin(), type.getShape().end());
     info.parameters.push_back({param.getName().str(), desc});
   });
@@ -248,25 +309,25 @@ int runPartitionedCompile(int argc, char **argv) {
   }
 
   mlir::cleave::annotateStrategy(func, *plan, chosen);
-  emitOptions.irSnapshots.push_back({"1-planned", printIR(*imported->module)});
+  snapshots.add("planned", *imported->module);
   struct Step {
     const char *name;
     std::function<void(mlir::PassManager &)> add;
   };
   std::vector<Step> steps = {
-      {"2-collectives",
+      {"collectives",
        [](mlir::PassManager &pm) {
          pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createInsertCollectives());
        }},
-      {"3-stages", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createOutlineStages()); }},
-      {"4-local-shapes",
+      {"stages", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createOutlineStages()); }},
+      {"local-shapes",
        [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createLocalShapes()); }},
-      {"5-ranks", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createSpecializeRanks()); }},
-      {"6-recompute",
+      {"ranks", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createSpecializeRanks()); }},
+      {"recompute",
        [](mlir::PassManager &pm) {
          pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createMarkRecompute());
        }},
-      {"7-memory-planned",
+      {"memory-planned",
        [](mlir::PassManager &pm) {
          pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
        }},
@@ -275,12 +336,14 @@ int runPartitionedCompile(int argc, char **argv) {
     mlir::PassManager pm(&context);
     step.add(pm);
     if (mlir::failed(pm.run(*imported->module))) {
-      llvm::errs() << "cleave: error: lowering failed at step " << step.name
-                   << "; the IR before it is what " << output << "/ir/ would hold\n";
+      llvm::errs() << "cleave: error: lowering failed at step " << snapshots.list.size() << "-"
+                   << step.name << "; the IR before it is what " << output
+                   << "/ir/ would hold\n";
       return 1;
     }
-    emitOptions.irSnapshots.push_back({step.name, printIR(*imported->module)});
+    snapshots.add(step.name, *imported->module);
   }
+  emitOptions.irSnapshots = snapshots.list;
   progress("lowered", start);
   // What `cleave verify` checks, on the directory before it appears.
   runtime::VerifyResult verified;
@@ -318,7 +381,7 @@ int runCompile(int argc, char **argv) {
   for (int i = 0; i < argc; ++i)
     if (llvm::StringRef(argv[i]).starts_with("--cluster"))
       return runPartitionedCompile(argc, argv);
-  std::string model, output;
+  std::string model, output, dtype = "f32";
   ImportOptions options;
   bool timing = false;
   mlir::cleave::PrepareOptions prepare;
@@ -335,6 +398,9 @@ int runCompile(int argc, char **argv) {
       if (!value || !*value)
         return usageError("-o needs a directory", kCompileUsage);
       output = value;
+    } else if (optionValue(argc, argv, i, "--dtype", &value)) {
+      if (int status = parseDType(value, dtype, kCompileUsage); status >= 0)
+        return status;
     } else if (arg == "--timing") {
       timing = true;
     } else if (arg == "--no-fuse-attention") {
@@ -367,13 +433,23 @@ int runCompile(int argc, char **argv) {
 
   PlanEmitOptions emitOptions;
   emitOptions.modelSource = model;
-  emitOptions.irSnapshots.push_back({"0-imported", printIR(*imported->module)});
+  Snapshots snapshots;
+  snapshots.add("imported", *imported->module);
+  // The steps of cleave-single-device-plan, run apart for their snapshots.
   prepare.paramData = paramDataOf(*imported);
+  prepare.dtype = dtype;
   mlir::PassManager pm(&context);
-  mlir::cleave::addSingleDevicePlanPipeline(pm, prepare);
+  mlir::cleave::addPreparePipeline(pm, prepare);
   if (mlir::failed(pm.run(*imported->module)))
     return 1;
-  emitOptions.irSnapshots.push_back({"1-memory-planned", printIR(*imported->module)});
+  if (dtype != "f32")
+    snapshots.add(dtype, *imported->module);
+  mlir::PassManager memory(&context);
+  memory.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
+  if (mlir::failed(memory.run(*imported->module)))
+    return 1;
+  snapshots.add("memory-planned", *imported->module);
+  emitOptions.irSnapshots = snapshots.list;
   if (mlir::failed(emitSingleDevicePlan(*imported->module, imported->params, output,
                                         emitOptions)))
     return 1;
@@ -381,9 +457,7 @@ int runCompile(int argc, char **argv) {
   auto func = imported->module->lookupSymbol<mlir::func::FuncOp>("forward");
   int64_t arena = func->getAttrOfType<mlir::IntegerAttr>("cleave.arena_bytes").getInt();
   int64_t peak = func->getAttrOfType<mlir::IntegerAttr>("cleave.peak_live_bytes").getInt();
-  size_t weights = 0;
-  for (auto &entry : imported->params)
-    weights += entry.second.bytes;
+  size_t weights = paramBytes(*imported->module);
   llvm::outs() << llvm::formatv(
       "cleave: wrote {0}: 1 device, arena {1:f2} MiB (peak live {2:f2} MiB), "
       "parameters {3:f2} MiB\n",

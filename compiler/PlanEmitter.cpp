@@ -4,6 +4,7 @@
 
 #include "dialects/cleave/CleaveDialect.h"
 #include "dialects/cleave/Locations.h"
+#include "runtime/BFloat16.h"
 #include "runtime/Plan.h"
 #include "runtime/Safetensors.h"
 #include "passes/TensorParallel.h"
@@ -48,6 +49,12 @@ rt::TensorDesc descOf(mlir::Type type) {
   return {*dtypeOf(tensor.getElementType()),
           rt::Shape(tensor.getShape().begin(), tensor.getShape().end())};
 }
+
+} // namespace
+
+rt::TensorDesc tensorDescOf(mlir::Type type) { return descOf(type); }
+
+namespace {
 
 Json describeTensor(const std::string &name, const rt::TensorDesc &desc) {
   return Json{{"name", name}, {"shape", desc.shape}, {"dtype", rt::dtypeName(desc.dtype)}};
@@ -250,21 +257,40 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       program.addBuffer(param, path, Json{{"weight", name}});
       if (!program.weightNames.insert(name).second)
         continue; // a weight several phases read (interleaved chunks)
-      size_t fullBytes = rt::TensorDesc{desc.dtype, rt::Shape(data->shape.begin(),
-                                                              data->shape.end())}.bytes();
+      std::optional<rt::DType> stored = rt::parseDType(data->dtype);
+      if (!stored)
+        return param.emitError("parameter '") << path << "' has unknown dtype '" << data->dtype
+                                              << "'";
+      size_t fullBytes =
+          rt::TensorDesc{*stored, rt::Shape(data->shape.begin(), data->shape.end())}.bytes();
       if (data->bytes != fullBytes)
         return param.emitError("parameter '") << path << "' holds " << data->bytes
                                               << " bytes, its shape needs " << fullBytes;
       const void *bytes = data->data;
+      if (*stored != desc.dtype) {
+        // cleave-convert-precision gave the param a narrower type; the
+        // importer holds its f32 data.
+        if (*stored != rt::DType::F32 || desc.dtype != rt::DType::BF16)
+          return param.emitError("parameter '")
+                 << path << "' is stored as " << data->dtype << " but its type is "
+                 << param.getType() << ": only f32 data is converted (to bf16)";
+        if (slicing.withData) {
+          std::vector<char> &rounded = program.constantData.emplace_back(fullBytes / 2);
+          rt::floatToBf16(static_cast<const float *>(data->data),
+                          reinterpret_cast<uint16_t *>(rounded.data()), fullBytes / 4);
+          bytes = rounded.data();
+        }
+        fullBytes /= 2;
+      }
       if (slicing.withData && name != path) {
-        program.constantData.push_back(slicePart(static_cast<const char *>(data->data),
+        program.constantData.push_back(slicePart(static_cast<const char *>(bytes),
                                                  data->shape, rt::dtypeBytes(desc.dtype),
                                                  layout->dim, layout->blocks, slicing.rank,
                                                  slicing.ranks));
         bytes = program.constantData.back().data();
       }
       if (slicing.withData && desc.bytes() != (name != path ? program.constantData.back().size()
-                                                            : data->bytes))
+                                                            : fullBytes))
         return param.emitError("parameter '") << path << "': its part " << name << " is "
                                               << desc.bytes() << " bytes, the slice holds a different size";
       program.weights.push_back({name, desc, bytes});

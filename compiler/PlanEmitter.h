@@ -34,6 +34,9 @@ struct PlanEmitOptions {
   std::function<mlir::LogicalResult(const std::string &dir)> check;
 };
 
+/// The plan's description (dtype, shape) of a ranked tensor type of cleave.
+runtime::TensorDesc tensorDescOf(mlir::Type type);
+
 /// What a partitioned plan's manifest records beyond its programs.
 struct PartitionInfo {
   int64_t pp = 1, tp = 1, dp = 1;

@@ -2,14 +2,18 @@
 """Exports one example model to TorchScript for `cleave compile`.
 
     /usr/bin/python3 examples/export.py NAME -o OUT.pt [--config small|tiny] [--meta]
-        [--batch B] [--seq S] [--max-seq N] [--seed 0] [--io DIR]
+        [--batch B] [--seq S] [--max-seq N] [--seed 0] [--io DIR [--bf16-reference]]
 
 The file carries `cleave.json` (extra file): the forward arguments' names, static shapes and dtypes.
 gpt-1.7b, gpt-3.6b, gpt-7.5b, gpt-18.4b, gpt-39.1b, gpt-76.1b, gpt-145.6b, gpt-310.1b, gpt-529.6b and
 gpt-1t (Megatron-LM Table 1 sizes) are always built on device='meta', so they export in seconds without
 parameter data. --io DIR writes random inputs and PyTorch's
 outputs as DIR/inputs.safetensors and DIR/outputs.safetensors for end-to-end tests.
+--bf16-reference also writes DIR/outputs-bf16.safetensors: the same model in bf16
+(`model.to(torch.bfloat16)`, float inputs cast to bf16, float outputs cast back to f32, as a
+plan compiled with `cleave compile --dtype bf16` takes and gives them).
 """
+import copy
 import argparse
 import inspect
 import json
@@ -158,6 +162,8 @@ def _parse_args(argv):
                         "LLaMA max_seq; default per config), so --seq can go beyond the config's")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--io", metavar="DIR", help="write DIR/inputs.safetensors and DIR/outputs.safetensors")
+    p.add_argument("--bf16-reference", action="store_true",
+                   help="with --io, also write DIR/outputs-bf16.safetensors from the model in bf16")
     args = p.parse_args(argv)
 
     if args.name not in SPECS:
@@ -169,6 +175,8 @@ def _parse_args(argv):
     if args.name.startswith("resnet") and args.meta:
         p.error(f"{args.name} cannot be built on device='meta': torchvision "
                 f"{torchvision.__version__} {args.name}() takes no device argument")
+    if args.bf16_reference and not args.io:
+        p.error("--bf16-reference needs --io DIR")
     if args.io and (args.meta or spec.always_meta):
         p.error(f"--io needs real parameter data, but {args.name} would be built on device='meta'")
     kwargs, sizes = spec.configs[None if fixed_size else (args.config or "small")]
@@ -227,6 +235,16 @@ def _flatten(out):
     raise TypeError(f"unexpected model output type {type(out).__name__}")
 
 
+def _bf16_outputs(model, inputs):
+    """The eager model in bf16 (PyTorch's own bf16 kernels: f32 accumulation, one rounding per
+    op), with f32 at its boundary as a bf16 plan has."""
+    narrow = copy.deepcopy(model).to(torch.bfloat16)
+    with torch.no_grad():
+        outputs = _flatten(narrow(*[t.to(torch.bfloat16) if t.is_floating_point() else t
+                                    for t in inputs]))
+    return {f"output_{i}": t.float() if t.is_floating_point() else t for i, t in enumerate(outputs)}
+
+
 def main(argv=None):
     spec, args = _parse_args(argv)
     torch.manual_seed(args.seed)
@@ -257,6 +275,8 @@ def main(argv=None):
         save_file(dict(zip(arg_names, inputs)), os.path.join(args.io, "inputs.safetensors"))
         save_file({f"output_{i}": t for i, t in enumerate(outputs)},
                   os.path.join(args.io, "outputs.safetensors"))
+        if args.bf16_reference:
+            save_file(_bf16_outputs(model, inputs), os.path.join(args.io, "outputs-bf16.safetensors"))
 
     print(f"{args.name}: {n_params:,} parameters -> {args.output}")
 

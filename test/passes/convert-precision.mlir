@@ -1,6 +1,10 @@
 // RUN: cleave-opt %s -split-input-file -verify-each -cleave-convert-precision | FileCheck %s
 // RUN: cleave-opt %s -split-input-file -verify-each -cleave-convert-precision=dtype=f16 | FileCheck %s --check-prefix=F16
 // RUN: not cleave-opt %s -split-input-file -cleave-convert-precision=dtype=f64 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: cleave-opt %s -split-input-file -cleave-plan-memory | FileCheck %s --check-prefix=MEM32
+// RUN: cleave-opt %s -split-input-file -cleave-convert-precision -cleave-plan-memory | FileCheck %s --check-prefix=MEM16
+// RUN: cleave-opt %s -split-input-file -cleave-test-op-cost 2>&1 | FileCheck %s --check-prefix=COST32
+// RUN: cleave-opt %s -split-input-file -cleave-convert-precision -cleave-test-op-cost 2>&1 | FileCheck %s --check-prefix=COST16
 
 // Every f32 tensor inside becomes bf16: params, constants (rounded to
 // nearest, ties to even; NaN stays NaN), results, the cast from i64. The
@@ -70,4 +74,29 @@ func.func @casts(%x: tensor<4xf32>) -> (tensor<4xbf16>, tensor<4xf32>, tensor<4x
   %w = cleave.cast %r : tensor<4xbf16> to tensor<4xf32>
   %e = cleave.exp %w : tensor<4xf32>
   return %r, %e, %e : tensor<4xbf16>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// What comes after sees bf16 bytes: memory planning and the cost interface
+// count 2 bytes per element. The peak is at the relu: the input (f32, kept
+// for the whole program), the first linear's output and the relu's, 256 +
+// 1024 + 1024 bytes in f32, 256 + 512 + 512 in bf16. The first linear reads
+// its input and weight: 256 + 4096 bytes in f32, 128 + 2048 in bf16.
+// MEM32-LABEL: func.func @mlp(
+// MEM32-SAME: cleave.arena_bytes = 2304 : i64, cleave.peak_live_bytes = 2304 : i64
+// MEM16-LABEL: func.func @mlp(
+// MEM16-SAME: cleave.arena_bytes = 1280 : i64, cleave.peak_live_bytes = 1280 : i64
+// COST32-LABEL: cost of @mlp
+// COST32-NEXT: cleave.linear gemm fwd: flops=8192 read=4352 written=1024
+// COST16-LABEL: cost of @mlp
+// COST16-NEXT: cleave.cast elementwise fwd: flops=0 read=256 written=128
+// COST16-NEXT: cleave.linear gemm fwd: flops=8192 read=2176 written=512
+func.func @mlp(%x: tensor<4x16xf32>) -> tensor<4x16xf32> {
+  %w1 = cleave.param "fc1.weight" : tensor<64x16xf32>
+  %w2 = cleave.param "fc2.weight" : tensor<16x64xf32>
+  %h = cleave.linear %x, %w1 : tensor<4x16xf32>, tensor<64x16xf32> -> tensor<4x64xf32>
+  %r = cleave.relu %h : tensor<4x64xf32>
+  %y = cleave.linear %r, %w2 : tensor<4x64xf32>, tensor<16x64xf32> -> tensor<4x16xf32>
+  return %y : tensor<4x16xf32>
 }

@@ -337,8 +337,7 @@ int runPartitionedCompile(int argc, char **argv) {
     step.add(pm);
     if (mlir::failed(pm.run(*imported->module))) {
       llvm::errs() << "cleave: error: lowering failed at step " << snapshots.list.size() << "-"
-                   << step.name << "; the IR before it is what " << output
-                   << "/ir/ would hold\n";
+                   << step.name << "; the IR before it is what " << output << "/ir/ would hold\n";
       return 1;
     }
     snapshots.add(step.name, *imported->module);

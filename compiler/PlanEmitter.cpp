@@ -259,8 +259,8 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         continue; // a weight several phases read (interleaved chunks)
       std::optional<rt::DType> stored = rt::parseDType(data->dtype);
       if (!stored)
-        return param.emitError("parameter '") << path << "' has unknown dtype '" << data->dtype
-                                              << "'";
+        return param.emitError("parameter '")
+               << path << "' has unknown dtype '" << data->dtype << "'";
       size_t fullBytes =
           rt::TensorDesc{*stored, rt::Shape(data->shape.begin(), data->shape.end())}.bytes();
       if (data->bytes != fullBytes)
@@ -283,14 +283,13 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         fullBytes /= 2;
       }
       if (slicing.withData && name != path) {
-        program.constantData.push_back(slicePart(static_cast<const char *>(bytes),
-                                                 data->shape, rt::dtypeBytes(desc.dtype),
-                                                 layout->dim, layout->blocks, slicing.rank,
-                                                 slicing.ranks));
+        program.constantData.push_back(slicePart(static_cast<const char *>(bytes), data->shape,
+                                                 rt::dtypeBytes(desc.dtype), layout->dim,
+                                                 layout->blocks, slicing.rank, slicing.ranks));
         bytes = program.constantData.back().data();
       }
-      if (slicing.withData && desc.bytes() != (name != path ? program.constantData.back().size()
-                                                            : fullBytes))
+      if (slicing.withData &&
+          desc.bytes() != (name != path ? program.constantData.back().size() : fullBytes))
         return param.emitError("parameter '") << path << "': its part " << name << " is "
                                               << desc.bytes() << " bytes, the slice holds a different size";
       program.weights.push_back({name, desc, bytes});

@@ -63,8 +63,7 @@ struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
     else if (dtype == "f16")
       narrow = FloatType::getF16(context);
     else {
-      func.emitError("cleave-convert-precision: dtype must be bf16 or f16, got '")
-          << dtype << "'";
+      func.emitError("cleave-convert-precision: dtype must be bf16 or f16, got '") << dtype << "'";
       return signalPassFailure();
     }
     Block &body = func.getBody().front();
@@ -100,8 +99,7 @@ struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
         continue;
       Operation *first = nullptr;
       for (Operation *user : arg.getUsers())
-        if (!user->hasTrait<OpTrait::IsTerminator>() &&
-            (!first || user->isBeforeInBlock(first)))
+        if (!user->hasTrait<OpTrait::IsTerminator>() && (!first || user->isBeforeInBlock(first)))
           first = user;
       if (!first)
         continue;
@@ -124,7 +122,8 @@ struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
         continue;
       Value &cast = widened[value];
       if (!cast) {
-        Location loc = value.getDefiningOp() ? value.getDefiningOp()->getLoc() : terminator->getLoc();
+        Location loc =
+            value.getDefiningOp() ? value.getDefiningOp()->getLoc() : terminator->getLoc();
         cast = builder.create<CastOp>(loc, want, value);
       }
       operand.set(cast);

@@ -65,6 +65,7 @@ public:
   }
   Status synchronize() override { return compute_.synchronize(); }
   bool sharesHostMemory() const override { return compute_.sharesHostMemory(); }
+  size_t workspaceBytes() const override { return compute_.workspaceBytes(); }
 
   /// Waits until every buffered send has left this rank.
   Status finishSends();

@@ -13,8 +13,7 @@ const char *reduceOpName(ReduceOp op) {
 }
 
 bool canReduce(ReduceOp op, DType dtype) {
-  return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::I64 ||
-         dtype == DType::I32;
+  return dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::I64 || dtype == DType::I32;
 }
 
 Request &Request::operator=(Request &&other) {

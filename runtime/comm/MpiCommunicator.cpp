@@ -169,8 +169,8 @@ public:
     if (dtype == DType::BF16) {
       // MPI has no bf16 sum: sum the widened values, round once.
       float *wide = widened(wideIn_, in, count);
-      CLEAVE_RETURN_IF_ERROR(check(
-          call, MPI_Allreduce(MPI_IN_PLACE, wide, int(count), MPI_FLOAT, mpiOp(op), comm_)));
+      CLEAVE_RETURN_IF_ERROR(
+          check(call, MPI_Allreduce(MPI_IN_PLACE, wide, int(count), MPI_FLOAT, mpiOp(op), comm_)));
       floatToBf16(wide, static_cast<uint16_t *>(out), count);
       return Status();
     }
@@ -341,8 +341,7 @@ private:
 
   Status checkReduce(const Call &call, DType dtype, ReduceOp op) const {
     if (!canReduce(op, dtype))
-      return CLEAVE_ERROR(describe(call), ": ", reduceOpName(op), " of ",
-                          dtypeName(dtype),
+      return CLEAVE_ERROR(describe(call), ": ", reduceOpName(op), " of ", dtypeName(dtype),
                           " is not supported yet (f32, bf16, i64 and i32 are)");
     return Status();
   }

@@ -231,10 +231,10 @@ Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
     const char *table = static_cast<const char *>(call.inputs[0]);
     char *out = static_cast<char *>(call.outputs[0]);
     if (wide)
-      return embed(table, static_cast<const int64_t *>(call.inputs[1]), out, count, rows,
-                   rowBytes, sharded, offset);
-    return embed(table, static_cast<const int32_t *>(call.inputs[1]), out, count, rows,
-                 rowBytes, sharded, offset);
+      return embed(table, static_cast<const int64_t *>(call.inputs[1]), out, count, rows, rowBytes,
+                   sharded, offset);
+    return embed(table, static_cast<const int32_t *>(call.inputs[1]), out, count, rows, rowBytes,
+                 sharded, offset);
   };
   return {};
 }

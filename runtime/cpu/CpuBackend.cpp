@@ -1,7 +1,7 @@
 //===- CpuBackend.cpp - The CPU backend: host memory and the kernel table -===//
 
-#include "runtime/Backend.h"
 #include "runtime/BFloat16.h"
+#include "runtime/Backend.h"
 #include "runtime/KernelContract.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
@@ -180,7 +180,7 @@ private:
       CLEAVE_RETURN_IF_ERROR(f32(wideCall));
       for (const Staged &s : outputs)
         narrowToBf16(reinterpret_cast<const float *>(staging + s.offset),
-                          static_cast<uint16_t *>(call.outputs[s.index]), s.elements);
+                     static_cast<uint16_t *>(call.outputs[s.index]), s.elements);
       return {};
     };
     return {};

@@ -131,8 +131,7 @@ TEST_F(CommTest, SumOfF16IsAClearError) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("all-reduce on group 'world'"), std::string::npos)
       << s.message();
-  EXPECT_NE(s.message().find("sum of f16 is not supported yet"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("sum of f16 is not supported yet"), std::string::npos) << s.message();
   EXPECT_FALSE(
       world()
           .reduceScatter(in.data(), out.data(), 1, DType::F16, ReduceOp::Sum)

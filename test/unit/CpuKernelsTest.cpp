@@ -1241,9 +1241,9 @@ TEST_P(KernelTest, Conv2dValidation) {
                          {"groups", I(0)}}),
                   scratch),
               {"conv2d", "groups must be >= 1"});
-  expectError(sig("conv2d", {D(f16, {1, 3, 8, 8}), D(f16, {4, 3, 3, 3})}, D(f16, {1, 4, 6, 6}), a,
-                  scratch),
-              {"no f16 kernel for 'conv2d'"});
+  expectError(
+      sig("conv2d", {D(f16, {1, 3, 8, 8}), D(f16, {4, 3, 3, 3})}, D(f16, {1, 4, 6, 6}), a, scratch),
+      {"no f16 kernel for 'conv2d'"});
   // The direct-GEMM case needs no scratch at all.
   KernelFn fn;
   ASSERT_OK(prepare(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 1, 1})}, D(f32, {1, 4, 8, 8}),
@@ -1818,8 +1818,7 @@ protected:
   /// `computes`: the kernel computes new values (not a selection), so some
   /// of its f32 results must need rounding.
   void expectWidened(const std::string &kernel, const std::vector<const HostTensor *> &inputs,
-                     TensorDesc out, Attributes a = {}, size_t scratch = 0,
-                     bool computes = true) {
+                     TensorDesc out, Attributes a = {}, size_t scratch = 0, bool computes = true) {
     std::vector<HostTensor> narrow, wide;
     narrow.reserve(inputs.size());
     wide.reserve(inputs.size());
@@ -1846,9 +1845,8 @@ protected:
     ASSERT_EQ(got.desc, want.desc) << kernel;
     int mismatches = 0;
     for (int64_t i = 0; i < got.numel(); ++i) {
-      bool same = got.desc.dtype == bf16
-                      ? got.as<uint16_t>()[i] == want.as<uint16_t>()[i]
-                      : got.at(i) == want.at(i);
+      bool same = got.desc.dtype == bf16 ? got.as<uint16_t>()[i] == want.as<uint16_t>()[i]
+                                         : got.at(i) == want.at(i);
       if (!same && mismatches++ < 5)
         ADD_FAILURE() << kernel << " element " << i << ": got " << got.at(i) << ", want "
                       << want.at(i);
@@ -1895,13 +1893,13 @@ TEST_P(Bf16KernelTest, OtherOperandsStayAsTheyAre) {
   expectWidened("where", {&c, &x, &y}, D(f32, {4, 6}), {}, 0, /*computes=*/false);
   expectWidened("compare", {&x, &y}, D(i1, {4, 6}), attrs({{"predicate", S("lt")}}));
   HostTensor img = random({1, 3, 9, 9}), filt = random({4, 3, 3, 3});
-  Attributes conv = attrs({{"stride", L({1, 1})}, {"padding", L({1, 1})}, {"dilation", L({1, 1})},
-                           {"groups", I(1)}});
+  Attributes conv = attrs(
+      {{"stride", L({1, 1})}, {"padding", L({1, 1})}, {"dilation", L({1, 1})}, {"groups", I(1)}});
   // The im2col matrix is f32 for a bf16 conv2d too: the kernel is widened.
-  size_t scratch = conv2dScratchBytes({1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 9, 9}, 1, {1, 1}, {1, 1},
-                                      {1, 1}, bf16);
-  EXPECT_EQ(scratch, conv2dScratchBytes({1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 9, 9}, 1, {1, 1},
-                                        {1, 1}, {1, 1}, f32));
+  size_t scratch =
+      conv2dScratchBytes({1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 9, 9}, 1, {1, 1}, {1, 1}, {1, 1}, bf16);
+  EXPECT_EQ(scratch, conv2dScratchBytes({1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 9, 9}, 1, {1, 1}, {1, 1},
+                                        {1, 1}, f32));
   expectWidened("conv2d", {&img, &filt}, D(f32, {1, 4, 9, 9}), conv, scratch);
 }
 
@@ -1940,8 +1938,7 @@ TEST_P(Bf16KernelTest, EmbeddingGathersBf16Rows) {
   ASSERT_OK(run("embedding", {&table, &ids}, D(bf16, {2, 3, 6}), &y));
   for (int64_t i = 0; i < 6; ++i)
     for (int64_t j = 0; j < 6; ++j)
-      EXPECT_EQ(y.as<uint16_t>()[i * 6 + j],
-                table.as<uint16_t>()[ids.as<int64_t>()[i] * 6 + j]);
+      EXPECT_EQ(y.as<uint16_t>()[i * 6 + j], table.as<uint16_t>()[ids.as<int64_t>()[i] * 6 + j]);
 }
 
 TEST_P(Bf16KernelTest, WidenedInstructionsAreChecked) {
@@ -1968,9 +1965,8 @@ TEST_P(Bf16KernelTest, StagingIsSizedToTheLargestInstruction) {
   std::string why;
   auto fresh = makeBackend(GetParam(), &why);
   ASSERT_TRUE(fresh) << why;
-  ASSERT_OK(fresh->prepareKernel(sig("permute", {D(bf16, {64, 32})}, D(bf16, {32, 64}),
-                                     attrs({{"dims", L({1, 0})}})),
-                                 &fn));
+  ASSERT_OK(fresh->prepareKernel(
+      sig("permute", {D(bf16, {64, 32})}, D(bf16, {32, 64}), attrs({{"dims", L({1, 0})}})), &fn));
   ASSERT_OK(fresh->prepareKernel(sig("cast", {D(bf16, {64})}, D(f32, {64})), &fn));
   EXPECT_EQ(fresh->workspaceBytes(), 0u);
 }

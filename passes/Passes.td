@@ -86,7 +86,8 @@ def ConvertPrecision : Pass<"cleave-convert-precision", "mlir::func::FuncOp"> {
     each op's result once, so the IR says what is stored, not how it is
     summed. Ops infer and verify their types as usual; the rewritten function
     verifies because every float value changes together. `cleave compile
-    --dtype bf16` runs this right after import and folding.
+    --dtype bf16` runs this right after import, folding and attention
+    fusion.
   }];
   let options = [
     Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",

@@ -30,3 +30,5 @@ config.environment["PATH"] = os.pathsep.join(
 # what happens without one are unsupported there.
 if os.path.exists("/dev/nvidiactl"):
     config.available_features.add("cuda-gpu")
+    if os.path.exists("/dev/nvidia1"):
+        config.available_features.add("cuda-gpus-2")

@@ -16,6 +16,15 @@
 // compute. Operations of one communicator run in issue order on its stream,
 // as NCCL requires.
 //
+// Unlike MPI: NCCL has no tags, so transfers between two ranks match in the
+// order they are issued, whatever the tag; a size mismatch is not detected;
+// bf16 sums round at each reduction step (MPI here sums in f32 and rounds
+// once); and since a receive holds its stream until the matching send
+// arrives, two ranks that each receive before they send to the other wait
+// forever. Forward pipelines (recv from the previous stage, send to the
+// next) never do; whether every interleaved schedule avoids it is not
+// checked yet.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 
@@ -12,70 +13,6 @@
 
 namespace cleave::runtime::cpu {
 namespace {
-
-/// PyTorch's pooling_output_shape: with ceil_mode the last window must start
-/// inside the input or the left padding.
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padding,
-                         int64_t dilation, bool ceilMode) {
-  int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;
-  if (span < 0)
-    return 0;
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
-  if (ceilMode && (out - 1) * stride >= in + padding)
-    --out;
-  return out;
-}
-
-struct PoolGeometry {
-  int64_t planes, h, w, oh, ow;
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-};
-
-/// Reads and checks the window attributes of a pooling op and computes its
-/// output shape. `hasDilation` is false for avg_pool2d (dilation 1).
-Status parsePool(const KernelSignature &sig, bool hasDilation, bool *ceilMode, PoolGeometry *g) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
-  if (x.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
-                        describe(x.shape, x.dtype));
-  std::vector<int64_t> kernel, stride, padding, dilation = {1, 1};
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("kernel", &kernel)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
-  if (hasDilation)
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("ceil_mode", ceilMode, false)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "kernel", kernel, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
-  for (int i = 0; i < 2; ++i)
-    if (2 * padding[i] > kernel[i])
-      return CLEAVE_ERROR(sig.kernel, ": padding ", formatList(padding),
-                          " must be at most half the kernel ", formatList(kernel));
-  g->planes = x.shape[0] * x.shape[1];
-  g->h = x.shape[2];
-  g->w = x.shape[3];
-  g->kh = kernel[0];
-  g->kw = kernel[1];
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->ph = padding[0];
-  g->pw = padding[1];
-  g->dh = dilation[0];
-  g->dw = dilation[1];
-  g->oh = windowOutputSize(g->h, g->kh, g->sh, g->ph, g->dh, *ceilMode);
-  g->ow = windowOutputSize(g->w, g->kw, g->sw, g->pw, g->dw, *ceilMode);
-  if (g->oh < 1 || g->ow < 1)
-    return CLEAVE_ERROR(sig.kernel, ": kernel ", formatList(kernel), " (dilation ",
-                        formatList(dilation), ") is larger than the padded input ",
-                        describe(x.shape, x.dtype));
-  return checkOutput(sig, {x.dtype, {x.shape[0], x.shape[1], g->oh, g->ow}},
-                     "from the input and the window attributes");
-}
 
 /// Taps k in [0, kernel) whose position start + k * dilation lies in
 /// [0, size): [*begin, *end).
@@ -104,9 +41,8 @@ CLEAVE_CLONES void maxInto(float *__restrict out, const float *__restrict src, i
 }
 
 Status buildMaxPool(const KernelSignature &sig, KernelFn *fn) {
-  PoolGeometry g;
-  bool ceilMode = false;
-  CLEAVE_RETURN_IF_ERROR(parsePool(sig, true, &ceilMode, &g));
+  PoolParams g;
+  CLEAVE_RETURN_IF_ERROR(parseMaxPool2d(sig, "cpu", {DType::F32}, &g));
   // For each kernel column kx, the output columns whose tap lies inside the
   // input: [oxBegin[kx], oxEnd[kx]).
   std::vector<int64_t> oxBegin(g.kw), oxEnd(g.kw);
@@ -149,11 +85,9 @@ Status buildMaxPool(const KernelSignature &sig, KernelFn *fn) {
 }
 
 Status buildAvgPool(const KernelSignature &sig, KernelFn *fn) {
-  PoolGeometry g;
-  bool ceilMode = false, countIncludePad = true;
-  CLEAVE_RETURN_IF_ERROR(parsePool(sig, false, &ceilMode, &g));
-  CLEAVE_RETURN_IF_ERROR(
-      withKernel(sig, sig.attrs.getBool("count_include_pad", &countIncludePad, true)));
+  PoolParams g;
+  bool countIncludePad = true;
+  CLEAVE_RETURN_IF_ERROR(parseAvgPool2d(sig, "cpu", {DType::F32}, &g, &countIncludePad));
   *fn = [g, countIncludePad](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     float *y = static_cast<float *>(call.outputs[0]);
@@ -192,23 +126,9 @@ Status buildAvgPool(const KernelSignature &sig, KernelFn *fn) {
 }
 
 Status buildAdaptiveAvgPool(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
-  if (x.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
-                        describe(x.shape, x.dtype));
-  std::vector<int64_t> size;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("output_size", &size)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "output_size", size, 1));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, {x.shape[0], x.shape[1], size[0], size[1]}},
-                                     "the input's N and C with output_size"));
-  const int64_t planes = x.shape[0] * x.shape[1], h = x.shape[2], w = x.shape[3];
-  const int64_t oh = size[0], ow = size[1];
-  if (planes > 0 && (h == 0 || w == 0))
-    return CLEAVE_ERROR(sig.kernel, ": cannot average an empty plane: input ",
-                        describe(x.shape, x.dtype));
+  AdaptivePoolParams a;
+  CLEAVE_RETURN_IF_ERROR(parseAdaptiveAvgPool2d(sig, "cpu", {DType::F32}, &a));
+  const int64_t planes = a.planes, h = a.h, w = a.w, oh = a.oh, ow = a.ow;
   if (oh == 1 && ow == 1) {
     // Global average pooling (ResNet's head): one mean per plane.
     const int64_t hw = h * w;

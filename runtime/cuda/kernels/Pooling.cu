@@ -7,76 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cuda/kernels/DeviceCommon.cuh"
 
 #include <string>
 
 namespace cleave::runtime::cuda {
 namespace {
-
-/// PyTorch's pooling_output_shape: with ceil_mode the last window must start
-/// inside the input or the left padding.
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padding,
-                         int64_t dilation, bool ceilMode) {
-  int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;
-  if (span < 0)
-    return 0;
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
-  if (ceilMode && (out - 1) * stride >= in + padding)
-    --out;
-  return out;
-}
-
-struct PoolGeometry {
-  int64_t planes, h, w, oh, ow;
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-};
-
-/// Reads and checks the window attributes of a pooling op and computes its
-/// output shape. `hasDilation` is false for avg_pool2d (dilation 1).
-Status parsePool(const KernelSignature &sig, bool hasDilation, bool *ceilMode, PoolGeometry *g) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::BF16}));
-  if (x.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
-                        describe(x.shape, x.dtype));
-  std::vector<int64_t> kernel, stride, padding, dilation = {1, 1};
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("kernel", &kernel)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
-  if (hasDilation)
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("ceil_mode", ceilMode, false)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "kernel", kernel, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
-  for (int i = 0; i < 2; ++i)
-    if (2 * padding[i] > kernel[i])
-      return CLEAVE_ERROR(sig.kernel, ": padding ", formatList(padding),
-                          " must be at most half the kernel ", formatList(kernel));
-  g->planes = x.shape[0] * x.shape[1];
-  g->h = x.shape[2];
-  g->w = x.shape[3];
-  g->kh = kernel[0];
-  g->kw = kernel[1];
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->ph = padding[0];
-  g->pw = padding[1];
-  g->dh = dilation[0];
-  g->dw = dilation[1];
-  g->oh = windowOutputSize(g->h, g->kh, g->sh, g->ph, g->dh, *ceilMode);
-  g->ow = windowOutputSize(g->w, g->kw, g->sw, g->pw, g->dw, *ceilMode);
-  if (g->oh < 1 || g->ow < 1)
-    return CLEAVE_ERROR(sig.kernel, ": kernel ", formatList(kernel), " (dilation ",
-                        formatList(dilation), ") is larger than the padded input ",
-                        describe(x.shape, x.dtype));
-  return checkOutput(sig, {x.dtype, {x.shape[0], x.shape[1], g->oh, g->ow}},
-                     "from the input and the window attributes");
-}
 
 /// Splits flat output index `idx` into plane, row, column.
 __device__ __forceinline__ void splitOutput(int64_t idx, int64_t oh, int64_t ow, int64_t *p,
@@ -88,8 +25,7 @@ __device__ __forceinline__ void splitOutput(int64_t idx, int64_t oh, int64_t ow,
 }
 
 template <typename T>
-__global__ void maxPoolKernel(const T *__restrict__ x, T *__restrict__ y, PoolGeometry g,
-                              int64_t n) {
+__global__ void maxPoolKernel(const T *__restrict__ x, T *__restrict__ y, PoolParams g, int64_t n) {
   for (int64_t idx = globalThread(); idx < n; idx += globalThreads()) {
     int64_t p, oy, ox;
     splitOutput(idx, g.oh, g.ow, &p, &oy, &ox);
@@ -113,7 +49,7 @@ __global__ void maxPoolKernel(const T *__restrict__ x, T *__restrict__ y, PoolGe
 }
 
 template <typename T>
-__global__ void avgPoolKernel(const T *__restrict__ x, T *__restrict__ y, PoolGeometry g, int64_t n,
+__global__ void avgPoolKernel(const T *__restrict__ x, T *__restrict__ y, PoolParams g, int64_t n,
                               bool countIncludePad) {
   for (int64_t idx = globalThread(); idx < n; idx += globalThreads()) {
     int64_t p, oy, ox;
@@ -171,7 +107,7 @@ __global__ void globalAvgPoolKernel(const T *__restrict__ x, T *__restrict__ y, 
 }
 
 template <typename T>
-KernelFn makeMaxPool(const KernelSignature &sig, DeviceContext &ctx, const PoolGeometry &g) {
+KernelFn makeMaxPool(const KernelSignature &sig, DeviceContext &ctx, const PoolParams &g) {
   DeviceContext *c = &ctx;
   std::string name = sig.kernel;
   const int64_t n = g.planes * g.oh * g.ow;
@@ -185,7 +121,7 @@ KernelFn makeMaxPool(const KernelSignature &sig, DeviceContext &ctx, const PoolG
 }
 
 template <typename T>
-KernelFn makeAvgPool(const KernelSignature &sig, DeviceContext &ctx, const PoolGeometry &g,
+KernelFn makeAvgPool(const KernelSignature &sig, DeviceContext &ctx, const PoolParams &g,
                      bool countIncludePad) {
   DeviceContext *c = &ctx;
   std::string name = sig.kernel;
@@ -220,9 +156,8 @@ KernelFn makeAdaptiveAvgPool(const KernelSignature &sig, DeviceContext &ctx, int
 }
 
 Status buildMaxPool(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  PoolGeometry g;
-  bool ceilMode = false;
-  CLEAVE_RETURN_IF_ERROR(parsePool(sig, true, &ceilMode, &g));
+  PoolParams g;
+  CLEAVE_RETURN_IF_ERROR(parseMaxPool2d(sig, "cuda", {DType::F32, DType::BF16}, &g));
   if (sig.inputs[0]->dtype == DType::F32)
     *fn = makeMaxPool<float>(sig, ctx, g);
   else
@@ -231,11 +166,10 @@ Status buildMaxPool(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn
 }
 
 Status buildAvgPool(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  PoolGeometry g;
-  bool ceilMode = false, countIncludePad = true;
-  CLEAVE_RETURN_IF_ERROR(parsePool(sig, false, &ceilMode, &g));
+  PoolParams g;
+  bool countIncludePad = true;
   CLEAVE_RETURN_IF_ERROR(
-      withKernel(sig, sig.attrs.getBool("count_include_pad", &countIncludePad, true)));
+      parseAvgPool2d(sig, "cuda", {DType::F32, DType::BF16}, &g, &countIncludePad));
   if (sig.inputs[0]->dtype == DType::F32)
     *fn = makeAvgPool<float>(sig, ctx, g, countIncludePad);
   else
@@ -244,26 +178,12 @@ Status buildAvgPool(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn
 }
 
 Status buildAdaptiveAvgPool(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::BF16}));
-  if (x.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
-                        describe(x.shape, x.dtype));
-  std::vector<int64_t> size;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("output_size", &size)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "output_size", size, 1));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, {x.shape[0], x.shape[1], size[0], size[1]}},
-                                     "the input's N and C with output_size"));
-  const int64_t planes = x.shape[0] * x.shape[1], h = x.shape[2], w = x.shape[3];
-  if (planes > 0 && (h == 0 || w == 0))
-    return CLEAVE_ERROR(sig.kernel, ": cannot average an empty plane: input ",
-                        describe(x.shape, x.dtype));
-  if (x.dtype == DType::F32)
-    *fn = makeAdaptiveAvgPool<float>(sig, ctx, planes, h, w, size[0], size[1]);
+  AdaptivePoolParams a;
+  CLEAVE_RETURN_IF_ERROR(parseAdaptiveAvgPool2d(sig, "cuda", {DType::F32, DType::BF16}, &a));
+  if (sig.inputs[0]->dtype == DType::F32)
+    *fn = makeAdaptiveAvgPool<float>(sig, ctx, a.planes, a.h, a.w, a.oh, a.ow);
   else
-    *fn = makeAdaptiveAvgPool<bf16>(sig, ctx, planes, h, w, size[0], size[1]);
+    *fn = makeAdaptiveAvgPool<bf16>(sig, ctx, a.planes, a.h, a.w, a.oh, a.ow);
   return {};
 }
 

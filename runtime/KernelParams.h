@@ -1,0 +1,45 @@
+//===- KernelParams.h - Instruction parsing shared by every backend -------===//
+//
+// The CPU and CUDA builders of an op must accept the same instructions and
+// reject the rest with the same words (the conformance suite runs on both).
+// So each op's checks and attribute parsing live here once, as in
+// Conv2dContract.h: a backend passes its name (for dtype messages) and the
+// dtypes it has kernels for, and gets the op's parameters back; what stays in
+// the backend is how it computes.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/KernelContract.h"
+
+namespace cleave::runtime {
+
+//===----------------------------------------------------------------------===//
+// Pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d), NCHW.
+//===----------------------------------------------------------------------===//
+
+/// A pooling window over N*C planes. Plain data: the CUDA kernels take it by
+/// value.
+struct PoolParams {
+  int64_t planes, h, w, oh, ow;
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+};
+
+/// max_pool2d: kernel, stride, padding, dilation, ceil_mode.
+Status parseMaxPool2d(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, PoolParams *out);
+
+/// avg_pool2d: kernel, stride, padding, ceil_mode (no dilation) and
+/// count_include_pad.
+Status parseAvgPool2d(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, PoolParams *out, bool *countIncludePad);
+
+struct AdaptivePoolParams {
+  int64_t planes, h, w, oh, ow;
+};
+
+/// adaptive_avg_pool2d: output_size; no plane may be empty.
+Status parseAdaptiveAvgPool2d(const KernelSignature &sig, const char *backend,
+                              std::initializer_list<DType> dtypes, AdaptivePoolParams *out);
+
+} // namespace cleave::runtime

@@ -109,4 +109,59 @@ Status parseAdaptiveAvgPool2d(const KernelSignature &sig, const char *backend,
   return {};
 }
 
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+Status parseReduction(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, bool needsElements, ReduceParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  std::vector<int64_t> &dims = out->dims;
+  bool &keepdim = out->keepdim;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dims", &dims)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("keepdim", &keepdim, false)));
+  std::vector<bool> &reduced = out->reduced;
+  reduced.assign(x.shape.size(), false);
+  for (int64_t d : dims) {
+    CLEAVE_RETURN_IF_ERROR(checkDim(sig, "reduction dim", d, x.rank()));
+    if (reduced[d])
+      return CLEAVE_ERROR(sig.kernel, ": reduction dim ", d, " appears twice in ",
+                          formatList(dims));
+    reduced[d] = true;
+  }
+  Shape outShape;
+  int64_t reducedCount = 1;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (!reduced[d])
+      outShape.push_back(x.shape[d]);
+    else {
+      reducedCount *= x.shape[d];
+      if (keepdim)
+        outShape.push_back(1);
+    }
+  }
+  CLEAVE_RETURN_IF_ERROR(
+      checkOutput(sig, {x.dtype, outShape},
+                  "input reduced over " + formatList(dims) + (keepdim ? " keeping dims" : "")));
+  const int64_t outCount = numElements(outShape);
+  if (needsElements && reducedCount == 0 && outCount > 0)
+    return CLEAVE_ERROR(sig.kernel, ": cannot take the maximum over zero elements (input ",
+                        describe(x.shape, x.dtype), ", dims ", formatList(dims), ")");
+  out->outCount = outCount;
+  out->reducedCount = reducedCount;
+  out->groups.clear();
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (x.shape[d] == 1)
+      continue;
+    if (!out->groups.empty() && out->groups.back().reduced == reduced[d])
+      out->groups.back().size *= x.shape[d];
+    else
+      out->groups.push_back({x.shape[d], reduced[d]});
+  }
+  return {};
+}
+
 } // namespace cleave::runtime

@@ -42,4 +42,29 @@ struct AdaptivePoolParams {
 Status parseAdaptiveAvgPool2d(const KernelSignature &sig, const char *backend,
                               std::initializer_list<DType> dtypes, AdaptivePoolParams *out);
 
+//===----------------------------------------------------------------------===//
+// Reductions (reduce_sum, reduce_mean, reduce_max).
+//===----------------------------------------------------------------------===//
+
+/// A run of adjacent input dims that are all reduced or all kept, size-1
+/// dims dropped: [kept, reduced] is a row reduction, [reduced, kept] a column
+/// one.
+struct ReduceGroup {
+  int64_t size;
+  bool reduced;
+};
+
+struct ReduceParams {
+  std::vector<int64_t> dims;
+  bool keepdim = false;
+  std::vector<bool> reduced; // per input dim
+  int64_t outCount = 0, reducedCount = 1;
+  std::vector<ReduceGroup> groups;
+};
+
+/// dims (each once, in range) and keepdim; `needsElements` rejects an empty
+/// reduction with a non-empty output (reduce_max has no identity).
+Status parseReduction(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, bool needsElements, ReduceParams *out);
+
 } // namespace cleave::runtime

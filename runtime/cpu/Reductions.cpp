@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 
@@ -99,14 +100,10 @@ void reduceColumns(const T *x, int64_t rows, int64_t stride, int64_t count, T *o
 /// Output columns per work item of a column reduction.
 constexpr int64_t kColumnBlock = 1024;
 
-struct Group {
-  int64_t size;
-  bool reduced;
-};
-
 template <Reduce K, typename T>
-KernelFn makeReduction(const std::vector<Group> &groups, int64_t outCount, int64_t reducedCount,
-                       const Shape &inShape, const std::vector<bool> &reducedDims) {
+KernelFn makeReduction(const std::vector<ReduceGroup> &groups, int64_t outCount,
+                       int64_t reducedCount, const Shape &inShape,
+                       const std::vector<bool> &reducedDims) {
   // [kept?, reduced]: rows.
   if (groups.size() <= 2 && !groups.empty() && groups.back().reduced) {
     const int64_t r = groups.back().size;
@@ -122,8 +119,7 @@ KernelFn makeReduction(const std::vector<Group> &groups, int64_t outCount, int64
     };
   }
   // [kept?, reduced, kept]: columns.
-  if ((groups.size() == 2 && groups[0].reduced) ||
-      (groups.size() == 3 && groups[1].reduced)) {
+  if ((groups.size() == 2 && groups[0].reduced) || (groups.size() == 3 && groups[1].reduced)) {
     const int64_t outer = groups.size() == 3 ? groups[0].size : 1;
     const int64_t r = groups[groups.size() - 2].size, inner = groups.back().size;
     const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
@@ -142,7 +138,7 @@ KernelFn makeReduction(const std::vector<Group> &groups, int64_t outCount, int64
   }
   // Nothing reduced (only size-1 dims, or no dims): a copy.
   bool anyReduced = false;
-  for (const Group &g : groups)
+  for (const ReduceGroup &g : groups)
     anyReduced |= g.reduced;
   if (!anyReduced) {
     return [outCount](const KernelCall &call) -> Status {
@@ -194,52 +190,16 @@ KernelFn makeReduction(const std::vector<Group> &groups, int64_t outCount, int64
 }
 
 template <Reduce K> Status buildReduction(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  ReduceParams r;
+  CLEAVE_RETURN_IF_ERROR(parseReduction(
+      sig, "cpu",
+      K == Reduce::Mean ? std::initializer_list<DType>{DType::F32}
+                        : std::initializer_list<DType>{DType::F32, DType::I64, DType::I32},
+      K == Reduce::Max, &r));
   const TensorDesc &x = *sig.inputs[0];
-  if (K == Reduce::Mean)
-    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
-  else
-    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::I64, DType::I32}));
-  std::vector<int64_t> dims;
-  bool keepdim = false;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dims", &dims)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("keepdim", &keepdim, false)));
-  std::vector<bool> reduced(x.shape.size(), false);
-  for (int64_t d : dims) {
-    CLEAVE_RETURN_IF_ERROR(checkDim(sig, "reduction dim", d, x.rank()));
-    if (reduced[d])
-      return CLEAVE_ERROR(sig.kernel, ": reduction dim ", d, " appears twice in ",
-                          formatList(dims));
-    reduced[d] = true;
-  }
-  Shape outShape;
-  int64_t reducedCount = 1;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (!reduced[d])
-      outShape.push_back(x.shape[d]);
-    else {
-      reducedCount *= x.shape[d];
-      if (keepdim)
-        outShape.push_back(1);
-    }
-  }
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape},
-                                     "input reduced over " + formatList(dims) +
-                                         (keepdim ? " keeping dims" : "")));
-  const int64_t outCount = numElements(outShape);
-  if (K == Reduce::Max && reducedCount == 0 && outCount > 0)
-    return CLEAVE_ERROR(sig.kernel, ": cannot take the maximum over zero elements (input ",
-                        describe(x.shape, x.dtype), ", dims ", formatList(dims), ")");
-  std::vector<Group> groups;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (x.shape[d] == 1)
-      continue;
-    if (!groups.empty() && groups.back().reduced == reduced[d])
-      groups.back().size *= x.shape[d];
-    else
-      groups.push_back({x.shape[d], reduced[d]});
-  }
+  const int64_t outCount = r.outCount, reducedCount = r.reducedCount;
+  const std::vector<ReduceGroup> &groups = r.groups;
+  const std::vector<bool> &reduced = r.reduced;
   if (outCount == 0 || x.numel() == 0) {
     // Nothing to read: sums are 0, means 0/0.
     float meanValue = std::numeric_limits<float>::quiet_NaN();

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cuda/kernels/DeviceCommon.cuh"
 
 #include <string>
@@ -145,14 +146,9 @@ template <typename T> __global__ void fillKernel(T *__restrict__ y, int64_t n, f
     y[i] = store<T>(value);
 }
 
-struct Group {
-  int64_t size;
-  bool reduced;
-};
-
 template <Reduce K, typename T>
 Status makeReduction(const KernelSignature &sig, DeviceContext &ctx,
-                     const std::vector<Group> &groups, int64_t outCount, int64_t reducedCount,
+                     const std::vector<ReduceGroup> &groups, int64_t outCount, int64_t reducedCount,
                      const Shape &inShape, const std::vector<bool> &reducedDims, KernelFn *fn) {
   DeviceContext *c = &ctx;
   std::string name = sig.kernel;
@@ -186,7 +182,7 @@ Status makeReduction(const KernelSignature &sig, DeviceContext &ctx,
   }
   // Nothing reduced (only size-1 dims, or no dims): a copy.
   bool anyReduced = false;
-  for (const Group &g : groups)
+  for (const ReduceGroup &g : groups)
     anyReduced |= g.reduced;
   if (!anyReduced) {
     const size_t bytes = sizeof(T) * outCount;
@@ -227,53 +223,17 @@ Status makeReduction(const KernelSignature &sig, DeviceContext &ctx,
 
 template <Reduce K>
 Status buildReduction(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  ReduceParams r;
+  CLEAVE_RETURN_IF_ERROR(parseReduction(
+      sig, "cuda",
+      K == Reduce::Mean
+          ? std::initializer_list<DType>{DType::F32, DType::BF16}
+          : std::initializer_list<DType>{DType::F32, DType::BF16, DType::I64, DType::I32},
+      K == Reduce::Max, &r));
   const TensorDesc &x = *sig.inputs[0];
-  if (K == Reduce::Mean)
-    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::BF16}));
-  else
-    CLEAVE_RETURN_IF_ERROR(
-        checkDType(sig, "input", x, {DType::F32, DType::BF16, DType::I64, DType::I32}));
-  std::vector<int64_t> dims;
-  bool keepdim = false;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dims", &dims)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("keepdim", &keepdim, false)));
-  std::vector<bool> reduced(x.shape.size(), false);
-  for (int64_t d : dims) {
-    CLEAVE_RETURN_IF_ERROR(checkDim(sig, "reduction dim", d, x.rank()));
-    if (reduced[d])
-      return CLEAVE_ERROR(sig.kernel, ": reduction dim ", d, " appears twice in ",
-                          formatList(dims));
-    reduced[d] = true;
-  }
-  Shape outShape;
-  int64_t reducedCount = 1;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (!reduced[d])
-      outShape.push_back(x.shape[d]);
-    else {
-      reducedCount *= x.shape[d];
-      if (keepdim)
-        outShape.push_back(1);
-    }
-  }
-  CLEAVE_RETURN_IF_ERROR(
-      checkOutput(sig, {x.dtype, outShape},
-                  "input reduced over " + formatList(dims) + (keepdim ? " keeping dims" : "")));
-  const int64_t outCount = numElements(outShape);
-  if (K == Reduce::Max && reducedCount == 0 && outCount > 0)
-    return CLEAVE_ERROR(sig.kernel, ": cannot take the maximum over zero elements (input ",
-                        describe(x.shape, x.dtype), ", dims ", formatList(dims), ")");
-  std::vector<Group> groups;
-  for (size_t d = 0; d < x.shape.size(); ++d) {
-    if (x.shape[d] == 1)
-      continue;
-    if (!groups.empty() && groups.back().reduced == reduced[d])
-      groups.back().size *= x.shape[d];
-    else
-      groups.push_back({x.shape[d], reduced[d]});
-  }
+  const int64_t outCount = r.outCount, reducedCount = r.reducedCount;
+  const std::vector<ReduceGroup> &groups = r.groups;
+  const std::vector<bool> &reduced = r.reduced;
   DeviceContext *c = &ctx;
   std::string name = sig.kernel;
   if (outCount == 0 || x.numel() == 0) {

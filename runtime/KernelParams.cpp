@@ -2,6 +2,8 @@
 
 #include "runtime/KernelParams.h"
 
+#include <algorithm>
+
 namespace cleave::runtime {
 
 //===----------------------------------------------------------------------===//
@@ -161,6 +163,98 @@ Status parseReduction(const KernelSignature &sig, const char *backend,
     else
       out->groups.push_back({x.shape[d], reduced[d]});
   }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks an optional affine operand of a normalization: present means
+/// `shape` of the input's dtype.
+Status checkAffine(const KernelSignature &sig, size_t index, const char *name,
+                   const TensorDesc &input, const Shape &shape) {
+  if (index >= sig.inputs.size() || !sig.inputs[index])
+    return {};
+  const TensorDesc &t = *sig.inputs[index];
+  if (t.dtype != input.dtype || t.shape != shape)
+    return CLEAVE_ERROR(sig.kernel, ": ", name, " is ", describe(t.shape, t.dtype), ", expected ",
+                        describe(shape, input.dtype));
+  return {};
+}
+
+Status readEps(const KernelSignature &sig, float *eps) {
+  double value = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("eps", &value)));
+  if (!(value >= 0))
+    return CLEAVE_ERROR(sig.kernel, ": eps must be >= 0, got ", value);
+  *eps = static_cast<float>(value);
+  return {};
+}
+
+} // namespace
+
+Status parseLayerNorm(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, LayerNormParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  std::vector<int64_t> normalized;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("normalized_shape", &normalized)));
+  CLEAVE_RETURN_IF_ERROR(readEps(sig, &out->eps));
+  if (normalized.empty() || normalized.size() > x.shape.size() ||
+      !std::equal(normalized.begin(), normalized.end(), x.shape.end() - normalized.size()))
+    return CLEAVE_ERROR(sig.kernel, ": normalized_shape ", formatList(normalized),
+                        " must be the trailing dims of the input ", describe(x.shape, x.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 1, "weight", x, normalized));
+  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 2, "bias", x, normalized));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
+  out->d = numElements(normalized);
+  out->rows = out->d ? x.numel() / out->d : 0;
+  return {};
+}
+
+Status parseBatchNorm(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, BatchNormParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 5, 5));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "mean"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "var"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  if (x.rank() < 2)
+    return CLEAVE_ERROR(sig.kernel, ": input must be [N, C, ...], got ",
+                        describe(x.shape, x.dtype));
+  CLEAVE_RETURN_IF_ERROR(readEps(sig, &out->eps));
+  const int64_t channels = x.shape[1];
+  const Shape channelShape = {channels};
+  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 1, "mean", x, channelShape));
+  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 2, "var", x, channelShape));
+  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 3, "weight", x, channelShape));
+  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 4, "bias", x, channelShape));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
+  out->channels = channels;
+  out->inner = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
+  out->planes = x.shape[0] * channels;
+  return {};
+}
+
+Status parseSoftmax(const KernelSignature &sig, const char *backend,
+                    std::initializer_list<DType> dtypes, SoftmaxParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  int64_t dim = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
+  out->d = x.shape[dim];
+  out->outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
+  out->inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
   return {};
 }
 

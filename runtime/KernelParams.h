@@ -67,4 +67,31 @@ struct ReduceParams {
 Status parseReduction(const KernelSignature &sig, const char *backend,
                       std::initializer_list<DType> dtypes, bool needsElements, ReduceParams *out);
 
+//===----------------------------------------------------------------------===//
+// Normalization (layer_norm, batch_norm, softmax, log_softmax).
+//===----------------------------------------------------------------------===//
+
+/// layer_norm over the trailing normalized_shape: `rows` rows of `d`.
+struct LayerNormParams {
+  int64_t rows = 0, d = 0;
+  float eps = 0;
+};
+Status parseLayerNorm(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, LayerNormParams *out);
+
+/// batch_norm (inference) over [N, C, ...]: `planes` = N*C planes of `inner`.
+struct BatchNormParams {
+  int64_t channels = 0, inner = 0, planes = 0;
+  float eps = 0;
+};
+Status parseBatchNorm(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, BatchNormParams *out);
+
+/// softmax / log_softmax along `dim`: [outer, d, inner].
+struct SoftmaxParams {
+  int64_t outer = 0, d = 0, inner = 0;
+};
+Status parseSoftmax(const KernelSignature &sig, const char *backend,
+                    std::initializer_list<DType> dtypes, SoftmaxParams *out);
+
 } // namespace cleave::runtime

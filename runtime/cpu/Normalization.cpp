@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 #include "runtime/cpu/VecMath.h"
@@ -52,46 +53,11 @@ CLEAVE_CLONES void layerNormRow(const float *__restrict x, float *__restrict y, 
   }
 }
 
-/// Checks an optional affine operand of a normalization: present means
-/// `shape` of the input's dtype.
-Status checkAffine(const KernelSignature &sig, size_t index, const char *name,
-                   const TensorDesc &input, const Shape &shape) {
-  if (index >= sig.inputs.size() || !sig.inputs[index])
-    return {};
-  const TensorDesc &t = *sig.inputs[index];
-  if (t.dtype != input.dtype || t.shape != shape)
-    return CLEAVE_ERROR(sig.kernel, ": ", name, " is ", describe(t.shape, t.dtype),
-                        ", expected ", describe(shape, input.dtype));
-  return {};
-}
-
-Status readEps(const KernelSignature &sig, float *eps) {
-  double value = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("eps", &value)));
-  if (!(value >= 0))
-    return CLEAVE_ERROR(sig.kernel, ": eps must be >= 0, got ", value);
-  *eps = static_cast<float>(value);
-  return {};
-}
-
 Status buildLayerNorm(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
-  std::vector<int64_t> normalized;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("normalized_shape", &normalized)));
-  float eps = 0;
-  CLEAVE_RETURN_IF_ERROR(readEps(sig, &eps));
-  if (normalized.empty() || normalized.size() > x.shape.size() ||
-      !std::equal(normalized.begin(), normalized.end(), x.shape.end() - normalized.size()))
-    return CLEAVE_ERROR(sig.kernel, ": normalized_shape ", formatList(normalized),
-                        " must be the trailing dims of the input ", describe(x.shape, x.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 1, "weight", x, normalized));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 2, "bias", x, normalized));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
-  const int64_t d = numElements(normalized);
-  const int64_t rows = d ? x.numel() / d : 0;
+  LayerNormParams p;
+  CLEAVE_RETURN_IF_ERROR(parseLayerNorm(sig, "cpu", {DType::F32}, &p));
+  const int64_t rows = p.rows, d = p.d;
+  const float eps = p.eps;
   *fn = [rows, d, eps](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
@@ -119,25 +85,10 @@ CLEAVE_CLONES void scaleShift(const float *__restrict x, float *__restrict y, in
 }
 
 Status buildBatchNorm(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 5, 5));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "mean"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "var"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
-  if (x.rank() < 2)
-    return CLEAVE_ERROR(sig.kernel, ": input must be [N, C, ...], got ", describe(x.shape, x.dtype));
-  float eps = 0;
-  CLEAVE_RETURN_IF_ERROR(readEps(sig, &eps));
-  const int64_t channels = x.shape[1];
-  const Shape channelShape = {channels};
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 1, "mean", x, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 2, "var", x, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 3, "weight", x, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 4, "bias", x, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
-  const int64_t inner = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
-  const int64_t planes = x.shape[0] * channels;
+  BatchNormParams p;
+  CLEAVE_RETURN_IF_ERROR(parseBatchNorm(sig, "cpu", {DType::F32}, &p));
+  const int64_t channels = p.channels, inner = p.inner, planes = p.planes;
+  const float eps = p.eps;
   *fn = [channels, inner, planes, eps](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *mean = static_cast<const float *>(call.inputs[1]);
@@ -249,17 +200,9 @@ CLEAVE_CLONES void softmaxColumns(const float *__restrict x, float *__restrict y
 constexpr int64_t kSoftmaxBlock = 256;
 
 template <bool Log> Status buildSoftmax(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
-  int64_t dim = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
-  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
-  const int64_t d = x.shape[dim];
-  const int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
-  const int64_t inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
+  SoftmaxParams p;
+  CLEAVE_RETURN_IF_ERROR(parseSoftmax(sig, "cpu", {DType::F32}, &p));
+  const int64_t outer = p.outer, d = p.d, inner = p.inner;
   if (inner == 1) {
     *fn = [outer, d](const KernelCall &call) -> Status {
       const float *x = static_cast<const float *>(call.inputs[0]);

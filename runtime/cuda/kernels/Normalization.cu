@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cuda/kernels/DeviceCommon.cuh"
 
 #include <cmath>
@@ -200,46 +201,12 @@ KernelFn makeLayerNorm(const KernelSignature &sig, DeviceContext &ctx, int64_t r
   };
 }
 
-/// Checks an optional affine operand of a normalization: present means
-/// `shape` of the input's dtype.
-Status checkAffine(const KernelSignature &sig, size_t index, const char *name,
-                   const TensorDesc &input, const Shape &shape) {
-  if (index >= sig.inputs.size() || !sig.inputs[index])
-    return {};
-  const TensorDesc &t = *sig.inputs[index];
-  if (t.dtype != input.dtype || t.shape != shape)
-    return CLEAVE_ERROR(sig.kernel, ": ", name, " is ", describe(t.shape, t.dtype), ", expected ",
-                        describe(shape, input.dtype));
-  return {};
-}
-
-Status readEps(const KernelSignature &sig, float *eps) {
-  double value = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("eps", &value)));
-  if (!(value >= 0))
-    return CLEAVE_ERROR(sig.kernel, ": eps must be >= 0, got ", value);
-  *eps = static_cast<float>(value);
-  return {};
-}
-
 Status buildLayerNorm(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  LayerNormParams p;
+  CLEAVE_RETURN_IF_ERROR(parseLayerNorm(sig, "cuda", {DType::F32, DType::BF16}, &p));
   const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::BF16}));
-  std::vector<int64_t> normalized;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("normalized_shape", &normalized)));
-  float eps = 0;
-  CLEAVE_RETURN_IF_ERROR(readEps(sig, &eps));
-  if (normalized.empty() || normalized.size() > x.shape.size() ||
-      !std::equal(normalized.begin(), normalized.end(), x.shape.end() - normalized.size()))
-    return CLEAVE_ERROR(sig.kernel, ": normalized_shape ", formatList(normalized),
-                        " must be the trailing dims of the input ", describe(x.shape, x.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 1, "weight", x, normalized));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 2, "bias", x, normalized));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
-  const int64_t d = numElements(normalized);
-  const int64_t rows = d ? x.numel() / d : 0;
+  const int64_t rows = p.rows, d = p.d;
+  const float eps = p.eps;
   if (x.dtype == DType::F32)
     *fn = makeLayerNorm<float>(sig, ctx, rows, d, eps);
   else
@@ -285,25 +252,11 @@ KernelFn makeBatchNorm(const KernelSignature &sig, DeviceContext &ctx, int64_t n
 }
 
 Status buildBatchNorm(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 5, 5));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "mean"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "var"));
+  BatchNormParams p;
+  CLEAVE_RETURN_IF_ERROR(parseBatchNorm(sig, "cuda", {DType::F32, DType::BF16}, &p));
   const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::BF16}));
-  if (x.rank() < 2)
-    return CLEAVE_ERROR(sig.kernel, ": input must be [N, C, ...], got ",
-                        describe(x.shape, x.dtype));
-  float eps = 0;
-  CLEAVE_RETURN_IF_ERROR(readEps(sig, &eps));
-  const int64_t channels = x.shape[1];
-  const Shape channelShape = {channels};
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 1, "mean", x, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 2, "var", x, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 3, "weight", x, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkAffine(sig, 4, "bias", x, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
-  const int64_t inner = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
+  const int64_t channels = p.channels, inner = p.inner;
+  const float eps = p.eps;
   const int64_t n = x.numel();
   if (x.dtype == DType::F32)
     *fn = makeBatchNorm<float>(sig, ctx, n, channels, inner, eps);
@@ -433,17 +386,10 @@ KernelFn makeSoftmax(const KernelSignature &sig, DeviceContext &ctx, int64_t out
 
 template <bool Log>
 Status buildSoftmax(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  SoftmaxParams p;
+  CLEAVE_RETURN_IF_ERROR(parseSoftmax(sig, "cuda", {DType::F32, DType::BF16}, &p));
   const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::BF16}));
-  int64_t dim = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
-  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
-  const int64_t d = x.shape[dim];
-  const int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
-  const int64_t inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
+  const int64_t outer = p.outer, d = p.d, inner = p.inner;
   if (x.dtype == DType::F32)
     *fn = makeSoftmax<float, Log>(sig, ctx, outer, d, inner);
   else

@@ -12,6 +12,9 @@
 
 #include "runtime/KernelContract.h"
 
+#include <utility>
+#include <vector>
+
 namespace cleave::runtime {
 
 //===----------------------------------------------------------------------===//
@@ -93,5 +96,31 @@ struct SoftmaxParams {
 };
 Status parseSoftmax(const KernelSignature &sig, const char *backend,
                     std::initializer_list<DType> dtypes, SoftmaxParams *out);
+
+//===----------------------------------------------------------------------===//
+// Contractions (matmul, linear).
+//===----------------------------------------------------------------------===//
+
+/// matmul [..., m, k] x [..., k, n] with numpy-broadcast batch dims.
+struct MatmulParams {
+  int64_t m = 0, k = 0, n = 0;
+  Shape aBatch, bBatch, batch; // lhs's, rhs's and the output's batch dims
+  int64_t batches = 0;         // numElements(batch)
+};
+Status parseMatmul(const KernelSignature &sig, const char *backend,
+                   std::initializer_list<DType> dtypes, MatmulParams *out);
+
+/// Per output batch, the element offsets of its lhs and rhs matrices: how a
+/// partially broadcast matmul (2x1 by 1x3 batches) runs one GEMM per batch.
+std::vector<std::pair<int64_t, int64_t>> matmulBatchOffsets(const MatmulParams &p);
+
+/// linear: input [..., k] times the transpose of weight [n, k], optional
+/// bias [n]; `m` rows.
+struct LinearParams {
+  int64_t m = 0, k = 0, n = 0;
+  bool hasBias = false;
+};
+Status parseLinear(const KernelSignature &sig, const char *backend,
+                   std::initializer_list<DType> dtypes, LinearParams *out);
 
 } // namespace cleave::runtime

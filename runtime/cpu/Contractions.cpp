@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/Conv2dContract.h"
 #include "runtime/cpu/Registry.h"
@@ -61,36 +62,12 @@ void fillRowsWithScalars(float *out, int64_t rows, int64_t cols, const float *va
 //===----------------------------------------------------------------------===//
 
 Status buildMatmul(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "lhs"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "rhs"));
-  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "lhs", a, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "lhs", a, "rhs", b));
-  if (a.rank() < 2 || b.rank() < 2)
-    return CLEAVE_ERROR(sig.kernel, ": operands need rank >= 2, got ",
-                        describe(a.shape, a.dtype), " and ", describe(b.shape, b.dtype));
-  const int64_t m = a.shape[a.rank() - 2], k = a.shape[a.rank() - 1];
-  const int64_t k2 = b.shape[b.rank() - 2], n = b.shape[b.rank() - 1];
-  if (k != k2)
-    return CLEAVE_ERROR(sig.kernel, ": contraction dims differ: ", describe(a.shape, a.dtype),
-                        " x ", describe(b.shape, b.dtype), " (", k, " vs ", k2, ")");
-  Shape aBatch(a.shape.begin(), a.shape.end() - 2), bBatch(b.shape.begin(), b.shape.end() - 2);
-  auto batch = broadcastShapes({aBatch, bBatch});
-  if (!batch)
-    return CLEAVE_ERROR(sig.kernel, ": batch dims do not broadcast: ",
-                        describe(a.shape, a.dtype), " x ", describe(b.shape, b.dtype));
-  Shape outShape = *batch;
-  outShape.push_back(m);
-  outShape.push_back(n);
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {a.dtype, outShape},
-                                     describe(a.shape, a.dtype) + " x " +
-                                         describe(b.shape, b.dtype)));
-
-  const int64_t batches = numElements(*batch);
+  MatmulParams p;
+  CLEAVE_RETURN_IF_ERROR(parseMatmul(sig, "cpu", {DType::F32}, &p));
+  const int64_t m = p.m, k = p.k, n = p.n;
   // rhs shared by every batch: fold the batches of lhs into its rows.
-  if (numElements(bBatch) == 1) {
-    const int64_t rows = batches * m;
+  if (numElements(p.bBatch) == 1) {
+    const int64_t rows = p.batches * m;
     *fn = [rows, n, k](const KernelCall &call) -> Status {
       sgemm(false, rows, n, k, static_cast<const float *>(call.inputs[0]),
             static_cast<const float *>(call.inputs[1]), static_cast<float *>(call.outputs[0]),
@@ -100,26 +77,7 @@ Status buildMatmul(const KernelSignature &sig, KernelFn *fn) {
     return {};
   }
   // One GEMM per output batch; broadcast operands are read in place.
-  std::vector<std::pair<int64_t, int64_t>> offsets;
-  offsets.reserve(batches);
-  if (batches > 0) {
-    BroadcastLayout layout = makeBroadcastLayout(*batch, {aBatch, bBatch});
-    int64_t rank = static_cast<int64_t>(layout.dims.size());
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t i = 0; i < batches; ++i) {
-      int64_t oa = 0, ob = 0;
-      for (int64_t d = 0; d < rank; ++d) {
-        oa += index[d] * layout.strides[d][0];
-        ob += index[d] * layout.strides[d][1];
-      }
-      offsets.emplace_back(oa * m * k, ob * k * n);
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        if (++index[d] < layout.dims[d])
-          break;
-        index[d] = 0;
-      }
-    }
-  }
+  std::vector<std::pair<int64_t, int64_t>> offsets = matmulBatchOffsets(p);
   *fn = [offsets, m, n, k](const KernelCall &call) -> Status {
     const float *a = static_cast<const float *>(call.inputs[0]);
     const float *b = static_cast<const float *>(call.inputs[1]);
@@ -136,34 +94,10 @@ Status buildMatmul(const KernelSignature &sig, KernelFn *fn) {
 //===----------------------------------------------------------------------===//
 
 Status buildLinear(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "weight"));
-  const TensorDesc &x = *sig.inputs[0], &w = *sig.inputs[1];
-  const bool hasBias = sig.inputs.size() == 3 && sig.inputs[2].has_value();
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "input", x, "weight", w));
-  if (x.rank() < 1 || w.rank() != 2)
-    return CLEAVE_ERROR(sig.kernel, ": needs an input of rank >= 1 and a 2-D weight [out, in], got ",
-                        describe(x.shape, x.dtype), " and ", describe(w.shape, w.dtype));
-  const int64_t k = x.shape.back(), n = w.shape[0];
-  if (w.shape[1] != k)
-    return CLEAVE_ERROR(sig.kernel, ": input ", describe(x.shape, x.dtype), " has ", k,
-                        " features, weight ", describe(w.shape, w.dtype),
-                        " expects ", w.shape[1], " (weight is [out, in])");
-  if (hasBias) {
-    const TensorDesc &bias = *sig.inputs[2];
-    CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "weight", w, "bias", bias));
-    if (bias.shape != Shape{n})
-      return CLEAVE_ERROR(sig.kernel, ": bias ", describe(bias.shape, bias.dtype), " must be [",
-                          n, "], the weight's out features");
-  }
-  Shape outShape = x.shape;
-  outShape.back() = n;
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape},
-                                     describe(x.shape, x.dtype) + " times the transpose of " +
-                                         describe(w.shape, w.dtype)));
-  const int64_t m = numElements(Shape(x.shape.begin(), x.shape.end() - 1));
+  LinearParams p;
+  CLEAVE_RETURN_IF_ERROR(parseLinear(sig, "cpu", {DType::F32}, &p));
+  const int64_t m = p.m, n = p.n, k = p.k;
+  const bool hasBias = p.hasBias;
   *fn = [m, n, k, hasBias](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);

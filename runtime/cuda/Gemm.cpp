@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cuda/DeviceContext.h"
 
 #include <cstring>
@@ -171,32 +172,10 @@ Status zeroContraction(DeviceContext &ctx, void *out, const void *bias, int64_t 
 bool tf32Allowed(const DeviceContext &ctx) { return ctx.tf32; }
 
 Status buildMatmul(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "lhs"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "rhs"));
-  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "lhs", a, {DType::F32, DType::BF16}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "lhs", a, "rhs", b));
-  if (a.rank() < 2 || b.rank() < 2)
-    return CLEAVE_ERROR(sig.kernel, ": operands need rank >= 2, got ", describe(a.shape, a.dtype),
-                        " and ", describe(b.shape, b.dtype));
-  const int64_t m = a.shape[a.rank() - 2], k = a.shape[a.rank() - 1];
-  const int64_t k2 = b.shape[b.rank() - 2], n = b.shape[b.rank() - 1];
-  if (k != k2)
-    return CLEAVE_ERROR(sig.kernel, ": contraction dims differ: ", describe(a.shape, a.dtype),
-                        " x ", describe(b.shape, b.dtype), " (", k, " vs ", k2, ")");
-  Shape aBatch(a.shape.begin(), a.shape.end() - 2), bBatch(b.shape.begin(), b.shape.end() - 2);
-  auto batch = broadcastShapes({aBatch, bBatch});
-  if (!batch)
-    return CLEAVE_ERROR(sig.kernel, ": batch dims do not broadcast: ", describe(a.shape, a.dtype),
-                        " x ", describe(b.shape, b.dtype));
-  Shape outShape = *batch;
-  outShape.push_back(m);
-  outShape.push_back(n);
-  CLEAVE_RETURN_IF_ERROR(checkOutput(
-      sig, {a.dtype, outShape}, describe(a.shape, a.dtype) + " x " + describe(b.shape, b.dtype)));
-
-  const int64_t batches = numElements(*batch);
+  MatmulParams mp;
+  CLEAVE_RETURN_IF_ERROR(parseMatmul(sig, "cuda", {DType::F32, DType::BF16}, &mp));
+  const TensorDesc &a = *sig.inputs[0];
+  const int64_t m = mp.m, k = mp.k, n = mp.n, batches = mp.batches;
   const size_t esz = dtypeBytes(a.dtype);
   DeviceContext *c = &ctx;
   if (batches == 0 || m == 0 || n == 0) {
@@ -213,7 +192,7 @@ Status buildMatmul(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn)
   p.dtype = a.dtype;
   p.rows = n; // D = Cᵀ, X = Bᵀ, Y = Aᵀ
   p.k = k;
-  const int64_t aCount = numElements(aBatch), bCount = numElements(bBatch);
+  const int64_t aCount = numElements(mp.aBatch), bCount = numElements(mp.bBatch);
   std::vector<std::pair<int64_t, int64_t>> offsets; // per batch, when broadcast partially
   if (bCount == 1) {
     // rhs shared by every batch: lhs's batches fold into its rows.
@@ -227,24 +206,11 @@ Status buildMatmul(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn)
   } else {
     // Partial broadcast (e.g. 2x1 by 1x3 batches): one GEMM per batch.
     p.cols = m;
-    BroadcastLayout layout = makeBroadcastLayout(*batch, {aBatch, bBatch});
-    int64_t rank = static_cast<int64_t>(layout.dims.size());
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t i = 0; i < batches; ++i) {
-      int64_t oa = 0, ob = 0;
-      for (int64_t d = 0; d < rank; ++d) {
-        oa += index[d] * layout.strides[d][0];
-        ob += index[d] * layout.strides[d][1];
-      }
-      offsets.emplace_back(oa * m * k, ob * k * n);
-      p.offsetsY |= oa * m * k * esz;
-      p.offsetsX |= ob * k * n * esz;
+    offsets = matmulBatchOffsets(mp);
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      p.offsetsY |= offsets[i].first * esz;
+      p.offsetsX |= offsets[i].second * esz;
       p.offsetsD |= i * m * n * esz;
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        if (++index[d] < layout.dims[d])
-          break;
-        index[d] = 0;
-      }
     }
   }
   auto gemm = std::make_shared<Gemm>();
@@ -266,35 +232,11 @@ Status buildMatmul(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn)
 }
 
 Status buildLinear(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "weight"));
-  const TensorDesc &x = *sig.inputs[0], &w = *sig.inputs[1];
-  const bool hasBias = sig.inputs.size() == 3 && sig.inputs[2].has_value();
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", x, {DType::F32, DType::BF16}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "input", x, "weight", w));
-  if (x.rank() < 1 || w.rank() != 2)
-    return CLEAVE_ERROR(sig.kernel,
-                        ": needs an input of rank >= 1 and a 2-D weight [out, in], got ",
-                        describe(x.shape, x.dtype), " and ", describe(w.shape, w.dtype));
-  const int64_t k = x.shape.back(), n = w.shape[0];
-  if (w.shape[1] != k)
-    return CLEAVE_ERROR(sig.kernel, ": input ", describe(x.shape, x.dtype), " has ", k,
-                        " features, weight ", describe(w.shape, w.dtype), " expects ", w.shape[1],
-                        " (weight is [out, in])");
-  if (hasBias) {
-    const TensorDesc &bias = *sig.inputs[2];
-    CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "weight", w, "bias", bias));
-    if (bias.shape != Shape{n})
-      return CLEAVE_ERROR(sig.kernel, ": bias ", describe(bias.shape, bias.dtype), " must be [", n,
-                          "], the weight's out features");
-  }
-  Shape outShape = x.shape;
-  outShape.back() = n;
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape},
-                                     describe(x.shape, x.dtype) + " times the transpose of " +
-                                         describe(w.shape, w.dtype)));
-  const int64_t m = numElements(Shape(x.shape.begin(), x.shape.end() - 1));
+  LinearParams lp;
+  CLEAVE_RETURN_IF_ERROR(parseLinear(sig, "cuda", {DType::F32, DType::BF16}, &lp));
+  const TensorDesc &x = *sig.inputs[0];
+  const int64_t m = lp.m, n = lp.n, k = lp.k;
+  const bool hasBias = lp.hasBias;
   const size_t esz = dtypeBytes(x.dtype);
   DeviceContext *c = &ctx;
   if (m == 0 || n == 0) {

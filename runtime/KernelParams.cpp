@@ -3,6 +3,7 @@
 #include "runtime/KernelParams.h"
 
 #include <algorithm>
+#include <string>
 
 namespace cleave::runtime {
 
@@ -356,6 +357,106 @@ Status parseLinear(const KernelSignature &sig, const char *backend,
   out->k = k;
   out->n = n;
   out->hasBias = hasBias;
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+Status parsePermute(const KernelSignature &sig, PermuteParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  std::vector<int64_t> &dims = out->dims;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dims", &dims)));
+  if (static_cast<int64_t>(dims.size()) != x.rank())
+    return CLEAVE_ERROR(sig.kernel, ": dims ", formatList(dims), " must list ", x.rank(),
+                        " dims for input ", describe(x.shape, x.dtype));
+  std::vector<bool> seen(dims.size(), false);
+  Shape &outShape = out->outShape;
+  outShape.clear();
+  for (int64_t d : dims) {
+    if (d < 0 || d >= x.rank() || seen[d])
+      return CLEAVE_ERROR(sig.kernel, ": dims ", formatList(dims), " are not a permutation of 0..",
+                          x.rank() - 1);
+    seen[d] = true;
+    outShape.push_back(x.shape[d]);
+  }
+  return checkOutput(sig, {x.dtype, outShape}, "the input's dims permuted");
+}
+
+Status checkBroadcastTo(const KernelSignature &sig) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0], &y = sig.outputs[0];
+  auto shape = broadcastShapes({x.shape, y.shape});
+  if (x.dtype != y.dtype || x.rank() > y.rank() || !shape || *shape != y.shape)
+    return CLEAVE_ERROR(sig.kernel, ": cannot broadcast ", describe(x.shape, x.dtype), " to ",
+                        describe(y.shape, y.dtype),
+                        x.dtype != y.dtype ? " (the element type changes)" : "");
+  return {};
+}
+
+Status parseSlice(const KernelSignature &sig, SliceParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  int64_t dim = 0, start = 0, end = 0, step = 1;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("start", &start)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("end", &end)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("step", &step, 1)));
+  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
+  const int64_t size = x.shape[dim];
+  if (start < 0 || start > end || end > size || step < 1)
+    return CLEAVE_ERROR(sig.kernel, ": [", start, ":", end, ":", step, "] is not within dim ", dim,
+                        " of size ", size, " of ", describe(x.shape, x.dtype),
+                        " (needs 0 <= start <= end <= size, step >= 1)");
+  const int64_t count = end == start ? 0 : 1 + (end - start - 1) / step;
+  Shape outShape = x.shape;
+  outShape[dim] = count;
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape},
+                                     "the input with dim " + std::to_string(dim) + " sliced"));
+  out->dim = dim;
+  out->start = start;
+  out->end = end;
+  out->step = step;
+  out->size = size;
+  out->count = count;
+  out->outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
+  out->inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
+  return {};
+}
+
+Status parseConcat(const KernelSignature &sig, ConcatParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, SIZE_MAX));
+  for (size_t i = 0; i < sig.inputs.size(); ++i)
+    if (!sig.inputs[i])
+      return CLEAVE_ERROR(sig.kernel, ": input ", i, " is missing");
+  const TensorDesc &first = *sig.inputs[0];
+  int64_t dim = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, first.rank()));
+  Shape outShape = first.shape;
+  outShape[dim] = 0;
+  for (size_t i = 0; i < sig.inputs.size(); ++i) {
+    const TensorDesc &t = *sig.inputs[i];
+    bool compatible = t.dtype == first.dtype && t.rank() == first.rank();
+    for (int64_t d = 0; compatible && d < first.rank(); ++d)
+      compatible = d == dim || t.shape[d] == first.shape[d];
+    if (!compatible)
+      return CLEAVE_ERROR(sig.kernel, ": input ", i, " ", describe(t.shape, t.dtype),
+                          " does not match input 0 ", describe(first.shape, first.dtype),
+                          " outside dim ", dim);
+    outShape[dim] += t.shape[dim];
+  }
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {first.dtype, outShape},
+                                     "the inputs joined along dim " + std::to_string(dim)));
+  out->dim = dim;
+  out->outer = numElements(Shape(first.shape.begin(), first.shape.begin() + dim));
+  out->inner = numElements(Shape(first.shape.begin() + dim + 1, first.shape.end()));
+  out->outShape = std::move(outShape);
   return {};
 }
 

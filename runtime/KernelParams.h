@@ -123,4 +123,34 @@ struct LinearParams {
 Status parseLinear(const KernelSignature &sig, const char *backend,
                    std::initializer_list<DType> dtypes, LinearParams *out);
 
+//===----------------------------------------------------------------------===//
+// Data movement (permute, broadcast_to, slice, concat). These copy elements
+// of any dtype, so they take no dtype list.
+//===----------------------------------------------------------------------===//
+
+/// permute: `dims` is a permutation of the input's dims.
+struct PermuteParams {
+  std::vector<int64_t> dims;
+  Shape outShape;
+};
+Status parsePermute(const KernelSignature &sig, PermuteParams *out);
+
+/// broadcast_to: the output is the input broadcast, same dtype.
+Status checkBroadcastTo(const KernelSignature &sig);
+
+/// slice [start:end:step] of dim `dim` (of `size`): the input viewed as
+/// [outer, size, inner], `count` elements taken.
+struct SliceParams {
+  int64_t dim = 0, start = 0, end = 0, step = 1;
+  int64_t size = 0, count = 0, outer = 0, inner = 0;
+};
+Status parseSlice(const KernelSignature &sig, SliceParams *out);
+
+/// concat along `dim`: every input viewed as [outer, its dim, inner].
+struct ConcatParams {
+  int64_t dim = 0, outer = 0, inner = 0;
+  Shape outShape;
+};
+Status parseConcat(const KernelSignature &sig, ConcatParams *out);
+
 } // namespace cleave::runtime

@@ -364,6 +364,18 @@ Status parseLinear(const KernelSignature &sig, const char *backend,
 // Data movement
 //===----------------------------------------------------------------------===//
 
+Status checkReshape(const KernelSignature &sig) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0], &y = sig.outputs[0];
+  if (x.dtype != y.dtype || x.numel() != y.numel())
+    return CLEAVE_ERROR(sig.kernel, ": cannot reshape ", describe(x.shape, x.dtype), " to ",
+                        describe(y.shape, y.dtype),
+                        x.dtype != y.dtype ? ": the element type changes"
+                                           : ": the element count changes");
+  return {};
+}
+
 Status parsePermute(const KernelSignature &sig, PermuteParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
@@ -457,6 +469,32 @@ Status parseConcat(const KernelSignature &sig, ConcatParams *out) {
   out->outer = numElements(Shape(first.shape.begin(), first.shape.begin() + dim));
   out->inner = numElements(Shape(first.shape.begin() + dim + 1, first.shape.end()));
   out->outShape = std::move(outShape);
+  return {};
+}
+
+Status parseEmbedding(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, EmbeddingParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "weight"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "indices"));
+  const TensorDesc &w = *sig.inputs[0], &idx = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "weight", w, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "indices", idx, {DType::I64, DType::I32}));
+  if (w.rank() != 2)
+    return CLEAVE_ERROR(sig.kernel, ": table must be 2-D [rows, dim], got ",
+                        describe(w.shape, w.dtype));
+  Shape outShape = idx.shape;
+  outShape.push_back(w.shape[1]);
+  CLEAVE_RETURN_IF_ERROR(
+      checkOutput(sig, {w.dtype, outShape}, "the indices' shape plus the row size"));
+  out->sharded = sig.attrs.has("row_offset");
+  out->offset = 0;
+  if (out->sharded)
+    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("row_offset", &out->offset));
+  out->count = idx.numel();
+  out->rows = w.shape[0];
+  out->dim = w.shape[1];
+  out->wide = idx.dtype == DType::I64;
   return {};
 }
 

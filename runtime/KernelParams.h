@@ -128,6 +128,9 @@ Status parseLinear(const KernelSignature &sig, const char *backend,
 // of any dtype, so they take no dtype list.
 //===----------------------------------------------------------------------===//
 
+/// reshape: same dtype and element count.
+Status checkReshape(const KernelSignature &sig);
+
 /// permute: `dims` is a permutation of the input's dims.
 struct PermuteParams {
   std::vector<int64_t> dims;
@@ -152,5 +155,16 @@ struct ConcatParams {
   Shape outShape;
 };
 Status parseConcat(const KernelSignature &sig, ConcatParams *out);
+
+/// embedding: a 2-D table [rows, dim] of `dtypes` looked up by i64/i32
+/// indices; a shard of a vocabulary split over ranks has a row_offset.
+struct EmbeddingParams {
+  int64_t count = 0, rows = 0, dim = 0;
+  bool wide = false; // i64 indices
+  bool sharded = false;
+  int64_t offset = 0;
+};
+Status parseEmbedding(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, EmbeddingParams *out);
 
 } // namespace cleave::runtime

@@ -141,26 +141,13 @@ Status embed(const char *table, const Index *indices, char *out, int64_t count, 
 }
 
 Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "weight"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "indices"));
-  const TensorDesc &w = *sig.inputs[0], &idx = *sig.inputs[1];
+  EmbeddingParams ep;
   // A gather: bf16 tables are read as they are, not widened.
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "weight", w, {DType::F32, DType::BF16}));
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "indices", idx, {DType::I64, DType::I32}));
-  if (w.rank() != 2)
-    return CLEAVE_ERROR(sig.kernel, ": table must be 2-D [rows, dim], got ",
-                        describe(w.shape, w.dtype));
-  Shape outShape = idx.shape;
-  outShape.push_back(w.shape[1]);
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {w.dtype, outShape}, "the indices' shape plus the row size"));
-  const bool sharded = sig.attrs.has("row_offset");
-  int64_t offset = 0;
-  if (sharded)
-    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("row_offset", &offset));
-  const int64_t count = idx.numel(), rows = w.shape[0];
-  const size_t rowBytes = static_cast<size_t>(w.shape[1]) * dtypeBytes(w.dtype);
-  const bool wide = idx.dtype == DType::I64;
+  CLEAVE_RETURN_IF_ERROR(parseEmbedding(sig, "cpu", {DType::F32, DType::BF16}, &ep));
+  const TensorDesc &w = *sig.inputs[0];
+  const int64_t count = ep.count, rows = ep.rows, offset = ep.offset;
+  const bool sharded = ep.sharded, wide = ep.wide;
+  const size_t rowBytes = static_cast<size_t>(ep.dim) * dtypeBytes(w.dtype);
   *fn = [=](const KernelCall &call) -> Status {
     const char *table = static_cast<const char *>(call.inputs[0]);
     char *out = static_cast<char *>(call.outputs[0]);

@@ -47,14 +47,8 @@ template <typename Fn> auto withElementType(size_t bytes, const Fn &fn) {
 //===----------------------------------------------------------------------===//
 
 Status buildReshape(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0], &y = sig.outputs[0];
-  if (x.dtype != y.dtype || x.numel() != y.numel())
-    return CLEAVE_ERROR(sig.kernel, ": cannot reshape ", describe(x.shape, x.dtype), " to ",
-                        describe(y.shape, y.dtype),
-                        x.dtype != y.dtype ? ": the element type changes"
-                                           : ": the element count changes");
+  CLEAVE_RETURN_IF_ERROR(checkReshape(sig));
+  const TensorDesc &x = *sig.inputs[0];
   const size_t bytes = x.bytes();
   *fn = [bytes](const KernelCall &call) -> Status {
     if (call.outputs[0] != call.inputs[0])

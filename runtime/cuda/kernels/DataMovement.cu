@@ -158,14 +158,8 @@ KernelFn makeCopyFn(DeviceContext &ctx, const std::string &name, StridedCopy cop
 //===----------------------------------------------------------------------===//
 
 Status buildReshape(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0], &y = sig.outputs[0];
-  if (x.dtype != y.dtype || x.numel() != y.numel())
-    return CLEAVE_ERROR(sig.kernel, ": cannot reshape ", describe(x.shape, x.dtype), " to ",
-                        describe(y.shape, y.dtype),
-                        x.dtype != y.dtype ? ": the element type changes"
-                                           : ": the element count changes");
+  CLEAVE_RETURN_IF_ERROR(checkReshape(sig));
+  const TensorDesc &x = *sig.inputs[0];
   const size_t bytes = x.bytes();
   DeviceContext *c = &ctx;
   *fn = [c, bytes](const KernelCall &call) -> Status {
@@ -337,25 +331,12 @@ KernelFn makeEmbedding(const KernelSignature &sig, DeviceContext &ctx, bool wide
 }
 
 Status buildEmbedding(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "weight"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "indices"));
-  const TensorDesc &w = *sig.inputs[0], &idx = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "weight", w, {DType::F32, DType::BF16}));
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "indices", idx, {DType::I64, DType::I32}));
-  if (w.rank() != 2)
-    return CLEAVE_ERROR(sig.kernel, ": table must be 2-D [rows, dim], got ",
-                        describe(w.shape, w.dtype));
-  Shape outShape = idx.shape;
-  outShape.push_back(w.shape[1]);
-  CLEAVE_RETURN_IF_ERROR(
-      checkOutput(sig, {w.dtype, outShape}, "the indices' shape plus the row size"));
-  const bool sharded = sig.attrs.has("row_offset");
-  int64_t offset = 0;
-  if (sharded)
-    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("row_offset", &offset));
-  const int64_t count = idx.numel(), rows = w.shape[0], dim = w.shape[1];
-  const bool wide = idx.dtype == DType::I64;
+  EmbeddingParams ep;
+  CLEAVE_RETURN_IF_ERROR(parseEmbedding(sig, "cuda", {DType::F32, DType::BF16}, &ep));
+  const TensorDesc &w = *sig.inputs[0];
+  const int64_t count = ep.count, rows = ep.rows, offset = ep.offset;
+  const bool sharded = ep.sharded, wide = ep.wide;
+  const int64_t dim = ep.dim;
   if (w.dtype == DType::F32)
     *fn = makeEmbedding<float>(sig, ctx, wide, count, rows, dim, sharded, offset);
   else

@@ -498,4 +498,83 @@ Status parseEmbedding(const KernelSignature &sig, const char *backend,
   return {};
 }
 
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+Status checkUnary(const KernelSignature &sig, const char *backend,
+                  std::initializer_list<DType> dtypes) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", in, dtypes));
+  return checkOutput(sig, in, "same as the input");
+}
+
+Status parseBinary(const KernelSignature &sig, const char *backend,
+                   std::initializer_list<DType> dtypes, std::optional<DType> resultType,
+                   BroadcastLayout *layout) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "lhs"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "rhs"));
+  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "lhs", a, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "lhs", a, "rhs", b));
+  auto shape = broadcastShapes({a.shape, b.shape});
+  if (!shape)
+    return CLEAVE_ERROR(sig.kernel,
+                        ": operand shapes do not broadcast: ", describe(a.shape, a.dtype), " and ",
+                        describe(b.shape, b.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {resultType.value_or(a.dtype), *shape},
+                                     "the broadcast of " + describe(a.shape, a.dtype) + " and " +
+                                         describe(b.shape, b.dtype)));
+  *layout = makeBroadcastLayout(*shape, {a.shape, b.shape});
+  return {};
+}
+
+Status parseWhere(const KernelSignature &sig, const char *backend,
+                  std::initializer_list<DType> dtypes, BroadcastLayout *layout) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "condition"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "on_true"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "on_false"));
+  const TensorDesc &c = *sig.inputs[0], &x = *sig.inputs[1], &y = *sig.inputs[2];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "condition", c, {DType::I1}));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "on_true", x, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "on_true", x, "on_false", y));
+  auto shape = broadcastShapes({c.shape, x.shape, y.shape});
+  if (!shape)
+    return CLEAVE_ERROR(sig.kernel,
+                        ": operand shapes do not broadcast: ", describe(c.shape, c.dtype), ", ",
+                        describe(x.shape, x.dtype), " and ", describe(y.shape, y.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, *shape}, "the broadcast of the operands"));
+  *layout = makeBroadcastLayout(*shape, {c.shape, x.shape, y.shape});
+  return {};
+}
+
+Status checkCast(const KernelSignature &sig, const char *backend,
+                 std::initializer_list<DType> dtypes) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  const TensorDesc &out = sig.outputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", in, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "output", out, dtypes));
+  return checkOutput(sig, {out.dtype, in.shape}, "the input's shape");
+}
+
+Status parseTriangle(const KernelSignature &sig, TriangleParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &in = *sig.inputs[0];
+  if (in.rank() < 2)
+    return CLEAVE_ERROR(sig.kernel, ": needs a tensor of rank >= 2, got ",
+                        describe(in.shape, in.dtype));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("diagonal", &out->diagonal, 0)));
+  out->rows = in.shape[in.rank() - 2];
+  out->cols = in.shape[in.rank() - 1];
+  return {};
+}
+
 } // namespace cleave::runtime

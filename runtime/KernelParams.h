@@ -167,4 +167,33 @@ struct EmbeddingParams {
 Status parseEmbedding(const KernelSignature &sig, const char *backend,
                       std::initializer_list<DType> dtypes, EmbeddingParams *out);
 
+//===----------------------------------------------------------------------===//
+// Elementwise (unary, binary, where, cast, tril/triu).
+//===----------------------------------------------------------------------===//
+
+/// A one-input op whose output is the input's shape and dtype.
+Status checkUnary(const KernelSignature &sig, const char *backend,
+                  std::initializer_list<DType> dtypes);
+
+/// A two-operand broadcasting op of one of `dtypes`, its result `resultType`
+/// (the operands' when nullopt); returns the broadcast layout.
+Status parseBinary(const KernelSignature &sig, const char *backend,
+                   std::initializer_list<DType> dtypes, std::optional<DType> resultType,
+                   BroadcastLayout *layout);
+
+/// where(condition, on_true, on_false), on_true of `dtypes`; returns the
+/// broadcast layout of the three operands.
+Status parseWhere(const KernelSignature &sig, const char *backend,
+                  std::initializer_list<DType> dtypes, BroadcastLayout *layout);
+
+/// cast between any two of `dtypes`, same shape.
+Status checkCast(const KernelSignature &sig, const char *backend,
+                 std::initializer_list<DType> dtypes);
+
+/// tril / triu over the last two dims [rows, cols], any dtype.
+struct TriangleParams {
+  int64_t rows = 0, cols = 0, diagonal = 0;
+};
+Status parseTriangle(const KernelSignature &sig, TriangleParams *out);
+
 } // namespace cleave::runtime

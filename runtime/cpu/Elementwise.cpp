@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/BFloat16.h"
+#include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 #include "runtime/cpu/VecMath.h"
@@ -100,17 +101,14 @@ template <typename T> KernelFn intUnary(Unary op, int64_t n) {
 }
 
 template <Unary Op> Status buildUnary(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &in = *sig.inputs[0];
   constexpr bool anyNumber = Op == Unary::Neg || Op == Unary::Abs || Op == Unary::Relu;
   if constexpr (Op == Unary::Not)
-    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::I1}));
+    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cpu", {DType::I1}));
   else if constexpr (anyNumber)
-    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::F32, DType::I64, DType::I32}));
+    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cpu", {DType::F32, DType::I64, DType::I32}));
   else
-    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
+    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cpu", {DType::F32}));
+  const TensorDesc &in = *sig.inputs[0];
   const int64_t n = in.numel();
 
   FloatLoop loop = nullptr;
@@ -288,30 +286,10 @@ KernelFn makeBinary(const BroadcastLayout &layout) {
   };
 }
 
-/// Validates a two-operand broadcasting op and returns its layout.
-Status checkBinary(const KernelSignature &sig, std::initializer_list<DType> allowed,
-                   std::optional<DType> resultType, BroadcastLayout *layout) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "lhs"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "rhs"));
-  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "lhs", a, allowed));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "lhs", a, "rhs", b));
-  auto shape = broadcastShapes({a.shape, b.shape});
-  if (!shape)
-    return CLEAVE_ERROR(sig.kernel, ": operand shapes do not broadcast: ",
-                        describe(a.shape, a.dtype), " and ", describe(b.shape, b.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {resultType.value_or(a.dtype), *shape},
-                                     "the broadcast of " + describe(a.shape, a.dtype) +
-                                         " and " + describe(b.shape, b.dtype)));
-  *layout = makeBroadcastLayout(*shape, {a.shape, b.shape});
-  return {};
-}
-
 template <typename Op> Status buildArithmetic(const KernelSignature &sig, KernelFn *fn) {
   BroadcastLayout layout;
   CLEAVE_RETURN_IF_ERROR(
-      checkBinary(sig, {DType::F32, DType::I64, DType::I32}, std::nullopt, &layout));
+      parseBinary(sig, "cpu", {DType::F32, DType::I64, DType::I32}, std::nullopt, &layout));
   switch (sig.inputs[0]->dtype) {
   case DType::F32:
     *fn = makeBinary<float, float, Op>(layout);
@@ -329,7 +307,7 @@ template <typename Op> Status buildArithmetic(const KernelSignature &sig, Kernel
 
 Status buildPow(const KernelSignature &sig, KernelFn *fn) {
   BroadcastLayout layout;
-  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32}, std::nullopt, &layout));
+  CLEAVE_RETURN_IF_ERROR(parseBinary(sig, "cpu", {DType::F32}, std::nullopt, &layout));
   KernelFn general = makeBinary<float, float, PowOp>(layout);
   if (sig.inputs[1]->numel() != 1) {
     *fn = general;
@@ -355,7 +333,7 @@ Status buildPow(const KernelSignature &sig, KernelFn *fn) {
 
 template <typename Op> Status buildLogical(const KernelSignature &sig, KernelFn *fn) {
   BroadcastLayout layout;
-  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::I1}, std::nullopt, &layout));
+  CLEAVE_RETURN_IF_ERROR(parseBinary(sig, "cpu", {DType::I1}, std::nullopt, &layout));
   *fn = makeBinary<Bool, Bool, Op>(layout);
   return {};
 }
@@ -382,7 +360,7 @@ Status makeCompare(const KernelSignature &sig, const std::string &predicate, con
 
 Status buildCompare(const KernelSignature &sig, KernelFn *fn) {
   BroadcastLayout layout;
-  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32, DType::I64, DType::I32, DType::I1},
+  CLEAVE_RETURN_IF_ERROR(parseBinary(sig, "cpu", {DType::F32, DType::I64, DType::I32, DType::I1},
                                      DType::I1, &layout));
   std::string predicate;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getString("predicate", &predicate)));
@@ -457,22 +435,10 @@ template <typename T> KernelFn makeWhere(const BroadcastLayout &layout) {
 }
 
 Status buildWhere(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "condition"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "on_true"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "on_false"));
-  const TensorDesc &c = *sig.inputs[0], &x = *sig.inputs[1], &y = *sig.inputs[2];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "condition", c, {DType::I1}));
+  BroadcastLayout layout;
   CLEAVE_RETURN_IF_ERROR(
-      checkDType(sig, "on_true", x, {DType::F32, DType::I64, DType::I32, DType::I1}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "on_true", x, "on_false", y));
-  auto shape = broadcastShapes({c.shape, x.shape, y.shape});
-  if (!shape)
-    return CLEAVE_ERROR(sig.kernel, ": operand shapes do not broadcast: ",
-                        describe(c.shape, c.dtype), ", ", describe(x.shape, x.dtype),
-                        " and ", describe(y.shape, y.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, *shape}, "the broadcast of the operands"));
-  BroadcastLayout layout = makeBroadcastLayout(*shape, {c.shape, x.shape, y.shape});
+      parseWhere(sig, "cpu", {DType::F32, DType::I64, DType::I32, DType::I1}, &layout));
+  const TensorDesc &x = *sig.inputs[1];
   switch (x.dtype) {
   case DType::F32:
     *fn = makeWhere<float>(layout);
@@ -533,14 +499,10 @@ template <typename From> Status makeCastFrom(const KernelSignature &sig, DType t
 
 /// Converts directly between every pair of f32, bf16, i64, i32 and i1.
 Status buildCast(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(
+      checkCast(sig, "cpu", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}));
   const TensorDesc &in = *sig.inputs[0];
   const TensorDesc &out = sig.outputs[0];
-  const auto dtypes = {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1};
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, dtypes));
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "output", out, dtypes));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {out.dtype, in.shape}, "the input's shape"));
   const int64_t n = in.numel();
   if (in.dtype == out.dtype) {
     size_t bytes = in.bytes();
@@ -566,16 +528,10 @@ Status buildCast(const KernelSignature &sig, KernelFn *fn) {
 //===----------------------------------------------------------------------===//
 
 template <bool Lower> Status buildTriangle(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  TriangleParams tp;
+  CLEAVE_RETURN_IF_ERROR(parseTriangle(sig, &tp));
   const TensorDesc &in = *sig.inputs[0];
-  if (in.rank() < 2)
-    return CLEAVE_ERROR(sig.kernel, ": needs a tensor of rank >= 2, got ",
-                        describe(in.shape, in.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
-  int64_t diagonal = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("diagonal", &diagonal, 0)));
-  const int64_t rows = in.shape[in.rank() - 2], cols = in.shape[in.rank() - 1];
+  const int64_t rows = tp.rows, cols = tp.cols, diagonal = tp.diagonal;
   const int64_t totalRows = cols ? in.numel() / cols : 0;
   const size_t elem = dtypeBytes(in.dtype);
   *fn = [=](const KernelCall &call) -> Status {

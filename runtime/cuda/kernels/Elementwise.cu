@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cuda/kernels/DeviceCommon.cuh"
 
 #include <cstring>
@@ -179,18 +180,15 @@ KernelFn unaryFor(const KernelSignature &sig, DeviceContext &ctx, DType dtype, i
 
 template <Unary Op>
 Status buildUnary(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &in = *sig.inputs[0];
   constexpr bool anyNumber = Op == Unary::Neg || Op == Unary::Abs || Op == Unary::Relu;
   if constexpr (Op == Unary::Not)
-    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::I1}));
+    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cuda", {DType::I1}));
   else if constexpr (anyNumber)
     CLEAVE_RETURN_IF_ERROR(
-        checkDType(sig, "input", in, {DType::F32, DType::BF16, DType::I64, DType::I32}));
+        checkUnary(sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32}));
   else
-    CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, {DType::F32, DType::BF16}));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
+    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cuda", {DType::F32, DType::BF16}));
+  const TensorDesc &in = *sig.inputs[0];
   const int64_t n = in.numel();
   if constexpr (Op == Unary::Gelu) {
     std::string approximation;
@@ -395,26 +393,13 @@ KernelFn makeBinary(const KernelSignature &sig, DeviceContext &ctx, const Device
   };
 }
 
-/// Validates a two-operand broadcasting op (as the CPU's checkBinary) and
-/// returns its device layout and element count.
+/// parseBinary, with the layout on the device and the element count.
 Status checkBinary(const KernelSignature &sig, std::initializer_list<DType> allowed,
                    std::optional<DType> resultType, DeviceLayout *layout, int64_t *n) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "lhs"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "rhs"));
-  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "lhs", a, allowed));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "lhs", a, "rhs", b));
-  auto shape = broadcastShapes({a.shape, b.shape});
-  if (!shape)
-    return CLEAVE_ERROR(sig.kernel,
-                        ": operand shapes do not broadcast: ", describe(a.shape, a.dtype), " and ",
-                        describe(b.shape, b.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {resultType.value_or(a.dtype), *shape},
-                                     "the broadcast of " + describe(a.shape, a.dtype) + " and " +
-                                         describe(b.shape, b.dtype)));
-  *n = numElements(*shape);
-  return toDevice(sig, makeBroadcastLayout(*shape, {a.shape, b.shape}), layout);
+  BroadcastLayout host;
+  CLEAVE_RETURN_IF_ERROR(parseBinary(sig, "cuda", allowed, resultType, &host));
+  *n = sig.outputs[0].numel();
+  return toDevice(sig, host, layout);
 }
 
 template <typename Op>
@@ -540,25 +525,13 @@ KernelFn makeWhere(const KernelSignature &sig, DeviceContext &ctx, const DeviceL
 }
 
 Status buildWhere(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "condition"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "on_true"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "on_false"));
-  const TensorDesc &c = *sig.inputs[0], &x = *sig.inputs[1], &y = *sig.inputs[2];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "condition", c, {DType::I1}));
+  BroadcastLayout host;
   CLEAVE_RETURN_IF_ERROR(
-      checkDType(sig, "on_true", x, {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "on_true", x, "on_false", y));
-  auto shape = broadcastShapes({c.shape, x.shape, y.shape});
-  if (!shape)
-    return CLEAVE_ERROR(sig.kernel,
-                        ": operand shapes do not broadcast: ", describe(c.shape, c.dtype), ", ",
-                        describe(x.shape, x.dtype), " and ", describe(y.shape, y.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, *shape}, "the broadcast of the operands"));
+      parseWhere(sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}, &host));
+  const TensorDesc &x = *sig.inputs[1];
   DeviceLayout layout;
-  CLEAVE_RETURN_IF_ERROR(
-      toDevice(sig, makeBroadcastLayout(*shape, {c.shape, x.shape, y.shape}), &layout));
-  const int64_t n = numElements(*shape);
+  CLEAVE_RETURN_IF_ERROR(toDevice(sig, host, &layout));
+  const int64_t n = sig.outputs[0].numel();
   switch (dtypeBytes(x.dtype)) {
   case 1:
     *fn = makeWhere<uint8_t>(sig, ctx, layout, n);
@@ -612,15 +585,10 @@ KernelFn makeCastFrom(const KernelSignature &sig, DeviceContext &ctx, DType to, 
 }
 
 Status buildCast(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(
+      checkCast(sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}));
   const TensorDesc &in = *sig.inputs[0];
   const TensorDesc &out = sig.outputs[0];
-  const std::initializer_list<DType> all = {DType::F32, DType::BF16, DType::I64, DType::I32,
-                                            DType::I1};
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "input", in, all));
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "output", out, all));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {out.dtype, in.shape}, "the input's shape"));
   const int64_t n = in.numel();
   if (in.dtype == out.dtype) {
     *fn = makeCopy(ctx, in.bytes());
@@ -677,16 +645,10 @@ KernelFn makeTriangle(const KernelSignature &sig, DeviceContext &ctx, int64_t n,
 
 template <bool Lower>
 Status buildTriangle(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  TriangleParams tp;
+  CLEAVE_RETURN_IF_ERROR(parseTriangle(sig, &tp));
   const TensorDesc &in = *sig.inputs[0];
-  if (in.rank() < 2)
-    return CLEAVE_ERROR(sig.kernel, ": needs a tensor of rank >= 2, got ",
-                        describe(in.shape, in.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, in, "same as the input"));
-  int64_t diagonal = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("diagonal", &diagonal, 0)));
-  const int64_t rows = in.shape[in.rank() - 2], cols = in.shape[in.rank() - 1];
+  const int64_t rows = tp.rows, cols = tp.cols, diagonal = tp.diagonal;
   const int64_t n = in.numel();
   switch (dtypeBytes(in.dtype)) {
   case 1:

@@ -559,9 +559,8 @@ template <typename From, typename To> struct Convert {
       return load(v) != 0; // NaN is non-zero
     else if constexpr (std::is_same_v<From, Bool>)
       return store<To>(v != 0 ? 1 : 0);
-    else if constexpr (std::is_same_v<To, bf16> && std::is_integral_v<From>)
-      return __double2bfloat16(static_cast<double>(v)); // one rounding
     else if constexpr (std::is_same_v<To, bf16>)
+      // Integers round through f32 (two roundings), as the CPU and PyTorch.
       return __float2bfloat16_rn(static_cast<float>(v));
     else
       return static_cast<To>(load(v)); // float -> int truncates toward zero

@@ -75,7 +75,9 @@ public:
     CLEAVE_CUDA_TRY(cudaMalloc(&ctx_.gemmWorkspace, kGemmWorkspaceBytes));
     ctx_.gemmWorkspaceBytes = kGemmWorkspaceBytes;
     CLEAVE_CUDA_TRY(cudaMalloc(reinterpret_cast<void **>(&ctx_.deviceError), sizeof(DeviceError)));
-    CLEAVE_CUDA_TRY(cudaMemset(ctx_.deviceError, 0, sizeof(DeviceError)));
+    // On the compute stream: it is non-blocking, so it does not wait for
+    // the legacy default stream a plain cudaMemset would run on.
+    CLEAVE_CUDA_TRY(cudaMemsetAsync(ctx_.deviceError, 0, sizeof(DeviceError), ctx_.stream));
     return {};
   }
 
@@ -165,7 +167,7 @@ public:
     CLEAVE_CUDA_TRY(cudaMemcpy(&error, ctx_.deviceError, sizeof(error), cudaMemcpyDeviceToHost));
     if (error.code == DeviceError::None)
       return {};
-    CLEAVE_CUDA_TRY(cudaMemset(ctx_.deviceError, 0, sizeof(DeviceError)));
+    CLEAVE_CUDA_TRY(cudaMemsetAsync(ctx_.deviceError, 0, sizeof(DeviceError), ctx_.stream));
     if (error.code == DeviceError::EmbeddingIndexOutOfRange)
       return CLEAVE_ERROR("embedding: index ", error.values[0], " at position ", error.values[1],
                           " is out of range for a table of ", error.values[2], " rows");

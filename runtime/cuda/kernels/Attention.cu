@@ -219,8 +219,9 @@ __global__ void __launch_bounds__(32 * kAttentionWarps)
   for (int r = warp * 16; r < warp * 16 + 16; ++r) {
     if (r >= validQ)
       break;
-    const float total = rowSum[r];
-    const float inv = total > 0.0f ? 1.0f / total : 0.0f;
+    // A row that sees no key is zeros; one that sees only -inf scores
+    // (a zero sum) is NaN, as softmax and the CPU give.
+    const float inv = lastKey(a, q0 + r) >= 0 ? 1.0f / rowSum[r] : 0.0f;
     for (int64_t c = lane; c < a.dv; c += 32)
       ob[r * a.dv + c] = __float2bfloat16_rn(os[r * L::ldO + c] * inv);
   }
@@ -288,7 +289,8 @@ __global__ void __launch_bounds__(32 * kSimtWarps)
         os[c] = acc;
     }
   }
-  const float inv = rowSum > 0.0f ? 1.0f / rowSum : 0.0f;
+  // No key seen: zeros; only -inf scores (a zero sum): NaN, as the CPU.
+  const float inv = keyEnd > 0 ? 1.0f / rowSum : 0.0f;
   T *orow = out + (head * a.sq + i) * a.dv;
   for (int64_t c = lane; c < a.dv; c += 32)
     orow[c] = store<T>(os[c] * inv);

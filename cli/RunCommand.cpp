@@ -223,11 +223,6 @@ rt::Status makeBackend(const Devices &devices, int rank, std::unique_ptr<rt::Bac
   return {};
 }
 
-/// Every rank learns whether any failed; the error names the failed ranks.
-rt::Status agreeOn(rt::Communicator &world, const rt::Status &mine) {
-  return rt::agreeAcrossRanks(world, mine);
-}
-
 /// One rank of a multi-device run. Errors every rank sees alike (the plan,
 /// the inputs, the world size) are printed once by rank 0; a rank that
 /// fails mid-run prints its own and ends the job.
@@ -254,7 +249,7 @@ int runRank(const std::string &planDir, const std::string &inputsPath,
   std::unique_ptr<rt::Backend> compute;
   // Ranks choose alike only if the machines do: agree before going on.
   rt::Status created = makeBackend(devices, localRank(), &compute, timing);
-  if (rt::Status s = agreeOn(*world, created); !s.ok())
+  if (rt::Status s = rt::agreeAcrossRanks(*world, created); !s.ok())
     return agreedFailure(s);
   std::unique_ptr<rt::RankRunner> runner;
   if (rt::Status s = rt::RankRunner::create(planDir, *world, *compute, &runner); !s.ok())

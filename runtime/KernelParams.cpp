@@ -2,6 +2,8 @@
 
 #include "runtime/KernelParams.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <string>
 
@@ -574,6 +576,44 @@ Status parseTriangle(const KernelSignature &sig, TriangleParams *out) {
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("diagonal", &out->diagonal, 0)));
   out->rows = in.shape[in.rank() - 2];
   out->cols = in.shape[in.rank() - 1];
+  return {};
+}
+
+Status parseAttention(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, AttentionParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "q"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "k"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "v"));
+  const TensorDesc &q = *sig.inputs[0], &k = *sig.inputs[1], &v = *sig.inputs[2];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "q", q, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, "k", k));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, "v", v));
+  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
+    return CLEAVE_ERROR(sig.kernel, ": q, k and v must be 4-D [B, H, S, D], got ",
+                        describe(q.shape, q.dtype), ", ", describe(k.shape, k.dtype), " and ",
+                        describe(v.shape, v.dtype));
+  if (k.shape[0] != q.shape[0] || k.shape[1] != q.shape[1] || k.shape[3] != q.shape[3] ||
+      v.shape[0] != q.shape[0] || v.shape[1] != q.shape[1] || v.shape[2] != k.shape[2])
+    return CLEAVE_ERROR(sig.kernel, ": q ", describe(q.shape, q.dtype), ", k ",
+                        describe(k.shape, k.dtype), " and v ", describe(v.shape, v.dtype),
+                        " must be [B, H, Sq, D], [B, H, Sk, D] and [B, H, Sk, Dv]");
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig,
+                                     {q.dtype, {q.shape[0], q.shape[1], q.shape[2], v.shape[3]}},
+                                     "[B, H, Sq, Dv] from q and v"));
+  AttentionParams p;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("causal", &p.causal, false)));
+  // PyTorch's default scale when the plan gives none (the compiler always
+  // writes one).
+  p.scale = q.shape[3] > 0 ? 1.0 / std::sqrt(static_cast<double>(q.shape[3])) : 1.0;
+  if (sig.attrs.has("scale"))
+    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("scale", &p.scale)));
+  p.heads = q.shape[0] * q.shape[1];
+  p.queries = q.shape[2];
+  p.keys = k.shape[2];
+  p.headDim = q.shape[3];
+  p.valueDim = v.shape[3];
+  *out = p;
   return {};
 }
 

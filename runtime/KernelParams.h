@@ -196,4 +196,19 @@ struct TriangleParams {
 };
 Status parseTriangle(const KernelSignature &sig, TriangleParams *out);
 
+//===----------------------------------------------------------------------===//
+// attention (docs/plan-format.md)
+//===----------------------------------------------------------------------===//
+
+/// q [B, H, Sq, D], k [B, H, Sk, D], v [B, H, Sk, Dv] -> [B, H, Sq, Dv].
+struct AttentionParams {
+  int64_t heads = 0; // B * H
+  int64_t queries = 0, keys = 0, headDim = 0, valueDim = 0;
+  bool causal = false;
+  /// 1/sqrt(D) (PyTorch's default) when the plan gives none.
+  double scale = 1.0;
+};
+Status parseAttention(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes, AttentionParams *out);
+
 } // namespace cleave::runtime

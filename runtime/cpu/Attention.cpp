@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 #include "runtime/cpu/VecMath.h"
@@ -226,38 +227,16 @@ void attention(const AttentionShape &s, const float *q, const float *k, const fl
 }
 
 Status buildAttention(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "q"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "k"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "v"));
-  const TensorDesc &q = *sig.inputs[0], &k = *sig.inputs[1], &v = *sig.inputs[2];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "q", q, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, "k", k));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, "v", v));
-  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": q, k and v must be 4-D [B, H, S, D], got ",
-                        describe(q.shape, q.dtype), ", ", describe(k.shape, k.dtype), " and ",
-                        describe(v.shape, v.dtype));
-  if (k.shape[0] != q.shape[0] || k.shape[1] != q.shape[1] || k.shape[3] != q.shape[3] ||
-      v.shape[0] != q.shape[0] || v.shape[1] != q.shape[1] || v.shape[2] != k.shape[2])
-    return CLEAVE_ERROR(sig.kernel, ": q ", describe(q.shape, q.dtype), ", k ",
-                        describe(k.shape, k.dtype), " and v ", describe(v.shape, v.dtype),
-                        " must be [B, H, Sq, D], [B, H, Sk, D] and [B, H, Sk, Dv]");
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {q.dtype, {q.shape[0], q.shape[1], q.shape[2], v.shape[3]}},
-                                     "[B, H, Sq, Dv] from q and v"));
+  AttentionParams p;
+  CLEAVE_RETURN_IF_ERROR(parseAttention(sig, "cpu", {DType::F32}, &p));
   AttentionShape s;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("causal", &s.causal, false)));
-  // PyTorch's default scale when the plan gives none (the compiler always
-  // writes one).
-  double scale = q.shape[3] > 0 ? 1.0 / std::sqrt(static_cast<double>(q.shape[3])) : 1.0;
-  if (sig.attrs.has("scale"))
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("scale", &scale)));
-  s.scale = static_cast<float>(scale);
-  s.heads = q.shape[0] * q.shape[1];
-  s.queries = q.shape[2];
-  s.keys = k.shape[2];
-  s.headDim = q.shape[3];
-  s.valueDim = v.shape[3];
+  s.causal = p.causal;
+  s.scale = static_cast<float>(p.scale);
+  s.heads = p.heads;
+  s.queries = p.queries;
+  s.keys = p.keys;
+  s.headDim = p.headDim;
+  s.valueDim = p.valueDim;
   *fn = [s](const KernelCall &call) -> Status {
     attention(s, static_cast<const float *>(call.inputs[0]),
               static_cast<const float *>(call.inputs[1]),

@@ -83,6 +83,7 @@ public:
 
   const char *name() const override { return "cuda"; }
   DeviceContext &context() { return ctx_; }
+  size_t workspaceBytes() const override { return ctx_.heldBytes(); }
 
   bool hasKernel(std::string_view kernel) const override {
     return kernelTable().find(kernel) != kernelTable().end();

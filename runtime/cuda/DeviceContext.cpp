@@ -1,4 +1,4 @@
-//===- DeviceContext.cpp - Errors and extra device memory -----------------===//
+//===- DeviceContext.cpp - Errors and the shared workspace ---------------===//
 
 #include "runtime/cuda/DeviceContext.h"
 
@@ -29,20 +29,6 @@ Status cudnnStatus(cudnnStatus_t status, const char *what) {
   return CLEAVE_ERROR("cuDNN: ", what, ": ", cudnnGetErrorString(status));
 }
 
-Status DeviceContext::allocateExtra(size_t bytes, void **out) {
-  void *p = nullptr;
-  if (bytes) {
-    cudaError_t error = cudaMalloc(&p, bytes);
-    if (error != cudaSuccess)
-      return CLEAVE_ERROR("cuda backend cannot allocate ", bytes,
-                          " bytes of kernel workspace: ", cudaGetErrorString(error));
-    extra.push_back(p);
-    extraBytes += bytes;
-  }
-  *out = p;
-  return {};
-}
-
 Status DeviceContext::sharedWorkspace(size_t bytes, void **out) {
   if (bytes > workspaceBytes) {
     // Kernels read `workspace` through the context when they run, so it may
@@ -63,10 +49,6 @@ Status DeviceContext::sharedWorkspace(size_t bytes, void **out) {
 }
 
 void DeviceContext::release() {
-  for (void *p : extra)
-    cudaFree(p);
-  extra.clear();
-  extraBytes = 0;
   if (workspace)
     cudaFree(workspace);
   workspace = nullptr;

@@ -6,8 +6,9 @@
 // prepare time and capture what they need; every launch goes on `stream`, so
 // a program's instructions run in order without host synchronization.
 //
-// Builders validate like the CPU ones (runtime/KernelContract.h) and name
-// the backend "cuda" in dtype errors.
+// Builders validate through the parsers the CPU ones use (runtime/
+// KernelParams.h, KernelContract.h) and name the backend "cuda" in dtype
+// errors.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -52,16 +53,12 @@ struct DeviceContext {
   void *gemmWorkspace = nullptr;
   size_t gemmWorkspaceBytes = 0;
 
-  /// Device memory a kernel keeps for the backend's lifetime (e.g. a cuDNN
-  /// workspace larger than the plan's scratch), counted in extraBytes.
-  Status allocateExtra(size_t bytes, void **out);
   /// Grows the workspace shared by kernels that run in stream order to at
   /// least `bytes` (at prepare time). Kernels read `workspace` when they run,
   /// never a pointer captured at prepare.
   Status sharedWorkspace(size_t bytes, void **out);
-  size_t heldBytes() const { return extraBytes + workspaceBytes + gemmWorkspaceBytes; }
-  size_t extraBytes = 0;
-  std::vector<void *> extra;
+  /// What kernels hold besides the plan's arena and weights.
+  size_t heldBytes() const { return workspaceBytes + gemmWorkspaceBytes; }
   void *workspace = nullptr;
   size_t workspaceBytes = 0;
 

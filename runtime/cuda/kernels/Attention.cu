@@ -18,6 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/KernelParams.h"
 #include "runtime/cuda/kernels/DeviceCommon.cuh"
 
 #include <mma.h>
@@ -369,49 +370,26 @@ Status makeSimt(const KernelSignature &sig, DeviceContext &ctx, const AttentionS
 }
 
 Status buildAttention(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "q"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "k"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "v"));
-  const TensorDesc &q = *sig.inputs[0], &k = *sig.inputs[1], &v = *sig.inputs[2];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "q", q, {DType::F32, DType::BF16}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, "k", k));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, "v", v));
-  if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": q, k and v must be 4-D [B, H, S, D], got ",
-                        describe(q.shape, q.dtype), ", ", describe(k.shape, k.dtype), " and ",
-                        describe(v.shape, v.dtype));
-  if (k.shape[0] != q.shape[0] || k.shape[1] != q.shape[1] || k.shape[3] != q.shape[3] ||
-      v.shape[0] != q.shape[0] || v.shape[1] != q.shape[1] || v.shape[2] != k.shape[2])
-    return CLEAVE_ERROR(sig.kernel, ": q ", describe(q.shape, q.dtype), ", k ",
-                        describe(k.shape, k.dtype), " and v ", describe(v.shape, v.dtype),
-                        " must be [B, H, Sq, D], [B, H, Sk, D] and [B, H, Sk, Dv]");
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig,
-                                     {q.dtype, {q.shape[0], q.shape[1], q.shape[2], v.shape[3]}},
-                                     "[B, H, Sq, Dv] from q and v"));
-  bool causal = false;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("causal", &causal, false)));
-  // PyTorch's default scale when the plan gives none.
-  double scale = q.shape[3] > 0 ? 1.0 / std::sqrt(static_cast<double>(q.shape[3])) : 1.0;
-  if (sig.attrs.has("scale"))
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("scale", &scale)));
+  AttentionParams p;
+  CLEAVE_RETURN_IF_ERROR(parseAttention(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  const DType dtype = sig.inputs[0]->dtype;
   AttentionShape a;
-  a.heads = q.shape[0] * q.shape[1];
-  a.sq = q.shape[2];
-  a.sk = k.shape[2];
-  a.d = q.shape[3];
-  a.dv = v.shape[3];
-  a.causal = causal;
-  a.scaleLog2 = static_cast<float>(scale) * kLog2e;
+  a.heads = p.heads;
+  a.sq = p.queries;
+  a.sk = p.keys;
+  a.d = p.headDim;
+  a.dv = p.valueDim;
+  a.causal = p.causal;
+  a.scaleLog2 = static_cast<float>(p.scale) * kLog2e;
   const int64_t widest = std::max(a.d, a.dv);
-  if (q.dtype == DType::BF16 && widest <= 256) {
+  if (dtype == DType::BF16 && widest <= 256) {
     if (widest <= 64)
       return makeWmma<64>(sig, ctx, a, fn);
     if (widest <= 128)
       return makeWmma<128>(sig, ctx, a, fn);
     return makeWmma<256>(sig, ctx, a, fn);
   }
-  if (q.dtype == DType::BF16)
+  if (dtype == DType::BF16)
     return makeSimt<bf16>(sig, ctx, a, fn);
   return makeSimt<float>(sig, ctx, a, fn);
 }

@@ -217,20 +217,20 @@ int setUpSearch(PlanCliOptions &options, cost::ClusterSpec &spec) {
 
 int reportNothingFits(const PlanCliOptions &options, const mlir::cleave::PlannerResult &plan) {
   const auto &search = options.planner.search;
-    llvm::errs() << llvm::formatv("cleave: error: no plan for {0} fits in {1} per device\n",
-                                  options.model, humanBytes(search.memoryBudget));
-    if (const auto &least = plan.search.leastMemory) {
-      auto [category, bytes] = dominant(least->memory);
-      llvm::errs() << llvm::formatv(
-          "cleave: note: the least memory any candidate needs is {0} ({1}, stage {2}), {3} "
-          "over the budget; the largest part is {4}: {5}\n",
-          humanBytes(least->memory.total()), least->label(), least->worstStage,
-          humanBytes(least->memory.total() - search.memoryBudget), category, humanBytes(bytes));
-      llvm::errs() << "cleave: note: " << memoryLine(least->memory) << "\n";
-    }
-    llvm::errs() << "cleave: note: more devices, a larger --mem-per-device, or fewer pins "
-                    "(--recompute, --zero, --tp, --pp) may make a plan fit\n";
-    return 3;
+  llvm::errs() << llvm::formatv("cleave: error: no plan for {0} fits in {1} per device\n",
+                                options.model, humanBytes(search.memoryBudget));
+  if (const auto &least = plan.search.leastMemory) {
+    auto [category, bytes] = dominant(least->memory);
+    llvm::errs() << llvm::formatv(
+        "cleave: note: the least memory any candidate needs is {0} ({1}, stage {2}), {3} "
+        "over the budget; the largest part is {4}: {5}\n",
+        humanBytes(least->memory.total()), least->label(), least->worstStage,
+        humanBytes(least->memory.total() - search.memoryBudget), category, humanBytes(bytes));
+    llvm::errs() << "cleave: note: " << memoryLine(least->memory) << "\n";
+  }
+  llvm::errs() << "cleave: note: more devices, a larger --mem-per-device, or fewer pins "
+                  "(--recompute, --zero, --tp, --pp) may make a plan fit\n";
+  return 3;
 }
 
 } // namespace cleave

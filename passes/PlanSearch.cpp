@@ -119,6 +119,9 @@ private:
   bool evaluate(const Config &c, Candidate &out, bool ignoreBudget);
   bool partition(const Config &c, double limit, bool ignoreBudget,
                  std::vector<StagePlan> *stages);
+  /// Interleaved: the pp·v chunks, each taking layers while its time stays
+  /// within `limit`; false when they do not cover the model.
+  bool interleavedChunks(const Config &c, double limit, std::vector<std::pair<int, int>> &chunks);
   bool fillStage(const Config &c, int stage, const std::vector<std::pair<int, int>> &chunks,
                  bool ignoreBudget, StagePlan &plan);
 
@@ -385,6 +388,25 @@ bool Searcher::partition(const Config &c, double limit, bool ignoreBudget,
   }
   // Interleaved: pp·v chunks balanced by time (chunk c runs on device c % pp);
   // recomputation then fits each device's memory.
+  if (!interleavedChunks(c, limit, chunks))
+    return false;
+  std::vector<StagePlan> built(c.pp);
+  for (int d = 0; d < c.pp; ++d) {
+    std::vector<std::pair<int, int>> mine;
+    for (int ch = d; ch < chunksTotal; ch += c.pp)
+      mine.push_back(chunks[ch]);
+    if (!fillStage(c, d, mine, ignoreBudget, built[d]))
+      return false;
+  }
+  if (stages)
+    *stages = std::move(built);
+  return true;
+}
+
+bool Searcher::interleavedChunks(const Config &c, double limit,
+                                 std::vector<std::pair<int, int>> &chunks) {
+  int chunksTotal = c.pp * c.v;
+  chunks.clear();
   int begin = 0;
   for (int ch = 0; ch < chunksTotal; ++ch) {
     int maxEnd = layers - (chunksTotal - 1 - ch);
@@ -402,16 +424,6 @@ bool Searcher::partition(const Config &c, double limit, bool ignoreBudget,
     chunks.push_back({begin, end});
     begin = end;
   }
-  std::vector<StagePlan> built(c.pp);
-  for (int d = 0; d < c.pp; ++d) {
-    std::vector<std::pair<int, int>> mine;
-    for (int ch = d; ch < chunksTotal; ch += c.pp)
-      mine.push_back(chunks[ch]);
-    if (!fillStage(c, d, mine, ignoreBudget, built[d]))
-      return false;
-  }
-  if (stages)
-    *stages = std::move(built);
   return true;
 }
 
@@ -426,16 +438,26 @@ bool Searcher::evaluate(const Config &c, Candidate &out, bool ignoreBudget) {
     everything += t.total() + t.forward + t.tpForward;
     slowestLayer = std::max(slowestLayer, t.total());
   }
+  // Interleaved chunks are filled by time alone, so a looser limit only
+  // loads the first chunks more and can break a memory budget a tighter one
+  // meets: bisect on covering the model, and check memory once, at the
+  // tightest limit. Stages without interleaving fill by time and memory
+  // together, and a looser limit never hurts them.
+  std::vector<std::pair<int, int>> chunks;
+  auto feasible = [&](double limit) {
+    return c.v > 1 ? interleavedChunks(c, limit, chunks)
+                   : partition(c, limit, ignoreBudget, nullptr);
+  };
   double hi = 2 * everything + 1.0;
-  if (!partition(c, hi, ignoreBudget, nullptr)) {
+  if (!feasible(hi)) {
     hi *= 1e3;
-    if (!partition(c, hi, ignoreBudget, nullptr))
+    if (!feasible(hi))
       return false;
   }
   double lo = std::max(slowestLayer, sum / double(c.pp * c.v)) * (1 - 1e-9);
   for (int i = 0; i < 64 && hi - lo > 1e-4 * hi; ++i) {
     double mid = 0.5 * (lo + hi);
-    if (partition(c, mid, ignoreBudget, nullptr))
+    if (feasible(mid))
       hi = mid;
     else
       lo = mid;
@@ -449,7 +471,8 @@ bool Searcher::evaluate(const Config &c, Candidate &out, bool ignoreBudget) {
   out.microbatches = c.m;
   out.schedule = c.schedule;
   out.sharding = c.sharding;
-  partition(c, hi, ignoreBudget, &out.stages);
+  if (!partition(c, hi, ignoreBudget, &out.stages))
+    return false;
 
   std::vector<double> times;
   double maxParams = 0, maxTp = 0, sumTimes = 0;
@@ -616,12 +639,12 @@ bool Searcher::run(SearchResult &result, std::string &error) {
       break;
     ++result.candidatesEvaluated;
     Candidate cand;
-    if (!evaluate(c, cand, false)) {
-      // Over budget however the layers are placed: record the least memory
-      // this config needs, for the error and for --explain.
-      if (!evaluate(c, cand, true))
-        continue;
-      cand.fits = false;
+    // Over budget however the layers are placed: record the least memory
+    // this config needs, for the error and for --explain. (Should the
+    // least-memory placement fit after all, it is a plan like any other.)
+    if (!evaluate(c, cand, false) && !evaluate(c, cand, true))
+      continue;
+    if (!cand.fits) {
       auto key = std::make_pair(c.tp, c.pp);
       auto it = overBudgetIndex.find(key);
       if (it == overBudgetIndex.end()) {
@@ -634,8 +657,6 @@ bool Searcher::run(SearchResult &result, std::string &error) {
         result.leastMemory = cand;
       continue;
     }
-    if (!cand.fits)
-      continue;
     auto better = [](const Candidate &a, const Candidate &b) {
       if (a.objective != b.objective)
         return a.objective < b.objective;

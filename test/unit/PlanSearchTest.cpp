@@ -156,6 +156,30 @@ TEST(PlanSearch, PinsAreRespected) {
     EXPECT_EQ(n, 1);
 }
 
+TEST(PlanSearch, InterleavedChunksFitWhenBalanced) {
+  // 16 blocks of 5e8 parameters (8 GB each with AdamW in mixed precision,
+  // nothing sharded) in 8 chunks on 4 devices: balanced, a device holds 4-5 blocks and fits
+  // in 77 GiB; a chunk filled by a loose time limit alone takes up to 11
+  // layers and does not. The search must find the balanced plan.
+  SearchOptions o = options(8, 8);
+  o.tp = 1;
+  o.pp = 4;
+  o.schedule = cost::Schedule::Interleaved;
+  o.virtualStages = 2;
+  o.microbatchSize = 1;
+  o.recompute = RecomputeMode::Full;
+  o.sharding = cost::ShardingLevel::None;
+  SearchResult r;
+  std::string error;
+  ASSERT_TRUE(searchPlan(syntheticGpt(16, 0.01, 5e8, 1e8), dgx(1), o, r, error)) << error;
+  ASSERT_FALSE(r.best.empty());
+  const Candidate &c = r.best.front();
+  EXPECT_EQ(c.virtualStages, 2);
+  EXPECT_LE(c.memory.total(), o.memoryBudget);
+  for (const StagePlan &s : c.stages)
+    EXPECT_LE(s.parameters, 5 * 5e8 + 1e8 + 1);
+}
+
 TEST(PlanSearch, StagesAreBalancedByTime) {
   SearchOptions o = options(8, 64);
   o.tp = 1;

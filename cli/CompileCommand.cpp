@@ -45,7 +45,8 @@ planner options (with --cluster): --devices N, --global-batch B (required),
   with bf16, fp32 with f32; by default it follows --dtype), --mem-per-device SIZE,
   --objective latency|throughput, --tp N, --pp N, --dp N, --microbatch N,
   --schedule gpipe|1f1b|interleaved, --virtual-stages V,
-  --zero none|optimizer|gradients, --recompute auto|none|full, --batch-dim 0
+  --zero none|optimizer|gradients, --recompute auto|none|full,
+  --sequence-parallel auto|off, --batch-dim 0
   (see 'cleave plan --help')
 
 options:

@@ -62,6 +62,11 @@ options:
   --recompute auto|none|full
                             which layers recompute activations (default auto:
                             as few as the budget needs)
+  --sequence-parallel auto|off
+                            auto (default): a tp split may reduce-scatter a
+                            partial sum and run what follows on a part of it
+                            (Megatron-LM's sequence parallelism) when predicted
+                            faster; off: partial sums are all-reduced
   --batch-dim D             the inputs' batch dim (default 0)
   --input-shape NAME=DIMS[:DTYPE]
                             shape of forward input NAME (repeatable)

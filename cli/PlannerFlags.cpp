@@ -152,6 +152,11 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
         search.recompute = planner::RecomputeMode::Full;
       else
         return usageError("--recompute must be auto, none or full", usage);
+    } else if (optionValue(argc, argv, i, "--sequence-parallel", &value)) {
+      std::string mode = value ? value : "";
+      if (mode != "auto" && mode != "off")
+        return usageError("--sequence-parallel must be auto or off", usage);
+      o.planner.sequenceParallel = mode == "auto";
     } else if (optionValue(argc, argv, i, "--batch-dim", &value)) {
       if (!count("--batch-dim", o.planner.batchDim, 0, 64))
         return 1;

@@ -119,6 +119,8 @@ def PlanParallelism : Pass<"cleave-plan-parallelism", "mlir::ModuleOp"> {
            "train or infer">,
     Option<"tp", "tp", "int", /*default=*/"0", "pin the tensor-parallel degree (0: search)">,
     Option<"pp", "pp", "int", /*default=*/"0", "pin the pipeline degree (0: search)">,
+    Option<"sequenceParallel", "sequence-parallel", "std::string", /*default=*/"\"auto\"",
+           "auto: tp splits may reduce-scatter partial sums; off: all-reduce only">,
     Option<"memoryBytes", "mem-per-device", "int64_t", /*default=*/"0",
            "memory budget per device in bytes (0: the spec's capacity minus its reserve)">,
   ];

@@ -21,9 +21,10 @@ struct PlanParallelismPass : impl::PlanParallelismBase<PlanParallelismPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>("forward");
-    if (!func || cluster.empty() || globalBatch <= 0 || (mode != "train" && mode != "infer")) {
+    if (!func || cluster.empty() || globalBatch <= 0 || (mode != "train" && mode != "infer") ||
+        (sequenceParallel != "auto" && sequenceParallel != "off")) {
       module.emitError() << "cleave-plan-parallelism needs a @forward function, cluster=SPEC, "
-                            "global-batch=B > 0 and mode=train|infer";
+                            "global-batch=B > 0, mode=train|infer and sequence-parallel=auto|off";
       return signalPassFailure();
     }
     ::cleave::cost::ClusterSpec spec;
@@ -47,6 +48,7 @@ struct PlanParallelismPass : impl::PlanParallelismBase<PlanParallelismPass> {
     if (!search.training)
       search.objective = ::cleave::planner::Objective::Latency;
     options.computeDType = search.paramDType;
+    options.sequenceParallel = sequenceParallel == "auto";
     search.memoryBudget = memoryBytes > 0 ? double(memoryBytes) : defaultMemoryBudget(spec.device);
     if (tp > 0)
       search.tp = int(tp);

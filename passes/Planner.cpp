@@ -116,6 +116,7 @@ FailureOr<PlannerResult> planModel(func::FuncOp func, const ::cleave::cost::Clus
   TensorParallelOptions tpOptions;
   tpOptions.training = options.search.training;
   tpOptions.computeDType = options.computeDType;
+  tpOptions.reduceScatter = options.sequenceParallel;
   for (int tp : ::cleave::planner::tpCandidates(cluster, options.search)) {
     tpOptions.tp = tp;
     tpOptions.weightLayouts.clear();
@@ -301,6 +302,7 @@ std::string strategyJson(const PlannerResult &plan, const Candidate &c,
   j["memory_budget_bytes"] = search.memoryBudget;
   j["traced_batch"] = plan.profile.tracedBatch;
   j["batch_dim"] = options.batchDim;
+  j["sequence_parallel"] = options.sequenceParallel ? "auto" : "off";
   j["mesh"] = {{"tp", c.tp}, {"pp", c.pp}, {"dp", c.dp}};
   j["schedule"] = {{"kind", ::cleave::cost::scheduleName(c.schedule)},
                    {"virtual_stages", c.virtualStages},

@@ -28,6 +28,9 @@ struct PlannerOptions {
   ::cleave::planner::SearchOptions search;
   /// The dtype compute runs in (bf16 for mixed precision).
   ::cleave::runtime::DType computeDType = ::cleave::runtime::DType::BF16;
+  /// The tp split may reduce-scatter partial sums (sequence parallelism);
+  /// false: all-reduce only (--sequence-parallel off).
+  bool sequenceParallel = true;
   /// Which dim of the model's inputs is the batch (docs/planner.md).
   int batchDim = 0;
 };

@@ -9,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -368,6 +369,8 @@ double LayerSplitter::reshard(Value value, TensorSharding from, TensorSharding t
     if (grad)
       seconds += collective(Collective::AllGather, true, bytes, before, out);
   } else if (from.kind == K::Partial) {
+    if (!options.reduceScatter)
+      return std::numeric_limits<double>::infinity();
     seconds += collective(Collective::ReduceScatter, false, bytes, before, out);
     if (grad)
       seconds += collective(Collective::AllGather, true, bytes, before, out);

@@ -96,6 +96,11 @@ struct TensorParallelOptions {
   /// The dtype compute runs in: bf16 for mixed-precision training of an f32
   /// model. Float tensors are costed at its size and the device's peak for it.
   ::cleave::runtime::DType computeDType = ::cleave::runtime::DType::F32;
+  /// May a partial sum be reduce-scattered, so that what follows runs on a
+  /// part of it (Megatron-LM's sequence parallelism)? Off, every partial sum
+  /// is all-reduced and the ops between split regions run whole on every
+  /// rank, as in Megatron-LM's tensor parallelism before it.
+  bool reduceScatter = true;
   /// States kept per step of the search after merging.
   int beamWidth = 256;
   /// Weights whose layout is fixed in advance (a weight tied between

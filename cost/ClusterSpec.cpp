@@ -255,10 +255,14 @@ Status parseLink(const Node &top, const std::string &key, const char *bandwidthK
   std::optional<Node> node;
   CLEAVE_RETURN_IF_ERROR(getObject(top, key, &node));
   if (nics)
-    CLEAVE_RETURN_IF_ERROR(checkKeys(*node, {bandwidthKey, "nics_per_node", "latency_s"}));
+    CLEAVE_RETURN_IF_ERROR(
+        checkKeys(*node, {bandwidthKey, "nics_per_node", "latency_s", "efficiency"}));
   else
-    CLEAVE_RETURN_IF_ERROR(checkKeys(*node, {bandwidthKey, "latency_s"}));
+    CLEAVE_RETURN_IF_ERROR(
+        checkKeys(*node, {bandwidthKey, "latency_s", "efficiency", "nvls_bus_bandwidth"}));
   CLEAVE_RETURN_IF_ERROR(getNumber(*node, bandwidthKey, Range::Positive, &link.bandwidth));
+  if (node->has("efficiency"))
+    CLEAVE_RETURN_IF_ERROR(getNumber(*node, "efficiency", Range::Fraction, &link.efficiency));
   if (nics)
     CLEAVE_RETURN_IF_ERROR(getInt(*node, "nics_per_node", 1, nics));
   return getNumber(*node, "latency_s", Range::NonNegative, &link.latency);
@@ -287,6 +291,9 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
   CLEAVE_RETURN_IF_ERROR(getInt(top, "devices_per_node", 1, &spec.devicesPerNode));
   CLEAVE_RETURN_IF_ERROR(parseDevice(top, spec.device));
   CLEAVE_RETURN_IF_ERROR(parseLink(top, "intra_node", "bandwidth", spec.intraNode, nullptr));
+  if (Node intra = top.child("intra_node"); intra.has("nvls_bus_bandwidth"))
+    CLEAVE_RETURN_IF_ERROR(
+        getNumber(intra, "nvls_bus_bandwidth", Range::Positive, &spec.nvlsBusBandwidth));
   CLEAVE_RETURN_IF_ERROR(
       parseLink(top, "inter_node", "bandwidth_per_nic", spec.interNode, &spec.nicsPerNode));
   if (top.has("measurements")) {
@@ -382,6 +389,12 @@ std::string formatClusterSpec(const ClusterSpec &spec) {
   top["inter_node"] = {{"bandwidth_per_nic", spec.interNode.bandwidth},
                        {"nics_per_node", spec.nicsPerNode},
                        {"latency_s", spec.interNode.latency}};
+  if (spec.intraNode.efficiency != 1)
+    top["intra_node"]["efficiency"] = spec.intraNode.efficiency;
+  if (spec.nvlsBusBandwidth > 0)
+    top["intra_node"]["nvls_bus_bandwidth"] = spec.nvlsBusBandwidth;
+  if (spec.interNode.efficiency != 1)
+    top["inter_node"]["efficiency"] = spec.interNode.efficiency;
   if (!spec.measurementsJson.empty())
     top["measurements"] = Json::parse(spec.measurementsJson, nullptr, false);
   return top.dump(2) + "\n";

@@ -60,8 +60,13 @@ struct DeviceSpec {
 /// A point-to-point link: per-direction bandwidth each device (or NIC) gets,
 /// and the latency of one message.
 struct LinkSpec {
-  double bandwidth = 0; // bytes/s
+  double bandwidth = 0; // bytes/s: the line rate, or what a profile measured
   double latency = 0;   // seconds
+  /// The fraction of `bandwidth` collectives move payload at: a datasheet's
+  /// line rate less the protocol's overhead. 1 for measured bandwidths.
+  double efficiency = 1;
+  /// Payload bytes/s.
+  double effectiveBandwidth() const { return bandwidth * efficiency; }
 };
 
 struct ClusterSpec {
@@ -74,6 +79,9 @@ struct ClusterSpec {
   LinkSpec intraNode; // device to device inside a node (per device)
   LinkSpec interNode; // per NIC
   int nicsPerNode = 1;
+  /// All-reduce bus bandwidth inside a node with in-switch reduction (NVLink
+  /// SHARP), as NCCL's tests report it; 0: the switch does not reduce.
+  double nvlsBusBandwidth = 0;
   /// The optional "measurements" object as compact JSON text ("" if absent):
   /// raw profile data for people, kept verbatim and never interpreted.
   std::string measurementsJson;

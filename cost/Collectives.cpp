@@ -32,6 +32,8 @@ std::string_view algorithmName(Algorithm algorithm) {
     return "hierarchical";
   case Algorithm::Direct:
     return "direct";
+  case Algorithm::Nvls:
+    return "nvls";
   }
   return "?";
 }
@@ -82,8 +84,9 @@ struct Links {
   Hop perRank; // a hop that may cross nodes, as every rank sending at once sees it
 
   Links(const ClusterSpec &spec, const CommGroup &g) {
-    intra = {spec.intraNode.latency, spec.intraNode.bandwidth};
-    nodeBw = spec.interNode.bandwidth * spec.nicsPerNode / std::max(1, g.concurrentGroups);
+    intra = {spec.intraNode.latency, spec.intraNode.effectiveBandwidth()};
+    nodeBw = spec.interNode.effectiveBandwidth() * spec.nicsPerNode /
+             std::max(1, g.concurrentGroups);
     interAlpha = spec.interNode.latency;
     if (g.nodesSpanned <= 1)
       perRank = intra;
@@ -143,6 +146,9 @@ std::optional<double> collectiveTime(const ClusterSpec &spec, Collective collect
     return std::nullopt;
   if (algorithm == Algorithm::Hierarchical && group.nodesSpanned <= 1)
     return std::nullopt;
+  if (algorithm == Algorithm::Nvls &&
+      (collective != Collective::AllReduce || group.nodesSpanned > 1 || spec.nvlsBusBandwidth <= 0))
+    return std::nullopt;
   if (group.size <= 1 || bytes <= 0)
     return 0.0;
 
@@ -154,6 +160,9 @@ std::optional<double> collectiveTime(const ClusterSpec &spec, Collective collect
       return ringAllReduce(n, links.perRank, bytes);
     if (algorithm == Algorithm::Tree)
       return treeAllReduce(n, links.perRank, bytes);
+    if (algorithm == Algorithm::Nvls)
+      // The bus bandwidth is NCCL's figure: algorithm bandwidth × 2(n−1)/n.
+      return 2 * links.intra.alpha + 2.0 * (n - 1) / n * bytes / spec.nvlsBusBandwidth;
     return hierarchical(links, group, bytes, 2);
   case Collective::AllGather:
   case Collective::ReduceScatter:
@@ -172,7 +181,8 @@ CommEstimate estimateCollective(const ClusterSpec &spec, Collective collective,
                                 const CommGroup &group, double bytes) {
   std::optional<CommEstimate> best;
   for (Algorithm algorithm :
-       {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical, Algorithm::Direct}) {
+       {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical, Algorithm::Nvls,
+        Algorithm::Direct}) {
     std::optional<double> t = collectiveTime(spec, collective, algorithm, group, bytes);
     if (t && (!best || *t < best->seconds))
       best = CommEstimate{*t, algorithm};

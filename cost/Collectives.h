@@ -30,9 +30,10 @@ std::string_view collectiveName(Collective collective);
 
 /// Ring, Tree (double binary tree) and Hierarchical (inside nodes, then across
 /// them) serve the reducing and gathering collectives; all-to-all and
-/// send/recv are Direct exchanges.
-enum class Algorithm : uint8_t { Ring, Tree, Hierarchical, Direct };
-/// "ring", "tree", "hierarchical", "direct".
+/// send/recv are Direct exchanges. Nvls is an all-reduce inside one node
+/// whose switch does the sums (NVLink SHARP), where the spec has it.
+enum class Algorithm : uint8_t { Ring, Tree, Hierarchical, Direct, Nvls };
+/// "ring", "tree", "hierarchical", "direct", "nvls".
 std::string_view algorithmName(Algorithm algorithm);
 
 /// The shape of a group of ranks that communicate together.
@@ -68,7 +69,7 @@ std::optional<double> collectiveTime(const ClusterSpec &spec, Collective collect
                                      Algorithm algorithm, const CommGroup &group, double bytes);
 
 /// The fastest applicable algorithm and its time (ties go to the earlier of
-/// ring, tree, hierarchical).
+/// ring, tree, hierarchical, nvls).
 CommEstimate estimateCollective(const ClusterSpec &spec, Collective collective,
                                 const CommGroup &group, double bytes);
 

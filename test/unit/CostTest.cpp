@@ -49,6 +49,7 @@ TEST(ClusterSpecTest, RoundTripsExactly) {
           {"batch": 8, "m": 128, "n": 64, "k": 3, "dtype": "f32", "flops_per_s": 1.234567890123e11}])");
   json["measurements"] = Json::parse(R"({"zeta": [1, 2.5, "x"], "alpha": {"nested": null}})");
   json["device"]["kernel_overhead_s"] = 1.0 / 3.0; // needs all 17 digits
+  json["intra_node"]["nvls_bus_bandwidth"] = 4.8e11;
 
   ClusterSpec first;
   Status s = parseClusterSpec(json.dump(), "a.json", first);
@@ -64,6 +65,9 @@ TEST(ClusterSpecTest, RoundTripsExactly) {
   EXPECT_EQ(second.device.peakFlops.at(DType::BF16), 3.12e14);
   EXPECT_EQ(second.device.memoryBytes, 85899345920.0);
   EXPECT_EQ(second.device.efficiencyOf(OpClass::Gemm).compute, 0.87);
+  EXPECT_EQ(second.intraNode.efficiency, 0.77);
+  EXPECT_EQ(second.interNode.efficiency, 0.96);
+  EXPECT_EQ(second.nvlsBusBandwidth, 4.8e11);
   ASSERT_EQ(second.device.gemmSamples.size(), 2u);
   EXPECT_EQ(second.device.gemmSamples[1].shape.k, 3);
   EXPECT_EQ(second.device.gemmSamples[1].dtype, DType::F32);
@@ -129,6 +133,12 @@ INSTANTIATE_TEST_SUITE_P(
                 "dgx.json: devices_per_node: must be at least 1, got -8"},
         BadSpec{"/intra_node/bandwidth", "0",
                 "dgx.json: intra_node.bandwidth: must be positive, got 0"},
+        BadSpec{"/intra_node/efficiency", "1.2",
+                "dgx.json: intra_node.efficiency: must be in (0, 1], got 1.2"},
+        BadSpec{"/inter_node/efficiency", "0",
+                "dgx.json: inter_node.efficiency: must be in (0, 1], got 0"},
+        BadSpec{"/intra_node/nvls_bus_bandwidth", "-1",
+                "dgx.json: intra_node.nvls_bus_bandwidth: must be positive, got -1"},
         BadSpec{"/inter_node/bandwidth_per_nic", "-1",
                 "dgx.json: inter_node.bandwidth_per_nic: must be positive, got -1"},
         BadSpec{"/inter_node/nics_per_node", "0",
@@ -345,6 +355,34 @@ TEST(CollectivesTest, AlgorithmsOnlyWhereTheyApply) {
   EXPECT_FALSE(collectiveTime(spec, Collective::AllToAll, Algorithm::Ring, all, 1e6));
   EXPECT_FALSE(collectiveTime(spec, Collective::AllReduce, Algorithm::Direct, all, 1e6));
   EXPECT_EQ(estimateCollective(spec, Collective::SendRecv, all, 1e6).algorithm, Algorithm::Direct);
+}
+
+TEST(CollectivesTest, LinksMovePayloadAtTheirEfficiency) {
+  ClusterSpec spec = toyCluster();
+  spec.intraNode.efficiency = 0.5;
+  spec.interNode.efficiency = 0.8;
+  double s = 1e9;
+  // Inside a node: the ring at half of 1e11.
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllReduce, Algorithm::Ring, stridedGroup(4, 1, 4), s),
+                   6e-6 + 2.0 * 3 / 4 * s / 5e10);
+  // Between nodes: one rank per node, 4 groups share the 2 NICs at 0.8 · 1e10.
+  EXPECT_DOUBLE_EQ(time(spec, Collective::SendRecv, Algorithm::Direct, stridedGroup(2, 4, 4), s),
+                   1e-5 + s / (2 * 0.8e10 / 4));
+}
+
+TEST(CollectivesTest, InSwitchAllReduceWhereTheSpecHasIt) {
+  ClusterSpec spec = toyCluster();
+  CommGroup node = stridedGroup(4, 1, 4), all = stridedGroup(16, 1, 4);
+  EXPECT_FALSE(collectiveTime(spec, Collective::AllReduce, Algorithm::Nvls, node, 1e6));
+  spec.nvlsBusBandwidth = 2e11; // twice the link's rate
+  double s = 1e9;
+  EXPECT_DOUBLE_EQ(time(spec, Collective::AllReduce, Algorithm::Nvls, node, s),
+                   2e-6 + 2.0 * 3 / 4 * s / 2e11);
+  CommEstimate best = estimateCollective(spec, Collective::AllReduce, node, s);
+  EXPECT_EQ(best.algorithm, Algorithm::Nvls);
+  // Only all-reduce, only inside one node.
+  EXPECT_FALSE(collectiveTime(spec, Collective::AllGather, Algorithm::Nvls, node, s));
+  EXPECT_FALSE(collectiveTime(spec, Collective::AllReduce, Algorithm::Nvls, all, s));
 }
 
 TEST(CollectivesTest, OneRankOrNoBytesCostNothing) {

@@ -1,6 +1,7 @@
 //===- KernelParams.cpp - Instruction parsing shared by every backend -----===//
 
 #include "runtime/KernelParams.h"
+#include "runtime/WindowShape.h"
 
 #include <cmath>
 
@@ -14,19 +15,6 @@ namespace cleave::runtime {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// PyTorch's pooling_output_shape: with ceil_mode the last window must start
-/// inside the input or the left padding.
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride, int64_t padding,
-                         int64_t dilation, bool ceilMode) {
-  int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;
-  if (span < 0)
-    return 0;
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
-  if (ceilMode && (out - 1) * stride >= in + padding)
-    --out;
-  return out;
-}
 
 /// Reads and checks the window attributes of a pooling op and computes its
 /// output shape. `hasDilation` is false for avg_pool2d (dilation 1).

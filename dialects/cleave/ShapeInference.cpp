@@ -86,16 +86,5 @@ LogicalResult inferReductionType(std::optional<Location> loc, Type input,
   return success();
 }
 
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                         int64_t padding, int64_t dilation, bool ceilMode) {
-  int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;
-  if (span < 0)
-    return 0;
-  int64_t out = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
-  // PyTorch: the last window must start inside the input or left padding.
-  if (ceilMode && (out - 1) * stride >= in + padding)
-    --out;
-  return out;
-}
 
 } // namespace mlir::cleave

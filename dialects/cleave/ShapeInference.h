@@ -10,6 +10,8 @@
 #ifndef CLEAVE_DIALECTS_CLEAVE_SHAPEINFERENCE_H
 #define CLEAVE_DIALECTS_CLEAVE_SHAPEINFERENCE_H
 
+#include "runtime/WindowShape.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/ArrayRef.h"
@@ -38,10 +40,9 @@ llvm::LogicalResult inferReductionType(std::optional<Location> loc, Type input,
                                        bool keepdim,
                                        llvm::SmallVectorImpl<Type> &results);
 
-/// Output size of one spatial dim of a convolution or pooling window, as
-/// PyTorch computes it (ceil_mode as in max_pool2d).
-int64_t windowOutputSize(int64_t in, int64_t kernel, int64_t stride,
-                         int64_t padding, int64_t dilation, bool ceilMode);
+/// Output size of one spatial dim of a convolution or pooling window, shared
+/// with the runtime's kernel checks.
+using ::cleave::runtime::windowOutputSize;
 
 } // namespace mlir::cleave
 

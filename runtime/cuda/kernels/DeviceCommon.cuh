@@ -54,6 +54,26 @@ template <> struct BitsOf<4> { using type = uint32_t; };
 template <> struct BitsOf<8> { using type = uint64_t; };
 template <> struct BitsOf<16> { using type = uint4; };
 
+/// Calls `f(T{})` with T the unsigned integer type of an element of `bytes`
+/// bytes (1, 2, 4, else 8): kernels that only select or move elements
+/// instantiate once per size, not per dtype.
+template <typename F> void byElementSize(size_t bytes, F &&f) {
+  switch (bytes) {
+  case 1:
+    f(uint8_t{});
+    break;
+  case 2:
+    f(uint16_t{});
+    break;
+  case 4:
+    f(uint32_t{});
+    break;
+  default:
+    f(uint64_t{});
+    break;
+  }
+}
+
 inline bool aligned(const void *p, size_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % bytes == 0;
 }

@@ -532,20 +532,8 @@ Status buildWhere(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) 
   DeviceLayout layout;
   CLEAVE_RETURN_IF_ERROR(toDevice(sig, host, &layout));
   const int64_t n = sig.outputs[0].numel();
-  switch (dtypeBytes(x.dtype)) {
-  case 1:
-    *fn = makeWhere<uint8_t>(sig, ctx, layout, n);
-    break;
-  case 2:
-    *fn = makeWhere<uint16_t>(sig, ctx, layout, n);
-    break;
-  case 4:
-    *fn = makeWhere<uint32_t>(sig, ctx, layout, n);
-    break;
-  default:
-    *fn = makeWhere<uint64_t>(sig, ctx, layout, n);
-    break;
-  }
+  byElementSize(dtypeBytes(x.dtype),
+                [&](auto bits) { *fn = makeWhere<decltype(bits)>(sig, ctx, layout, n); });
   return {};
 }
 
@@ -649,20 +637,9 @@ Status buildTriangle(const KernelSignature &sig, DeviceContext &ctx, KernelFn *f
   const TensorDesc &in = *sig.inputs[0];
   const int64_t rows = tp.rows, cols = tp.cols, diagonal = tp.diagonal;
   const int64_t n = in.numel();
-  switch (dtypeBytes(in.dtype)) {
-  case 1:
-    *fn = makeTriangle<uint8_t, Lower>(sig, ctx, n, rows, cols, diagonal);
-    break;
-  case 2:
-    *fn = makeTriangle<uint16_t, Lower>(sig, ctx, n, rows, cols, diagonal);
-    break;
-  case 4:
-    *fn = makeTriangle<uint32_t, Lower>(sig, ctx, n, rows, cols, diagonal);
-    break;
-  default:
-    *fn = makeTriangle<uint64_t, Lower>(sig, ctx, n, rows, cols, diagonal);
-    break;
-  }
+  byElementSize(dtypeBytes(in.dtype), [&](auto bits) {
+    *fn = makeTriangle<decltype(bits), Lower>(sig, ctx, n, rows, cols, diagonal);
+  });
   return {};
 }
 

@@ -77,19 +77,26 @@ def Cleave_GeluApproximationAttr
 // Op classes.
 //===----------------------------------------------------------------------===//
 
-// Every op states how it executes, what it costs and how it may be sharded;
-// `executableOverrides`, `costOverrides` and `shardingOverrides` name the
-// interface methods it defines itself instead of the defaults.
+// Every op states how it executes, what it costs, how it may be sharded and
+// how it is differentiated; `executableOverrides`, `costOverrides`,
+// `shardingOverrides` and `gradientOverrides` name the interface methods it
+// defines itself instead of the defaults (GradientOps.cpp holds the rules).
 class Cleave_Op<string mnemonic, list<Trait> traits = [],
                 list<string> executableOverrides = [],
                 list<string> costOverrides = [],
-                list<string> shardingOverrides = []>
+                list<string> shardingOverrides = [],
+                list<string> gradientOverrides = []>
     : Op<Cleave_Dialect, mnemonic, !listconcat(traits,
          [DeclareOpInterfaceMethods<Cleave_ExecutableOpInterface,
                                     executableOverrides>,
           DeclareOpInterfaceMethods<Cleave_CostOpInterface, costOverrides>,
           DeclareOpInterfaceMethods<Cleave_ShardingOpInterface,
-                                    shardingOverrides>])>;
+                                    shardingOverrides>,
+          DeclareOpInterfaceMethods<Cleave_GradientOpInterface,
+                                    gradientOverrides>])>;
+
+// Differentiable ops define `buildGradients` (GradientOps.cpp).
+defvar Cleave_HasGradient = ["buildGradients"];
 
 // The definition of `getShardingRule` for an op class whose rule is one call
 // of a shared rule builder (ShardingOpInterface.cpp); goes in
@@ -108,7 +115,7 @@ class Cleave_UnaryElementwiseOp<string mnemonic, Type operandType,
     : Cleave_Op<mnemonic, [Pure, Elementwise, SameOperandsAndResultType], [],
                 !listconcat(costOverrides,
                             !if(!eq(flops, 1), [], ["getFlopsPerElement"])),
-                ["getShardingRule"]> {
+                ["getShardingRule"], Cleave_HasGradient> {
   let summary = "elementwise " # mnemonic;
   let description = "Computes `" # formula # "` for every element. The result "
       # "has the operand's type.\n\nExample:\n\n```mlir\n%y = cleave." # mnemonic
@@ -130,7 +137,7 @@ class Cleave_BinaryElementwiseOp<string mnemonic, string formula,
                                  list<Trait> traits = [],
                                  list<string> costOverrides = []>
     : Cleave_Op<mnemonic, !listconcat([Pure, InferTypeOpAdaptor], traits), [],
-                costOverrides, ["getShardingRule"]> {
+                costOverrides, ["getShardingRule"], Cleave_HasGradient> {
   let summary = "elementwise " # mnemonic # " with broadcasting";
   let description = "Computes `" # formula # "` for every element of the "
       # "broadcast shape. Both operands have the same element type; shapes "
@@ -159,7 +166,8 @@ class Cleave_BinaryElementwiseOp<string mnemonic, string formula,
 class Cleave_ReductionOp<string mnemonic, string formula,
                          string reducedFactorKind = "Reduction">
     : Cleave_Op<mnemonic, [Pure, InferTypeOpAdaptor], [],
-                ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+                ["getCost", "getSavedForBackward"], ["getShardingRule"],
+                Cleave_HasGradient> {
   let summary = mnemonic # " over dims";
   let description = "Reduces `input` over `dims` with " # formula # ". With "
       # "`keepdim` the reduced dims stay as size 1.\n\nExample:\n\n```mlir\n"
@@ -185,7 +193,8 @@ class Cleave_ReductionOp<string mnemonic, string formula,
 // Softmax-like normalization along one dim; the result has the input's type.
 class Cleave_NormalizeAlongDimOp<string mnemonic, string formula>
     : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType], [],
-                ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+                ["getCost", "getSavedForBackward"], ["getShardingRule"],
+                Cleave_HasGradient> {
   let summary = mnemonic # " along one dim";
   let description = "Computes `" # formula # "` along `dim`.\n\nExample:\n\n"
       # "```mlir\n%p = cleave." # mnemonic # " %x {dim = 1 : i64} : tensor<2x8xf32>\n```";
@@ -201,7 +210,8 @@ class Cleave_NormalizeAlongDimOp<string mnemonic, string formula>
 // Keeps the lower or upper triangle of the last two dims and zeroes the rest.
 class Cleave_TriangleOp<string mnemonic, string kept>
     : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType], [],
-                ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
+                ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"],
+                Cleave_HasGradient> {
   let summary = "keep the " # kept # " triangle of the last two dims";
   let description = "Zeroes every element outside the " # kept # " triangle of "
       # "the last two dims; `diagonal` shifts the boundary as in PyTorch.\n\n"

@@ -32,6 +32,10 @@ namespace mlir::cleave {
 /// sizes and discardable (dotted) annotations.
 llvm::SmallVector<NamedAttribute> getDefaultKernelAttributes(Operation *op);
 
+/// The GradientOpInterface default: an error naming the op, which has no
+/// gradient rule (GradientOps.cpp).
+LogicalResult noGradientRule(Operation *op);
+
 /// Backward of a differentiable elementwise map reads its float operands.
 void getDefaultSavedForBackward(Operation *op, llvm::SmallVectorImpl<Value> &saved);
 /// Cost of an elementwise map: `getFlopsPerElement` per result element; its

@@ -33,6 +33,14 @@ def Cleave_ExecutableOpInterface : OpInterface<"ExecutableOpInterface"> {
       }], "::llvm::SmallVector<::mlir::NamedAttribute>", "getKernelAttributes",
       (ins), [{}],
       [{ return ::mlir::cleave::getDefaultKernelAttributes($_op); }]>,
+    InterfaceMethod<[{
+        Indices of the operands the kernel writes in place: persistent tensors
+        (parameters, buffers, training state) that a training step updates.
+        Such an op has no results and is the last reader of the values it
+        overwrites; a plan lists these operands among the instruction's
+        outputs.
+      }], "::llvm::SmallVector<unsigned>", "getUpdatedOperands", (ins), [{}],
+      [{ return {}; }]>,
   ];
 }
 
@@ -97,6 +105,33 @@ def Cleave_ShardingOpInterface : OpInterface<"ShardingOpInterface"> {
         override this; the default needs nothing.
       }], "void", "specializeForRank", (ins "int64_t":$rank, "int64_t":$ranks), [{}],
       [{ return; }]>,
+  ];
+}
+
+def Cleave_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::cleave";
+  let description = [{
+    The op's vector-Jacobian product, written as cleave ops: given the
+    gradients of the loss with respect to its results, the gradients with
+    respect to its operands. `-cleave-differentiate` asks only this; it never
+    switches on op names. Ops whose backward is one kernel build their
+    backward op (`cleave.layer_norm_backward`); the others compose existing
+    ops. The default reports that the op has no gradient rule.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds the operands' gradients at `builder`'s insertion point, with
+        the op's location. `resultGradients[i]` is the gradient of result `i`,
+        or null when no gradient reaches it. `operandGradients` comes sized
+        to the operands, all null; set an entry to that operand's gradient
+        (of the operand's type), or leave it null when the operand gets none
+        (integer operands, masks, a constant exponent). Gradients of operands
+        that nothing needs may still be built: the pass erases unused ones.
+      }], "::llvm::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGradients,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGradients), [{}],
+      [{ return ::mlir::cleave::noGradientRule($_op); }]>,
   ];
 }
 

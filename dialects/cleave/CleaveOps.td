@@ -80,7 +80,7 @@ def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
 
 def Cleave_DropoutOp : Cleave_Op<"dropout", [Pure, Elementwise, SameOperandsAndResultType],
     ["getViewedOperand"], ["getCost", "getTrainingCost", "getSavedForBackward"],
-    ["getShardingRule"]> {
+    ["getShardingRule"], Cleave_HasGradient> {
   let summary = "dropout: the identity in a plan's forward, costed for training";
   let description = [{
     In training, zeroes each element with probability `p` and scales the
@@ -103,7 +103,7 @@ def Cleave_DropoutOp : Cleave_Op<"dropout", [Pure, Elementwise, SameOperandsAndR
 }
 
 def Cleave_GeluOp : Cleave_Op<"gelu", [Pure, Elementwise, SameOperandsAndResultType], ["getKernelAttributes"],
-    ["getFlopsPerElement"], ["getShardingRule"]> {
+    ["getFlopsPerElement"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "elementwise GELU";
   let description = [{
     Computes `x * Phi(x)`, with the exact Gaussian CDF (`approximation = none`)
@@ -157,7 +157,7 @@ def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor], ["getKer
 }
 
 def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor], [], ["getSavedForBackward"],
-    ["getShardingRule"]> {
+    ["getShardingRule"], Cleave_HasGradient> {
   let summary = "select elementwise between two tensors";
   let description = [{
     Yields `on_true` where `condition` holds and `on_false` elsewhere; the
@@ -179,7 +179,7 @@ def Cleave_WhereOp : Cleave_Op<"where", [Pure, InferTypeOpAdaptor], [], ["getSav
 }
 
 def Cleave_CastOp : Cleave_Op<"cast", [Pure, Elementwise], [],
-    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "convert the element type";
   let description = [{
     Converts every element to the result's element type, as `Tensor.to(dtype)`:
@@ -206,7 +206,7 @@ def Cleave_TriuOp : Cleave_TriangleOp<"triu", "upper">;
 //===----------------------------------------------------------------------===//
 
 def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor], [], ["getCost"],
-    ["getShardingRule"]> {
+    ["getShardingRule"], Cleave_HasGradient> {
   let summary = "batched matrix product with broadcast batch dims";
   let description = [{
     Multiplies the last two dims: `[..., M, K] x [..., K, N] -> [..., M, N]`.
@@ -227,7 +227,7 @@ def Cleave_MatmulOp : Cleave_Op<"matmul", [Pure, InferTypeOpAdaptor], [], ["getC
 }
 
 def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"], Cleave_HasGradient> {
   let summary = "affine map with a PyTorch-layout weight";
   let description = [{
     Computes `input @ weight^T + bias` as `torch.nn.functional.linear`:
@@ -251,7 +251,7 @@ def Cleave_LinearOp : Cleave_Op<"linear", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"], Cleave_HasGradient> {
   let summary = "gather rows of a table by index";
   let description = [{
     Looks up `weight [V, D]` at integer `indices [...]`, giving `[..., D]`, as
@@ -261,7 +261,8 @@ def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
     With `row_offset`, the table is a shard: rows `[row_offset,
     row_offset + V)` of a larger one (a vocabulary split over a tp group).
     Indices outside its rows give zero rows, so the group's sum is the
-    lookup.
+    lookup. `padding_idx` (PyTorch's) only matters in training: that row
+    gets no gradient.
 
     Example:
 
@@ -270,7 +271,8 @@ def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
     ```
   }];
   let arguments = (ins Cleave_FloatTensor:$weight, Cleave_IndexTensor:$indices,
-                       OptionalAttr<I64Attr>:$row_offset);
+                       OptionalAttr<I64Attr>:$row_offset,
+                       OptionalAttr<I64Attr>:$padding_idx);
   let results = (outs Cleave_FloatTensor:$result);
   let assemblyFormat = [{
     $weight `,` $indices attr-dict `:` type($weight) `,` type($indices) `->` type($result)
@@ -279,7 +281,7 @@ def Cleave_EmbeddingOp : Cleave_Op<"embedding", [Pure, InferTypeOpAdaptor], [],
 
 def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
     [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>], [],
-    ["getCost"], ["getShardingRule"]> {
+    ["getCost"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "layer normalization over the trailing dims";
   let description = [{
     Normalizes `input` over its trailing dims given by `normalized_shape` to
@@ -337,7 +339,7 @@ def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
 // The kernel contract (name `attention`, attributes `causal` and `scale`) is
 // shared by the CPU and CUDA backends: docs/plan-format.md.
 def Cleave_AttentionOp : Cleave_Op<"attention", [Pure], [],
-    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "fused scaled dot-product attention, optionally causal";
   let description = [{
     Computes `softmax(scale * q k^T + mask) v` per batch and head, with
@@ -381,7 +383,7 @@ def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum", "NeedRe
 //===----------------------------------------------------------------------===//
 
 def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScratchBytes"],
-    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule", "specializeForRank"], Cleave_HasGradient> {
   let summary = "2-D convolution in NCHW layout";
   let description = [{
     Convolves `input [N, C, H, W]` with `weight [F, C / groups, KH, KW]` and
@@ -408,7 +410,7 @@ def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScrat
 }
 
 def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor], [], ["getCost"],
-    ["getShardingRule"]> {
+    ["getShardingRule"], Cleave_HasGradient> {
   let summary = "2-D max pooling in NCHW layout";
   let description = [{
     Takes the maximum over `kernel` windows of the spatial dims, as
@@ -431,7 +433,7 @@ def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "2-D average pooling in NCHW layout";
   let description = [{
     Averages over `kernel` windows of the spatial dims, as
@@ -455,7 +457,7 @@ def Cleave_AvgPool2dOp : Cleave_Op<"avg_pool2d", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
-    [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+    [Pure, InferTypeOpAdaptor], [], ["getCost", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "2-D average pooling to a fixed output size";
   let description = [{
     Averages `input [N, C, H, W]` into `output_size` (height, width) bins whose
@@ -478,7 +480,7 @@ def Cleave_AdaptiveAvgPool2dOp : Cleave_Op<"adaptive_avg_pool2d",
 //===----------------------------------------------------------------------===//
 
 def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"],
-    ["getCost", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getCost", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "reinterpret the shape, keeping the element order";
   let description = [{
     Gives the elements of `input` in row-major order the result's shape; the
@@ -499,7 +501,7 @@ def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"],
 }
 
 def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [],
-    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "reorder dims";
   let description = [{
     Result dim `i` is input dim `dims[i]`, as `Tensor.permute`; `transpose`
@@ -518,7 +520,7 @@ def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure], [],
-    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "stretch size-1 dims and add leading dims";
   let description = [{
     Broadcasts `input` to the result shape as `Tensor.expand`: the trailing
@@ -538,7 +540,7 @@ def Cleave_BroadcastToOp : Cleave_Op<"broadcast_to", [Pure], [],
 }
 
 def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor], [],
-    ["getCost", "getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getCost", "getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "take a strided range of one dim";
   let description = [{
     Keeps indices `start, start + step, ...` below `end` of dim `dim`, with
@@ -559,7 +561,7 @@ def Cleave_SliceOp : Cleave_Op<"slice", [Pure, InferTypeOpAdaptor], [],
 }
 
 def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [],
-    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"]> {
+    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
   let summary = "join tensors along one dim";
   let description = [{
     Concatenates `inputs` along `dim`; all other dims and the element type
@@ -689,5 +691,7 @@ def Cleave_RecvOp : Cleave_Op<"recv", [], [], ["getCost", "getSavedForBackward"]
   let results = (outs Cleave_Tensor:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
 }
+
+include "dialects/cleave/CleaveTrainingOps.td"
 
 #endif // CLEAVE_OPS_TD

@@ -425,3 +425,131 @@ void AttentionOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
   // no IR value and is counted in the cost's savedBytes.
   saved.append({getQ(), getK(), getV(), getResult()});
 }
+
+//===----------------------------------------------------------------------===//
+// Training ops (CleaveTrainingOps.td). Their `backward` stays empty: nothing
+// differentiates a backward op or an update.
+//===----------------------------------------------------------------------===//
+
+OpCost StateOp::getCost() { return noCost(); }
+
+namespace {
+/// An in-place update: `flopsPerElement` per element of the first operand,
+/// reading every operand and writing the updated ones.
+OpCost updateCost(Operation *op, double flopsPerElement) {
+  OpCost cost;
+  cost.opClass = OpClass::Elementwise;
+  double written = 0;
+  for (unsigned index : cast<ExecutableOpInterface>(op).getUpdatedOperands())
+    written += bytesOf(op->getOperand(index));
+  cost.forward = {flopsPerElement * elementsOf(op->getOperand(0)), sumBytes(op->getOperands()),
+                  written, 1};
+  return cost;
+}
+} // namespace
+
+OpCost AssignOp::getCost() { return updateCost(*this, 0); }
+void AssignOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+OpCost UpdateRunningStatsOp::getCost() { return updateCost(*this, 6); }
+void UpdateRunningStatsOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+// Decay, two moment updates, a square root, a division and the step.
+OpCost AdamWOp::getCost() { return updateCost(*this, 12); }
+void AdamWOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+OpCost SgdOp::getCost() { return updateCost(*this, getMomentumBuffer() ? 5 : 2); }
+void SgdOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+OpCost DropoutTrainOp::getCost() {
+  // Philox draws four words in ~40 integer operations; a compare and a
+  // multiply per element. Backward is the same op on the gradient.
+  double elements = elementsOf(getResult());
+  OpCost cost;
+  cost.opClass = OpClass::Elementwise;
+  cost.forward = {12 * elements, bytesOf(getInput()), bytesOf(getResult()), 1};
+  cost.backward = cost.forward;
+  return cost;
+}
+// The mask is recomputed from the step counter, never stored.
+void DropoutTrainOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+
+int64_t BatchNormTrainOp::getFlopsPerElement() {
+  // Two passes of statistics, then a scale and shift.
+  return 6;
+}
+void BatchNormTrainOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.append({getInput(), getMean(), getVar()});
+}
+
+OpCost NllLossOp::getCost() {
+  // A gather of one log-probability per row; its backward scatters them.
+  OpCost cost;
+  cost.opClass = OpClass::Reduction;
+  double rows = elementsOf(getTarget());
+  cost.forward = {rows, bytesOf(getTarget()) + rows * 4, bytesOf(getResult()), 1};
+  cost.backward = {rows, bytesOf(getTarget()), bytesOf(getInput()), 1};
+  return cost;
+}
+void NllLossOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getTarget());
+}
+
+OpCost AttentionBackwardOp::getCost() {
+  // The forward op's backward cost (see AttentionOp::getCost).
+  auto q = getQ().getType();
+  int64_t d = q.getDimSize(3), dv = getV().getType().getDimSize(3);
+  double heads = static_cast<double>(q.getDimSize(0)) * q.getDimSize(1);
+  double pairs =
+      heads * attentionPairs(q.getDimSize(2), getK().getType().getDimSize(2), getCausal());
+  OpCost cost;
+  cost.opClass = OpClass::Attention;
+  cost.forward = {pairs * (6.0 * d + 4.0 * dv + kSoftmaxFlopsPerScore + 3),
+                  sumBytes(getOperation()->getOperands()),
+                  sumBytes(getOperation()->getResults()), 2};
+  return cost;
+}
+
+namespace {
+/// A conv2d's backward GEMM: the forward product's size, as an implicit GEMM
+/// per group.
+OpCost convBackwardCost(Operation *op, RankedTensorType output, RankedTensorType weight,
+                        int64_t groups) {
+  GemmShape shape;
+  shape.batch = groups;
+  shape.m = output.getDimSize(0) * output.getDimSize(2) * output.getDimSize(3);
+  shape.n = weight.getDimSize(0) / groups;
+  shape.k = weight.getDimSize(1) * weight.getDimSize(2) * weight.getDimSize(3);
+  OpCost cost;
+  cost.opClass = OpClass::Convolution;
+  cost.gemm = shape;
+  cost.forward = {2.0 * shape.batch * shape.m * shape.n * shape.k, sumBytes(op->getOperands()),
+                  sumBytes(op->getResults()), 1};
+  return cost;
+}
+} // namespace
+
+OpCost Conv2dBackwardInputOp::getCost() {
+  return convBackwardCost(*this, getGrad().getType(), getWeight().getType(),
+                          static_cast<int64_t>(getGroups()));
+}
+OpCost Conv2dBackwardWeightOp::getCost() {
+  return convBackwardCost(*this, getGrad().getType(), getResult().getType(),
+                          static_cast<int64_t>(getGroups()));
+}
+
+OpCost LinearBackwardWeightOp::getCost() {
+  // [N, M] x [M, K]: the leading positions are the contraction.
+  auto grad = getGrad().getType();
+  GemmShape shape;
+  shape.m = grad.getShape().back();
+  shape.n = getInput().getType().getShape().back();
+  shape.k = grad.getNumElements() / std::max<int64_t>(1, shape.m);
+  OpCost cost;
+  cost.opClass = OpClass::Gemm;
+  cost.gemm = shape;
+  cost.forward = {2.0 * shape.m * shape.n * shape.k, sumBytes(getOperation()->getOperands()),
+                  bytesOf(getResult()), 1};
+  return cost;
+}
+
+int64_t GeluBackwardOp::getFlopsPerElement() { return 24; }
+int64_t SiluBackwardOp::getFlopsPerElement() { return 16; }
+int64_t SliceBackwardOp::getFlopsPerElement() { return 0; }

@@ -57,4 +57,32 @@ inline size_t conv2dScratchBytes(const Shape &input, const Shape &weight, const 
   return elements > 0 ? static_cast<size_t>(elements) * elementBytes : 0;
 }
 
+/// Scratch of conv2d_backward_input: the column matrix of one image and one
+/// group, as the forward's im2col (the GEMM writes columns, col2im adds them
+/// into the input's gradient). Same arguments as conv2dScratchBytes.
+inline size_t conv2dBackwardInputScratchBytes(const Shape &input, const Shape &weight,
+                                              const Shape &output, int64_t groups,
+                                              const std::vector<int64_t> &stride,
+                                              const std::vector<int64_t> &padding,
+                                              const std::vector<int64_t> &dilation, DType dtype) {
+  return conv2dScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
+}
+
+/// Scratch of conv2d_backward_weight: the forward input's im2col matrix of
+/// one image and one group. Same arguments as conv2dScratchBytes.
+inline size_t conv2dBackwardWeightScratchBytes(const Shape &input, const Shape &weight,
+                                               const Shape &output, int64_t groups,
+                                               const std::vector<int64_t> &stride,
+                                               const std::vector<int64_t> &padding,
+                                               const std::vector<int64_t> &dilation, DType dtype) {
+  return conv2dScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
+}
+
+/// Scratch of attention_backward: two f32 per query row of q [B, H, Sq, D].
+inline size_t attentionBackwardScratchBytes(const Shape &q) {
+  if (q.size() != 4)
+    return 0;
+  return static_cast<size_t>(q[0] * q[1] * q[2]) * 8;
+}
+
 } // namespace cleave::runtime

@@ -1,0 +1,627 @@
+//===- GradientOps.cpp - each op's vector-Jacobian product ----------------===//
+//
+// GradientOpInterface::buildGradients for every differentiable cleave op: the
+// gradients of its operands from those of its results, written as cleave
+// ops. The formulas follow PyTorch's derivatives (tools/autograd's
+// derivatives.yaml) including their evaluation order where it changes the
+// rounding, so that training matches PyTorch step by step. Broadcast
+// operands get the gradient summed back to their shape.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/cleave/CleaveDialect.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::cleave;
+
+LogicalResult mlir::cleave::noGradientRule(Operation *op) {
+  return op->emitError() << "no gradient rule for " << op->getName()
+                         << ": training through this op is not supported";
+}
+
+namespace {
+
+RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+bool isFloat(Value v) { return llvm::isa<FloatType>(typeOf(v).getElementType()); }
+
+/// Builds cleave ops at one place with one location.
+struct GradBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  /// A 0-d constant of `elementType` (broadcasts against any shape).
+  Value scalar(double value, Type elementType) {
+    auto type = RankedTensorType::get({}, elementType);
+    Attribute element;
+    if (auto floatType = llvm::dyn_cast<FloatType>(elementType)) {
+      APFloat v(value);
+      bool lost;
+      v.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      element = FloatAttr::get(floatType, v);
+    } else if (elementType.isInteger(1)) {
+      element = b.getBoolAttr(value != 0);
+    } else {
+      element = IntegerAttr::get(elementType, static_cast<int64_t>(value));
+    }
+    return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, element));
+  }
+  Value scalarLike(double value, Value like) { return scalar(value, typeOf(like).getElementType()); }
+
+  template <typename Op, typename... Args> Value make(Args &&...args) {
+    return b.create<Op>(loc, std::forward<Args>(args)...).getResult();
+  }
+  Value add(Value x, Value y) { return make<AddOp>(x, y); }
+  Value sub(Value x, Value y) { return make<SubOp>(x, y); }
+  Value mul(Value x, Value y) { return make<MulOp>(x, y); }
+  Value div(Value x, Value y) { return make<DivOp>(x, y); }
+  Value neg(Value x) { return make<NegOp>(x); }
+  Value compare(ComparePredicate p, Value x, Value y) {
+    return make<CompareOp>(ComparePredicateAttr::get(b.getContext(), p), x, y);
+  }
+  Value where(Value c, Value x, Value y) { return make<WhereOp>(c, x, y); }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    if (typeOf(x).getShape() == shape)
+      return x;
+    return make<ReshapeOp>(RankedTensorType::get(shape, typeOf(x).getElementType()), x);
+  }
+  Value reduceSum(Value x, ArrayRef<int64_t> dims, bool keepdim) {
+    return make<ReduceSumOp>(x, b.getDenseI64ArrayAttr(dims), b.getBoolAttr(keepdim));
+  }
+  Value permute(Value x, ArrayRef<int64_t> dims) {
+    return make<PermuteOp>(x, b.getDenseI64ArrayAttr(dims));
+  }
+  /// Swaps the last two dims.
+  Value transpose(Value x) {
+    int64_t rank = typeOf(x).getRank();
+    SmallVector<int64_t> dims(rank);
+    std::iota(dims.begin(), dims.end(), 0);
+    std::swap(dims[rank - 1], dims[rank - 2]);
+    return permute(x, dims);
+  }
+  Value broadcastTo(Value x, RankedTensorType to) {
+    if (typeOf(x).getShape() == to.getShape())
+      return x;
+    return make<BroadcastToOp>(RankedTensorType::get(to.getShape(), typeOf(x).getElementType()),
+                               x);
+  }
+
+  /// The gradient of a value broadcast to `g`'s shape: `g` summed over the
+  /// dims broadcasting added or stretched, in the value's shape.
+  Value sumToShape(Value g, Value like) {
+    RankedTensorType gType = typeOf(g), target = typeOf(like);
+    if (gType.getShape() == target.getShape())
+      return g;
+    int64_t lead = gType.getRank() - target.getRank();
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; d < lead; ++d)
+      dims.push_back(d);
+    for (int64_t d = 0; d < target.getRank(); ++d)
+      if (target.getDimSize(d) == 1 && gType.getDimSize(lead + d) != 1)
+        dims.push_back(lead + d);
+    Value summed = dims.empty() ? g : reduceSum(g, dims, /*keepdim=*/true);
+    return reshape(summed, target.getShape());
+  }
+
+  /// A reduction's result gradient in the input's rank: size 1 at `dims`.
+  Value keepDims(Value g, RankedTensorType input, ArrayRef<int64_t> dims) {
+    SmallVector<int64_t> shape(input.getShape());
+    for (int64_t d : dims)
+      shape[d] = 1;
+    return reshape(g, shape);
+  }
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Unary elementwise.
+//===----------------------------------------------------------------------===//
+
+#define CLEAVE_UNARY_GRADIENT(OP, BODY)                                                       \
+  LogicalResult OP::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,                    \
+                                   SmallVectorImpl<Value> &og) {                              \
+    if (!rg[0] || !isFloat(getInput()))                                                       \
+      return success();                                                                       \
+    GradBuilder b{builder, getLoc()};                                                             \
+    Value g = rg[0], x = getInput(), y = getResult();                                         \
+    (void)x;                                                                                  \
+    (void)y;                                                                                  \
+    og[0] = BODY;                                                                             \
+    return success();                                                                         \
+  }
+
+CLEAVE_UNARY_GRADIENT(NegOp, b.neg(g))
+// grad * sgn(x).
+CLEAVE_UNARY_GRADIENT(AbsOp, b.where(b.compare(ComparePredicate::gt, x, b.scalarLike(0, x)), g,
+                                     b.where(b.compare(ComparePredicate::lt, x, b.scalarLike(0, x)),
+                                             b.neg(g), b.scalarLike(0, g))))
+// threshold_backward(grad, result, 0).
+CLEAVE_UNARY_GRADIENT(ReluOp, b.where(b.compare(ComparePredicate::gt, y, b.scalarLike(0, y)), g,
+                                      b.scalarLike(0, g)))
+CLEAVE_UNARY_GRADIENT(SiluOp, b.make<SiluBackwardOp>(x.getType(), g, x))
+// grad * (1 - y) * y.
+CLEAVE_UNARY_GRADIENT(SigmoidOp, b.mul(b.mul(g, b.sub(b.scalarLike(1, y), y)), y))
+// grad * (1 - y * y).
+CLEAVE_UNARY_GRADIENT(TanhOp, b.mul(g, b.sub(b.scalarLike(1, y), b.mul(y, y))))
+CLEAVE_UNARY_GRADIENT(ExpOp, b.mul(g, y))
+CLEAVE_UNARY_GRADIENT(LogOp, b.div(g, x))
+// grad / (2 * result).
+CLEAVE_UNARY_GRADIENT(SqrtOp, b.div(g, b.mul(b.scalarLike(2, y), y)))
+// -0.5 * grad * result^3.
+CLEAVE_UNARY_GRADIENT(RsqrtOp, b.mul(b.mul(b.scalarLike(-0.5, g), g), b.mul(b.mul(y, y), y)))
+CLEAVE_UNARY_GRADIENT(SinOp, b.mul(g, b.make<CosOp>(x)))
+// grad * -sin(x).
+CLEAVE_UNARY_GRADIENT(CosOp, b.mul(g, b.neg(b.make<SinOp>(x))))
+// 2 / sqrt(pi) * exp(-x^2) * grad.
+CLEAVE_UNARY_GRADIENT(ErfOp, b.mul(b.mul(b.scalarLike(2.0 / std::sqrt(M_PI), x),
+                                         b.make<ExpOp>(b.neg(b.mul(x, x)))),
+                                   g))
+#undef CLEAVE_UNARY_GRADIENT
+
+LogicalResult NotOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return success(); // booleans carry no gradient
+}
+
+LogicalResult DropoutOp::buildGradients(OpBuilder &, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  og[0] = rg[0]; // the identity of a plan's forward
+  return success();
+}
+
+LogicalResult DropoutTrainOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                             SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  // The same mask, regenerated from the same (seed, step, stream).
+  og[0] = builder.create<DropoutTrainOp>(getLoc(), rg[0].getType(), rg[0], getStep(), getPAttr(),
+                                         getSeedAttr(), getStreamAttr());
+  return success();
+}
+
+LogicalResult GeluOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                     SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  og[0] = builder.create<GeluBackwardOp>(getLoc(), getInput().getType(), rg[0], getInput(),
+                                         getApproximationAttr());
+  return success();
+}
+
+LogicalResult CastOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                     SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()) || !isFloat(getResult()))
+    return success();
+  og[0] = builder.create<CastOp>(getLoc(), getInput().getType(), rg[0]);
+  return success();
+}
+
+template <typename Op>
+static LogicalResult triangleGradient(Op op, OpBuilder &builder, ArrayRef<Value> rg,
+                                      SmallVectorImpl<Value> &og) {
+  if (rg[0] && isFloat(op.getInput()))
+    og[0] = builder.create<Op>(op.getLoc(), rg[0], op.getDiagonalAttr());
+  return success();
+}
+LogicalResult TrilOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, SmallVectorImpl<Value> &og) {
+  return triangleGradient(*this, b, rg, og);
+}
+LogicalResult TriuOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, SmallVectorImpl<Value> &og) {
+  return triangleGradient(*this, b, rg, og);
+}
+
+//===----------------------------------------------------------------------===//
+// Binary elementwise, with broadcasting.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Sets the gradients of a binary op's operands, each summed back to the
+/// operand's shape; a null gradient or a non-float operand gets none.
+void setBinary(GradBuilder &b, Operation *op, SmallVectorImpl<Value> &og, Value lhs, Value rhs) {
+  if (lhs && isFloat(op->getOperand(0)))
+    og[0] = b.sumToShape(lhs, op->getOperand(0));
+  if (rhs && isFloat(op->getOperand(1)))
+    og[1] = b.sumToShape(rhs, op->getOperand(1));
+}
+} // namespace
+
+LogicalResult AddOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                    SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  setBinary(b, *this, og, rg[0], rg[0]);
+  return success();
+}
+
+LogicalResult SubOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                    SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  setBinary(b, *this, og, rg[0], b.neg(rg[0]));
+  return success();
+}
+
+LogicalResult MulOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                    SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0];
+  setBinary(b, *this, og, b.mul(g, getRhs()), b.mul(g, getLhs()));
+  return success();
+}
+
+LogicalResult DivOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                    SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0], x = getLhs(), y = getRhs();
+  // other: -grad * self / (other * other).
+  Value dy = isa_and_nonnull<ConstantOp>(y.getDefiningOp())
+                 ? Value()
+                 : b.div(b.mul(b.neg(g), x), b.mul(y, y));
+  setBinary(b, *this, og, b.div(g, y), dy);
+  return success();
+}
+
+/// The value of a splat constant, if `v` is one.
+static std::optional<double> splatValue(Value v) {
+  auto constant = dyn_cast_or_null<ConstantOp>(v.getDefiningOp());
+  if (!constant)
+    return std::nullopt;
+  auto dense = llvm::dyn_cast<DenseElementsAttr>(constant.getValue());
+  if (!dense || !dense.isSplat() || !llvm::isa<FloatType>(dense.getElementType()))
+    return std::nullopt;
+  return dense.getSplatValue<APFloat>().convertToDouble();
+}
+
+LogicalResult PowOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                    SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0], x = getLhs(), e = getRhs();
+  if (std::optional<double> exponent = splatValue(e)) {
+    // pow_backward: grad * (exponent * self.pow(exponent - 1)); zero for 0.
+    Value dx = *exponent == 0
+                   ? b.mul(g, b.scalarLike(0, g))
+                   : b.mul(g, b.mul(b.scalarLike(*exponent, x),
+                                    b.make<PowOp>(x, b.scalarLike(*exponent - 1, x))));
+    setBinary(b, *this, og, dx, Value());
+    return success();
+  }
+  Value dx = b.mul(g, b.mul(e, b.make<PowOp>(x, b.sub(e, b.scalarLike(1, e)))));
+  // grad * self^exponent * log(self), zero where self == 0 and exponent >= 0.
+  Value zeroBase = b.make<AndOp>(b.compare(ComparePredicate::eq, x, b.scalarLike(0, x)),
+                                 b.compare(ComparePredicate::ge, e, b.scalarLike(0, e)));
+  Value de = b.mul(g, b.where(zeroBase, b.scalarLike(0, g),
+                              b.mul(getResult(), b.make<LogOp>(x))));
+  setBinary(b, *this, og, dx, de);
+  return success();
+}
+
+/// maximum/minimum: ties split the gradient in half; the smaller (larger)
+/// operand gets none. `loses` is the predicate under which lhs gets nothing.
+static LogicalResult extremumGradient(Operation *op, OpBuilder &builder, ArrayRef<Value> rg,
+                                      SmallVectorImpl<Value> &og, ComparePredicate lhsLoses,
+                                      ComparePredicate rhsLoses) {
+  if (!rg[0] || !isFloat(op->getResult(0)))
+    return success();
+  GradBuilder b{builder, op->getLoc()};
+  Value g = rg[0], x = op->getOperand(0), y = op->getOperand(1);
+  Value zero = b.scalarLike(0, g);
+  Value shared = b.where(b.compare(ComparePredicate::eq, x, y), b.div(g, b.scalarLike(2, g)), g);
+  setBinary(b, op, og, b.where(b.compare(lhsLoses, x, y), zero, shared),
+            b.where(b.compare(rhsLoses, x, y), zero, shared));
+  return success();
+}
+LogicalResult MaximumOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  return extremumGradient(*this, b, rg, og, ComparePredicate::lt, ComparePredicate::gt);
+}
+LogicalResult MinimumOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  return extremumGradient(*this, b, rg, og, ComparePredicate::gt, ComparePredicate::lt);
+}
+
+LogicalResult AndOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return success();
+}
+LogicalResult OrOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return success();
+}
+
+LogicalResult WhereOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                      SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0], c = getCondition(), zero = b.scalarLike(0, g);
+  og[1] = b.sumToShape(b.where(c, g, zero), getOnTrue());
+  og[2] = b.sumToShape(b.where(c, zero, g), getOnFalse());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and layers.
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatmulOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0], lhs = getLhs(), rhs = getRhs();
+  auto lhsType = typeOf(lhs), gType = typeOf(g);
+  bool lhsUnbroadcast = lhsType.getShape().drop_back() == gType.getShape().drop_back();
+  if (typeOf(rhs).getRank() == 2 && lhsUnbroadcast) {
+    // A 2-D right operand: dlhs = g rhs^T is a linear with rhs as the
+    // weight, drhs = lhs^T g sums over every leading position: one GEMM
+    // each, nothing transposed in memory.
+    og[0] = b.make<LinearOp>(g, rhs, Value());
+    og[1] = b.make<LinearBackwardWeightOp>(rhs.getType(), lhs, g);
+    return success();
+  }
+  og[0] = b.sumToShape(b.make<MatmulOp>(g, b.transpose(rhs)), lhs);
+  og[1] = b.sumToShape(b.make<MatmulOp>(b.transpose(lhs), g), rhs);
+  return success();
+}
+
+LogicalResult LinearOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0], x = getInput(), w = getWeight();
+  auto xType = typeOf(x);
+  int64_t n = typeOf(w).getDimSize(0), k = typeOf(w).getDimSize(1);
+  int64_t rows = xType.getNumElements() / std::max<int64_t>(1, k);
+  // dx = g w over all leading positions as one [rows, n] x [n, k] GEMM.
+  Value rowsOfG = b.reshape(g, {rows, n});
+  og[0] = b.reshape(b.make<MatmulOp>(rowsOfG, w), xType.getShape());
+  og[1] = b.make<LinearBackwardWeightOp>(w.getType(), g, x);
+  if (Value bias = getBias()) {
+    SmallVector<int64_t> leading(typeOf(g).getRank() - 1);
+    std::iota(leading.begin(), leading.end(), 0);
+    og[2] = leading.empty() ? g : b.reduceSum(g, leading, /*keepdim=*/false);
+  }
+  return success();
+}
+
+LogicalResult EmbeddingOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  og[0] = builder.create<EmbeddingBackwardOp>(getLoc(), getWeight().getType(), rg[0],
+                                              getIndices(), getRowOffsetAttr(),
+                                              getPaddingIdxAttr());
+  return success();
+}
+
+LogicalResult LayerNormOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  auto input = typeOf(getInput());
+  auto affine = RankedTensorType::get(getNormalizedShape(), input.getElementType());
+  auto backward = builder.create<LayerNormBackwardOp>(
+      getLoc(), TypeRange{input, affine, affine}, rg[0], getInput(), getWeight(),
+      getNormalizedShapeAttr(), getEpsAttr());
+  og[0] = backward.getGradInput();
+  unsigned next = 1;
+  if (getWeight())
+    og[next++] = backward.getGradWeight();
+  if (getBias())
+    og[next] = backward.getGradBias();
+  return success();
+}
+
+LogicalResult BatchNormTrainOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                               SmallVectorImpl<Value> &og) {
+  // Only the normalized result carries a gradient: the statistics feed the
+  // running-statistics update, which is not differentiated.
+  if (!rg[0])
+    return success();
+  auto input = typeOf(getInput());
+  auto channels = RankedTensorType::get({input.getDimSize(1)}, input.getElementType());
+  auto backward = builder.create<BatchNormBackwardOp>(
+      getLoc(), TypeRange{input, channels, channels}, rg[0], getInput(), getMean(), getVar(),
+      getWeight(), getEpsAttr());
+  og[0] = backward.getGradInput();
+  unsigned next = 1;
+  if (getWeight())
+    og[next++] = backward.getGradWeight();
+  if (getBias())
+    og[next] = backward.getGradBias();
+  return success();
+}
+
+LogicalResult AttentionOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  auto backward = builder.create<AttentionBackwardOp>(
+      getLoc(), TypeRange{getQ().getType(), getK().getType(), getV().getType()}, rg[0], getQ(),
+      getK(), getV(), getResult(), getCausalAttr(), getScaleAttr());
+  og[0] = backward.getGradQ();
+  og[1] = backward.getGradK();
+  og[2] = backward.getGradV();
+  return success();
+}
+
+template <typename Op, typename BackwardOp>
+static LogicalResult normalizeGradient(Op op, OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (rg[0])
+    og[0] = builder.create<BackwardOp>(op.getLoc(), op.getType(), rg[0], op.getResult(),
+                                       op.getDimAttr());
+  return success();
+}
+LogicalResult SoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  return normalizeGradient<SoftmaxOp, SoftmaxBackwardOp>(*this, b, rg, og);
+}
+LogicalResult LogSoftmaxOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg,
+                                           SmallVectorImpl<Value> &og) {
+  return normalizeGradient<LogSoftmaxOp, LogSoftmaxBackwardOp>(*this, b, rg, og);
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions.
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceSumOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  auto input = typeOf(getInput());
+  og[0] = b.broadcastTo(b.keepDims(rg[0], input, getDims()), input);
+  return success();
+}
+
+LogicalResult ReduceMeanOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                           SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  auto input = typeOf(getInput());
+  int64_t count = 1;
+  for (int64_t d : getDims())
+    count *= input.getDimSize(d);
+  // grad.expand(sizes) / numel; dividing before the expansion divides the
+  // same values.
+  Value scaled = b.div(rg[0], b.scalarLike(static_cast<double>(count), rg[0]));
+  og[0] = b.broadcastTo(b.keepDims(scaled, input, getDims()), input);
+  return success();
+}
+
+LogicalResult ReduceMaxOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  auto input = typeOf(getInput());
+  // The gradient is shared among the elements equal to the maximum.
+  Value max = b.keepDims(getResult(), input, getDims());
+  Value isMax = b.compare(ComparePredicate::eq, getInput(), max);
+  Value mask = b.make<CastOp>(input, isMax);
+  Value count = b.reduceSum(mask, getDims(), /*keepdim=*/true);
+  og[0] = b.mul(b.div(b.keepDims(rg[0], input, getDims()), count), mask);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling.
+//===----------------------------------------------------------------------===//
+
+LogicalResult Conv2dOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0];
+  og[0] = b.make<Conv2dBackwardInputOp>(getInput().getType(), g, getWeight(), getStrideAttr(),
+                                        getPaddingAttr(), getDilationAttr(), getGroupsAttr());
+  og[1] = b.make<Conv2dBackwardWeightOp>(getWeight().getType(), g, getInput(), getStrideAttr(),
+                                         getPaddingAttr(), getDilationAttr(), getGroupsAttr());
+  if (getBias())
+    og[2] = b.reduceSum(g, {0, 2, 3}, /*keepdim=*/false);
+  return success();
+}
+
+LogicalResult MaxPool2dOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  if (rg[0])
+    og[0] = builder.create<MaxPool2dBackwardOp>(getLoc(), getInput().getType(), rg[0], getInput(),
+                                                getKernelAttr(), getStrideAttr(), getPaddingAttr(),
+                                                getDilationAttr(), getCeilModeAttr());
+  return success();
+}
+
+LogicalResult AvgPool2dOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  if (rg[0])
+    og[0] = builder.create<AvgPool2dBackwardOp>(getLoc(), getInput().getType(), rg[0],
+                                                getKernelAttr(), getStrideAttr(), getPaddingAttr(),
+                                                getCeilModeAttr(), getCountIncludePadAttr());
+  return success();
+}
+
+LogicalResult AdaptiveAvgPool2dOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                                  SmallVectorImpl<Value> &og) {
+  if (rg[0])
+    og[0] = builder.create<AdaptiveAvgPool2dBackwardOp>(getLoc(), getInput().getType(), rg[0]);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement.
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  if (rg[0] && isFloat(getInput()))
+    og[0] = GradBuilder{builder, getLoc()}.reshape(rg[0], typeOf(getInput()).getShape());
+  return success();
+}
+
+LogicalResult PermuteOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  ArrayRef<int64_t> dims = getDims();
+  SmallVector<int64_t> inverse(dims.size());
+  for (auto [i, d] : llvm::enumerate(dims))
+    inverse[d] = static_cast<int64_t>(i);
+  og[0] = GradBuilder{builder, getLoc()}.permute(rg[0], inverse);
+  return success();
+}
+
+LogicalResult BroadcastToOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                            SmallVectorImpl<Value> &og) {
+  if (rg[0] && isFloat(getInput()))
+    og[0] = GradBuilder{builder, getLoc()}.sumToShape(rg[0], getInput());
+  return success();
+}
+
+LogicalResult SliceOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                      SmallVectorImpl<Value> &og) {
+  if (rg[0] && isFloat(getInput()))
+    og[0] = builder.create<SliceBackwardOp>(getLoc(), getInput().getType(), rg[0], getDimAttr(),
+                                            getStartAttr(), getEndAttr(), getStepAttr());
+  return success();
+}
+
+LogicalResult ConcatOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  int64_t dim = static_cast<int64_t>(getDim()), offset = 0;
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    int64_t size = typeOf(input).getDimSize(dim);
+    og[i] = builder.create<SliceOp>(getLoc(), rg[0], dim, offset, offset + size, 1);
+    offset += size;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Losses.
+//===----------------------------------------------------------------------===//
+
+LogicalResult NllLossOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  if (rg[0])
+    og[0] = builder.create<NllLossBackwardOp>(getLoc(), getInput().getType(), rg[0], getTarget(),
+                                              getReductionAttr(), getIgnoreIndexAttr());
+  return success();
+}

@@ -386,7 +386,8 @@ Result embedding(Importer &imp, jit::Node *, Inputs in) {
   auto w = imp.tensor(in[0]), ids = imp.tensor(in[1]);
   if (failed(w) || failed(ids))
     return failure();
-  return one(imp.create<mlir::cleave::EmbeddingOp>(*w, *ids, /*row_offset=*/mlir::IntegerAttr()));
+  return one(imp.create<mlir::cleave::EmbeddingOp>(*w, *ids, /*row_offset=*/mlir::IntegerAttr(),
+                                                   /*padding_idx=*/mlir::IntegerAttr()));
 }
 
 Result layerNorm(Importer &imp, jit::Node *, Inputs in) {

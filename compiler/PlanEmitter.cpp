@@ -8,6 +8,7 @@
 #include "runtime/Plan.h"
 #include "runtime/Safetensors.h"
 #include "passes/TensorParallel.h"
+#include "passes/Training.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -152,6 +153,8 @@ struct ProgramBuilder {
   llvm::DenseMap<mlir::Value, int64_t> bufferOf;
   int64_t constants = 0;
   int64_t stages = 1; ///< pipeline stages: a chunk c runs on stage c % stages
+  /// The phase of each instruction (forward, backward, optimizer).
+  std::vector<std::string> instructionPhases;
 
   int64_t addBuffer(mlir::Value value, const std::string &name, Json storage) {
     int64_t id = static_cast<int64_t>(buffers.size());
@@ -230,7 +233,10 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
   }
 
   int64_t &constants = program.constants;
+  std::vector<llvm::StringRef> phases = mlir::cleave::phasesOf(body);
+  size_t position = 0;
   for (mlir::Operation &op : body) {
+    llvm::StringRef phaseOfOp = phases[position++];
     if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
       for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
         auto named = func.getResultAttrOfType<mlir::StringAttr>(i, "cleave.name");
@@ -295,6 +301,14 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       program.weights.push_back({name, desc, bytes});
       continue;
     }
+    if (auto state = llvm::dyn_cast<mlir::cleave::StateOp>(op)) {
+      auto offset = state->getAttrOfType<mlir::IntegerAttr>("cleave.state_offset");
+      if (!offset)
+        return state.emitError("has no state offset: run cleave-plan-memory first");
+      program.addBuffer(state, state.getName().str(),
+                        Json{{"state", state.getName().str()}, {"state_offset", offset.getInt()}});
+      continue;
+    }
     if (auto constant = llvm::dyn_cast<mlir::cleave::ConstantOp>(op)) {
       std::string name = "constant." + std::to_string(constants++);
       std::vector<char> bytes;
@@ -309,8 +323,8 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
     }
 
     auto executable = llvm::dyn_cast<mlir::cleave::ExecutableOpInterface>(op);
-    if (!executable || op.getNumResults() > 1)
-      return op.emitError("cannot be emitted: not a cleave op with at most one result");
+    if (!executable)
+      return op.emitError("cannot be emitted: not a cleave op");
     std::string kernel = op.getName().stripDialect().str();
     std::string scope = moduleScope(op.getLoc());
     std::string name = (scope.empty() ? "" : scope + ": ") + kernel;
@@ -321,8 +335,9 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       if (std::optional<unsigned> viewed = executable.getViewedOperand()) {
         // A view shares the storage of the buffer it views.
         const Json &source = program.bufferJson(op.getOperand(*viewed));
-        Json storage = source.contains("weight") ? Json{{"weight", source["weight"]}}
-                                                 : Json{{"arena_offset", source["arena_offset"]}};
+        Json storage = source;
+        for (const char *key : {"id", "name", "shape", "dtype"})
+          storage.erase(key);
         program.addBuffer(result, name, storage);
         continue;
       }
@@ -330,12 +345,29 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       if (!offset)
         return op.emitError("has no arena offset: run cleave-plan-memory first");
       outputs.push_back(program.addBuffer(result, name, Json{{"arena_offset", offset.getInt()}}));
+    } else if (op.getNumResults() > 1) {
+      auto offsets = op.getAttrOfType<mlir::DenseI64ArrayAttr>("cleave.arena_offsets");
+      if (!offsets || offsets.size() != static_cast<int64_t>(op.getNumResults()))
+        return op.emitError("has no arena offsets: run cleave-plan-memory first");
+      for (auto [result, offset] : llvm::zip(op.getResults(), offsets.asArrayRef()))
+        outputs.push_back(program.addBuffer(result, name, Json{{"arena_offset", offset}}));
     }
+    // Tensors an update writes in place are its outputs too, after the
+    // results; the kernel reads and writes them (docs/plan-format.md).
+    llvm::SmallVector<unsigned> updated = executable.getUpdatedOperands();
+    for (unsigned index : updated)
+      outputs.push_back(program.bufferOf.lookup(op.getOperand(index)));
 
     Json inputs = Json::array();
-    // Optional operands keep their slot (null when absent) where the op
-    // declares operand segments, so kernels see fixed positions.
-    if (auto segments = op.getAttrOfType<mlir::DenseI32ArrayAttr>("operandSegmentSizes")) {
+    if (!updated.empty()) {
+      // An update's inputs are the operands it only reads; an absent
+      // optional one is left out.
+      for (mlir::OpOperand &operand : op.getOpOperands())
+        if (!llvm::is_contained(updated, operand.getOperandNumber()))
+          inputs.push_back(program.bufferOf.lookup(operand.get()));
+    } else if (auto segments = op.getAttrOfType<mlir::DenseI32ArrayAttr>("operandSegmentSizes")) {
+      // Optional operands keep their slot (null when absent) where the op
+      // declares operand segments, so kernels see fixed positions.
       unsigned next = 0;
       for (int32_t size : segments.asArrayRef()) {
         if (size == 0)
@@ -377,6 +409,7 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
     if (!loc.empty())
       instruction["loc"] = loc;
     program.instructions.push_back(instruction);
+    program.instructionPhases.push_back(phaseOfOp.str());
   }
   return mlir::success();
 }
@@ -415,9 +448,16 @@ struct ProgramFiles {
 
 /// Writes the plan under a temporary name next to `dir`, then renames it
 /// into place: the directory appears complete or not at all.
+/// A weights file beside the programs' (`weights/state_dict_extra.safetensors`).
+struct ExtraWeights {
+  std::string file;
+  std::vector<rt::SafetensorsTensor> tensors;
+};
+
 mlir::LogicalResult writePlanDirectory(mlir::Location loc, const std::string &dir,
                                        const Json &manifest, const std::vector<ProgramFiles> &programs,
-                                       bool withWeights, const PlanEmitOptions &options) {
+                                       bool withWeights, const PlanEmitOptions &options,
+                                       const std::vector<ExtraWeights> &extras = {}) {
   std::string tmp = dir + ".tmp-" + std::to_string(llvm::sys::Process::getProcessId());
   llvm::sys::fs::remove_directories(tmp);
   auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(tmp); });
@@ -439,6 +479,12 @@ mlir::LogicalResult writePlanDirectory(mlir::Location loc, const std::string &di
     rt::Status status = rt::writeSafetensors(
         tmp + "/weights/" + program.name + ".safetensors", program.builder.weights,
         {{"format", "cleave-weights"}, {"program", program.name}});
+    if (!status.ok())
+      return mlir::emitError(loc) << status.message();
+  }
+  for (const ExtraWeights &extra : extras) {
+    rt::Status status = rt::writeSafetensors(tmp + "/" + extra.file, extra.tensors,
+                                             {{"format", "cleave-weights"}});
     if (!status.ok())
       return mlir::emitError(loc) << status.message();
   }
@@ -480,6 +526,101 @@ void addBindings(Json &programJson, const std::vector<PhaseBindings> &phases) {
 
 } // namespace
 
+namespace {
+
+/// The instructions of each phase, in order: forward, then backward and
+/// optimizer when the program has them.
+Json phasesJson(const ProgramBuilder &program) {
+  Json phases = Json::array();
+  for (llvm::StringRef name : {mlir::cleave::kForwardPhase, mlir::cleave::kBackwardPhase,
+                               mlir::cleave::kOptimizerPhase}) {
+    Json instructions = Json::array();
+    for (auto [instruction, phase] : llvm::zip(program.instructions, program.instructionPhases))
+      if (phase == name)
+        instructions.push_back(instruction);
+    if (name == mlir::cleave::kForwardPhase || !instructions.empty())
+      phases.push_back(Json{{"name", name.str()}, {"instructions", instructions}});
+  }
+  return phases;
+}
+
+int64_t intAttr(mlir::Operation *op, llvm::StringRef name) {
+  auto attr = op->getAttrOfType<mlir::IntegerAttr>(name);
+  return attr ? attr.getInt() : 0;
+}
+
+/// The manifest's `training` section, the trainable parameters and the
+/// state_dict's extra tensors of a training program.
+mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmitInfo &info,
+                                     const ProgramBuilder &program, Json &training,
+                                     ExtraWeights &extra, int64_t &parameterBytes) {
+  // Every input holds the samples of one step in dim 0.
+  int64_t batch = -1;
+  for (mlir::BlockArgument arg : func.getArguments()) {
+    auto type = llvm::cast<mlir::RankedTensorType>(arg.getType());
+    auto name = func.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "cleave.name");
+    if (type.getRank() == 0 || (batch >= 0 && type.getDimSize(0) != batch))
+      return func.emitError("training needs every input to hold the step's samples in dim 0; '")
+             << (name ? name.getValue() : "?") << "' is " << type;
+    batch = type.getDimSize(0);
+  }
+  // The parameters the step trains: those an update writes, or, for a
+  // plan that returns its gradients, those it returns gradients of.
+  std::vector<std::string> trained;
+  llvm::DenseSet<mlir::Value> seen;
+  for (mlir::Operation &op : func.front()) {
+    auto executable = llvm::dyn_cast<mlir::cleave::ExecutableOpInterface>(op);
+    if (!executable || !llvm::isa<mlir::cleave::AdamWOp, mlir::cleave::SgdOp>(op))
+      continue;
+    mlir::Value param = op.getOperand(0);
+    if (seen.insert(param).second)
+      trained.push_back(llvm::cast<mlir::cleave::ParamOp>(param.getDefiningOp()).getName().str());
+  }
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto of = func.getResultAttrOfType<mlir::StringAttr>(i, "cleave.gradient_of"))
+      trained.push_back(of.str());
+  parameterBytes = 0;
+  for (const std::string &name : trained)
+    for (const rt::SafetensorsTensor &w : program.weights)
+      if (w.name == name)
+        parameterBytes += w.desc.bytes();
+
+  Json stateDict = Json::array();
+  if (info.stateDict.empty()) {
+    for (auto param : func.front().getOps<mlir::cleave::ParamOp>())
+      stateDict.push_back(Json{{"name", param.getName().str()}, {"tensor", param.getName().str()}});
+  }
+  extra.file = "weights/state_dict_extra.safetensors";
+  for (const StateDictEntry &entry : info.stateDict) {
+    if (!entry.tensor.empty()) {
+      if (!program.weightNames.count(entry.tensor))
+        return func.emitError("state_dict entry '")
+               << entry.name << "' names '" << entry.tensor << "', which the program does not hold";
+      stateDict.push_back(Json{{"name", entry.name}, {"tensor", entry.tensor}});
+      continue;
+    }
+    const ParamData *data = entry.data;
+    std::optional<rt::DType> dtype = data ? rt::parseDType(data->dtype) : std::nullopt;
+    if (!data || !data->data || !dtype)
+      return func.emitError("state_dict entry '") << entry.name << "' has no data to keep";
+    extra.tensors.push_back(
+        {entry.name, rt::TensorDesc{*dtype, rt::Shape(data->shape.begin(), data->shape.end())},
+         data->data});
+    stateDict.push_back(Json{{"name", entry.name}, {"file", extra.file}});
+  }
+  training = Json{{"loss", info.loss},
+                  {"labels", info.labels ? Json("labels") : Json(nullptr)},
+                  {"batch_size", batch},
+                  {"dtype", info.dtype},
+                  {"seed", info.seed},
+                  {"optimizer", info.optimizer},
+                  {"parameters", trained},
+                  {"state_dict", stateDict}};
+  return mlir::success();
+}
+
+} // namespace
+
 mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
                                          const decltype(ImportedModel::params) &params,
                                          const std::string &dir,
@@ -499,38 +640,76 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
   if (mlir::failed(buildProgram(func, params, WeightSlicing(), program.builder, phase,
                                 modelInputs, modelOutputs)))
     return mlir::failure();
-  size_t weightBytes = weightBytesOf(program.builder);
+  int64_t weightBytes = static_cast<int64_t>(weightBytesOf(program.builder));
+  int64_t stateBytes = intAttr(func, "cleave.state_bytes");
+  bool training = options.training.has_value();
+  // Training plans are version 2: state, in-place updates and phases that
+  // a version-1 reader would silently skip.
+  int version = training ? 2 : rt::kPlanFormatVersion;
 
   program.json = Json{{"format", "cleave-program"},
-                      {"version", rt::kPlanFormatVersion},
+                      {"version", version},
                       {"name", kProgram},
-                      {"arena_bytes", arenaBytes.getInt()},
-                      {"inputs", phase.inputs},
-                      {"outputs", phase.outputs},
-                      {"buffers", program.builder.buffers},
-                      {"phases", Json::array({Json{{"name", "forward"},
-                                                  {"instructions", program.builder.instructions}}})}};
+                      {"arena_bytes", arenaBytes.getInt()}};
+  if (training)
+    program.json["state_bytes"] = stateBytes;
+  program.json.update(Json{{"inputs", phase.inputs},
+                           {"outputs", phase.outputs},
+                           {"buffers", program.builder.buffers},
+                           {"phases", phasesJson(program.builder)}});
   std::string programFile = std::string("programs/") + kProgram + ".json";
   std::string weightsFile = std::string("weights/") + kProgram + ".safetensors";
+  Json programEntry{{"file", programFile},
+                    {"weights", weightsFile},
+                    {"arena_bytes", arenaBytes.getInt()},
+                    {"weight_bytes", weightBytes}};
+  Json memory{{"arena", arenaBytes.getInt()}, {"weights", weightBytes}};
+  std::vector<ExtraWeights> extras;
+  Json trainingJson;
+  if (training) {
+    programEntry["state_bytes"] = stateBytes;
+    ExtraWeights extra;
+    int64_t parameterBytes = 0;
+    if (mlir::failed(trainingManifest(func, *options.training, program.builder, trainingJson,
+                                      extra, parameterBytes)))
+      return mlir::failure();
+    if (!extra.tensors.empty())
+      extras.push_back(std::move(extra));
+    auto peak = func->getAttrOfType<mlir::DictionaryAttr>("cleave.arena_peak");
+    int64_t peakLive = intAttr(func, "cleave.peak_live_bytes");
+    auto peakPart = [&](llvm::StringRef key) -> int64_t {
+      auto attr = peak ? peak.getAs<mlir::IntegerAttr>(key) : mlir::IntegerAttr();
+      return attr ? attr.getInt() : 0;
+    };
+    int64_t activations = peak ? peakPart("activations") : peakLive;
+    memory["state"] = stateBytes;
+    memory["total"] = arenaBytes.getInt() + weightBytes + stateBytes;
+    memory["by_category"] = Json{{"parameters", parameterBytes},
+                                 {"buffers", weightBytes - parameterBytes},
+                                 {"optimizer_state", stateBytes},
+                                 {"activations", activations},
+                                 {"gradients", peakPart("gradients")},
+                                 {"temporaries", peakPart("temporaries")},
+                                 {"arena_unused", arenaBytes.getInt() - peakLive}};
+  } else {
+    memory["total"] = arenaBytes.getInt() + weightBytes;
+  }
   Json manifest{
       {"format", "cleave-plan"},
-      {"version", rt::kPlanFormatVersion},
+      {"version", version},
       {"model", Json{{"source", options.modelSource}}},
       {"inputs", modelInputs},
       {"outputs", modelOutputs},
       {"mesh", Json{{"pp", 1}, {"tp", 1}, {"dp", 1}}},
-      {"schedule", Json{{"kind", "forward"}, {"microbatches", 1}}},
+      {"schedule", Json{{"kind", training ? "train" : "forward"}, {"microbatches", 1}}},
       {"devices", Json::array({Json{{"rank", 0}, {"backend", "cpu"}, {"stage", 0},
                                     {"tp", 0}, {"dp", 0}, {"program", kProgram}}})},
-      {"programs", Json{{kProgram, Json{{"file", programFile},
-                                        {"weights", weightsFile},
-                                        {"arena_bytes", arenaBytes.getInt()},
-                                        {"weight_bytes", weightBytes}}}}},
-      {"predicted", Json{{"memory_bytes",
-                          Json{{"arena", arenaBytes.getInt()},
-                               {"weights", weightBytes},
-                               {"total", arenaBytes.getInt() + int64_t(weightBytes)}}}}}};
-  return writePlanDirectory(func.getLoc(), dir, manifest, programs, /*withWeights=*/true, options);
+      {"programs", Json{{kProgram, programEntry}}}};
+  if (training)
+    manifest["training"] = trainingJson;
+  manifest["predicted"] = Json{{"memory_bytes", memory}};
+  return writePlanDirectory(func.getLoc(), dir, manifest, programs, /*withWeights=*/true, options,
+                            extras);
 }
 
 std::vector<std::vector<ScheduleSlot>> forwardSlots(const std::string &kind, int64_t stages,
@@ -596,6 +775,7 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
     int64_t arena = 0;
     for (mlir::func::FuncOp func : funcs) {
       program.builder.instructions = Json::array();
+      program.builder.instructionPhases.clear();
       PhaseBindings &phase = bindings.emplace_back();
       Json inputs = Json::array(), outputs = Json::array();
       if (mlir::failed(buildProgram(func, params, slicing, program.builder, phase, inputs,

@@ -16,11 +16,35 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace cleave {
+
+/// One entry of the model's state_dict, as a training plan records it
+/// (docs/plan-format.md, `training.state_dict`).
+struct StateDictEntry {
+  std::string name;
+  /// The weight that holds the tensor (tied entries name the same one).
+  std::string tensor;
+  /// Or, for a tensor the program never reads, its data: the plan keeps it
+  /// so that saved weights are the whole state_dict.
+  const ParamData *data = nullptr;
+};
+
+/// What a training plan's manifest records beyond its program.
+struct TrainingEmitInfo {
+  std::string loss = "model"; ///< model, cross_entropy or mse
+  bool labels = false;        ///< the loss appended a `labels` input
+  std::string dtype = "f32";
+  int64_t seed = 0;
+  /// `kind` and the hyper-parameters, as the manifest's training.optimizer.
+  nlohmann::ordered_json optimizer;
+  /// In the model's order; empty: every param under its own name.
+  std::vector<StateDictEntry> stateDict;
+};
 
 struct PlanEmitOptions {
   /// The model file the plan was compiled from, recorded in the manifest.
@@ -32,6 +56,8 @@ struct PlanEmitOptions {
   /// Runs on the finished directory (its temporary path) before it is moved
   /// into place; a failure leaves nothing behind.
   std::function<mlir::LogicalResult(const std::string &dir)> check;
+  /// Set for a training plan (format version 2).
+  std::optional<TrainingEmitInfo> training;
 };
 
 /// The plan's description (dtype, shape) of a ranked tensor type of cleave.

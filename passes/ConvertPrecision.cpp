@@ -49,6 +49,55 @@ ElementsAttr roundConstant(ElementsAttr value, FloatType narrow) {
   });
 }
 
+/// Whether `use` is an operand an update writes in place (it keeps the f32
+/// master copy).
+bool isUpdatedOperand(OpOperand &use) {
+  auto executable = dyn_cast<ExecutableOpInterface>(use.getOwner());
+  return executable && llvm::is_contained(executable.getUpdatedOperands(),
+                                          use.getOperandNumber());
+}
+
+/// With master weights, every f32 param and state is read through one cast
+/// to `narrow`, placed before its first compute reader (so the narrow copy
+/// lives no longer than its readers need it); updates keep writing the f32
+/// tensor, and the narrow values they read are cast back to f32.
+LogicalResult castMasterWeights(Block &body, FloatType narrow) {
+  OpBuilder builder(narrow.getContext());
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    if (!isa<ParamOp, StateOp>(op))
+      continue;
+    Value master = op.getResult(0);
+    Type type = narrowed(master.getType(), narrow);
+    if (type == master.getType())
+      continue;
+    Operation *first = nullptr;
+    for (OpOperand &use : master.getUses())
+      if (!isUpdatedOperand(use) && (!first || use.getOwner()->isBeforeInBlock(first)))
+        first = use.getOwner();
+    if (!first)
+      continue;
+    builder.setInsertionPoint(first);
+    Value cast = builder.create<CastOp>(op.getLoc(), type, master);
+    master.replaceUsesWithIf(cast, [&](OpOperand &use) {
+      return use.getOwner() != cast.getDefiningOp() && !isUpdatedOperand(use);
+    });
+  }
+  for (Operation &op : body) {
+    auto executable = dyn_cast<ExecutableOpInterface>(&op);
+    if (!executable || executable.getUpdatedOperands().empty())
+      continue;
+    for (OpOperand &operand : op.getOpOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+      if (isUpdatedOperand(operand) || !type || type.getElementType() != narrow)
+        continue;
+      builder.setInsertionPoint(&op);
+      operand.set(builder.create<CastOp>(op.getLoc(), type.clone(builder.getF32Type()),
+                                         operand.get()));
+    }
+  }
+  return success();
+}
+
 struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
   using ConvertPrecisionBase::ConvertPrecisionBase;
 
@@ -86,9 +135,15 @@ struct ConvertPrecisionPass : impl::ConvertPrecisionBase<ConvertPrecisionPass> {
         constant->getResult(0).setType(type);
         continue;
       }
+      // Master weights: persistent tensors keep f32; readers get a cast below.
+      if (masterWeights && isa<ParamOp, StateOp>(op))
+        continue;
       for (Value result : op.getResults())
         result.setType(narrowed(result.getType(), narrow));
     }
+
+    if (masterWeights && failed(castMasterWeights(body, narrow)))
+      return signalPassFailure();
 
     // Inputs: one cast per f32 argument, before its first user. The return
     // keeps reading the argument itself, so an input returned unchanged

@@ -47,18 +47,21 @@ FailureOr<std::vector<BufferInterval>> computeBufferIntervals(func::FuncOp func)
         intervals[it->second].end =
             std::max(intervals[it->second].end, isa<func::ReturnOp>(op) ? end : at);
     }
-    if (isa<func::ReturnOp>(op) || isa<ParamOp, ConstantOp>(op))
+    if (isa<func::ReturnOp>(op) || isa<ParamOp, ConstantOp, StateOp>(op))
       continue;
     auto executable = dyn_cast<ExecutableOpInterface>(op);
-    if (executable && op.getNumResults() == 0)
-      continue; // it only reads (cleave.send)
-    if (!executable || op.getNumResults() != 1)
-      return op.emitOpError("cannot be placed in memory: not a cleave op with at most one result");
+    if (!executable)
+      return op.emitOpError("cannot be placed in memory: not a cleave op");
+    if (op.getNumResults() == 0)
+      continue; // it only reads (cleave.send) or updates persistent tensors
     if (std::optional<unsigned> viewed = executable.getViewedOperand()) {
+      if (op.getNumResults() != 1)
+        return op.emitOpError("cannot be placed in memory: a view has one result");
       root[op.getResult(0)] = rootOf(op.getOperand(*viewed));
       continue;
     }
-    addBuffer(op.getResult(0), at);
+    for (Value result : op.getResults())
+      addBuffer(result, at);
     if (int64_t scratch = executable.getScratchBytes())
       intervals.push_back({at, at, scratch, Value(), &op});
   }

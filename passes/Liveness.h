@@ -31,8 +31,9 @@ struct BufferInterval {
 
 /// The buffers of `func` and their lifetimes. Arguments (the inputs) stay
 /// live to the end; a view (`ExecutableOpInterface::getViewedOperand`) shares
-/// and extends its operand's buffer; params and constants live in the
-/// weights, not here. Emits an error on ops that cannot be placed.
+/// and extends its operand's buffer; each result of an op with several has
+/// its own; params, constants and training state live in the weights and
+/// the state region, not here. Emits an error on ops that cannot be placed.
 FailureOr<std::vector<BufferInterval>> computeBufferIntervals(func::FuncOp func);
 
 /// Most arena bytes (each buffer aligned) live at one time: no placement of

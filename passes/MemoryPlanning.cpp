@@ -10,6 +10,11 @@
 #include "dialects/cleave/CleaveDialect.h"
 #include "passes/Liveness.h"
 #include "passes/Passes.h"
+#include "passes/Training.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Debug.h"
@@ -21,6 +26,88 @@ namespace mlir::cleave {
 #include "passes/Passes.h.inc"
 
 namespace {
+
+/// An op that updates a persistent tensor in place must be its last reader:
+/// a later reader of the same SSA value would see the new contents.
+LogicalResult checkUpdates(func::FuncOp func) {
+  for (Operation &op : func.front()) {
+    auto executable = dyn_cast<ExecutableOpInterface>(op);
+    if (!executable)
+      continue;
+    for (unsigned index : executable.getUpdatedOperands()) {
+      Value target = op.getOperand(index);
+      for (Operation *user : target.getUsers())
+        if (user != &op && op.isBeforeInBlock(user)) {
+          InFlightDiagnostic diag = op.emitOpError()
+                                    << "overwrites a tensor that a later op reads";
+          diag.attachNote(user->getLoc()) << "read here";
+          return failure();
+        }
+    }
+  }
+  return success();
+}
+
+/// Training state (optimizer moments, the step counter) gets its own region,
+/// laid out in program order: it lives across steps, so nothing shares it.
+void placeStates(func::FuncOp func) {
+  Builder b(func.getContext());
+  llvm::StringMap<int64_t> offsets;
+  int64_t bytes = 0;
+  for (StateOp state : func.front().getOps<StateOp>()) {
+    auto [it, added] = offsets.try_emplace(state.getName(), bytes);
+    if (added)
+      bytes += alignToArena(tensorBytes(state.getType()));
+    state->setAttr("cleave.state_offset", b.getI64IntegerAttr(it->second));
+  }
+  if (bytes > 0)
+    func->setAttr("cleave.state_bytes", b.getI64IntegerAttr(bytes));
+}
+
+/// What the arena holds at its peak, by the phase that computed each live
+/// buffer: forward values (and the inputs) are activations, backward values
+/// gradients, optimizer values and kernel scratch temporaries
+/// (`cleave.arena_peak`, for the plan's predicted memory by category).
+void recordPeakByPhase(func::FuncOp func, const std::vector<BufferInterval> &intervals) {
+  std::vector<StringRef> phases = phasesOf(func.front());
+  llvm::DenseMap<Operation *, size_t> position;
+  for (auto [i, op] : llvm::enumerate(func.front()))
+    position[&op] = i;
+  // The first position where the most bytes are live.
+  std::map<int64_t, int64_t> delta;
+  for (const BufferInterval &i : intervals) {
+    delta[i.start] += alignToArena(i.bytes);
+    delta[i.end + 1] -= alignToArena(i.bytes);
+  }
+  int64_t live = 0, peak = -1, at = 0;
+  for (auto [where, change] : delta) {
+    live += change;
+    if (live > peak) {
+      peak = live;
+      at = where;
+    }
+  }
+  int64_t activations = 0, gradients = 0, temporaries = 0;
+  for (const BufferInterval &i : intervals) {
+    if (i.start > at || i.end < at)
+      continue;
+    int64_t bytes = alignToArena(i.bytes);
+    Operation *def = i.scratchOwner ? nullptr : i.value.getDefiningOp();
+    StringRef phase = def ? phases[position.lookup(def)] : StringRef(kForwardPhase);
+    if (i.scratchOwner || phase == kOptimizerPhase)
+      temporaries += bytes;
+    else if (phase == kBackwardPhase)
+      gradients += bytes;
+    else
+      activations += bytes;
+  }
+  Builder b(func.getContext());
+  func->setAttr("cleave.arena_peak",
+                b.getDictionaryAttr({b.getNamedAttr("activations", b.getI64IntegerAttr(activations)),
+                                     b.getNamedAttr("gradients", b.getI64IntegerAttr(gradients)),
+                                     b.getNamedAttr("temporaries",
+                                                    b.getI64IntegerAttr(temporaries))}));
+}
 
 struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
   void runOnOperation() override {
@@ -67,19 +154,31 @@ struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {
     }
 
     Builder b(func.getContext());
+    // Ops of several results record one offset per result.
+    llvm::DenseMap<Operation *, SmallVector<int64_t>> resultOffsets;
     for (auto [i, offset] : llvm::zip(intervals, offsets)) {
       if (i.scratchOwner) {
         i.scratchOwner->setAttr("cleave.scratch_offset", b.getI64IntegerAttr(offset));
       } else if (auto arg = dyn_cast<BlockArgument>(i.value)) {
         func.setArgAttr(arg.getArgNumber(), "cleave.arena_offset",
                         b.getI64IntegerAttr(offset));
+      } else if (Operation *op = i.value.getDefiningOp(); op->getNumResults() > 1) {
+        SmallVector<int64_t> &list = resultOffsets[op];
+        list.resize(op->getNumResults(), -1);
+        list[cast<OpResult>(i.value).getResultNumber()] = offset;
       } else {
-        i.value.getDefiningOp()->setAttr("cleave.arena_offset",
-                                         b.getI64IntegerAttr(offset));
+        op->setAttr("cleave.arena_offset", b.getI64IntegerAttr(offset));
       }
     }
+    for (auto &[op, list] : resultOffsets)
+      op->setAttr("cleave.arena_offsets", b.getDenseI64ArrayAttr(list));
     func->setAttr("cleave.arena_bytes", b.getI64IntegerAttr(arenaBytes));
     func->setAttr("cleave.peak_live_bytes", b.getI64IntegerAttr(peak));
+    if (failed(checkUpdates(func)))
+      return signalPassFailure();
+    placeStates(func);
+    if (llvm::any_of(func.front(), [](Operation &op) { return op.hasAttr(kPhaseAttr); }))
+      recordPeakByPhase(func, intervals);
     LLVM_DEBUG(llvm::dbgs() << "arena " << arenaBytes << " bytes, peak live " << peak
                             << " bytes, " << intervals.size() << " buffers\n");
   }

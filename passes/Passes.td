@@ -92,6 +92,10 @@ def ConvertPrecision : Pass<"cleave-convert-precision", "mlir::func::FuncOp"> {
   let options = [
     Option<"dtype", "dtype", "std::string", /*default=*/"\"bf16\"",
            "the float type to compute in: bf16 or f16">,
+    Option<"masterWeights", "master-weights", "bool", /*default=*/"false",
+           "keep parameters, buffers and training state f32 (the master copy a "
+           "training step updates) and cast each to the narrow type before its "
+           "first reader">,
   ];
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
@@ -239,6 +243,111 @@ def TestLayerGroups : Pass<"cleave-test-layer-groups", "mlir::func::FuncOp"> {
     signature. Repeated blocks of a transformer share one kind; a residual
     block with a downsampling branch has a kind of its own. Changes nothing.
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Training (docs/training.md).
+//===----------------------------------------------------------------------===//
+
+def TrainingMode : Pass<"cleave-training-mode", "mlir::func::FuncOp"> {
+  let summary = "Give dropout and batch_norm their training semantics (model.train())";
+  let description = [{
+    Rewrites the forward pass to what PyTorch computes in `model.train()`,
+    whatever mode the model was traced in: a `cleave.dropout` with `p > 0`
+    becomes `cleave.dropout_train` (its mask from cleave's counter-based
+    generator keyed by `seed`, the step counter and a stream number per
+    dropout), one with `p = 0` the identity; a `cleave.batch_norm` becomes
+    `cleave.batch_norm_train` (batch statistics) followed by
+    `cleave.update_running_stats` on its running statistics, which must be
+    model buffers. Creates the step counter, `cleave.state "step"`, when a
+    dropout needs it.
+  }];
+  let options = [
+    Option<"seed", "seed", "int64_t", /*default=*/"0",
+           "the seed of the dropout masks (>= 0)">,
+  ];
+  let statistics = [
+    Statistic<"dropouts", "dropouts", "dropouts given random masks">,
+    Statistic<"batchNorms", "batch-norms", "batch norms given batch statistics">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
+def AppendLoss : Pass<"cleave-append-loss", "mlir::func::FuncOp"> {
+  let summary = "Make the function return the training loss";
+  let description = [{
+    `loss=model`: the function must return one float scalar, the model's own
+    loss. `loss=cross_entropy`: it must return logits `[..., C]`; an argument
+    `labels` (i64, the logits' shape without the last dim) is appended and
+    the function returns `F.cross_entropy(logits.reshape(-1, C),
+    labels.reshape(-1))` (mean, ignore_index -100). `loss=mse`: `labels`
+    has the output's type and the loss is the mean squared error. The
+    result is named `loss`; its ops carry the scope `loss`.
+  }];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"model\"",
+           "model, cross_entropy or mse">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
+def Differentiate : Pass<"cleave-differentiate", "mlir::func::FuncOp"> {
+  let summary = "Append the backward pass: gradients of the loss for every trainable parameter";
+  let description = [{
+    Reverse-mode differentiation of a straight-line function that returns one
+    float scalar (the loss). Walking the ops backwards from the loss, it asks
+    each op that a gradient reaches for its operands' gradients
+    (`GradientOpInterface::buildGradients`) and sums the contributions of
+    values read several times; only float values that depend on a trainable
+    parameter (a `cleave.param` that is neither a buffer nor frozen) carry
+    gradients. Each trainable parameter the loss depends on gets a result
+    after the loss, named `grad.<parameter>` with `cleave.gradient_of`; one
+    it does not depend on gets none (as PyTorch leaves its `.grad` None).
+    The backward ops keep the location of the op they differentiate; the
+    first carries `cleave.phase = "backward"`. An op without a gradient rule
+    is an error at its location.
+  }];
+  let statistics = [
+    Statistic<"backwardOps", "backward-ops", "ops added by differentiation">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
+def AddOptimizer : Pass<"cleave-add-optimizer", "mlir::func::FuncOp"> {
+  let summary = "Append the optimizer phase: clipping, the step counter and one update per parameter";
+  let description = [{
+    Consumes the `grad.<parameter>` results of `-cleave-differentiate`:
+    optionally scales the gradients by `min(1, clip-grad-norm / (norm +
+    1e-6))` with their global L2 norm (`torch.nn.utils.clip_grad_norm_`),
+    increments `cleave.state "step"`, and updates each parameter in place
+    with `cleave.adamw` or `cleave.sgd`, their moments and momentum buffers
+    in `cleave.state "optimizer.<kind>.<parameter>"`. The function then
+    returns the loss alone; the first optimizer op carries `cleave.phase =
+    "optimizer"`. Defaults are torch's: AdamW lr 1e-3, betas (0.9, 0.999),
+    eps 1e-8, weight decay 1e-2; SGD needs `lr` and has momentum 0,
+    dampening 0, weight decay 0.
+  }];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"", "adamw or sgd">,
+    Option<"lr", "lr", "double", /*default=*/"-1", "learning rate (default: the optimizer's)">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW's beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW's beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW's eps">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"-1",
+           "weight decay (default: AdamW 1e-2, SGD 0)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0", "SGD's momentum">,
+    Option<"dampening", "dampening", "double", /*default=*/"0", "SGD's dampening">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false", "SGD's Nesterov momentum">,
+    Option<"clipGradNorm", "clip-grad-norm", "double", /*default=*/"0",
+           "clip the gradients' global L2 norm to this (0: no clipping)">,
+    Option<"lrSchedule", "lr-schedule", "std::string", /*default=*/"\"constant\"",
+           "constant, linear or cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "steps of linear warmup">,
+    Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"0",
+           "the step where linear or cosine decay reaches zero">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
 #endif // CLEAVE_PASSES_TD

@@ -476,8 +476,7 @@ def Cleave_AdamWOp : Cleave_UpdateOp<"adamw"> {
                        I64Attr:$decay_steps);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $step (`grad_scale` $grad_scale^)?
-    attr-dict `:` type($param) `,` type($grad) `,` type($exp_avg) `,` type($exp_avg_sq) `,`
-    type($step) (`,` type($grad_scale)^)?
+    attr-dict `:` type(operands)
   }];
 }
 
@@ -507,8 +506,7 @@ def Cleave_SgdOp : Cleave_UpdateOp<"sgd", [AttrSizedOperandSegments]> {
                        I64Attr:$decay_steps);
   let assemblyFormat = [{
     $param `,` $grad (`momentum_buffer` $momentum_buffer^)? `step` $step
-    (`grad_scale` $grad_scale^)? attr-dict `:` type($param) `,` type($grad)
-    (`,` type($momentum_buffer)^)? `,` type($step) (`,` type($grad_scale)^)?
+    (`grad_scale` $grad_scale^)? attr-dict `:` type(operands)
   }];
 }
 

@@ -1,0 +1,180 @@
+//===- AddOptimizer.cpp - the optimizer phase of a training step ----------===//
+//
+// Turns the gradients -cleave-differentiate returns into in-place updates of
+// the parameters, as `torch.optim.AdamW` / `SGD` (and
+// `clip_grad_norm_`) would apply them after `loss.backward()`. The step
+// counter is training state too, so a checkpoint of the persistent tensors
+// holds everything a resumed run needs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/cleave/CleaveDialect.h"
+#include "passes/Passes.h"
+#include "passes/Training.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <numeric>
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_ADDOPTIMIZER
+#include "passes/Passes.h.inc"
+
+namespace {
+
+struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
+  using AddOptimizerBase::AddOptimizerBase;
+
+  /// The options as torch checks them; the defaults as torch has them.
+  LogicalResult checkOptions(func::FuncOp func) {
+    auto fail = [&](const Twine &message) {
+      return func.emitError("cleave-add-optimizer: ") << message;
+    };
+    if (optimizer != "adamw" && optimizer != "sgd")
+      return fail("optimizer must be adamw or sgd, got '" + optimizer + "'");
+    if (lr < 0) {
+      if (optimizer == "sgd")
+        return fail("sgd has no default learning rate (torch.optim.SGD requires lr): give one");
+      lr = 1e-3;
+    }
+    if (weightDecay < 0)
+      weightDecay = optimizer == "adamw" ? 1e-2 : 0.0;
+    if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
+      return fail("betas must be in [0, 1)");
+    if (!(eps >= 0) || !(momentum >= 0) || !(dampening >= 0) || !(clipGradNorm >= 0))
+      return fail("eps, momentum, dampening and clip-grad-norm must be >= 0");
+    if (nesterov && (momentum <= 0 || dampening != 0))
+      return fail("nesterov momentum requires a momentum and zero dampening");
+    if (optimizer == "adamw" && (momentum != 0 || dampening != 0 || nesterov))
+      return fail("momentum, dampening and nesterov are SGD's options, not AdamW's");
+    if (lrSchedule != "constant" && lrSchedule != "linear" && lrSchedule != "cosine")
+      return fail("lr-schedule must be constant, linear or cosine, got '" + lrSchedule + "'");
+    if (warmupSteps < 0 || decaySteps < 0)
+      return fail("warmup-steps and decay-steps must be >= 0");
+    if (lrSchedule != "constant" && decaySteps == 0)
+      return fail("a " + lrSchedule + " schedule needs decay-steps: the step where it reaches 0");
+    return success();
+  }
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    if (failed(checkOptions(func)))
+      return signalPassFailure();
+    MLIRContext *context = func.getContext();
+    Block &body = func.front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+
+    llvm::StringMap<ParamOp> params;
+    for (ParamOp param : body.getOps<ParamOp>())
+      params[param.getName()] = param;
+    // Gradient results name their parameter; the others stay results.
+    SmallVector<std::pair<ParamOp, Value>> updates;
+    SmallVector<Value> kept;
+    SmallVector<DictionaryAttr> keptAttrs;
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      auto of = func.getResultAttrOfType<StringAttr>(i, "cleave.gradient_of");
+      if (!of) {
+        kept.push_back(value);
+        DictionaryAttr attrs = func.getResultAttrDict(i);
+        keptAttrs.push_back(attrs ? attrs : DictionaryAttr::get(context));
+        continue;
+      }
+      auto it = params.find(of.getValue());
+      if (it == params.end()) {
+        func.emitError("result ") << i << " is the gradient of '" << of.getValue()
+                                  << "', which is no parameter of the function";
+        return signalPassFailure();
+      }
+      updates.push_back({it->second, value});
+    }
+    if (updates.empty()) {
+      func.emitError("no gradients to apply: run -cleave-differentiate first");
+      return signalPassFailure();
+    }
+
+    Value step = getOrCreateStepCounter(func);
+    if (!step)
+      return signalPassFailure();
+    Operation *lastBackward = ret->getPrevNode();
+    OpBuilder b(ret);
+    Location loc = NameLoc::get(StringAttr::get(context, "optimizer"), func.getLoc());
+    auto f32Scalar = [&](double v) -> Value {
+      auto type = RankedTensorType::get({}, b.getF32Type());
+      return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
+    };
+
+    // clip_grad_norm_: the global L2 norm over every gradient.
+    Value scale;
+    if (clipGradNorm > 0) {
+      Value total;
+      for (auto [param, gradient] : updates) {
+        auto type = llvm::cast<RankedTensorType>(gradient.getType());
+        if (!type.getElementType().isF32()) {
+          param.emitError("clipping needs f32 gradients, '") << param.getName() << "' has "
+                                                            << type;
+          return signalPassFailure();
+        }
+        SmallVector<int64_t> dims(type.getRank());
+        std::iota(dims.begin(), dims.end(), 0);
+        Value squares = b.create<MulOp>(loc, gradient, gradient);
+        Value sum = dims.empty() ? squares
+                                 : b.create<ReduceSumOp>(loc, squares, b.getDenseI64ArrayAttr(dims),
+                                                         b.getBoolAttr(false))
+                                       .getResult();
+        total = total ? b.create<AddOp>(loc, total, sum).getResult() : sum;
+      }
+      Value norm = b.create<SqrtOp>(loc, total);
+      Value coefficient = b.create<DivOp>(loc, f32Scalar(clipGradNorm),
+                                          b.create<AddOp>(loc, norm, f32Scalar(1e-6)));
+      scale = b.create<MinimumOp>(loc, coefficient, f32Scalar(1.0));
+    }
+
+    // step += 1 before the updates read it: the first update is step 1.
+    auto stepType = llvm::cast<RankedTensorType>(step.getType());
+    Value one = b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(stepType, IntegerAttr::get(stepType.getElementType(), 1)));
+    Value next = b.create<AddOp>(loc, step, one);
+    b.create<AssignOp>(loc, step, next);
+
+    StringAttr schedule = b.getStringAttr(lrSchedule);
+    IntegerAttr warmup = b.getI64IntegerAttr(warmupSteps), decay = b.getI64IntegerAttr(decaySteps);
+    for (auto [param, gradient] : updates) {
+      auto type = llvm::cast<RankedTensorType>(param.getType());
+      std::string name = param.getName().str();
+      Location at = NameLoc::get(StringAttr::get(context, "optimizer"), param.getLoc());
+      if (optimizer == "adamw") {
+        StateOp expAvg = getOrCreateState(func, "optimizer.exp_avg." + name, type);
+        StateOp expAvgSq = getOrCreateState(func, "optimizer.exp_avg_sq." + name, type);
+        if (!expAvg || !expAvgSq)
+          return signalPassFailure();
+        b.create<AdamWOp>(at, param, gradient, expAvg, expAvgSq, next, scale,
+                          b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
+                          b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
+                          b.getF64FloatAttr(weightDecay), schedule, warmup, decay);
+      } else {
+        Value buffer;
+        if (momentum != 0) {
+          StateOp state = getOrCreateState(func, "optimizer.momentum_buffer." + name, type);
+          if (!state)
+            return signalPassFailure();
+          buffer = state;
+        }
+        b.create<SgdOp>(at, param, gradient, buffer, next, scale, b.getF64FloatAttr(lr),
+                        b.getF64FloatAttr(momentum), b.getF64FloatAttr(dampening),
+                        b.getBoolAttr(nesterov), b.getF64FloatAttr(weightDecay), schedule, warmup,
+                        decay);
+      }
+    }
+
+    ret->setOperands(kept);
+    func.setType(FunctionType::get(context, func.getArgumentTypes(), ValueRange(kept).getTypes()));
+    func.setAllResultAttrs(keptAttrs);
+    markPhaseStart(body, lastBackward, kOptimizerPhase);
+  }
+};
+
+} // namespace
+} // namespace mlir::cleave

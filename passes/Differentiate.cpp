@@ -1,0 +1,169 @@
+//===- Differentiate.cpp - reverse-mode gradients of the loss -------------===//
+//
+// The forward pass is one straight-line block, so reverse mode is a single
+// backward walk: each op that a gradient reaches builds its operands'
+// gradients from its results' (GradientOpInterface), and a value read by
+// several ops sums their contributions. The backward ops are appended in
+// that order, which is the order a backward pass runs in: the memory planner
+// then keeps each forward value exactly until its last backward reader.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/cleave/CleaveDialect.h"
+#include "passes/Passes.h"
+#include "passes/Training.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/DenseSet.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_DIFFERENTIATE
+#include "passes/Passes.h.inc"
+
+namespace {
+
+bool isFloat(Value v) {
+  return llvm::isa<FloatType>(llvm::cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+/// A constant of `type` whose every element is one: the loss's own gradient.
+Value ones(OpBuilder &b, Location loc, RankedTensorType type) {
+  auto element = llvm::cast<FloatType>(type.getElementType());
+  APFloat one(1.0);
+  bool lost;
+  one.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, FloatAttr::get(element, one)));
+}
+
+struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    if (!llvm::hasSingleElement(func.getBody())) {
+      func.emitError("cleave-differentiate needs a function of one block");
+      return signalPassFailure();
+    }
+    Block &body = func.front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    if (ret.getNumOperands() != 1) {
+      func.emitError("cleave-differentiate needs a function that returns one value, the loss "
+                     "(run -cleave-append-loss first); it returns ")
+          << ret.getNumOperands();
+      return signalPassFailure();
+    }
+    Value loss = ret.getOperand(0);
+    auto lossType = llvm::cast<RankedTensorType>(loss.getType());
+    if (!isFloat(loss) || lossType.getNumElements() != 1) {
+      func.emitError("the loss must be one floating-point value, got ") << lossType;
+      return signalPassFailure();
+    }
+
+    // The values a gradient can reach: those computed from a trainable
+    // parameter. Everything else (inputs, buffers, masks) gets none.
+    llvm::DenseSet<Value> varying;
+    SmallVector<ParamOp> trainable;
+    SmallVector<Operation *> forward;
+    for (Operation &op : body) {
+      if (&op == ret)
+        break;
+      forward.push_back(&op);
+      if (auto param = dyn_cast<ParamOp>(op)) {
+        if (isTrainable(param)) {
+          varying.insert(param);
+          trainable.push_back(param);
+        }
+        continue;
+      }
+      if (llvm::any_of(op.getOperands(), [&](Value v) { return varying.contains(v); }))
+        for (Value result : op.getResults())
+          if (isFloat(result))
+            varying.insert(result);
+    }
+    if (trainable.empty()) {
+      func.emitError("the model has no trainable parameters");
+      return signalPassFailure();
+    }
+    if (!varying.contains(loss)) {
+      func.emitError("the loss does not depend on any trainable parameter");
+      return signalPassFailure();
+    }
+
+    OpBuilder builder(ret);
+    Operation *lastForward = ret->getPrevNode();
+    llvm::DenseMap<Value, Value> gradients;
+    gradients[loss] = ones(builder, loss.getLoc(), lossType);
+    for (Operation *op : llvm::reverse(forward)) {
+      if (isa<ParamOp, StateOp, ConstantOp>(op))
+        continue;
+      SmallVector<Value> resultGradients;
+      bool reached = false;
+      for (Value result : op->getResults()) {
+        resultGradients.push_back(gradients.lookup(result));
+        reached |= static_cast<bool>(resultGradients.back());
+      }
+      if (!reached ||
+          llvm::none_of(op->getOperands(), [&](Value v) { return varying.contains(v); }))
+        continue;
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule) {
+        (void)noGradientRule(op);
+        return signalPassFailure();
+      }
+      SmallVector<Value> operandGradients(op->getNumOperands());
+      if (failed(rule.buildGradients(builder, resultGradients, operandGradients)))
+        return signalPassFailure();
+      for (auto [operand, gradient] : llvm::zip(op->getOperands(), operandGradients)) {
+        if (!gradient || !varying.contains(operand))
+          continue;
+        if (gradient.getType() != operand.getType()) {
+          op->emitError("internal error: the gradient rule of ")
+              << op->getName() << " gives " << gradient.getType() << " for an operand of type "
+              << operand.getType();
+          return signalPassFailure();
+        }
+        Value &sum = gradients[operand];
+        sum = sum ? builder.create<AddOp>(op->getLoc(), sum, gradient).getResult() : gradient;
+      }
+      for (Value result : op->getResults())
+        gradients.erase(result);
+    }
+
+    // The loss, then one gradient per trainable parameter it depends on.
+    MLIRContext *context = func.getContext();
+    SmallVector<Value> results{loss};
+    SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};
+    for (ParamOp param : trainable) {
+      Value gradient = gradients.lookup(param);
+      if (!gradient)
+        continue;
+      results.push_back(gradient);
+      resultAttrs.push_back(DictionaryAttr::get(
+          context, {NamedAttribute(StringAttr::get(context, "cleave.name"),
+                                   StringAttr::get(context, "grad." + param.getName().str())),
+                    NamedAttribute(StringAttr::get(context, "cleave.gradient_of"),
+                                   param.getNameAttr())}));
+    }
+    if (!resultAttrs[0])
+      resultAttrs[0] = DictionaryAttr::get(context);
+    ret->setOperands(results);
+    func.setType(FunctionType::get(context, func.getArgumentTypes(), ValueRange(results).getTypes()));
+    func.setAllResultAttrs(resultAttrs);
+
+    // Rules may build gradients nothing needs (an operand's that no
+    // parameter depends on): erase them, last first, so chains go too.
+    for (Operation *op = ret->getPrevNode(); op && op != lastForward;) {
+      Operation *previous = op->getPrevNode();
+      if (op->use_empty() && isMemoryEffectFree(op))
+        op->erase();
+      else
+        ++backwardOps;
+      op = previous;
+    }
+    markPhaseStart(body, lastForward, kBackwardPhase);
+  }
+};
+
+} // namespace
+} // namespace mlir::cleave

@@ -4,6 +4,7 @@
 #include "cli/Diagnostics.h"
 #include "cli/LoadModel.h"
 #include "cli/PlannerFlags.h"
+#include "cli/TrainingFlags.h"
 #include "compiler/Importer.h"
 #include "compiler/PlanEmitter.h"
 #include "cost/Format.h"
@@ -48,6 +49,29 @@ planner options (with --cluster): --devices N, --global-batch B (required),
   --zero none|optimizer|gradients, --recompute auto|none|full,
   --sequence-parallel auto|off, --batch-dim 0
   (see 'cleave plan --help')
+
+training (one device; docs/training.md):
+  --mode train|infer               train: one training step (forward, loss,
+                                   backward, optimizer) for `cleave train`;
+                                   infer (default): the forward pass
+  --loss model|cross_entropy|mse   model (default): forward returns the loss;
+                                   cross_entropy: forward returns logits [..., C]
+                                   and the plan takes `labels` (i64, [...]);
+                                   mse: `labels` of the output's shape
+  --optimizer adamw|sgd|none       default adamw; none: the plan returns the
+                                   loss and grad.<parameter> for each parameter
+  --lr X, --weight-decay X         defaults as torch: AdamW 1e-3 and 1e-2; SGD
+                                   needs --lr, weight decay 0
+  --betas B1,B2, --eps X           AdamW (0.9,0.999 and 1e-8)
+  --momentum X, --dampening X, --nesterov   SGD (0, 0, off)
+  --clip-grad-norm X               scale the gradients to a global L2 norm <= X
+  --lr-schedule constant|linear|cosine, --warmup-steps N, --decay-steps N
+                                   the learning rate of step t is lr * λ(t-1),
+                                   linear warmup over N steps, decay to 0 at
+                                   --decay-steps (needed by linear and cosine)
+  --seed N                         seed of the dropout masks (default 0)
+  --dtype bf16 with --mode train   bf16 compute, f32 master weights, gradients
+                                   and optimizer state
 
 options:
   --input-shape NAME=DIMS[:DTYPE]  shape of forward input NAME, e.g. idx=2x64:i64
@@ -169,6 +193,12 @@ int runPartitionedCompile(int argc, char **argv) {
       return parseDType(value, dtype, kCompileUsage);
     } else if (arg == "--timing") {
       timing = true;
+    } else if (TrainingFlags ignored;
+               parseTrainingFlag(argc, argv, i, ignored, kCompileUsage) != kNotMine) {
+      return usageError(arg + ": training steps are compiled for one device so far; drop "
+                              "--cluster to train on one device (--cluster --mode train plans "
+                              "the forward order of a training schedule)",
+                        kCompileUsage);
     } else {
       return kNotMine;
     }
@@ -383,12 +413,24 @@ int runCompile(int argc, char **argv) {
       return runPartitionedCompile(argc, argv);
   std::string model, output, dtype = "f32";
   ImportOptions options;
-  bool timing = false;
+  bool timing = false, train = false;
+  TrainingFlags training;
   mlir::cleave::PrepareOptions prepare;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     const char *value = nullptr;
-    if (arg == "-h" || arg == "--help") {
+    if (int status = parseTrainingFlag(argc, argv, i, training, kCompileUsage);
+        status != kNotMine) {
+      if (status >= 0)
+        return status;
+      continue;
+    }
+    if (optionValue(argc, argv, i, "--mode", &value)) {
+      std::string mode = value ? value : "";
+      if (mode != "train" && mode != "infer")
+        return usageError("--mode must be train or infer", kCompileUsage);
+      train = mode == "train";
+    } else if (arg == "-h" || arg == "--help") {
       llvm::outs() << kCompileUsage;
       return 0;
     } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
@@ -415,6 +457,11 @@ int runCompile(int argc, char **argv) {
     return usageError("no plan directory given (-o PLAN_DIR)", kCompileUsage);
   while (output.size() > 1 && output.back() == '/')
     output.pop_back();
+  if (!train && !training.firstFlag.empty())
+    return usageError(training.firstFlag + " applies to --mode train", kCompileUsage);
+  if (train)
+    if (int status = checkTrainingFlags(training, kCompileUsage); status >= 0)
+      return status;
 
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
@@ -438,12 +485,22 @@ int runCompile(int argc, char **argv) {
   // The steps of cleave-single-device-plan, run apart for their snapshots.
   prepare.paramData = paramDataOf(*imported);
   prepare.dtype = dtype;
+  prepare.training = train;
+  prepare.seed = training.seed;
   mlir::PassManager pm(&context);
   mlir::cleave::addPreparePipeline(pm, prepare);
   if (mlir::failed(pm.run(*imported->module)))
     return 1;
   if (dtype != "f32")
     snapshots.add(dtype, *imported->module);
+  if (train) {
+    mlir::PassManager step(&context);
+    mlir::cleave::addTrainingPipeline(step, training.options);
+    if (mlir::failed(step.run(*imported->module)))
+      return 1;
+    snapshots.add("training-step", *imported->module);
+    emitOptions.training = trainingEmitInfo(training.options, dtype, training.seed);
+  }
   mlir::PassManager memory(&context);
   memory.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
   if (mlir::failed(memory.run(*imported->module)))
@@ -458,10 +515,19 @@ int runCompile(int argc, char **argv) {
   int64_t arena = func->getAttrOfType<mlir::IntegerAttr>("cleave.arena_bytes").getInt();
   int64_t peak = func->getAttrOfType<mlir::IntegerAttr>("cleave.peak_live_bytes").getInt();
   size_t weights = paramBytes(*imported->module);
-  llvm::outs() << llvm::formatv(
-      "cleave: wrote {0}: 1 device, arena {1:f2} MiB (peak live {2:f2} MiB), "
-      "parameters {3:f2} MiB\n",
-      output, arena / 1048576.0, peak / 1048576.0, weights / 1048576.0);
+  if (train) {
+    auto state = func->getAttrOfType<mlir::IntegerAttr>("cleave.state_bytes");
+    llvm::outs() << llvm::formatv(
+        "cleave: wrote {0}: 1 device, training step ({1}, loss {2}), arena {3:f2} MiB (peak "
+        "live {4:f2} MiB), weights {5:f2} MiB, optimizer state {6:f2} MiB\n",
+        output, training.options.optimizer, training.options.loss, arena / 1048576.0,
+        peak / 1048576.0, weights / 1048576.0, (state ? state.getInt() : 0) / 1048576.0);
+  } else {
+    llvm::outs() << llvm::formatv(
+        "cleave: wrote {0}: 1 device, arena {1:f2} MiB (peak live {2:f2} MiB), "
+        "parameters {3:f2} MiB\n",
+        output, arena / 1048576.0, peak / 1048576.0, weights / 1048576.0);
+  }
   if (timing)
     printTiming("compile",
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -621,6 +621,36 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
 
 } // namespace
 
+TrainingEmitInfo trainingEmitInfo(const mlir::cleave::TrainingOptions &o, const std::string &dtype,
+                                  int64_t seed) {
+  TrainingEmitInfo info;
+  info.loss = o.loss;
+  info.labels = o.loss != "model";
+  info.dtype = dtype;
+  info.seed = seed;
+  Json optimizer{{"kind", o.optimizer}};
+  Json clip = o.clipGradNorm > 0 ? Json(o.clipGradNorm) : Json(nullptr);
+  if (o.optimizer == "adamw") {
+    optimizer.update(Json{{"lr", o.lr < 0 ? 1e-3 : o.lr},
+                          {"betas", Json::array({o.beta1, o.beta2})},
+                          {"eps", o.eps},
+                          {"weight_decay", o.weightDecay < 0 ? 1e-2 : o.weightDecay}});
+  } else if (o.optimizer == "sgd") {
+    optimizer.update(Json{{"lr", o.lr},
+                          {"momentum", o.momentum},
+                          {"dampening", o.dampening},
+                          {"nesterov", o.nesterov},
+                          {"weight_decay", o.weightDecay < 0 ? 0.0 : o.weightDecay}});
+  }
+  if (o.optimizer != "none")
+    optimizer.update(Json{{"clip_grad_norm", clip},
+                          {"lr_schedule", o.lrSchedule},
+                          {"warmup_steps", o.warmupSteps},
+                          {"decay_steps", o.decaySteps}});
+  info.optimizer = optimizer;
+  return info;
+}
+
 mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
                                          const decltype(ImportedModel::params) &params,
                                          const std::string &dir,

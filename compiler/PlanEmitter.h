@@ -9,6 +9,7 @@
 #define CLEAVE_COMPILER_PLANEMITTER_H
 
 #include "compiler/Importer.h"
+#include "passes/Passes.h"
 
 #include "runtime/Tensor.h"
 
@@ -45,6 +46,11 @@ struct TrainingEmitInfo {
   /// In the model's order; empty: every param under its own name.
   std::vector<StateDictEntry> stateDict;
 };
+
+/// The manifest's training section for a step compiled with `options`
+/// (the optimizer's defaults resolved, as the update ops hold them).
+TrainingEmitInfo trainingEmitInfo(const mlir::cleave::TrainingOptions &options,
+                                  const std::string &dtype, int64_t seed);
 
 struct PlanEmitOptions {
   /// The model file the plan was compiled from, recorded in the manifest.

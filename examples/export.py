@@ -3,12 +3,17 @@
 
     /usr/bin/python3 examples/export.py NAME -o OUT.pt [--config small|tiny] [--meta]
         [--batch B] [--seq S] [--max-seq N] [--seed 0] [--io DIR [--bf16-reference]]
+        [--dropout P] [--train] [--loss-in-model cross_entropy|mse]
+        [--data FILE [--samples S] [--labels cross_entropy|mse]]
 
 The file carries `cleave.json` (extra file): the forward arguments' names, static shapes and dtypes.
 gpt-1.7b, gpt-3.6b, gpt-7.5b, gpt-18.4b, gpt-39.1b, gpt-76.1b, gpt-145.6b, gpt-310.1b, gpt-529.6b and
 gpt-1t (Megatron-LM Table 1 sizes) are always built on device='meta', so they export in seconds without
 parameter data. --io DIR writes random inputs and PyTorch's
-outputs as DIR/inputs.safetensors and DIR/outputs.safetensors for end-to-end tests.
+outputs as DIR/inputs.safetensors and DIR/outputs.safetensors for end-to-end tests. For training:
+--train traces in training mode, --loss-in-model wraps the model in models.WithLoss (forward(x,
+labels) returns its loss), --data FILE writes --samples samples of every input (and of `labels`,
+with --labels for a loss appended by `cleave compile --loss`).
 --bf16-reference also writes DIR/outputs-bf16.safetensors: the same model in bf16
 (`model.to(torch.bfloat16)`, float inputs cast to bf16, float outputs cast back to f32, as a
 plan compiled with `cleave compile --dtype bf16` takes and gives them).
@@ -87,6 +92,13 @@ SPECS = {
         "small": (dict(vocab_size=512, max_position=64, n_layer=4, n_head=4, d_model=128, d_ff=512),
                   dict(batch=2, seq=32)),
     }, _ids, "max_position"),
+    # BertLike with a classification head on its pooled output (one logits tensor, for training).
+    "bert-cls": Spec(models.BertClassifier, {
+        "tiny": (dict(vocab_size=128, max_position=16, n_layer=2, n_head=4, d_model=32, d_ff=128,
+                      n_classes=4), dict(batch=2, seq=8)),
+        "small": (dict(vocab_size=512, max_position=64, n_layer=4, n_head=4, d_model=128, d_ff=512,
+                       n_classes=4), dict(batch=2, seq=32)),
+    }, _ids, "max_position"),
     "vit": Spec(models.ViTLike, {
         "tiny": (dict(image_size=16, patch_size=4, n_classes=10, n_layer=2, n_head=4, d_model=32),
                  dict(batch=2)),
@@ -164,6 +176,21 @@ def _parse_args(argv):
     p.add_argument("--io", metavar="DIR", help="write DIR/inputs.safetensors and DIR/outputs.safetensors")
     p.add_argument("--bf16-reference", action="store_true",
                    help="with --io, also write DIR/outputs-bf16.safetensors from the model in bf16")
+    p.add_argument("--dropout", type=float, metavar="P",
+                   help="the dropout probability of models that have one (default: the model's)")
+    p.add_argument("--train", action="store_true",
+                   help="trace in training mode (model.train()): batch norms use batch statistics "
+                        "and update their running ones, as a training step does")
+    p.add_argument("--loss-in-model", choices=["cross_entropy", "mse"],
+                   help="export forward(x, labels) returning the loss of the model's output "
+                        "(models.WithLoss): a model that computes its own loss")
+    p.add_argument("--data", metavar="FILE",
+                   help="write training data: --samples samples of every input, dim 0 the sample")
+    p.add_argument("--samples", type=int, default=16, help="samples in --data (default 16)")
+    p.add_argument("--labels", choices=["cross_entropy", "mse"],
+                   help="with --data: add `labels` for a loss appended at compile time "
+                        "(class indices of the output's shape without its last dim, or targets "
+                        "of the output's shape)")
     args = p.parse_args(argv)
 
     if args.name not in SPECS:
@@ -197,16 +224,32 @@ def _parse_args(argv):
     if spec.seq_limit and sizes["seq"] > kwargs[spec.seq_limit]:
         p.error(f"--seq {sizes['seq']} exceeds {args.name}'s maximum sequence length "
                 f"{kwargs[spec.seq_limit]}")
+    if args.dropout is not None:
+        if not 0 <= args.dropout < 1:
+            p.error("--dropout must be in [0, 1)")
+        if "dropout" not in inspect.signature(spec.build).parameters and \
+                spec.build is not models.BertClassifier:
+            p.error(f"{args.name} has no dropout")
+        kwargs = dict(kwargs, dropout=args.dropout)
+    if args.labels and not args.data:
+        p.error("--labels needs --data FILE")
+    if args.labels and args.loss_in_model:
+        p.error("--labels is for a loss appended at compile time; with --loss-in-model the model's "
+                "own labels input is in --data already")
+    if args.samples < 1:
+        p.error("--samples must be at least 1")
+    if args.data and (args.meta or spec.always_meta):
+        p.error(f"--data needs real parameter data, but {args.name} would be built on device='meta'")
     args.kwargs, args.sizes = kwargs, sizes
     args.device = "meta" if (args.meta or spec.always_meta) else "cpu"
     return spec, args
 
 
-def _example_inputs(spec, args):
+def _example_inputs(spec, args, sizes=None, seed=None):
     # A generator of its own, so inputs do not depend on how much randomness init consumed.
-    gen = torch.Generator().manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(args.seed if seed is None else seed)
     inputs = []
-    for shape, dtype, high in spec.inputs(args.kwargs, args.sizes):
+    for shape, dtype, high in spec.inputs(args.kwargs, sizes or args.sizes):
         if args.device == "meta":
             inputs.append(torch.empty(shape, dtype=dtype, device="meta"))
         elif high is None:
@@ -245,12 +288,36 @@ def _bf16_outputs(model, inputs):
     return {f"output_{i}": t.float() if t.is_floating_point() else t for i, t in enumerate(outputs)}
 
 
+def _labels(kind, output_shape, gen):
+    """Labels for `kind` of a model whose output has `output_shape` (dim 0 the samples)."""
+    if kind == "mse":
+        return torch.randn(output_shape, generator=gen)
+    return torch.randint(0, output_shape[-1], output_shape[:-1], dtype=torch.int64, generator=gen)
+
+
+def _output_shape(model, inputs):
+    with torch.no_grad():
+        out = _flatten(model(*inputs))
+    if len(out) != 1:
+        sys.exit(f"export.py: error: labels need a model with one output, this one returns {len(out)}")
+    return tuple(out[0].shape)
+
+
 def main(argv=None):
     spec, args = _parse_args(argv)
     torch.manual_seed(args.seed)
     model = spec.build(**args.kwargs, device=args.device).eval()
     n_params = sum(p.numel() for p in model.parameters())  # parameters() lists tied ones once
     inputs = _example_inputs(spec, args)
+    # Labels come from their own generator, after the inputs'.
+    label_gen = torch.Generator().manual_seed(args.seed + 1)
+    label_kind = args.loss_in_model or args.labels
+    out_shape = _output_shape(model, inputs) if label_kind else None
+    if args.loss_in_model:
+        model = models.WithLoss(model, args.loss_in_model)
+        inputs.append(_labels(args.loss_in_model, out_shape, label_gen))
+    if args.train:
+        model.train()
     arg_names = list(inspect.signature(model.forward).parameters)
     assert len(arg_names) == len(inputs), f"{args.name}: forward takes {arg_names}"
 
@@ -277,6 +344,17 @@ def main(argv=None):
                   os.path.join(args.io, "outputs.safetensors"))
         if args.bf16_reference:
             save_file(_bf16_outputs(model, inputs), os.path.join(args.io, "outputs-bf16.safetensors"))
+
+    if args.data:
+        # Training data: every input at --samples samples, from a generator of its own.
+        sizes = dict(args.sizes, batch=args.samples)
+        data = _example_inputs(spec, args, sizes, seed=args.seed + 2)
+        names = arg_names[:len(data)]
+        tensors = dict(zip(names, data))
+        if label_kind:
+            tensors["labels"] = _labels(label_kind, (args.samples,) + out_shape[1:],
+                                        torch.Generator().manual_seed(args.seed + 3))
+        save_file(tensors, args.data)
 
     print(f"{args.name}: {n_params:,} parameters -> {args.output}")
 

@@ -350,6 +350,42 @@ class LlamaLike(nn.Module):
         return self.head(self.norm(x))
 
 
+# --- Training heads ------------------------------------------------------------------------------
+
+class BertClassifier(nn.Module):
+    """BertLike with a sequence-classification head on its pooled output: logits [B, n_classes]."""
+
+    def __init__(self, n_classes=4, device=None, **bert):
+        super().__init__()
+        self.bert = BertLike(device=device, **bert)
+        self.classifier = nn.Linear(self.bert.pooler.out_features, n_classes, device=device)
+        nn.init.normal_(self.classifier.weight, std=0.02)
+        nn.init.zeros_(self.classifier.bias)
+
+    def forward(self, input_ids):
+        _, pooled = self.bert(input_ids)
+        return self.classifier(pooled)
+
+
+class WithLoss(nn.Module):
+    """A model of one input that computes its own training loss: forward(x, labels) returns
+    F.cross_entropy over the last dim of the wrapped model's output (`kind` "cross_entropy",
+    labels: class indices of the output's shape without its last dim) or F.mse_loss (`kind`
+    "mse", labels of the output's shape), mean reduction, as a training script would."""
+
+    def __init__(self, model, kind):
+        super().__init__()
+        assert kind in ("cross_entropy", "mse"), kind
+        self.model = model
+        self.kind = kind
+
+    def forward(self, x, labels):
+        out = self.model(x)
+        if self.kind == "mse":
+            return F.mse_loss(out, labels)
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]), labels.reshape(-1))
+
+
 # --- Importer test cases ------------------------------------------------------------------------
 
 class UnsupportedOps(nn.Module):

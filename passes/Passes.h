@@ -36,6 +36,28 @@ struct PrepareOptions {
   /// The float type programs compute in (`cleave compile --dtype`): f32
   /// keeps the imported types; bf16 runs -cleave-convert-precision.
   std::string dtype = "f32";
+  /// Prepare a training step: PyTorch's model.train() semantics
+  /// (-cleave-training-mode, before attention fusion, which would otherwise
+  /// take a dropout for an identity) and, with a narrow dtype, f32 master
+  /// weights.
+  bool training = false;
+  /// The dropout masks' seed, for training.
+  int64_t seed = 0;
+};
+
+/// The loss and optimizer of a training step (docs/training.md); the
+/// options of -cleave-append-loss and -cleave-add-optimizer. Negative lr
+/// and weightDecay mean the optimizer's defaults.
+struct TrainingOptions {
+  std::string loss = "model";      ///< model, cross_entropy or mse
+  std::string optimizer = "adamw"; ///< adamw, sgd or none (return the gradients)
+  double lr = -1, weightDecay = -1;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double momentum = 0, dampening = 0;
+  bool nesterov = false;
+  double clipGradNorm = 0; ///< 0: no clipping
+  std::string lrSchedule = "constant";
+  int64_t warmupSteps = 0, decaySteps = 0;
 };
 
 /// Canonicalize and CSE: fold what the importer left.
@@ -50,12 +72,20 @@ void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options = {});
 void addSingleDevicePlanPipeline(OpPassManager &pm, const PrepareOptions &options = {});
 
 /// Adds `cleave-convert-precision` to `dtype` on every function; nothing for
-/// f32 (the imported precision).
-void addPrecisionPipeline(OpPassManager &pm, llvm::StringRef dtype);
+/// f32 (the imported precision). `masterWeights` keeps parameters and
+/// training state f32 (training).
+void addPrecisionPipeline(OpPassManager &pm, llvm::StringRef dtype, bool masterWeights = false);
+
+/// What turns a prepared forward (addPreparePipeline with `training`) into a
+/// training step: the loss, the backward pass and, unless the optimizer is
+/// "none", the optimizer phase. Memory planning follows separately.
+void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options);
 
 /// Registers the passes and the named pipelines `cleave-prepare` and
 /// `cleave-single-device-plan` (options `fuse-attention`, default true, and
-/// `dtype`, f32 or bf16, default f32).
+/// `dtype`, f32 or bf16, default f32) and `cleave-training-step` (the
+/// preparation for training, the training pipeline and memory planning;
+/// options `loss`, `optimizer`, `lr`, `dtype`, `seed`).
 void registerCleavePipelines();
 
 } // namespace mlir::cleave

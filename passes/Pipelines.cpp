@@ -12,22 +12,53 @@ void addCleanupPipeline(OpPassManager &pm) {
   pm.addPass(createCSEPass());
 }
 
-void addPrecisionPipeline(OpPassManager &pm, llvm::StringRef dtype) {
+void addPrecisionPipeline(OpPassManager &pm, llvm::StringRef dtype, bool masterWeights) {
   if (dtype == "f32")
     return;
   ConvertPrecisionOptions options;
   options.dtype = dtype.str();
+  options.masterWeights = masterWeights;
   pm.addNestedPass<func::FuncOp>(createConvertPrecision(options));
 }
 
 void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options) {
   addCleanupPipeline(pm);
+  // Before fusion: a training dropout inside attention must stay visible.
+  if (options.training) {
+    TrainingModeOptions training;
+    training.seed = options.seed;
+    pm.addNestedPass<func::FuncOp>(createTrainingMode(training));
+  }
   // After folding (CSE makes the scale and -inf constants shared scalars),
   // before anything measures memory or cost.
   if (options.fuseAttention)
     pm.addNestedPass<func::FuncOp>(createFuseAttention(options.paramData));
   // Last: fusion reads mask buffers' data at their imported (f32) type.
-  addPrecisionPipeline(pm, options.dtype);
+  addPrecisionPipeline(pm, options.dtype, options.training);
+}
+
+void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
+  AppendLossOptions loss;
+  loss.loss = options.loss;
+  pm.addNestedPass<func::FuncOp>(createAppendLoss(loss));
+  pm.addNestedPass<func::FuncOp>(createDifferentiate());
+  if (options.optimizer == "none")
+    return;
+  AddOptimizerOptions optimizer;
+  optimizer.optimizer = options.optimizer;
+  optimizer.lr = options.lr;
+  optimizer.weightDecay = options.weightDecay;
+  optimizer.beta1 = options.beta1;
+  optimizer.beta2 = options.beta2;
+  optimizer.eps = options.eps;
+  optimizer.momentum = options.momentum;
+  optimizer.dampening = options.dampening;
+  optimizer.nesterov = options.nesterov;
+  optimizer.clipGradNorm = options.clipGradNorm;
+  optimizer.lrSchedule = options.lrSchedule;
+  optimizer.warmupSteps = options.warmupSteps;
+  optimizer.decaySteps = options.decaySteps;
+  pm.addNestedPass<func::FuncOp>(createAddOptimizer(optimizer));
 }
 
 void addSingleDevicePlanPipeline(OpPassManager &pm, const PrepareOptions &options) {
@@ -53,7 +84,34 @@ struct PipelineOptions : PassPipelineOptions<PipelineOptions> {
 };
 } // namespace
 
+struct TrainingPipelineOptions : PassPipelineOptions<TrainingPipelineOptions> {
+  Option<std::string> loss{*this, "loss", llvm::cl::desc("model, cross_entropy or mse"),
+                           llvm::cl::init("model")};
+  Option<std::string> optimizer{*this, "optimizer", llvm::cl::desc("adamw, sgd or none"),
+                                llvm::cl::init("adamw")};
+  Option<double> lr{*this, "lr", llvm::cl::desc("learning rate (default: the optimizer's)"),
+                    llvm::cl::init(-1)};
+  Option<std::string> dtype{*this, "dtype", llvm::cl::desc("f32 or bf16"), llvm::cl::init("f32")};
+  Option<int64_t> seed{*this, "seed", llvm::cl::desc("dropout seed"), llvm::cl::init(0)};
+};
+
 void registerCleavePipelines() {
+  PassPipelineRegistration<TrainingPipelineOptions>(
+      "cleave-training-step",
+      "prepare for training, append the loss, differentiate, add the optimizer, plan memory",
+      [](OpPassManager &pm, const TrainingPipelineOptions &options) {
+        PrepareOptions prepare;
+        prepare.training = true;
+        prepare.seed = options.seed;
+        prepare.dtype = options.dtype;
+        addPreparePipeline(pm, prepare);
+        TrainingOptions training;
+        training.loss = options.loss;
+        training.optimizer = options.optimizer;
+        training.lr = options.lr;
+        addTrainingPipeline(pm, training);
+        pm.addNestedPass<func::FuncOp>(createPlanMemory());
+      });
   registerCleavePasses();
   PassPipelineRegistration<PipelineOptions>(
       "cleave-prepare",

@@ -1,0 +1,75 @@
+"""Compares cleave's training with PyTorch's, step by step.
+
+usage: compare_training.py REF.jsonl CLEAVE.jsonl [--rtol 1e-4]
+           [--weights REF.safetensors CLEAVE.safetensors [--wtol 1e-4]]
+
+Losses: one JSON object per line with "step" (from 1) and "loss"; every step of REF must be in
+CLEAVE with |cleave - ref| <= rtol * |ref|. Weights: the same names, shapes and dtypes, and per
+tensor max|cleave - ref| <= wtol * max(1, max|ref|); integer buffers (num_batches_tracked) exact.
+Prints one line per step and tensor; exits 1 on any failure.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+from safetensors_io import load_file  # noqa: E402
+
+
+def losses(path):
+    with open(path) as f:
+        return {r["step"]: r["loss"] for r in (json.loads(line) for line in f if line.strip())}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("reference")
+    p.add_argument("actual")
+    p.add_argument("--rtol", type=float, default=1e-4)
+    p.add_argument("--weights", nargs=2, metavar=("REF", "CLEAVE"))
+    p.add_argument("--wtol", type=float, default=1e-4)
+    a = p.parse_args()
+    ok = True
+    ref, got = losses(a.reference), losses(a.actual)
+    if not ref:
+        print("no reference losses")
+        ok = False
+    for step in sorted(ref):
+        if step not in got:
+            print(f"step {step}: missing from {a.actual}: FAIL")
+            ok = False
+            continue
+        err = abs(got[step] - ref[step])
+        bad = not (err <= a.rtol * abs(ref[step])) or math.isnan(got[step])
+        print(f"step {step}: torch {ref[step]:.7g} cleave {got[step]:.7g} rel {err / max(abs(ref[step]), 1e-30):.2e}"
+              f": {'FAIL' if bad else 'ok'}")
+        ok = ok and not bad
+    if a.weights:
+        expected, actual = load_file(a.weights[0]), load_file(a.weights[1])
+        if list(expected) != list(actual):
+            print(f"state_dict names differ: torch {list(expected)}, cleave {list(actual)}: FAIL")
+            ok = False
+        for name in expected:
+            if name not in actual:
+                continue
+            e, c = expected[name], actual[name]
+            if e.shape != c.shape or e.dtype != c.dtype:
+                print(f"{name}: torch {tuple(e.shape)} {e.dtype}, cleave {tuple(c.shape)} {c.dtype}: FAIL")
+                ok = False
+                continue
+            if e.is_floating_point():
+                scale = max(1.0, e.abs().max().item() if e.numel() else 0.0)
+                err = (c.double() - e.double()).abs().max().item() if e.numel() else 0.0
+                bad = not (err <= a.wtol * scale)
+                print(f"{name}: max abs error {err:.3g}, bound {a.wtol * scale:.3g}: {'FAIL' if bad else 'ok'}")
+            else:
+                bad = not bool((c == e).all())
+                print(f"{name}: exact: {'FAIL' if bad else 'ok'}")
+            ok = ok and not bad
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

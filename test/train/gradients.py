@@ -1,0 +1,251 @@
+"""Gradient conformance: every gradient rule of cleave against PyTorch's autograd.
+
+usage: gradients.py --cleave PATH/TO/cleave --work DIR [--only NAME[,NAME...]] [--list]
+
+One case per op and attribute family. Each case is a small module whose float operands are
+parameters; forward applies the op and returns sum(op(...) * C) for a fixed random cotangent C,
+so the parameters' gradients are the op's vector-Jacobian product at a random point. The module
+is traced, `cleave compile --mode train --optimizer none` compiles its backward (the plan returns
+the loss and grad.<parameter>), `cleave run` runs it, and every gradient is compared with
+autograd's on the same traced module: max|cleave - torch| <= 1e-4 * max(1, max|torch|) (f32,
+different summation orders; docs/training.md). Prints one line per case; exits 1 if any fails.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+from safetensors_io import load_file, save_file  # noqa: E402
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+TOL = 1e-4
+
+
+class Case(nn.Module):
+    """sum(fn(*params, *inputs) * cotangent): `params` are trained, `inputs` are data."""
+
+    def __init__(self, fn, params, inputs, buffers, gen):
+        super().__init__()
+        self.fn = fn
+        self.names = list(params)
+        self.buffer_names = list(buffers)
+        for name, value in params.items():
+            setattr(self, name, nn.Parameter(value))
+        for name, value in buffers.items():
+            self.register_buffer(name, value)
+        with torch.no_grad():
+            out = fn(*params.values(), *[v.clone() for v in buffers.values()], *inputs)
+        outs = out if isinstance(out, tuple) else (out,)
+        for i, o in enumerate(outs):
+            self.register_buffer(f"cotangent{i}", torch.randn(o.shape, generator=gen))
+        self.outputs = len(outs)
+
+    def forward(self, *inputs):
+        out = self.fn(*[getattr(self, n) for n in self.names],
+                      *[getattr(self, n) for n in self.buffer_names], *inputs)
+        outs = out if isinstance(out, tuple) else (out,)
+        total = (outs[0] * self.cotangent0).sum()
+        for i in range(1, self.outputs):
+            total = total + (outs[i] * getattr(self, f"cotangent{i}")).sum()
+        return total
+
+
+def r(*shape, gen, low=None, high=None):
+    t = torch.randn(shape, generator=gen)
+    if low is not None:
+        t = low + (high - low) * torch.rand(shape, generator=gen)
+    return t
+
+
+def cases(gen):
+    """name -> (fn, params, inputs, buffers). Inputs are data tensors (ids, labels, masks),
+    buffers the model's (running statistics)."""
+    c = {}
+
+    def add(name, fn, params, inputs=(), buffers=None):
+        c[name] = (fn, params, list(inputs), buffers or {})
+
+    x = lambda *s: r(*s, gen=gen)  # noqa: E731
+    pos = lambda *s: r(*s, gen=gen, low=0.5, high=2.0)  # noqa: E731
+    # Elementwise maps.
+    for name, fn in [("neg", torch.neg), ("abs", torch.abs), ("relu", torch.relu),
+                     ("silu", F.silu), ("sigmoid", torch.sigmoid), ("tanh", torch.tanh),
+                     ("exp", torch.exp), ("sin", torch.sin), ("cos", torch.cos),
+                     ("erf", torch.erf), ("gelu", F.gelu),
+                     ("gelu_tanh", lambda a: F.gelu(a, approximate="tanh"))]:
+        add(name, fn, {"a": x(3, 17)})
+    for name, fn in [("log", torch.log), ("sqrt", torch.sqrt), ("rsqrt", torch.rsqrt)]:
+        add(name, fn, {"a": pos(3, 17)})
+    add("pow_scalar", lambda a: a.pow(3.0), {"a": x(3, 17)})
+    add("pow_tensor", lambda a, b: torch.pow(a, b), {"a": pos(4, 5), "b": x(5)})
+    # Binary maps with broadcasting (the gradient of the broadcast operand sums back).
+    add("add_broadcast", lambda a, b: a + b, {"a": x(2, 3, 4), "b": x(3, 1)})
+    add("sub_broadcast", lambda a, b: a - b, {"a": x(4), "b": x(2, 3, 4)})
+    add("mul_broadcast", lambda a, b: a * b, {"a": x(2, 3, 4), "b": x(1, 4)})
+    add("div_broadcast", lambda a, b: a / b, {"a": x(2, 3, 4), "b": pos(3, 1)})
+    add("div_scalar", lambda a: a / 3.0, {"a": x(2, 5)})
+    ties = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]])
+    add("maximum_ties", torch.maximum, {"a": ties.clone(), "b": torch.tensor([1.0, -1.0, 4.0])})
+    add("minimum_ties", torch.minimum, {"a": ties.clone(), "b": torch.tensor([1.0, -1.0, 4.0])})
+    mask = torch.rand(3, 6, generator=gen) > 0.5
+    add("where", lambda a, b, m: torch.where(m, a, b), {"a": x(3, 6), "b": x(6)}, [mask])
+    add("masked_fill", lambda a, m: a.masked_fill(m, 0.0), {"a": x(3, 6)}, [mask])
+    add("tril", lambda a: torch.tril(a, diagonal=1), {"a": x(2, 5, 5)})
+    add("triu", lambda a: torch.triu(a), {"a": x(5, 4)})
+    # Contractions.
+    add("matmul_batched", torch.matmul, {"a": x(2, 1, 3, 4), "b": x(3, 4, 5)})
+    add("matmul_2d_rhs", torch.matmul, {"a": x(2, 3, 4), "b": x(4, 5)})
+    add("linear_bias", F.linear, {"a": x(2, 3, 4), "w": x(5, 4), "b": x(5)})
+    add("linear_no_bias", F.linear, {"a": x(6, 4), "w": x(5, 4)})
+    ids = torch.randint(0, 7, (3, 5), generator=gen)
+    ids[0, 0] = 2
+    ids[1, 1] = 2  # padding rows repeat
+    add("embedding_padding_idx", lambda w, i: F.embedding(i, w, padding_idx=2), {"w": x(7, 4)}, [ids])
+    add("embedding", lambda w, i: F.embedding(i, w), {"w": x(7, 4)}, [ids])
+    # Normalizations.
+    add("layer_norm", lambda a, w, b: F.layer_norm(a, (6,), w, b, 1e-5),
+        {"a": x(2, 3, 6), "w": x(6), "b": x(6)})
+    add("layer_norm_no_affine", lambda a: F.layer_norm(a, (3, 6)), {"a": x(2, 3, 6)})
+    add("batch_norm_train",
+        lambda a, w, b, rm, rv: F.batch_norm(a, rm, rv, w, b, training=True, momentum=0.1, eps=1e-5),
+        {"a": x(4, 3, 5, 5), "w": x(3), "b": x(3)},
+        buffers={"running_mean": torch.zeros(3), "running_var": torch.ones(3)})
+    add("softmax_last", lambda a: F.softmax(a, dim=-1), {"a": x(3, 7)})
+    add("softmax_dim0", lambda a: F.softmax(a, dim=0), {"a": x(3, 7)})
+    add("log_softmax", lambda a: F.log_softmax(a, dim=1), {"a": x(2, 5, 3)})
+    # Reductions.
+    add("sum_keepdim", lambda a: a.sum(dim=(0, 2), keepdim=True), {"a": x(2, 3, 4)})
+    add("mean_dim", lambda a: a.mean(dim=1), {"a": x(2, 3, 4)})
+    add("amax_ties", lambda a: torch.amax(a, dim=1),
+        {"a": torch.tensor([[1.0, 3.0, 3.0], [2.0, -1.0, 0.0]])})
+    # Convolution and pooling.
+    add("conv2d_stride_pad", lambda a, w, b: F.conv2d(a, w, b, stride=2, padding=1),
+        {"a": x(2, 3, 7, 7), "w": x(4, 3, 3, 3), "b": x(4)})
+    add("conv2d_groups_dilation", lambda a, w: F.conv2d(a, w, None, stride=1, padding=2, dilation=2, groups=2),
+        {"a": x(1, 4, 6, 6), "w": x(6, 2, 3, 3)})
+    add("conv2d_1x1", lambda a, w: F.conv2d(a, w), {"a": x(2, 3, 4, 4), "w": x(5, 3, 1, 1)})
+    add("max_pool2d", lambda a: F.max_pool2d(a, 3, stride=2, padding=1), {"a": x(2, 3, 7, 7)})
+    add("max_pool2d_ceil_dilation", lambda a: F.max_pool2d(a, 2, stride=2, dilation=2, ceil_mode=True),
+        {"a": x(1, 2, 7, 7)})
+    add("avg_pool2d", lambda a: F.avg_pool2d(a, 3, stride=2, padding=1, count_include_pad=False),
+        {"a": x(2, 3, 7, 7)})
+    add("avg_pool2d_ceil", lambda a: F.avg_pool2d(a, 2, stride=2, ceil_mode=True), {"a": x(1, 2, 5, 5)})
+    add("adaptive_avg_pool2d", lambda a: F.adaptive_avg_pool2d(a, (3, 2)), {"a": x(2, 3, 7, 5)})
+    # Data movement.
+    add("reshape_permute", lambda a: a.reshape(3, 2, 4).permute(2, 0, 1), {"a": x(6, 4)})
+    add("transpose", lambda a: a.transpose(0, 2), {"a": x(2, 3, 4)})
+    add("expand", lambda a: a.expand(3, 4, 5), {"a": x(4, 1)})
+    add("slice_step", lambda a: a[:, 1:7:2], {"a": x(3, 8)})
+    add("select_split", lambda a: a.split(2, dim=1)[1] * a[:, 0:1], {"a": x(3, 6)})
+    add("cat", lambda a, b: torch.cat([a, b, a], dim=1), {"a": x(2, 3), "b": x(2, 4)})
+    add("stack", lambda a, b: torch.stack([a, b], dim=0), {"a": x(2, 3), "b": x(2, 3)})
+    # Attention, written as models write it (fused by cleave).
+    def attention(causal):
+        def fn(q, k, v):
+            s = q @ k.transpose(-2, -1) * (q.shape[-1] ** -0.5)
+            if causal:
+                t = q.shape[-2]
+                s = s.masked_fill(torch.tril(torch.ones(t, t)) == 0, float("-inf"))
+            return F.softmax(s, dim=-1) @ v
+        return fn
+    add("attention_causal", attention(True), {"q": x(2, 2, 5, 8), "k": x(2, 2, 5, 8), "v": x(2, 2, 5, 8)})
+    add("attention", attention(False), {"q": x(1, 2, 4, 8), "k": x(1, 2, 6, 8), "v": x(1, 2, 6, 8)})
+    # Losses.
+    labels = torch.randint(0, 5, (6,), generator=gen)
+    labels[2] = -100
+    add("cross_entropy_ignore_index", lambda a, t: F.cross_entropy(a, t), {"a": x(6, 5)}, [labels])
+    add("cross_entropy_sum", lambda a, t: F.cross_entropy(a, t.clamp(min=0), reduction="sum"),
+        {"a": x(6, 5)}, [labels])
+    add("nll_loss", lambda a, t: F.nll_loss(F.log_softmax(a, 1), t.clamp(min=0)), {"a": x(6, 5)}, [labels])
+    add("mse_loss", lambda a, t: F.mse_loss(a, t), {"a": x(3, 4)}, [x(3, 4)])
+    return c
+
+
+def run_case(name, fn, params, inputs, buffers, cleave, work, gen):
+    case_dir = os.path.join(work, name)
+    os.makedirs(case_dir, exist_ok=True)
+    module = Case(fn, params, inputs, buffers, gen)
+    example = tuple(inputs)
+    traced = torch.jit.trace(module, example, check_trace=False)
+    # The names the trace gave forward's arguments (the importer matches them).
+    arg_names = [arg.name for arg in traced.forward.schema.arguments[1:]]
+    meta = {"format": 1, "model": name,
+            "inputs": [{"name": n, "shape": list(t.shape),
+                        "dtype": {torch.float32: "f32", torch.int64: "i64", torch.bool: "i1"}[t.dtype]}
+                       for n, t in zip(arg_names, inputs)]}
+    model_path = os.path.join(case_dir, "model.pt")
+    torch.jit.save(traced, model_path, _extra_files={"cleave.json": json.dumps(meta)})
+    # The reference: autograd on the traced module.
+    traced.zero_grad()
+    loss = traced(*example)
+    loss.backward()
+    expected = {f"grad.{n}": p.grad.detach().clone() for n, p in traced.named_parameters()
+                if p.grad is not None}
+
+    plan = os.path.join(case_dir, "plan")
+    compile_cmd = [cleave, "compile", model_path, "--mode", "train", "--optimizer", "none", "-o", plan]
+    result = subprocess.run(compile_cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        return False, "compile failed: " + result.stderr.strip().splitlines()[-1]
+    inputs_path = os.path.join(case_dir, "inputs.safetensors")
+    outputs_path = os.path.join(case_dir, "outputs.safetensors")
+    save_file(dict(zip(arg_names, inputs)), inputs_path)
+    result = subprocess.run([cleave, "run", plan, "--inputs", inputs_path, "--outputs", outputs_path],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        return False, "run failed: " + result.stderr.strip().splitlines()[-1]
+    actual = load_file(outputs_path)
+    worst, report = 0.0, []
+    missing = sorted(set(expected) - set(actual))
+    if missing:
+        return False, f"no gradient for {', '.join(missing)}"
+    if abs(actual["loss"].item() - loss.item()) > TOL * max(1.0, abs(loss.item())):
+        return False, f"loss {actual['loss'].item():.7g}, torch {loss.item():.7g}"
+    for key, e in expected.items():
+        a = actual[key]
+        if a.shape != e.shape:
+            return False, f"{key}: shape {tuple(a.shape)}, torch {tuple(e.shape)}"
+        scale = max(1.0, e.abs().max().item())
+        err = (a.double() - e.double()).abs().max().item()
+        worst = max(worst, err / scale)
+        if not err <= TOL * scale:
+            report.append(f"{key}: max abs error {err:.3g} > {TOL * scale:.3g}")
+    if report:
+        return False, "; ".join(report)
+    return True, f"{len(expected)} gradients, worst error {worst:.2e} of scale"
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--cleave", required=True)
+    p.add_argument("--work", required=True)
+    p.add_argument("--only")
+    p.add_argument("--list", action="store_true")
+    a = p.parse_args()
+    torch.manual_seed(0)
+    gen = torch.Generator().manual_seed(0)
+    table = cases(gen)
+    if a.list:
+        print("\n".join(table))
+        return
+    selected = a.only.split(",") if a.only else list(table)
+    unknown = [n for n in selected if n not in table]
+    if unknown:
+        sys.exit(f"gradients.py: unknown case(s): {', '.join(unknown)}")
+    failed = 0
+    for name in selected:
+        fn, params, inputs, buffers = table[name]
+        ok, message = run_case(name, fn, params, inputs, buffers, a.cleave, a.work, gen)
+        print(f"{name}: {'ok' if ok else 'FAIL'}: {message}", flush=True)
+        failed += not ok
+    print(f"{len(selected) - failed} of {len(selected)} cases pass")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

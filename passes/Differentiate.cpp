@@ -36,6 +36,46 @@ Value ones(OpBuilder &b, Location loc, RankedTensorType type) {
   return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, FloatAttr::get(element, one)));
 }
 
+/// The gradient of a value from its users' contributions, in the order they
+/// arrived: their sum, or, when they are the gradients of slices that tile
+/// one dim (q, k and v split off one projection), their concatenation: no
+/// zero-filled tensors to add.
+Value combine(OpBuilder &builder, Location loc, ArrayRef<Value> parts) {
+  if (parts.size() == 1)
+    return parts.front();
+  SmallVector<SliceBackwardOp> slices;
+  for (Value part : parts) {
+    auto slice = part.getDefiningOp<SliceBackwardOp>();
+    if (!slice || slice.getStep() != 1 ||
+        (!slices.empty() && slice.getDim() != slices.front().getDim())) {
+      slices.clear();
+      break;
+    }
+    slices.push_back(slice);
+  }
+  if (!slices.empty()) {
+    llvm::sort(slices, [](SliceBackwardOp a, SliceBackwardOp b) { return a.getStart() < b.getStart(); });
+    int64_t dim = static_cast<int64_t>(slices.front().getDim());
+    int64_t size = llvm::cast<RankedTensorType>(parts.front().getType()).getDimSize(dim);
+    uint64_t next = 0;
+    for (SliceBackwardOp slice : slices) {
+      if (slice.getStart() != next)
+        break;
+      next = slice.getEnd();
+    }
+    if (next == static_cast<uint64_t>(size)) {
+      SmallVector<Value> pieces;
+      for (SliceBackwardOp slice : slices)
+        pieces.push_back(slice.getGrad());
+      return builder.create<ConcatOp>(loc, pieces, dim);
+    }
+  }
+  Value sum = parts.front();
+  for (Value part : parts.drop_front())
+    sum = builder.create<AddOp>(loc, sum, part);
+  return sum;
+}
+
 struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -92,15 +132,25 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
 
     OpBuilder builder(ret);
     Operation *lastForward = ret->getPrevNode();
-    llvm::DenseMap<Value, Value> gradients;
-    gradients[loss] = ones(builder, loss.getLoc(), lossType);
+    // Each value's gradient contributions, summed when its definition is
+    // reached: every user comes after it, so all have arrived by then.
+    llvm::DenseMap<Value, SmallVector<Value, 2>> contributions;
+    contributions[loss].push_back(ones(builder, loss.getLoc(), lossType));
+    auto gradientOf = [&](Value value, Location loc) -> Value {
+      auto it = contributions.find(value);
+      if (it == contributions.end())
+        return Value();
+      Value gradient = combine(builder, loc, it->second);
+      contributions.erase(it);
+      return gradient;
+    };
     for (Operation *op : llvm::reverse(forward)) {
       if (isa<ParamOp, StateOp, ConstantOp>(op))
         continue;
       SmallVector<Value> resultGradients;
       bool reached = false;
       for (Value result : op->getResults()) {
-        resultGradients.push_back(gradients.lookup(result));
+        resultGradients.push_back(gradientOf(result, op->getLoc()));
         reached |= static_cast<bool>(resultGradients.back());
       }
       if (!reached ||
@@ -123,11 +173,8 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
               << operand.getType();
           return signalPassFailure();
         }
-        Value &sum = gradients[operand];
-        sum = sum ? builder.create<AddOp>(op->getLoc(), sum, gradient).getResult() : gradient;
+        contributions[operand].push_back(gradient);
       }
-      for (Value result : op->getResults())
-        gradients.erase(result);
     }
 
     // The loss, then one gradient per trainable parameter it depends on.
@@ -135,7 +182,7 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
     SmallVector<Value> results{loss};
     SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};
     for (ParamOp param : trainable) {
-      Value gradient = gradients.lookup(param);
+      Value gradient = gradientOf(param, param.getLoc());
       if (!gradient)
         continue;
       results.push_back(gradient);

@@ -107,3 +107,36 @@ func.func @constant_loss(%x: tensor<4xf32>) -> tensor<f32> {
 func.func @two_results(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   return %x, %x : tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// The gradients of slices that tile a dim (q, k, v of one projection) are
+// concatenated, not added as zero-filled tensors; slices that leave a gap
+// are summed.
+// CHECK-LABEL: func.func @split_qkv
+// CHECK-NOT: cleave.slice_backward
+// CHECK: cleave.concat %{{.*}}, %{{.*}}, %{{.*}} {dim = 1 : i64} : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x12xf32>
+// CHECK-LABEL: func.func @gap
+// CHECK: cleave.slice_backward
+// CHECK: cleave.slice_backward
+// CHECK: cleave.add
+func.func @split_qkv(%x: tensor<2x12xf32>) -> tensor<f32> {
+  %w = cleave.param "w" : tensor<12xf32>
+  %y = cleave.mul %x, %w : tensor<2x12xf32>, tensor<12xf32> -> tensor<2x12xf32>
+  %q = cleave.slice %y {dim = 1 : i64, start = 0 : i64, end = 4 : i64} : tensor<2x12xf32> -> tensor<2x4xf32>
+  %k = cleave.slice %y {dim = 1 : i64, start = 4 : i64, end = 8 : i64} : tensor<2x12xf32> -> tensor<2x4xf32>
+  %v = cleave.slice %y {dim = 1 : i64, start = 8 : i64, end = 12 : i64} : tensor<2x12xf32> -> tensor<2x4xf32>
+  %qk = cleave.mul %q, %k : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %o = cleave.mul %qk, %v : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %l = cleave.reduce_sum %o {dims = array<i64: 0, 1>} : tensor<2x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+func.func @gap(%x: tensor<2x12xf32>) -> tensor<f32> {
+  %w = cleave.param "w" : tensor<12xf32>
+  %y = cleave.mul %x, %w : tensor<2x12xf32>, tensor<12xf32> -> tensor<2x12xf32>
+  %q = cleave.slice %y {dim = 1 : i64, start = 0 : i64, end = 4 : i64} : tensor<2x12xf32> -> tensor<2x4xf32>
+  %k = cleave.slice %y {dim = 1 : i64, start = 8 : i64, end = 12 : i64} : tensor<2x12xf32> -> tensor<2x4xf32>
+  %o = cleave.mul %q, %k : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  %l = cleave.reduce_sum %o {dims = array<i64: 0, 1>} : tensor<2x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

@@ -132,12 +132,36 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
       scale = b.create<MinimumOp>(loc, coefficient, f32Scalar(1.0));
     }
 
-    // step += 1 before the updates read it: the first update is step 1.
+    // Early updates: each one goes right after the later of its gradient's
+    // definition and the parameter's last reader (the return aside).
+    bool early = earlyUpdates && !scale;
+    llvm::DenseMap<Operation *, Operation *> placeAfter; // param -> op
+    Operation *firstPlace = nullptr;
+    if (early) {
+      for (auto [param, gradient] : updates) {
+        Operation *last = gradient.getDefiningOp();
+        for (Operation *user : param->getUsers())
+          if (user != ret && (!last || last->isBeforeInBlock(user)))
+            last = user;
+        if (!last)
+          last = param;
+        placeAfter[param] = last;
+        if (!firstPlace || last->isBeforeInBlock(firstPlace))
+          firstPlace = last;
+      }
+    }
+
+    // step + 1 before the updates read it (the first update is step 1); the
+    // counter itself is written back last, after every reader of the old
+    // value (dropout masks in backward).
     auto stepType = llvm::cast<RankedTensorType>(step.getType());
+    if (early)
+      b.setInsertionPointAfter(firstPlace);
     Value one = b.create<ConstantOp>(
         loc, DenseElementsAttr::get(stepType, IntegerAttr::get(stepType.getElementType(), 1)));
     Value next = b.create<AddOp>(loc, step, one);
-    b.create<AssignOp>(loc, step, next);
+    b.setInsertionPoint(ret);
+    Operation *writeBack = b.create<AssignOp>(loc, step, next);
 
     StringAttr schedule = b.getStringAttr(lrSchedule);
     IntegerAttr warmup = b.getI64IntegerAttr(warmupSteps), decay = b.getI64IntegerAttr(decaySteps);
@@ -145,6 +169,15 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
       auto type = llvm::cast<RankedTensorType>(param.getType());
       std::string name = param.getName().str();
       Location at = NameLoc::get(StringAttr::get(context, "optimizer"), param.getLoc());
+      if (early) {
+        Operation *after = placeAfter[param];
+        // `next` is defined after the first place; a place before it moves down.
+        if (after->isBeforeInBlock(next.getDefiningOp()))
+          after = next.getDefiningOp();
+        b.setInsertionPointAfter(after);
+      } else {
+        b.setInsertionPoint(ret);
+      }
       if (optimizer == "adamw") {
         StateOp expAvg = getOrCreateState(func, "optimizer.exp_avg." + name, type);
         StateOp expAvgSq = getOrCreateState(func, "optimizer.exp_avg_sq." + name, type);
@@ -172,7 +205,10 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     ret->setOperands(kept);
     func.setType(FunctionType::get(context, func.getArgumentTypes(), ValueRange(kept).getTypes()));
     func.setAllResultAttrs(keptAttrs);
-    markPhaseStart(body, lastBackward, kOptimizerPhase);
+    if (early)
+      writeBack->setAttr(kPhaseAttr, StringAttr::get(context, kOptimizerPhase));
+    else
+      markPhaseStart(body, lastBackward, kOptimizerPhase);
   }
 };
 

@@ -58,6 +58,9 @@ struct TrainingOptions {
   double clipGradNorm = 0; ///< 0: no clipping
   std::string lrSchedule = "constant";
   int64_t warmupSteps = 0, decaySteps = 0;
+  /// Update each parameter as soon as its gradient is final (one
+  /// microbatch, no clipping): gradients are never all live at once.
+  bool earlyUpdates = true;
 };
 
 /// Canonicalize and CSE: fold what the importer left.

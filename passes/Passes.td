@@ -325,7 +325,10 @@ def AddOptimizer : Pass<"cleave-add-optimizer", "mlir::func::FuncOp"> {
     returns the loss alone; the first optimizer op carries `cleave.phase =
     "optimizer"`. Defaults are torch's: AdamW lr 1e-3, betas (0.9, 0.999),
     eps 1e-8, weight decay 1e-2; SGD needs `lr` and has momentum 0,
-    dampening 0, weight decay 0.
+    dampening 0, weight decay 0. With `early-updates` (and no clipping,
+    which needs every gradient first) each update is placed right after its
+    gradient is final and the parameter's last backward reader, inside the
+    backward phase; the step counter's write-back stays last.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"", "adamw or sgd">,
@@ -346,6 +349,10 @@ def AddOptimizer : Pass<"cleave-add-optimizer", "mlir::func::FuncOp"> {
            "steps of linear warmup">,
     Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"0",
            "the step where linear or cosine decay reaches zero">,
+    Option<"earlyUpdates", "early-updates", "bool", /*default=*/"false",
+           "update each parameter as soon as its gradient is final, inside the backward "
+           "phase, so that gradients are never all live at once (one microbatch, no "
+           "clipping: the updates are independent of each other)">,
   ];
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }

@@ -58,6 +58,7 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   optimizer.lrSchedule = options.lrSchedule;
   optimizer.warmupSteps = options.warmupSteps;
   optimizer.decaySteps = options.decaySteps;
+  optimizer.earlyUpdates = options.earlyUpdates;
   pm.addNestedPass<func::FuncOp>(createAddOptimizer(optimizer));
 }
 

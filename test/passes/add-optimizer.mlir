@@ -1,5 +1,6 @@
 // RUN: cleave-opt %s -split-input-file -cleave-add-optimizer | FileCheck %s --check-prefix=ADAMW
 // RUN: cleave-opt %s -split-input-file -cleave-add-optimizer="optimizer=sgd lr=0.5 momentum=0.9 nesterov=true clip-grad-norm=1.0" | FileCheck %s --check-prefix=SGD
+// RUN: cleave-opt %s -split-input-file -cleave-add-optimizer="early-updates=true" | FileCheck %s --check-prefix=EARLY
 // RUN: not cleave-opt %s -split-input-file -cleave-add-optimizer="optimizer=sgd" 2>&1 | FileCheck %s --check-prefix=NOLR
 // RUN: not cleave-opt %s -split-input-file -cleave-add-optimizer="lr-schedule=cosine" 2>&1 | FileCheck %s --check-prefix=DECAY
 // RUN: not cleave-opt %s -split-input-file -cleave-add-optimizer="optimizer=sgd lr=1 nesterov=true" 2>&1 | FileCheck %s --check-prefix=NESTEROV
@@ -31,6 +32,16 @@
 // SGD: %[[COEF:.*]] = cleave.div %{{.*}}, %[[DEN]]
 // SGD: %[[SCALE:.*]] = cleave.minimum %[[COEF]]
 // SGD: cleave.sgd %[[W]], %[[G]] momentum_buffer %[[BUF]] step %{{.*}} grad_scale %[[SCALE]] {dampening = 0.000000e+00 : f64, {{.*}}lr = 5.000000e-01 : f64, momentum = 9.000000e-01 : f64, nesterov = true, {{.*}}weight_decay = 0.000000e+00 : f64}
+
+// Early updates: the update follows its gradient at once, inside the
+// backward phase (no optimizer mark on it); the step counter's write-back
+// comes last and starts the optimizer phase.
+// EARLY-LABEL: func.func @step
+// EARLY: %[[G:.*]] = cleave.relu %{{.*}} {cleave.phase = "backward"}
+// EARLY-NEXT: %[[ONE:.*]] = cleave.constant dense<1> : tensor<i64>
+// EARLY-NEXT: %[[NEXT:.*]] = cleave.add
+// EARLY-NEXT: cleave.adamw %{{.*}}, %[[G]], %{{.*}}, %{{.*}}, %[[NEXT]] {
+// EARLY-NEXT: cleave.assign %{{.*}}, %[[NEXT]] {cleave.phase = "optimizer"}
 
 // NOLR: error: cleave-add-optimizer: sgd has no default learning rate (torch.optim.SGD requires lr): give one
 // DECAY: error: cleave-add-optimizer: a cosine schedule needs decay-steps: the step where it reaches 0

@@ -23,6 +23,7 @@ namespace cleave {
 int runImport(int argc, char **argv);
 int runCompile(int argc, char **argv);
 int runRun(int argc, char **argv);
+int runTrain(int argc, char **argv);
 int runPlan(int argc, char **argv);
 int runCost(int argc, char **argv);
 int runProfile(int argc, char **argv, const char *argv0);

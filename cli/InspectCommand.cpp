@@ -73,8 +73,8 @@ struct ProgramFacts {
   std::string name;
   int64_t stage = 0, tp = 0;
   std::vector<int64_t> ranks;
-  int64_t arenaBytes = 0, weightBytes = 0;
-  int64_t total() const { return arenaBytes + weightBytes; }
+  int64_t arenaBytes = 0, weightBytes = 0, stateBytes = 0;
+  int64_t total() const { return arenaBytes + weightBytes + stateBytes; }
 };
 
 /// A tensor one chunk sends another.
@@ -368,7 +368,8 @@ bool gatherFacts(const std::string &dir, Facts &facts, std::string *error) {
                    program.tp,
                    {},
                    static_cast<int64_t>(program.arenaBytes),
-                   static_cast<int64_t>(program.weightBytes)};
+                   static_cast<int64_t>(program.weightBytes),
+                   static_cast<int64_t>(program.stateBytes)};
     for (const rt::DeviceSpec &d : plan.devices)
       if (d.program == name)
         p.ranks.push_back(d.rank);
@@ -460,6 +461,8 @@ std::string predictedText(const Predicted &p) {
          ")" + (p.source == "strategy" ? " [from strategy.json]" : "");
 }
 
+void printTrainingMemory(const Facts &facts, llvm::raw_ostream &os);
+
 void printText(const Facts &facts, llvm::raw_ostream &os) {
   const rt::Plan &plan = facts.plan;
   os << "plan " << facts.dir << ": " << plan.modelSource << ", " << plan.devices.size() << " rank"
@@ -486,7 +489,11 @@ void printText(const Facts &facts, llvm::raw_ostream &os) {
       os << llvm::formatv(" {0,7}", "budget");
     os << " |";
   }
-  os << llvm::formatv(" {0,10} {1,10} {2,10}", "arena", "weights", "allocated");
+  bool training = facts.plan.training.has_value();
+  os << llvm::formatv(" {0,10} {1,10}", "arena", "weights");
+  if (training)
+    os << llvm::formatv(" {0,10}", "state");
+  os << llvm::formatv(" {0,10}", "allocated");
   if (facts.budget)
     os << llvm::formatv(" {0,7}", "budget");
   os << "\n";
@@ -502,16 +509,52 @@ void printText(const Facts &facts, llvm::raw_ostream &os) {
         os << llvm::formatv(" {0,7}", ofBudget(m.at("total")));
       os << " |";
     }
-    os << llvm::formatv(" {0,10} {1,10} {2,10}", formatBytes(p.arenaBytes),
-                        formatBytes(p.weightBytes), formatBytes(p.total()));
+    os << llvm::formatv(" {0,10} {1,10}", formatBytes(p.arenaBytes), formatBytes(p.weightBytes));
+    if (training)
+      os << llvm::formatv(" {0,10}", formatBytes(p.stateBytes));
+    os << llvm::formatv(" {0,10}", formatBytes(p.total()));
     if (facts.budget)
       os << llvm::formatv(" {0,7}", ofBudget(p.total()));
     os << "\n";
   }
+  if (training)
+    printTrainingMemory(facts, os);
   if (facts.predicted)
     os << predictedText(*facts.predicted) << "\n";
   else
     os << "predicted step: not recorded (a single-device plan)\n";
+}
+
+/// A training step's predicted memory by category next to the regions the
+/// plan allocates: the categories add up to the allocation.
+void printTrainingMemory(const Facts &facts, llvm::raw_ostream &os) {
+  const rt::Plan &plan = facts.plan;
+  const rt::TrainingSpec &t = *plan.training;
+  os << "training: loss " << t.loss << ", optimizer " << t.optimizer.kind << ", batch "
+     << t.batchSize << ", " << t.dtype << ", " << t.parameters.size()
+     << " trainable parameters\n";
+  if (plan.predicted.byCategory.empty() || facts.programs.empty())
+    return;
+  const ProgramFacts &p = facts.programs.front();
+  std::map<std::string, int64_t> c(plan.predicted.byCategory.begin(),
+                                   plan.predicted.byCategory.end());
+  int64_t sum = 0;
+  for (const auto &[name, bytes] : c)
+    sum += bytes;
+  os << "predicted memory by category          | allocated\n";
+  auto row = [&](const std::string &left, int64_t a, const std::string &right, int64_t b) {
+    os << llvm::formatv("  {0,-14} {1,10}          | {2,-8} {3,10}\n", left, formatBytes(a),
+                        right, right.empty() ? std::string() : formatBytes(b));
+  };
+  auto get = [&](const char *k) { return c.count(k) ? c.at(k) : 0; };
+  row("parameters", get("parameters"), "weights", p.weightBytes);
+  row("buffers", get("buffers"), "", 0);
+  row("optimizer_state", get("optimizer_state"), "state", p.stateBytes);
+  row("activations", get("activations"), "arena", p.arenaBytes);
+  row("gradients", get("gradients"), "", 0);
+  row("temporaries", get("temporaries"), "", 0);
+  row("arena_unused", get("arena_unused"), "", 0);
+  row("total", sum, "total", p.total());
 }
 
 Json toJson(const Facts &facts) {
@@ -554,6 +597,8 @@ Json toJson(const Facts &facts) {
                     {"arena_bytes", p.arenaBytes},
                     {"weight_bytes", p.weightBytes},
                     {"allocated_bytes", p.total()}};
+    if (facts.plan.training)
+      program["state_bytes"] = p.stateBytes;
     if (facts.hasStrategy)
       program["planned_memory"] = facts.stages[p.stage].plannedMemory;
     if (facts.budget && *facts.budget > 0)
@@ -561,6 +606,21 @@ Json toJson(const Facts &facts) {
     j["programs"].push_back(program);
   }
   j["memory_budget_bytes"] = facts.budget ? Json(*facts.budget) : Json();
+  if (plan.training) {
+    const rt::TrainingSpec &t = *plan.training;
+    Json byCategory = Json::object();
+    for (const auto &[name, bytes] : plan.predicted.byCategory)
+      byCategory[name] = bytes;
+    j["training"] = {{"loss", t.loss},
+                     {"optimizer", t.optimizer.kind},
+                     {"batch_size", t.batchSize},
+                     {"dtype", t.dtype},
+                     {"parameters", t.parameters.size()},
+                     {"predicted_memory_by_category", byCategory},
+                     {"predicted_total_bytes", plan.predicted.totalBytes
+                                                   ? Json(*plan.predicted.totalBytes)
+                                                   : Json()}};
+  }
   if (facts.predicted)
     j["predicted"] = {{"step_seconds", facts.predicted->step},
                       {"compute_seconds", facts.predicted->compute},

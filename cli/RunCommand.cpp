@@ -402,8 +402,14 @@ int runRun(int argc, char **argv) {
   std::vector<double> runSeconds;
   for (int r = 0; r < repeat; ++r) {
     auto runStart = std::chrono::steady_clock::now();
-    if (rt::Status s = executor->run("forward"); !s.ok())
-      return fail(s);
+    // A training plan's step is every phase in order (a plan compiled with
+    // --optimizer none outputs the loss and the gradients).
+    for (size_t p = 0; p < (plan.training ? plan.programForRank(0)->phases.size() : 0); ++p)
+      if (rt::Status s = executor->runPhase(p); !s.ok())
+        return fail(s);
+    if (!plan.training)
+      if (rt::Status s = executor->run("forward"); !s.ok())
+        return fail(s);
     runSeconds.push_back(secondsSince(runStart));
   }
 

@@ -23,6 +23,7 @@ commands:
   import    import a TorchScript model into cleave IR, or summarize it
   compile   compile a TorchScript model into a plan directory
   run       run a plan on inputs from a safetensors file
+  train     train a plan compiled with --mode train on a data file
   verify    check that a plan's ranks compose: sends, collectives, weight shards
   inspect   describe a plan: stages, memory, predicted time; graph, trace, diff
   bench     time a plan against LibTorch eager on the same model and inputs
@@ -51,6 +52,8 @@ int main(int argc, char **argv) {
     return runCompile(argc - 2, argv + 2);
   if (command == "run")
     return runRun(argc - 2, argv + 2);
+  if (command == "train")
+    return runTrain(argc - 2, argv + 2);
   if (command == "verify")
     return runVerify(argc - 2, argv + 2);
   if (command == "inspect")

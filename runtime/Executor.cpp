@@ -47,6 +47,12 @@ Status Executor::create(const ProgramSpec &program, Backend &backend,
 
   CLEAVE_RETURN_IF_ERROR(backend.allocate(program.arenaBytes, &executor->arena_));
   CLEAVE_RETURN_IF_ERROR(backend.allocate(program.weights.dataBytes, &executor->weights_));
+  if (program.stateBytes > 0) {
+    // Optimizer moments and the step counter start at zero.
+    CLEAVE_RETURN_IF_ERROR(backend.allocate(program.stateBytes, &executor->state_));
+    std::vector<char> zeros(program.stateBytes, 0);
+    CLEAVE_RETURN_IF_ERROR(backend.copyToDevice(executor->state_, zeros.data(), zeros.size()));
+  }
   if (program.weights.dataBytes > 0) {
     // Weights are read on the host, then copied (a no-op move on CPU).
     if (backend.sharesHostMemory()) {
@@ -78,12 +84,16 @@ Executor::~Executor() {
     backend_.deallocate(arena_);
   if (weights_)
     backend_.deallocate(weights_);
+  if (state_)
+    backend_.deallocate(state_);
 }
 
 void *Executor::bufferData(int64_t id) const {
   const BufferSpec &buffer = program_.buffers[id];
   if (buffer.arenaOffset)
     return static_cast<char *>(arena_) + *buffer.arenaOffset;
+  if (buffer.stateOffset)
+    return static_cast<char *>(state_) + *buffer.stateOffset;
   const SafetensorsEntry *entry = program_.weights.find(*buffer.weight);
   return static_cast<char *>(weights_) + entry->begin;
 }
@@ -211,6 +221,66 @@ Status Executor::runPhase(size_t index) {
     }
   }
   return backend_.synchronize();
+}
+
+} // namespace cleave::runtime
+
+namespace cleave::runtime {
+
+Status Executor::persistent(bool state, const std::string &name, size_t bytes, void **ptr) const {
+  const char *what = state ? "state" : "weight";
+  size_t size = 0;
+  if (state) {
+    const BufferSpec *found = nullptr;
+    for (const BufferSpec &b : program_.buffers)
+      if (b.state && *b.state == name)
+        found = &b;
+    if (!found)
+      return CLEAVE_ERROR(program_.file, ": no state '", name, "'");
+    *ptr = static_cast<char *>(state_) + *found->stateOffset;
+    size = found->desc.bytes();
+  } else {
+    const SafetensorsEntry *entry = program_.weights.find(name);
+    if (!entry)
+      return CLEAVE_ERROR(program_.weightsFile, ": no weight '", name, "'");
+    *ptr = static_cast<char *>(weights_) + entry->begin;
+    size = entry->desc.bytes();
+  }
+  if (size != bytes)
+    return CLEAVE_ERROR(what, " '", name, "' has ", size, " bytes, not ", bytes);
+  return {};
+}
+
+Status Executor::readWeight(const std::string &name, void *data, size_t bytes) const {
+  void *ptr = nullptr;
+  CLEAVE_RETURN_IF_ERROR(persistent(false, name, bytes, &ptr));
+  return backend_.copyToHost(data, ptr, bytes);
+}
+
+Status Executor::writeWeight(const std::string &name, const void *data, size_t bytes) {
+  void *ptr = nullptr;
+  CLEAVE_RETURN_IF_ERROR(persistent(false, name, bytes, &ptr));
+  return backend_.copyToDevice(ptr, data, bytes);
+}
+
+Status Executor::readState(const std::string &name, void *data, size_t bytes) const {
+  void *ptr = nullptr;
+  CLEAVE_RETURN_IF_ERROR(persistent(true, name, bytes, &ptr));
+  return backend_.copyToHost(data, ptr, bytes);
+}
+
+Status Executor::writeState(const std::string &name, const void *data, size_t bytes) {
+  void *ptr = nullptr;
+  CLEAVE_RETURN_IF_ERROR(persistent(true, name, bytes, &ptr));
+  return backend_.copyToDevice(ptr, data, bytes);
+}
+
+Status Executor::readStateRegion(void *data) const {
+  return program_.stateBytes ? backend_.copyToHost(data, state_, program_.stateBytes) : Status();
+}
+
+Status Executor::writeStateRegion(const void *data) {
+  return program_.stateBytes ? backend_.copyToDevice(state_, data, program_.stateBytes) : Status();
 }
 
 } // namespace cleave::runtime

@@ -2,7 +2,8 @@
 //
 // Creating an executor validates every instruction against the backend's
 // kernel contracts, then allocates exactly the plan's predicted memory (one
-// arena plus the weights) and reads the weights. Nothing runs unless all of
+// arena, the weights and, for a training plan, the zeroed state region) and
+// reads the weights. Nothing runs unless all of
 // that succeeded.
 //
 //===----------------------------------------------------------------------===//
@@ -45,8 +46,21 @@ public:
   /// Writes every output, named as bound, to `path` (atomically).
   Status writeOutputs(const std::string &path) const;
 
-  /// Bytes this executor allocated on the device (arena plus weights).
-  size_t allocatedBytes() const { return program_.arenaBytes + program_.weights.dataBytes; }
+  /// Bytes this executor allocated on the device (arena, weights, state).
+  size_t allocatedBytes() const {
+    return program_.arenaBytes + program_.weights.dataBytes + program_.stateBytes;
+  }
+
+  /// The persistent tensors of a training program: a weight by its name in
+  /// the weights file, a state by its name. Copies between the device and
+  /// host memory of exactly the tensor's size (checkpoints, saved weights).
+  Status readWeight(const std::string &name, void *data, size_t bytes) const;
+  Status writeWeight(const std::string &name, const void *data, size_t bytes);
+  Status readState(const std::string &name, void *data, size_t bytes) const;
+  Status writeState(const std::string &name, const void *data, size_t bytes);
+  /// The whole state region (its layout is the program's), for checkpoints.
+  Status readStateRegion(void *data) const;
+  Status writeStateRegion(const void *data);
   const ProgramSpec &program() const { return program_; }
 
   /// Wall time of each instruction of the last run (of the phase it ran),
@@ -68,11 +82,13 @@ private:
                 size_t bytes);
   Status copyOut(const std::vector<Binding> &bindings, const std::string &name, void *data,
                  size_t bytes) const;
+  Status persistent(bool state, const std::string &name, size_t bytes, void **ptr) const;
 
   const ProgramSpec &program_;
   Backend &backend_;
   void *arena_ = nullptr;
   void *weights_ = nullptr;
+  void *state_ = nullptr;
   std::vector<std::pair<std::string, std::vector<Prepared>>> phases_;
   bool profiling_ = false;
   std::vector<double> seconds_;

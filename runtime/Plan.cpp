@@ -143,15 +143,21 @@ Status readJson(const std::string &dir, const std::string &file, Json *out) {
   return {};
 }
 
-Status checkVersion(const Node &top, const std::string &format, int64_t *version) {
+/// The file's format and version: 1 (inference) or 2 (training); a program
+/// has its manifest's version (`expected`, when given).
+Status checkVersion(const Node &top, const std::string &format, int64_t *version,
+                    std::optional<int64_t> expected = std::nullopt) {
   std::string actual;
   CLEAVE_RETURN_IF_ERROR(getString(top, "format", &actual));
   if (actual != format)
     return CLEAVE_ERROR(top.file, ": format is '", actual, "', expected '", format, "'");
   CLEAVE_RETURN_IF_ERROR(getInt(top, "version", version));
-  if (*version != kPlanFormatVersion)
+  if (*version != kPlanFormatVersion && *version != kTrainingPlanFormatVersion)
     return CLEAVE_ERROR(top.file, ": unsupported plan format version ", *version,
-                        " (this runtime reads version ", kPlanFormatVersion, ")");
+                        " (this runtime reads versions ", kPlanFormatVersion, " and ",
+                        kTrainingPlanFormatVersion, ")");
+  if (expected && *version != *expected)
+    return CLEAVE_ERROR(top.file, ": version ", *version, ", the manifest's is ", *expected);
   return {};
 }
 
@@ -208,7 +214,11 @@ Status parseAttributes(const Node &node, Attributes *attrs) {
   return {};
 }
 
-Status parseBuffers(const Node &top, ProgramSpec *program) {
+bool overlaps(size_t aBegin, size_t aBytes, size_t bBegin, size_t bBytes) {
+  return aBytes && bBytes && aBegin < bBegin + bBytes && bBegin < aBegin + aBytes;
+}
+
+Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
   std::optional<Node> list;
   CLEAVE_RETURN_IF_ERROR(getArray(top, "buffers", &list));
   for (size_t i = 0; i < list->json.size(); ++i) {
@@ -221,10 +231,46 @@ Status parseBuffers(const Node &top, ProgramSpec *program) {
     CLEAVE_RETURN_IF_ERROR(getTensorDesc(item, &buffer.desc));
     bool inArena = item.json.contains("arena_offset");
     bool isWeight = item.json.contains("weight");
-    if (inArena == isWeight)
-      return CLEAVE_ERROR(item.where(), ": needs exactly one of 'arena_offset' and 'weight'");
+    bool isState = item.json.contains("state");
+    bool training = plan.version >= kTrainingPlanFormatVersion;
+    if (int(inArena) + int(isWeight) + int(isState) != 1)
+      return CLEAVE_ERROR(item.where(), training
+                                            ? ": needs exactly one of 'arena_offset', 'weight' "
+                                              "and 'state'"
+                                            : ": needs exactly one of 'arena_offset' and 'weight'");
+    if (isState && !training)
+      return CLEAVE_ERROR(item.where(), ": state buffers need plan format version ",
+                          kTrainingPlanFormatVersion);
     std::string label = "buffer " + std::to_string(buffer.id) + " (" + buffer.name + ")";
-    if (inArena) {
+    if (isState) {
+      std::string state;
+      int64_t offset = 0;
+      CLEAVE_RETURN_IF_ERROR(getString(item, "state", &state));
+      CLEAVE_RETURN_IF_ERROR(getInt(item, "state_offset", &offset));
+      if (static_cast<size_t>(offset) + buffer.desc.bytes() > program->stateBytes)
+        return CLEAVE_ERROR(program->file, ": ", label, " spans state bytes [", offset, ", ",
+                            offset + buffer.desc.bytes(), "), past the state region's ",
+                            program->stateBytes, " bytes");
+      if (offset % std::max<size_t>(1, dtypeBytes(buffer.desc.dtype)) != 0)
+        return CLEAVE_ERROR(program->file, ": ", label, ": state_offset ", offset,
+                            " is not aligned to its element size");
+      // Several buffers may view one state; distinct states never overlap.
+      for (const BufferSpec &other : program->buffers) {
+        if (!other.state)
+          continue;
+        bool same = *other.state == state;
+        if (same && (*other.stateOffset != static_cast<size_t>(offset) ||
+                     other.desc.bytes() != buffer.desc.bytes() ||
+                     other.desc.dtype != buffer.desc.dtype))
+          return CLEAVE_ERROR(program->file, ": ", label, " views state '", state,
+                              "' unlike buffer ", other.id, " (offset, size or dtype differ)");
+        if (!same && overlaps(*other.stateOffset, other.desc.bytes(), offset, buffer.desc.bytes()))
+          return CLEAVE_ERROR(program->file, ": ", label, ": state '", state,
+                              "' overlaps state '", *other.state, "' (buffer ", other.id, ")");
+      }
+      buffer.state = state;
+      buffer.stateOffset = static_cast<size_t>(offset);
+    } else if (inArena) {
       int64_t offset = 0;
       CLEAVE_RETURN_IF_ERROR(getInt(item, "arena_offset", &offset));
       if (static_cast<size_t>(offset) + buffer.desc.bytes() > program->arenaBytes)
@@ -268,10 +314,6 @@ Status bufferId(const ProgramSpec &program, const Node &node, int64_t *id) {
     return CLEAVE_ERROR(node.where(), ": missing buffer ", *id, " (the program has ",
                         program.buffers.size(), ")");
   return {};
-}
-
-bool overlaps(size_t aBegin, size_t aBytes, size_t bBegin, size_t bBytes) {
-  return aBytes && bBytes && aBegin < bBegin + bBytes && bBegin < aBegin + aBytes;
 }
 
 bool isCollective(const std::string &kernel) {
@@ -337,7 +379,9 @@ Status parseInstruction(const Plan &plan, const ProgramSpec &program, const Node
     int64_t id;
     CLEAVE_RETURN_IF_ERROR(bufferId(program, outputs->element(i), &id));
     const BufferSpec &out = program.buffers[id];
-    if (!out.arenaOffset)
+    // Version 2 instructions may update weights and states in place; the
+    // kernel's contract says which outputs it updates.
+    if (!out.arenaOffset && plan.version < kTrainingPlanFormatVersion)
       return CLEAVE_ERROR(label, ": writes to weight buffer ", id, " (", out.name, ")");
     inst->outputs.push_back(id);
   }
@@ -359,6 +403,8 @@ Status parseInstruction(const Plan &plan, const ProgramSpec &program, const Node
   // (reshape alone may write over its own input: it is a view).
   for (int64_t o : inst->outputs) {
     const BufferSpec &out = program.buffers[o];
+    if (out.persistent())
+      continue; // an in-place update: not in the arena
     if (overlaps(*out.arenaOffset, out.desc.bytes(), inst->scratchOffset, inst->scratchBytes))
       return CLEAVE_ERROR(label, ": output buffer ", o, " overlaps the scratch");
     if (inst->kernel == "reshape")
@@ -558,7 +604,7 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
   CLEAVE_RETURN_IF_ERROR(readJson(plan.dir, program->file, &json));
   Node top{json, program->file, ""};
   int64_t version = 0;
-  CLEAVE_RETURN_IF_ERROR(checkVersion(top, "cleave-program", &version));
+  CLEAVE_RETURN_IF_ERROR(checkVersion(top, "cleave-program", &version, plan.version));
   std::string declared;
   CLEAVE_RETURN_IF_ERROR(getString(top, "name", &declared));
   if (declared != name)
@@ -568,6 +614,15 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
   int64_t arenaBytes = 0;
   CLEAVE_RETURN_IF_ERROR(getInt(top, "arena_bytes", &arenaBytes));
   program->arenaBytes = static_cast<size_t>(arenaBytes);
+  if (plan.version >= kTrainingPlanFormatVersion) {
+    int64_t stateBytes = 0, predictedState = 0;
+    CLEAVE_RETURN_IF_ERROR(getInt(top, "state_bytes", &stateBytes));
+    CLEAVE_RETURN_IF_ERROR(getInt(entry, "state_bytes", &predictedState));
+    if (predictedState != stateBytes)
+      return CLEAVE_ERROR("manifest.json: program '", name, "' predicts a state region of ",
+                          predictedState, " bytes, ", program->file, " declares ", stateBytes);
+    program->stateBytes = static_cast<size_t>(stateBytes);
+  }
 
   // The manifest's predicted memory must be what this program allocates.
   int64_t predictedArena = 0, predictedWeights = 0;
@@ -584,7 +639,7 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
                         program->weights.dataBytes);
   program->weightBytes = static_cast<size_t>(predictedWeights);
 
-  CLEAVE_RETURN_IF_ERROR(parseBuffers(top, program));
+  CLEAVE_RETURN_IF_ERROR(parseBuffers(plan, top, program));
   CLEAVE_RETURN_IF_ERROR(parsePhases(plan, top, program));
   for (const char *key : {"inputs", "outputs"}) {
     bool isInputs = key == std::string("inputs");
@@ -813,12 +868,165 @@ Status parsePredicted(const Node &top, PredictedCost *predicted) {
     CLEAVE_RETURN_IF_ERROR(getObject(*node, "memory_bytes", &memory));
     for (auto [key, out] : {std::pair{"arena", &predicted->arenaBytes},
                             {"weights", &predicted->weightBytes},
+                            {"state", &predicted->stateBytes},
                             {"total", &predicted->totalBytes}})
       if (has(*memory, key)) {
         int64_t bytes = 0;
         CLEAVE_RETURN_IF_ERROR(getInt(*memory, key, &bytes));
         *out = bytes;
       }
+    if (has(*memory, "by_category")) {
+      std::optional<Node> categories;
+      CLEAVE_RETURN_IF_ERROR(getObject(*memory, "by_category", &categories));
+      for (auto it = categories->json.begin(); it != categories->json.end(); ++it) {
+        int64_t bytes = 0;
+        CLEAVE_RETURN_IF_ERROR(getInt(*categories, it.key(), &bytes));
+        predicted->byCategory.emplace_back(it.key(), bytes);
+      }
+    }
+  }
+  return {};
+}
+
+/// Reads a number (or null, when `nullable`) that may be negative.
+Status getNumber(const Node &node, const std::string &key, double *out) {
+  Node child = node.child(key);
+  if (!child.json.is_number())
+    return CLEAVE_ERROR(child.where(), ": expected a number");
+  *out = child.json.get<double>();
+  return {};
+}
+
+/// manifest.json `training` (version 2): what `cleave train` needs beyond
+/// the programs. Names are checked against the program by checkTraining.
+Status parseTraining(const Node &top, Plan *plan) {
+  std::optional<Node> node;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "training", &node));
+  TrainingSpec training;
+  CLEAVE_RETURN_IF_ERROR(getString(*node, "loss", &training.loss));
+  if (training.loss != "model" && training.loss != "cross_entropy" && training.loss != "mse")
+    return CLEAVE_ERROR(node->child("loss").where(), ": unknown loss '", training.loss,
+                        "' (expected model, cross_entropy or mse)");
+  if (has(*node, "labels") && !node->json["labels"].is_null())
+    CLEAVE_RETURN_IF_ERROR(getString(*node, "labels", &training.labels));
+  if (training.labels.empty() != (training.loss == "model"))
+    return CLEAVE_ERROR(node->child("labels").where(), ": loss '", training.loss, "' ",
+                        training.loss == "model" ? "reads no labels" : "needs a labels input");
+  CLEAVE_RETURN_IF_ERROR(getInt(*node, "batch_size", &training.batchSize, 1));
+  CLEAVE_RETURN_IF_ERROR(getString(*node, "dtype", &training.dtype));
+  if (training.dtype != "f32" && training.dtype != "bf16")
+    return CLEAVE_ERROR(node->child("dtype").where(), ": unknown dtype '", training.dtype,
+                        "' (expected f32 or bf16)");
+  CLEAVE_RETURN_IF_ERROR(getInt(*node, "seed", &training.seed));
+
+  std::optional<Node> opt;
+  CLEAVE_RETURN_IF_ERROR(getObject(*node, "optimizer", &opt));
+  OptimizerSpec &o = training.optimizer;
+  CLEAVE_RETURN_IF_ERROR(getString(*opt, "kind", &o.kind));
+  if (o.kind != "adamw" && o.kind != "sgd" && o.kind != "none")
+    return CLEAVE_ERROR(opt->child("kind").where(), ": unknown optimizer '", o.kind,
+                        "' (expected adamw, sgd or none)");
+  if (o.kind != "none") {
+    CLEAVE_RETURN_IF_ERROR(getDouble(*opt, "lr", &o.lr));
+    CLEAVE_RETURN_IF_ERROR(getDouble(*opt, "weight_decay", &o.weightDecay));
+    if (o.kind == "adamw") {
+      std::optional<Node> betas;
+      CLEAVE_RETURN_IF_ERROR(getArray(*opt, "betas", &betas));
+      if (betas->json.size() != 2 || !betas->json[0].is_number() || !betas->json[1].is_number())
+        return CLEAVE_ERROR(betas->where(), ": expected two numbers");
+      o.beta1 = betas->json[0].get<double>();
+      o.beta2 = betas->json[1].get<double>();
+      CLEAVE_RETURN_IF_ERROR(getDouble(*opt, "eps", &o.eps));
+    } else {
+      CLEAVE_RETURN_IF_ERROR(getDouble(*opt, "momentum", &o.momentum));
+      CLEAVE_RETURN_IF_ERROR(getDouble(*opt, "dampening", &o.dampening));
+      if (!opt->child("nesterov").json.is_boolean())
+        return CLEAVE_ERROR(opt->child("nesterov").where(), ": expected true or false");
+      o.nesterov = opt->json["nesterov"].get<bool>();
+    }
+    if (has(*opt, "clip_grad_norm") && !opt->json["clip_grad_norm"].is_null()) {
+      double clip = 0;
+      CLEAVE_RETURN_IF_ERROR(getDouble(*opt, "clip_grad_norm", &clip));
+      o.clipGradNorm = clip;
+    }
+    CLEAVE_RETURN_IF_ERROR(getString(*opt, "lr_schedule", &o.lrSchedule));
+    if (o.lrSchedule != "constant" && o.lrSchedule != "cosine" && o.lrSchedule != "linear")
+      return CLEAVE_ERROR(opt->child("lr_schedule").where(), ": unknown schedule '",
+                          o.lrSchedule, "' (expected constant, cosine or linear)");
+    CLEAVE_RETURN_IF_ERROR(getInt(*opt, "warmup_steps", &o.warmupSteps));
+    CLEAVE_RETURN_IF_ERROR(getInt(*opt, "decay_steps", &o.decaySteps));
+  }
+
+  std::optional<Node> params;
+  CLEAVE_RETURN_IF_ERROR(getArray(*node, "parameters", &params));
+  for (size_t i = 0; i < params->json.size(); ++i) {
+    if (!params->json[i].is_string())
+      return CLEAVE_ERROR(params->element(i).where(), ": expected a weight name");
+    training.parameters.push_back(params->json[i].get<std::string>());
+  }
+  std::optional<Node> stateDict;
+  CLEAVE_RETURN_IF_ERROR(getArray(*node, "state_dict", &stateDict));
+  std::set<std::string> names;
+  for (size_t i = 0; i < stateDict->json.size(); ++i) {
+    Node item = stateDict->element(i);
+    StateDictEntry entry;
+    CLEAVE_RETURN_IF_ERROR(getString(item, "name", &entry.name));
+    if (!names.insert(entry.name).second)
+      return CLEAVE_ERROR(item.where(), ": duplicate state_dict entry '", entry.name, "'");
+    if (has(item, "tensor") == has(item, "file"))
+      return CLEAVE_ERROR(item.where(), ": needs exactly one of 'tensor' and 'file'");
+    if (has(item, "tensor"))
+      CLEAVE_RETURN_IF_ERROR(getString(item, "tensor", &entry.tensor));
+    else {
+      CLEAVE_RETURN_IF_ERROR(getString(item, "file", &entry.file));
+      if (entry.file.empty() || entry.file.front() == '/' ||
+          entry.file.find("..") != std::string::npos)
+        return CLEAVE_ERROR(item.child("file").where(), ": '", entry.file,
+                            "' must be a path inside the plan");
+    }
+    training.stateDict.push_back(std::move(entry));
+  }
+  plan->training = std::move(training);
+  return {};
+}
+
+/// The training section against the loaded program: inputs hold the batch
+/// in dim 0, the labels are an input, parameters and state_dict tensors are
+/// weights the program holds, extra tensors are in their files.
+Status checkTraining(const Plan &plan) {
+  const TrainingSpec &training = *plan.training;
+  for (const TensorSpec &input : plan.inputs)
+    if (input.desc.rank() == 0 || input.desc.shape[0] != training.batchSize)
+      return CLEAVE_ERROR("manifest.json: input '", input.name, "' is ",
+                          describe(input.desc.shape, input.desc.dtype),
+                          ": training inputs hold the step's ", training.batchSize,
+                          " samples in dim 0");
+  if (!training.labels.empty() && !findTensor(plan.inputs, training.labels))
+    return CLEAVE_ERROR("manifest.json: training.labels '", training.labels,
+                        "' is not an input of the plan");
+  const ProgramSpec &program = plan.programs.begin()->second;
+  if (!plan.hasWeights)
+    return {};
+  for (const std::string &name : training.parameters)
+    if (!program.weights.find(name))
+      return CLEAVE_ERROR("manifest.json: training.parameters: '", name, "' is not a weight in ",
+                          program.weightsFile);
+  std::map<std::string, SafetensorsIndex> extras;
+  for (const StateDictEntry &entry : training.stateDict) {
+    if (!entry.tensor.empty()) {
+      if (!program.weights.find(entry.tensor))
+        return CLEAVE_ERROR("manifest.json: training.state_dict: '", entry.name, "' names '",
+                            entry.tensor, "', which is not a weight in ", program.weightsFile);
+      continue;
+    }
+    auto it = extras.find(entry.file);
+    if (it == extras.end()) {
+      SafetensorsIndex index;
+      CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(plan.dir + "/" + entry.file, &index));
+      it = extras.emplace(entry.file, std::move(index)).first;
+    }
+    if (!it->second.find(entry.name))
+      return CLEAVE_ERROR(entry.file, ": missing state_dict tensor '", entry.name, "'");
   }
   return {};
 }
@@ -880,6 +1088,13 @@ const Phase *ProgramSpec::findPhase(const std::string &name, int64_t chunk) cons
     if (p.name == name && p.chunk == chunk)
       return &p;
   return nullptr;
+}
+
+int64_t ProgramSpec::phaseIndex(const std::string &name) const {
+  for (size_t i = 0; i < phases.size(); ++i)
+    if (phases[i].name == name)
+      return static_cast<int64_t>(i);
+  return -1;
 }
 
 const ProgramSpec *Plan::programForRank(int64_t rank) const {
@@ -945,9 +1160,17 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
   CLEAVE_RETURN_IF_ERROR(getObject(top, "schedule", &schedule));
   CLEAVE_RETURN_IF_ERROR(getString(*schedule, "kind", &plan.schedule));
   if (plan.schedule != "forward" && plan.schedule != "gpipe" && plan.schedule != "1f1b" &&
-      plan.schedule != "interleaved")
+      plan.schedule != "interleaved" && plan.schedule != "train")
     return CLEAVE_ERROR("manifest.json: schedule.kind: unknown schedule '", plan.schedule,
-                        "' (expected forward, gpipe, 1f1b or interleaved)");
+                        "' (expected forward, gpipe, 1f1b, interleaved or train)");
+  bool training = plan.schedule == "train";
+  if (training != (plan.version >= kTrainingPlanFormatVersion))
+    return CLEAVE_ERROR("manifest.json: schedule.kind '", plan.schedule, "' in a version ",
+                        plan.version, " plan (training plans, and only they, are version ",
+                        kTrainingPlanFormatVersion, ")");
+  if (training && (plan.pp != 1 || plan.tp != 1 || plan.dp != 1))
+    return CLEAVE_ERROR("manifest.json: schedule.kind 'train' runs on one device; the mesh is pp ",
+                        plan.pp, " tp ", plan.tp, " dp ", plan.dp);
   CLEAVE_RETURN_IF_ERROR(getInt(*schedule, "microbatches", &plan.microbatches, 1));
   CLEAVE_RETURN_IF_ERROR(getOptionalInt(*schedule, "virtual_stages", 1, &plan.virtualStages, 1));
   if (plan.virtualStages > 1 && plan.schedule != "interleaved")
@@ -959,6 +1182,8 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
   CLEAVE_RETURN_IF_ERROR(parseScheduleStages(*schedule, &plan));
   CLEAVE_RETURN_IF_ERROR(parseParameters(top, &plan));
   CLEAVE_RETURN_IF_ERROR(parsePredicted(top, &plan.predicted));
+  if (training)
+    CLEAVE_RETURN_IF_ERROR(parseTraining(top, &plan));
 
   std::optional<Node> programs;
   CLEAVE_RETURN_IF_ERROR(getObject(top, "programs", &programs));
@@ -990,6 +1215,13 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
     CLEAVE_RETURN_IF_ERROR(parseGroups(*groups, "pipeline", plan, &plan.groups.pipeline));
   } else {
     plan.groups = {meshGroups(plan, "tp"), meshGroups(plan, "dp"), meshGroups(plan, "pipeline")};
+  }
+  if (training && !onlyRank) {
+    CLEAVE_RETURN_IF_ERROR(checkTraining(plan));
+    // A training step runs every phase of its program, in order.
+    plan.stageSlots[0].clear();
+    for (const Phase &phase : plan.programs.begin()->second.phases)
+      plan.stageSlots[0].push_back({phase.name, phase.chunk, 0});
   }
   CLEAVE_RETURN_IF_ERROR(checkScheduleAgainstPrograms(plan));
 

@@ -28,7 +28,10 @@
 
 namespace cleave::runtime {
 
+/// Inference plans; training plans are version 2 (state, in-place updates,
+/// backward and optimizer phases). This runtime reads both.
 constexpr int kPlanFormatVersion = 1;
+constexpr int kTrainingPlanFormatVersion = 2;
 
 /// A tensor of a program: a region of the arena, or a weight (possibly seen
 /// with another shape of the same size).
@@ -42,6 +45,13 @@ struct BufferSpec {
   std::optional<size_t> arenaOffset;
   /// Set for weight buffers: the tensor's name in the weights file.
   std::optional<std::string> weight;
+  /// Set for state buffers (version 2): the state's name and its byte offset
+  /// in the program's state region (optimizer moments, the step counter).
+  std::optional<std::string> state;
+  std::optional<size_t> stateOffset;
+
+  /// Weights and states outlive a step; arena buffers do not.
+  bool persistent() const { return !arenaOffset; }
 };
 
 struct InstructionSpec {
@@ -86,6 +96,8 @@ struct ProgramSpec {
   /// The (stage, tp index) the program runs; 0 and 0 on one device.
   int64_t stage = 0, tp = 0;
   size_t arenaBytes = 0;
+  /// The state region (version 2): zeroed when the program is loaded.
+  size_t stateBytes = 0;
   /// The weights file's data bytes, or the manifest's weight_bytes when the
   /// plan has no weights.
   size_t weightBytes = 0;
@@ -102,8 +114,10 @@ struct ProgramSpec {
   /// The first phase of that name (single-device programs have one).
   const Phase *findPhase(const std::string &name) const;
   const Phase *findPhase(const std::string &name, int64_t chunk) const;
-  /// Bytes the runtime allocates for this program: arena plus weights.
-  size_t predictedBytes() const { return arenaBytes + weightBytes; }
+  /// Bytes the runtime allocates for this program: arena, weights, state.
+  size_t predictedBytes() const { return arenaBytes + weightBytes + stateBytes; }
+  /// The index of the first phase named `name`, or -1.
+  int64_t phaseIndex(const std::string &name) const;
 };
 
 struct TensorSpec {
@@ -129,6 +143,45 @@ struct PredictedCost {
   std::optional<int64_t> memoryBudgetBytes;
   /// The largest program's arena, weights and their sum.
   std::optional<int64_t> arenaBytes, weightBytes, totalBytes;
+  /// Training plans: the state region, and the total by category
+  /// (parameters, buffers, optimizer_state, activations, gradients,
+  /// temporaries, arena_unused), by name.
+  std::optional<int64_t> stateBytes;
+  std::vector<std::pair<std::string, int64_t>> byCategory;
+};
+
+/// One entry of the model's state_dict: the weight that holds it, or the
+/// extra file that keeps a tensor the program never reads.
+struct StateDictEntry {
+  std::string name;
+  std::string tensor; // a weight of the program
+  std::string file;   // or a safetensors file in the plan, holding `name`
+};
+
+/// The optimizer as the update instructions hold it (manifest.json
+/// training.optimizer), for reports and checkpoints.
+struct OptimizerSpec {
+  std::string kind = "none"; // adamw, sgd or none
+  double lr = 0, weightDecay = 0, beta1 = 0, beta2 = 0, eps = 0;
+  double momentum = 0, dampening = 0;
+  bool nesterov = false;
+  std::optional<double> clipGradNorm;
+  std::string lrSchedule = "constant";
+  int64_t warmupSteps = 0, decaySteps = 0;
+};
+
+/// manifest.json `training` (version 2).
+struct TrainingSpec {
+  std::string loss;
+  /// The input the appended loss reads its targets from; empty with
+  /// --loss model.
+  std::string labels;
+  int64_t batchSize = 0;
+  std::string dtype = "f32";
+  int64_t seed = 0;
+  OptimizerSpec optimizer;
+  std::vector<std::string> parameters;
+  std::vector<StateDictEntry> stateDict;
 };
 
 /// One rank: where it sits in the mesh and the program it runs.
@@ -172,6 +225,8 @@ struct Plan {
   std::map<std::string, TensorDesc> parameters;
   std::map<std::string, ProgramSpec> programs;
   PredictedCost predicted;
+  /// Set for training plans (schedule kind "train").
+  std::optional<TrainingSpec> training;
 
   const ProgramSpec *programForRank(int64_t rank) const;
   /// Model chunks: pp per virtual stage.

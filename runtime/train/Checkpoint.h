@@ -1,0 +1,56 @@
+//===- Checkpoint.h - Saving and resuming a training run ------------------===//
+//
+// A checkpoint directory DIR holds one subdirectory per saved step,
+// ckpt-<step>/, and a file `latest` naming the newest. Each ckpt-<step>/ has
+//   weights.safetensors   every weight of the program (parameters, buffers)
+//   state.safetensors     every state: optimizer moments, the step counter
+//   checkpoint.json       the step, the seed (the dropout generator is a
+//                         function of seed and step, so this is its whole
+//                         state), the data position and shuffle seed, what
+//                         the plan and data were, and each file's size and
+//                         FNV-1a 64 checksum.
+// A checkpoint is written into a temporary directory, synced, and renamed
+// into place; only then does `latest` (itself replaced atomically) name it.
+// A crash at any point leaves the previous checkpoint and `latest` intact.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Plan.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cleave::runtime {
+
+class Executor;
+
+struct CheckpointInfo {
+  /// Steps completed.
+  int64_t step = 0;
+  int64_t seed = 0;
+  std::optional<uint64_t> shuffleSeed;
+  /// The data file's sample count and size (resuming on other data would
+  /// not continue the same run).
+  int64_t dataSamples = 0;
+  uint64_t dataBytes = 0;
+};
+
+/// Writes ckpt-<info.step>/ under `root` (created if missing) and points
+/// `latest` at it. `*path` gets the checkpoint's directory.
+Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor &executor,
+                      const CheckpointInfo &info, std::string *path);
+
+/// Reads the checkpoint `path` names: a checkpoint directory itself, or a
+/// root whose `latest` names one. Every file is checked (checksums, the
+/// plan's weights and states by name, shape and dtype) before anything is
+/// written into the executor.
+Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &executor,
+                      CheckpointInfo *info, std::string *resolved = nullptr);
+
+/// FNV-1a 64 of a file's bytes.
+Status fileChecksum(const std::string &path, uint64_t *checksum, uint64_t *bytes);
+
+} // namespace cleave::runtime

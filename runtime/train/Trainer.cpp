@@ -1,0 +1,244 @@
+#include "runtime/train/Trainer.h"
+
+#include "runtime/AtomicFile.h"
+#include "runtime/BFloat16.h"
+#include "runtime/Executor.h"
+#include "runtime/Safetensors.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/TrainingData.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+namespace cleave::runtime {
+namespace {
+
+using Json = nlohmann::json;
+
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// A log written beside its final path and renamed there on success.
+class StepLog {
+public:
+  Status open(const std::string &path) {
+    if (path.empty())
+      return {};
+    path_ = path;
+    temp_ = path + ".tmp-" + std::to_string(::getpid());
+    out_.open(temp_, std::ios::trunc);
+    if (!out_)
+      return CLEAVE_ERROR(path, ": cannot write the log: ", std::strerror(errno));
+    return {};
+  }
+  void write(const StepRecord &r) {
+    if (!out_.is_open())
+      return;
+    Json line{{"step", r.step}, {"loss", r.loss}, {"seconds", r.seconds},
+              {"samples_per_second", r.samplesPerSecond}};
+    out_ << line.dump() << "\n";
+  }
+  Status commit() {
+    if (!out_.is_open())
+      return {};
+    out_.close();
+    if (!out_ || std::rename(temp_.c_str(), path_.c_str()) != 0)
+      return CLEAVE_ERROR(path_, ": cannot write the log: ", std::strerror(errno));
+    temp_.clear();
+    return {};
+  }
+  ~StepLog() {
+    if (!temp_.empty())
+      std::remove(temp_.c_str());
+  }
+
+private:
+  std::string path_, temp_;
+  std::ofstream out_;
+};
+
+const Binding *findOutput(const ProgramSpec &program, const std::string &name) {
+  for (const Binding &b : program.outputs)
+    if (b.name == name)
+      return &b;
+  return nullptr;
+}
+
+} // namespace
+
+Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path) {
+  const ProgramSpec &program = executor.program();
+  std::vector<std::vector<char>> data;
+  std::vector<SafetensorsTensor> tensors;
+  data.reserve(plan.training->stateDict.size());
+  std::map<std::string, SafetensorsIndex> extras;
+  for (const StateDictEntry &entry : plan.training->stateDict) {
+    TensorDesc desc;
+    std::vector<char> bytes;
+    if (!entry.tensor.empty()) {
+      const SafetensorsEntry *weight = program.weights.find(entry.tensor);
+      desc = weight->desc;
+      bytes.resize(desc.bytes());
+      CLEAVE_RETURN_IF_ERROR(executor.readWeight(entry.tensor, bytes.data(), bytes.size()));
+    } else {
+      auto it = extras.find(entry.file);
+      if (it == extras.end()) {
+        SafetensorsIndex index;
+        CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(plan.dir + "/" + entry.file, &index));
+        it = extras.emplace(entry.file, std::move(index)).first;
+      }
+      const SafetensorsEntry *extra = it->second.find(entry.name);
+      desc = extra->desc;
+      bytes.resize(desc.bytes());
+      CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(it->second, *extra, bytes.data()));
+    }
+    // Floating tensors go out in f32, whatever the plan computes in.
+    if (desc.dtype == DType::BF16) {
+      std::vector<char> wide(desc.numel() * sizeof(float));
+      bf16ToFloat(reinterpret_cast<const uint16_t *>(bytes.data()),
+                  reinterpret_cast<float *>(wide.data()), desc.numel());
+      bytes.swap(wide);
+      desc.dtype = DType::F32;
+    }
+    data.push_back(std::move(bytes));
+    tensors.push_back({entry.name, desc, data.back().data()});
+  }
+  return writeSafetensors(path, tensors, {{"format", "pt"}});
+}
+
+Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
+             TrainReport *report, const std::function<void(const StepRecord &)> &onStep) {
+  if (!plan.training)
+    return CLEAVE_ERROR(plan.dir, ": not a training plan (compile it with --mode train)");
+  if (!plan.hasWeights)
+    return planWithoutWeights(plan.dir, plan.modelSource);
+  const TrainingSpec &training = *plan.training;
+  auto loadStart = std::chrono::steady_clock::now();
+
+  // Everything that can be checked is checked before the first step.
+  TrainingData data;
+  CLEAVE_RETURN_IF_ERROR(TrainingData::load(options.dataPath, plan, &data));
+  const ProgramSpec &program = plan.programs.begin()->second;
+  const Binding *loss = findOutput(program, "loss");
+  if (!loss || program.buffers[loss->buffer].desc.dtype != DType::F32 ||
+      program.buffers[loss->buffer].desc.numel() != 1)
+    return CLEAVE_ERROR(program.file, ": a training program outputs 'loss', one f32 value");
+  std::unique_ptr<Executor> executor;
+  CLEAVE_RETURN_IF_ERROR(Executor::create(program, backend, &executor));
+  report->allocatedBytes = executor->allocatedBytes();
+  report->predictedBytes = program.predictedBytes();
+  report->workspaceBytes = backend.workspaceBytes();
+
+  int64_t done = 0;
+  if (!options.resumePath.empty()) {
+    CheckpointInfo info;
+    CLEAVE_RETURN_IF_ERROR(
+        loadCheckpoint(options.resumePath, plan, *executor, &info, &report->resumedFrom));
+    if (info.dataSamples != data.samples() || info.dataBytes != data.fileBytes())
+      return CLEAVE_ERROR(report->resumedFrom, ": was trained on data of ", info.dataSamples,
+                          " samples (", info.dataBytes, " bytes), ", options.dataPath, " has ",
+                          data.samples(), " (", data.fileBytes(),
+                          " bytes): resuming needs the same data");
+    if (info.shuffleSeed != options.shuffleSeed)
+      return CLEAVE_ERROR(report->resumedFrom, ": was trained ",
+                          info.shuffleSeed ? "with --shuffle " + std::to_string(*info.shuffleSeed)
+                                           : std::string("without --shuffle"),
+                          "; resume with the same");
+    done = info.step;
+  }
+  if (done > options.steps)
+    return CLEAVE_ERROR(report->resumedFrom, ": already at step ", done, ", past --steps ",
+                        options.steps, " (--steps counts all steps, the checkpoint's included)");
+  StepLog log;
+  CLEAVE_RETURN_IF_ERROR(log.open(options.logPath));
+  report->loadSeconds = since(loadStart);
+  report->firstStep = done + 1;
+
+  std::vector<size_t> phases(program.phases.size());
+  for (size_t i = 0; i < phases.size(); ++i)
+    phases[i] = i;
+  for (int64_t step = done + 1; step <= options.steps; ++step) {
+    auto start = std::chrono::steady_clock::now();
+    CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor)
+                               .prepend("step " + std::to_string(step)));
+    for (size_t index : phases)
+      CLEAVE_RETURN_IF_ERROR(executor->runPhase(index).prepend("step " + std::to_string(step)));
+    float value = 0;
+    CLEAVE_RETURN_IF_ERROR(executor->getOutput("loss", &value, sizeof(value)));
+    StepRecord record;
+    record.step = step;
+    record.loss = value;
+    record.seconds = since(start);
+    record.samplesPerSecond = record.seconds > 0 ? training.batchSize / record.seconds : 0;
+    report->steps.push_back(record);
+    log.write(record);
+    if (onStep)
+      onStep(record);
+    bool last = step == options.steps;
+    if (!options.checkpointDir.empty() &&
+        ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) || last)) {
+      CheckpointInfo info;
+      info.step = step;
+      info.seed = training.seed;
+      info.shuffleSeed = options.shuffleSeed;
+      info.dataSamples = data.samples();
+      info.dataBytes = data.fileBytes();
+      std::string written;
+      CLEAVE_RETURN_IF_ERROR(
+          saveCheckpoint(options.checkpointDir, plan, *executor, info, &written));
+      report->checkpoints.push_back(written);
+    }
+  }
+  if (!options.saveWeightsPath.empty())
+    CLEAVE_RETURN_IF_ERROR(saveStateDict(plan, *executor, options.saveWeightsPath));
+  return log.commit();
+}
+
+std::string trainReportJson(const Plan &plan, const TrainOptions &options,
+                            const TrainReport &report) {
+  Json steps = Json::array();
+  double total = 0;
+  for (const StepRecord &r : report.steps) {
+    steps.push_back(Json{{"step", r.step}, {"loss", r.loss}, {"seconds", r.seconds}});
+    total += r.seconds;
+  }
+  // The first step warms caches; the mean leaves it out when there are more.
+  double steady = 0;
+  if (report.steps.size() > 1)
+    steady = (total - report.steps.front().seconds) / (report.steps.size() - 1);
+  else if (!report.steps.empty())
+    steady = total;
+  Json memory{{"allocated", report.allocatedBytes},
+              {"predicted", report.predictedBytes},
+              {"backend_workspace", report.workspaceBytes}};
+  if (plan.predicted.totalBytes)
+    memory["predicted_total"] = *plan.predicted.totalBytes;
+  Json byCategory = Json::object();
+  for (const auto &[name, bytes] : plan.predicted.byCategory)
+    byCategory[name] = bytes;
+  memory["predicted_by_category"] = byCategory;
+  Json json{{"plan", plan.dir},
+            {"data", options.dataPath},
+            {"batch_size", plan.training ? plan.training->batchSize : 0},
+            {"first_step", report.firstStep},
+            {"steps", steps},
+            {"mean_step_seconds", steady},
+            {"load_seconds", report.loadSeconds},
+            {"memory_bytes", memory},
+            {"checkpoints", report.checkpoints},
+            {"resumed_from", report.resumedFrom.empty() ? Json(nullptr)
+                                                        : Json(report.resumedFrom)}};
+  return json.dump(1) + "\n";
+}
+
+} // namespace cleave::runtime

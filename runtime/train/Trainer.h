@@ -1,0 +1,73 @@
+//===- Trainer.h - Runs a training plan for a number of steps -------------===//
+//
+// `cleave train` is a thin shell around this: load the data, create the
+// executor (which allocates the whole step's memory once), optionally resume
+// from a checkpoint, then per step set the batch, run every phase of the
+// program in order (forward, backward, optimizer) and read the loss. Nothing
+// is allocated per step. Outputs (the loss log, the saved weights) appear
+// complete on success and not at all on failure; checkpoints written before
+// a failure stay, each complete.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Backend.h"
+#include "runtime/Plan.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::runtime {
+
+class Executor;
+
+struct TrainOptions {
+  std::string dataPath;
+  /// Train until this many steps are done in all (a resumed run counts the
+  /// checkpoint's).
+  int64_t steps = 0;
+  std::string logPath;         // one JSON object per step; empty: none
+  std::string saveWeightsPath; // the model's state_dict; empty: none
+  std::string checkpointDir;   // empty: no checkpoints
+  int64_t checkpointEvery = 0; // steps between checkpoints (0: only at the end)
+  std::string resumePath;      // a checkpoint, or a directory whose `latest` names one
+  std::optional<uint64_t> shuffleSeed;
+};
+
+struct StepRecord {
+  int64_t step = 0; // from 1
+  double loss = 0;
+  double seconds = 0;
+  double samplesPerSecond = 0;
+};
+
+struct TrainReport {
+  int64_t firstStep = 0; // the first step this run took (1 unless resumed)
+  std::vector<StepRecord> steps;
+  std::vector<std::string> checkpoints;
+  std::string resumedFrom;
+  /// What the executor allocated, and what the plan predicted.
+  size_t allocatedBytes = 0, predictedBytes = 0;
+  size_t workspaceBytes = 0;
+  double loadSeconds = 0;
+};
+
+/// Trains `plan` on `backend`. `onStep` sees every step as it completes
+/// (for progress output).
+Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
+             TrainReport *report, const std::function<void(const StepRecord &)> &onStep = {});
+
+/// Writes the model's state_dict (manifest training.state_dict, in order)
+/// from the executor's weights: floating tensors as f32, integers as they
+/// are, standard safetensors that PyTorch's load_state_dict takes.
+Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path);
+
+/// The report as JSON (for --report and tests).
+std::string trainReportJson(const Plan &plan, const TrainOptions &options,
+                            const TrainReport &report);
+
+} // namespace cleave::runtime

@@ -1,0 +1,56 @@
+//===- TrainingData.h - The samples a training run reads ------------------===//
+//
+// A data file is safetensors with one tensor per plan input, dim 0 indexing
+// the samples and the other dims those of one sample. Step s (from 0) takes
+// samples [s*B, (s+1)*B) modulo the sample count, B being the plan's batch;
+// with a shuffle seed each pass over the data (epoch) takes them in an order
+// drawn from that seed and the epoch, so any step's batch is known from its
+// number alone: resuming needs no more than the step.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/Plan.h"
+#include "runtime/Status.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cleave::runtime {
+
+class Executor;
+
+class TrainingData {
+public:
+  /// Reads `path` and checks it against the plan's inputs: every input
+  /// present with its dtype and per-sample shape, nothing else, the same
+  /// number of samples in each, at least one batch of them.
+  static Status load(const std::string &path, const Plan &plan, TrainingData *out);
+
+  int64_t samples() const { return samples_; }
+  const std::string &path() const { return path_; }
+  /// The file's size, to recognize the same data on resume.
+  uint64_t fileBytes() const { return fileBytes_; }
+
+  /// The sample indices of step `step` (from 0).
+  std::vector<int64_t> batchIndices(int64_t step, std::optional<uint64_t> shuffleSeed) const;
+  /// Copies step `step`'s batch into the executor's inputs.
+  Status setBatch(int64_t step, std::optional<uint64_t> shuffleSeed, Executor &executor) const;
+
+private:
+  struct Column {
+    std::string name;
+    size_t sampleBytes = 0;
+    std::vector<char> data;
+  };
+  std::string path_;
+  uint64_t fileBytes_ = 0;
+  int64_t samples_ = 0, batch_ = 0;
+  std::vector<Column> columns_;
+  mutable int64_t permutationEpoch_ = -1;
+  mutable std::vector<int64_t> permutation_;
+};
+
+} // namespace cleave::runtime

@@ -41,5 +41,10 @@ void registerPoolingKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
 /// attention (fused, causal or not).
 void registerAttentionKernels(KernelTable &table);
+/// Training, family A: assign dropout_train batch_norm_train
+/// update_running_stats batch_norm_backward nll_loss nll_loss_backward
+/// softmax_backward log_softmax_backward layer_norm_backward gelu_backward
+/// silu_backward adamw sgd.
+void registerTrainingKernels(KernelTable &table);
 
 } // namespace cleave::runtime::cpu

@@ -41,5 +41,10 @@ void registerPoolingKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
 /// attention (fused, causal or not).
 void registerAttentionKernels(KernelTable &table);
+/// The gradients of the contractions, poolings, attention, embedding and
+/// slice: linear_backward_weight conv2d_backward_input conv2d_backward_weight
+/// max_pool2d_backward avg_pool2d_backward adaptive_avg_pool2d_backward
+/// attention_backward embedding_backward slice_backward.
+void registerTrainingContractionKernels(KernelTable &table);
 
 } // namespace cleave::runtime::cpu

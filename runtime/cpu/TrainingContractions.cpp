@@ -429,6 +429,31 @@ Status parseWindowBackward(const KernelSignature &sig, bool hasDilation, Window 
   return {};
 }
 
+/// One kernel tap over a run of n outputs: where src[i * stride] beats the
+/// output's maximum (or is NaN, as PyTorch's `val > max || isnan(val)`),
+/// it becomes the maximum and its index first + i * stride the argmax.
+/// Branch-free, so it vectorizes along the outputs.
+CLEAVE_CLONES void argmaxInto(float *__restrict best, int32_t *__restrict index,
+                              const float *__restrict src, int64_t n, int64_t stride,
+                              int32_t first) {
+  const int32_t step = static_cast<int32_t>(stride);
+  if (stride == 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = src[i];
+      const bool take = (v > best[i]) | (v != v);
+      best[i] = take ? v : best[i];
+      index[i] = take ? first + static_cast<int32_t>(i) : index[i];
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = src[i * stride];
+      const bool take = (v > best[i]) | (v != v);
+      best[i] = take ? v : best[i];
+      index[i] = take ? first + static_cast<int32_t>(i) * step : index[i];
+    }
+  }
+}
+
 Status buildMaxPoolBackward(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
@@ -440,45 +465,68 @@ Status buildMaxPoolBackward(const KernelSignature &sig, KernelFn *fn) {
                         " must be the input's shape ", describe(x.shape, x.dtype));
   Window g;
   CLEAVE_RETURN_IF_ERROR(parseWindowBackward(sig, /*hasDilation=*/true, &g));
-  *fn = [g](const KernelCall &call) -> Status {
+  if (g.h * g.w > std::numeric_limits<int32_t>::max())
+    return CLEAVE_ERROR(sig.kernel, ": planes of more than 2^31 elements are not supported: ",
+                        describe(x.shape, x.dtype));
+  // For each kernel column kx, the output columns whose tap lies inside the
+  // input: [oxBegin[kx], oxEnd[kx]); and each output column's first
+  // in-bounds input column (PyTorch's argmax when every value is -inf).
+  std::vector<int64_t> oxBegin(g.kw), oxEnd(g.kw), firstColumn(g.ow);
+  for (int64_t kx = 0; kx < g.kw; ++kx) {
+    const int64_t off = kx * g.dw - g.pw;
+    int64_t b = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
+    int64_t e = g.w - off <= 0 ? 0 : (g.w - off + g.sw - 1) / g.sw;
+    oxBegin[kx] = std::min(b, g.ow);
+    oxEnd[kx] = std::clamp(e, oxBegin[kx], g.ow);
+  }
+  for (int64_t ox = 0; ox < g.ow; ++ox) {
+    int64_t x0 = ox * g.sw - g.pw;
+    while (x0 < 0)
+      x0 += g.dw;
+    firstColumn[ox] = x0;
+  }
+  *fn = [g, oxBegin, oxEnd, firstColumn](const KernelCall &call) -> Status {
     const float *grad = static_cast<const float *>(call.inputs[0]);
     const float *x = static_cast<const float *>(call.inputs[1]);
     float *dx = static_cast<float *>(call.outputs[0]);
     const int64_t hw = g.h * g.w, ohw = g.oh * g.ow;
     parallelRange(g.planes, ohw * g.kh * g.kw + hw, [&](int64_t b, int64_t e) {
+      std::vector<float> best(g.ow);
+      std::vector<int32_t> index(g.ow);
       for (int64_t p = b; p < e; ++p) {
         const float *plane = x + p * hw;
         const float *gp = grad + p * ohw;
         float *dp = dx + p * hw;
         std::memset(dp, 0, sizeof(float) * hw);
+        // Row by row: the taps in PyTorch's scan order (ky, then kx), each
+        // over the run of outputs it lies under.
         for (int64_t oy = 0; oy < g.oh; ++oy) {
-          // PyTorch's window: [y0, y1) stepping by dilation, its start moved
-          // inside the input.
-          int64_t y0 = oy * g.sh - g.ph;
-          const int64_t y1 = std::min(y0 + (g.kh - 1) * g.dh + 1, g.h);
-          while (y0 < 0)
-            y0 += g.dh;
+          const int64_t y0 = oy * g.sh - g.ph;
+          int64_t kyBegin = y0 >= 0 ? 0 : (-y0 + g.dh - 1) / g.dh;
+          int64_t kyEnd = y0 >= g.h ? 0 : (g.h - 1 - y0) / g.dh + 1;
+          kyBegin = std::min(kyBegin, g.kh);
+          kyEnd = std::clamp(kyEnd, kyBegin, g.kh);
+          if (kyBegin == kyEnd)
+            continue; // no window row inside the input (cannot happen with PyTorch's sizes)
+          const int64_t firstRow = y0 + kyBegin * g.dh;
           for (int64_t ox = 0; ox < g.ow; ++ox) {
-            int64_t x0 = ox * g.sw - g.pw;
-            const int64_t x1 = std::min(x0 + (g.kw - 1) * g.dw + 1, g.w);
-            while (x0 < 0)
-              x0 += g.dw;
-            // The first maximum in scan order; a NaN replaces the maximum
-            // (the last NaN wins, as PyTorch's `val > max || isnan(val)`);
-            // the first in-bounds element when all are -inf.
-            int64_t best = y0 * g.w + x0;
-            float maxValue = -std::numeric_limits<float>::infinity();
-            for (int64_t iy = y0; iy < y1; iy += g.dh)
-              for (int64_t ix = x0; ix < x1; ix += g.dw) {
-                const float v = plane[iy * g.w + ix];
-                if (v > maxValue || std::isnan(v)) {
-                  maxValue = v;
-                  best = iy * g.w + ix;
-                }
-              }
-            if (y0 < y1 && x0 < x1)
-              dp[best] += gp[oy * g.ow + ox];
+            best[ox] = -std::numeric_limits<float>::infinity();
+            index[ox] = static_cast<int32_t>(firstRow * g.w + firstColumn[ox]);
           }
+          for (int64_t ky = kyBegin; ky < kyEnd; ++ky) {
+            const int64_t iy = y0 + ky * g.dh;
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int64_t b0 = oxBegin[kx], n = oxEnd[kx] - b0;
+              if (n <= 0)
+                continue;
+              const int64_t col = b0 * g.sw + kx * g.dw - g.pw;
+              argmaxInto(best.data() + b0, index.data() + b0, plane + iy * g.w + col, n, g.sw,
+                         static_cast<int32_t>(iy * g.w + col));
+            }
+          }
+          const float *go = gp + oy * g.ow;
+          for (int64_t ox = 0; ox < g.ow; ++ox)
+            dp[index[ox]] += go[ox];
         }
       }
     });

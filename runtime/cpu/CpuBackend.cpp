@@ -23,6 +23,7 @@ const cpu::KernelTable &kernelTable() {
     cpu::registerDataMovementKernels(t);
     cpu::registerAttentionKernels(t);
     cpu::registerTrainingKernels(t);
+    cpu::registerTrainingContractionKernels(t);
     return t;
   }();
   return table;

@@ -315,18 +315,26 @@ const std::vector<std::string> kAllKernels = {
     "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
     "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "conv2d", "max_pool2d",
     "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
-    "concat", "attention",
-    // Training, family A.
+    "concat", "attention"};
+
+/// The training kernels (runtime/cpu/Training.cpp and
+/// TrainingContractions.cpp): CPU only for now.
+const std::vector<std::string> kTrainingContractionKernels = {
     "assign", "dropout_train", "batch_norm_train", "update_running_stats",
     "batch_norm_backward", "nll_loss", "nll_loss_backward", "softmax_backward",
     "log_softmax_backward", "layer_norm_backward", "gelu_backward", "silu_backward", "adamw",
-    "sgd"};
+    "sgd", "linear_backward_weight", "conv2d_backward_input", "conv2d_backward_weight",
+    "max_pool2d_backward", "avg_pool2d_backward", "adaptive_avg_pool2d_backward",
+    "attention_backward", "embedding_backward", "slice_backward"};
 
 TEST_P(KernelTest, HasEveryKernelOfTheDialect) {
   std::set<std::string> names;
   for (const std::string &n : backend->kernelNames())
     names.insert(n);
-  EXPECT_EQ(names, std::set<std::string>(kAllKernels.begin(), kAllKernels.end()));
+  std::set<std::string> expected(kAllKernels.begin(), kAllKernels.end());
+  if (GetParam() == "cpu")
+    expected.insert(kTrainingContractionKernels.begin(), kTrainingContractionKernels.end());
+  EXPECT_EQ(names, expected);
   for (const std::string &n : kAllKernels)
     EXPECT_TRUE(backend->hasKernel(n)) << n;
   EXPECT_FALSE(backend->hasKernel("param"));
@@ -2666,6 +2674,624 @@ TEST_P(KernelTest, SgdFollowsTorchSingleTensor) {
   expectError(sigN("sgd", {p, s}, {p}, attrs({{"lr", F(0.1)}, {"momentum", F(0)}})),
               {"sgd", "missing attribute"});
 }
+// Training kernels of the contractions, poolings, attention, embedding and
+// slice: each against a naive reference in doubles (the adjoint of the
+// forward written as loops), plus load-time rejections.
+//===----------------------------------------------------------------------===//
+
+class TrainingKernelTest : public KernelTest {
+protected:
+  void SetUp() override {
+    KernelTest::SetUp();
+    if (IsSkipped())
+      return;
+    for (const std::string &kernel : kTrainingContractionKernels)
+      if (!backend->hasKernel(kernel))
+        GTEST_SKIP() << "backend '" << GetParam() << "' has no '" << kernel << "' yet";
+  }
+
+  /// Runs `s` (any number of outputs) on copies of `inputs`; the outputs
+  /// start as garbage, and so does the scratch.
+  Status runAll(const KernelSignature &s, const std::vector<const HostTensor *> &inputs,
+                std::vector<HostTensor> *outs) {
+    KernelFn fn;
+    CLEAVE_RETURN_IF_ERROR(prepare(s, &fn));
+    KernelCall call;
+    std::vector<void *> owned;
+    auto body = [&]() -> Status {
+      auto alloc = [&](size_t bytes, unsigned char fill, const void *src, void **p) -> Status {
+        CLEAVE_RETURN_IF_ERROR(backend->allocate(bytes, p));
+        owned.push_back(*p);
+        std::vector<unsigned char> junk(bytes, fill);
+        return backend->copyToDevice(*p, src ? src : junk.data(), bytes);
+      };
+      for (const HostTensor *in : inputs) {
+        void *p = nullptr;
+        if (in)
+          CLEAVE_RETURN_IF_ERROR(alloc(in->bytes.size(), 0, in->bytes.data(), &p));
+        call.inputs.push_back(p);
+      }
+      outs->clear();
+      for (const TensorDesc &d : s.outputs) {
+        outs->emplace_back(d.dtype, d.shape);
+        void *p = nullptr;
+        CLEAVE_RETURN_IF_ERROR(alloc(outs->back().bytes.size(), 0xA5, nullptr, &p));
+        call.outputs.push_back(p);
+      }
+      if (s.scratchBytes)
+        CLEAVE_RETURN_IF_ERROR(alloc(s.scratchBytes, 0x5A, nullptr, &call.scratch));
+      CLEAVE_RETURN_IF_ERROR(fn(call));
+      CLEAVE_RETURN_IF_ERROR(backend->synchronize());
+      for (size_t i = 0; i < outs->size(); ++i)
+        CLEAVE_RETURN_IF_ERROR(backend->copyToHost((*outs)[i].bytes.data(), call.outputs[i],
+                                                   (*outs)[i].bytes.size()));
+      return {};
+    };
+    Status status = body();
+    for (void *p : owned)
+      backend->deallocate(p);
+    return status;
+  }
+};
+
+TEST_P(TrainingKernelTest, BuildersRejectMalformedSignatures) {
+  for (const std::string &kernel : kTrainingContractionKernels) {
+    expectError(sig(kernel, {}, D(f32, {2})), {kernel + ":"});
+    KernelSignature noOutput = sig(kernel, {D(f32, {2, 2})}, D(f32, {2, 2}));
+    noOutput.outputs.clear();
+    expectError(noOutput, {kernel + ":"});
+    expectError(sig(kernel, std::vector<std::optional<TensorDesc>>(6), D(f32, {2})), {kernel + ":"});
+  }
+}
+
+TEST_P(TrainingKernelTest, LinearBackwardWeightIsOneGemm) {
+  for (Shape lead : {Shape{7}, Shape{2, 3}, Shape{1}, Shape{0}, Shape{3, 5, 2}}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 3}, {17, 33}, {1, 1}}) {
+      Shape gs = lead, xs = lead;
+      gs.push_back(n);
+      xs.push_back(k);
+      HostTensor g = random(gs), x = random(xs), dw;
+      ASSERT_OK(run("linear_backward_weight", {&g, &x}, D(f32, {n, k}), &dw));
+      const int64_t m = numElements(lead);
+      std::vector<double> want(n * k, 0.0);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < k; ++j)
+            want[i * k + j] += g.at(r * n + i) * x.at(r * k + j);
+      expectClose(dw, want, 1e-4, 1e-4, "linear_backward_weight " + describe(gs, f32));
+    }
+  }
+  expectError(sig("linear_backward_weight", {D(f32, {4, 5}), D(f32, {3, 6})}, D(f32, {5, 6})),
+              {"linear_backward_weight", "grad 4x5xf32", "input 3x6xf32", "leading dims"});
+  expectError(sig("linear_backward_weight", {D(f32, {4, 5}), D(f32, {4, 6})}, D(f32, {6, 5})),
+              {"linear_backward_weight", "output is 6x5xf32", "expected 5x6xf32"});
+  expectError(sig("linear_backward_weight", {D(i64, {4, 5}), D(i64, {4, 6})}, D(i64, {5, 6})),
+              {"linear_backward_weight", "grad", "i64"});
+  expectError(sig("linear_backward_weight", {D(f32, {4, 5}), D(i32, {4, 6})}, D(f32, {5, 6})),
+              {"linear_backward_weight", "different element types"});
+  expectError(sig("linear_backward_weight", {D(f32, {4, 5}), std::nullopt}, D(f32, {5, 6})),
+              {"linear_backward_weight", "input 1 (input) is missing"});
+}
+
+const std::vector<ConvCase> kConvBackwardCases = {
+    {{2, 4, 9, 11}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false},
+    {{1, 3, 16, 15}, {5, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, false},
+    {{2, 4, 10, 10}, {6, 2, 3, 3}, {1, 2}, {0, 1}, {1, 1}, 2, false}, // groups
+    {{1, 2, 12, 13}, {3, 2, 3, 2}, {1, 1}, {2, 1}, {2, 3}, 1, false}, // dilation
+    {{2, 8, 7, 6}, {5, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, false},   // direct GEMM
+    {{2, 8, 7, 6}, {4, 8, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, false},   // strided 1x1
+    {{1, 6, 8, 8}, {6, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, false},   // depthwise
+    {{2, 4, 5, 5}, {4, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 2, false},   // grouped direct
+    {{1, 2, 4, 4}, {3, 2, 3, 3}, {3, 3}, {2, 2}, {1, 1}, 1, false},   // padding > stride
+    {{1, 2, 11, 9}, {4, 1, 3, 2}, {2, 3}, {1, 0}, {2, 1}, 2, false},  // everything, odd
+    {{3, 32, 14, 14}, {64, 32, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, false}, // threaded
+};
+
+/// For each (n, f, oy, ox, c, ky, kx) of a conv2d, fn(x index, w index, y index).
+template <typename Fn> void forEachConvTap(const ConvCase &c, const Fn &fn) {
+  const int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3];
+  const int64_t f = c.w[0], cg = c.w[1], kh = c.w[2], kw = c.w[3];
+  const int64_t oh = convOut(h, kh, c.stride[0], c.padding[0], c.dilation[0]);
+  const int64_t ow = convOut(wd, kw, c.stride[1], c.padding[1], c.dilation[1]);
+  const int64_t fg = f / c.groups;
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t of = 0; of < f; ++of)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const int64_t g = of / fg;
+          for (int64_t ic = 0; ic < cg; ++ic)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+                int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
+                  continue;
+                fn(((in * cin + g * cg + ic) * h + iy) * wd + ix,
+                   ((of * cg + ic) * kh + ky) * kw + kx, ((in * f + of) * oh + oy) * ow + ox);
+              }
+        }
+}
+
+TEST_P(TrainingKernelTest, Conv2dBackwardMatchesTheAdjoint) {
+  for (const ConvCase &c : kConvBackwardCases) {
+    const int64_t oh = convOut(c.x[2], c.w[2], c.stride[0], c.padding[0], c.dilation[0]);
+    const int64_t ow = convOut(c.x[3], c.w[3], c.stride[1], c.padding[1], c.dilation[1]);
+    Shape out = {c.x[0], c.w[0], oh, ow};
+    HostTensor x = random(c.x), w = random(c.w), g = random(out), dx, dw;
+    Attributes a = attrs({{"stride", L(c.stride)}, {"padding", L(c.padding)},
+                          {"dilation", L(c.dilation)}, {"groups", I(c.groups)}});
+    size_t inScratch = conv2dBackwardInputScratchBytes(c.x, c.w, out, c.groups, c.stride,
+                                                       c.padding, c.dilation, f32);
+    size_t wScratch = conv2dBackwardWeightScratchBytes(c.x, c.w, out, c.groups, c.stride,
+                                                       c.padding, c.dilation, f32);
+    ASSERT_OK(run("conv2d_backward_input", {&g, &w}, D(f32, c.x), &dx, a, inScratch));
+    ASSERT_OK(run("conv2d_backward_weight", {&g, &x}, D(f32, c.w), &dw, a, wScratch));
+    std::vector<double> wantDx(numElements(c.x), 0.0), wantDw(numElements(c.w), 0.0);
+    forEachConvTap(c, [&](int64_t xi, int64_t wi, int64_t yi) {
+      wantDx[xi] += g.at(yi) * w.at(wi);
+      wantDw[wi] += g.at(yi) * x.at(xi);
+    });
+    const std::string what = describe(c.x, f32) + " * " + describe(c.w, f32) + " stride " +
+                             std::to_string(c.stride[0]) + "," + std::to_string(c.stride[1]) +
+                             " groups " + std::to_string(c.groups);
+    expectClose(dx, wantDx, 1e-4, 1e-4, "conv2d_backward_input " + what);
+    expectClose(dw, wantDw, 1e-3, 1e-4, "conv2d_backward_weight " + what);
+  }
+}
+
+TEST_P(TrainingKernelTest, Conv2dBackwardValidation) {
+  Attributes a = attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                        {"groups", I(1)}});
+  const size_t scratch = 1 << 20;
+  // grad [1, 4, 6, 6], weight [4, 3, 3, 3], input [1, 3, 8, 8].
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 5, 6}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}), a, scratch),
+              {"conv2d_backward_input", "grad 1x4x5x6xf32", "expected 1x4x6x6xf32"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
+                  D(f32, {4, 2, 3, 3}), a, scratch),
+              {"conv2d_backward_weight", "needs 2 input channels per group", "has 3"});
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 6, 6}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}), a, 100),
+              {"conv2d_backward_input", "needs 3888 bytes of scratch", "reserves 100"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
+                  D(f32, {4, 3, 3, 3}), a, 100),
+              {"conv2d_backward_weight", "needs 3888 bytes of scratch", "reserves 100"});
+  expectError(sig("conv2d_backward_input", {D(f32, {4, 6, 6}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}), a, scratch),
+              {"conv2d_backward_input", "grad must be 4-D"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {3, 8, 8})},
+                  D(f32, {4, 3, 3, 3}), a, scratch),
+              {"conv2d_backward_weight", "input must be 4-D"});
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 6, 6}), D(i64, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}), a, scratch),
+              {"conv2d_backward_input", "weight", "different element types"});
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 6, 6}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"groups", I(1)}}),
+                  scratch),
+              {"conv2d_backward_input", "missing attribute 'dilation'"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
+                  D(f32, {4, 3, 3, 3}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(2)}}),
+                  scratch),
+              {"conv2d_backward_weight", "3 channels", "groups = 2"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
+                  D(f32, {4, 3, 3, 3}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({-1, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(1)}}),
+                  scratch),
+              {"conv2d_backward_weight", "'padding' entries must be >= 0"});
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 1, 1}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 2, 2}), a, scratch),
+              {"conv2d_backward_input", "larger than the padded input"});
+  expectError(sig("conv2d_backward_input", {D(f16, {1, 4, 6, 6}), D(f16, {4, 3, 3, 3})},
+                  D(f16, {1, 3, 8, 8}), a, scratch),
+              {"no f16 kernel for 'conv2d_backward_input'"});
+  // The direct-GEMM case needs no scratch.
+  KernelFn fn;
+  ASSERT_OK(prepare(sig("conv2d_backward_input", {D(f32, {1, 4, 8, 8}), D(f32, {4, 3, 1, 1})},
+                        D(f32, {1, 3, 8, 8}), a, 0),
+                    &fn));
+  ASSERT_OK(prepare(sig("conv2d_backward_weight", {D(f32, {1, 4, 8, 8}), D(f32, {1, 3, 8, 8})},
+                        D(f32, {4, 3, 1, 1}), a, 0),
+                    &fn));
+}
+
+/// The forward window of (oy, ox): fn(iy, ix) for each in-bounds tap in
+/// scan order.
+template <typename Fn>
+void forEachWindowTap(const PoolCase &c, int64_t h, int64_t w, int64_t oy, int64_t ox,
+                      const Fn &fn) {
+  for (int64_t ky = 0; ky < c.kernel[0]; ++ky)
+    for (int64_t kx = 0; kx < c.kernel[1]; ++kx) {
+      int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+      int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+      if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+        fn(iy, ix);
+    }
+}
+
+TEST_P(TrainingKernelTest, MaxPool2dBackwardRoutesToTheFirstMaximum) {
+  for (const PoolCase &c : kPoolCases) {
+    const int64_t h = c.x[2], w = c.x[3], planes = c.x[0] * c.x[1];
+    const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], c.dilation[0], c.ceil);
+    const int64_t ow = poolOut(w, c.kernel[1], c.stride[1], c.padding[1], c.dilation[1], c.ceil);
+    // Few distinct values, so windows hold ties; a NaN and -inf here and there.
+    HostTensor x = randomInts(f32, c.x, -3, 3), g = random({c.x[0], c.x[1], oh, ow}), dx;
+    x.as<float>()[0] = -std::numeric_limits<float>::infinity();
+    if (x.numel() > 40)
+      x.as<float>()[37] = std::numeric_limits<float>::quiet_NaN();
+    Attributes a = attrs({{"kernel", L(c.kernel)}, {"stride", L(c.stride)},
+                          {"padding", L(c.padding)}, {"dilation", L(c.dilation)},
+                          {"ceil_mode", B(c.ceil)}});
+    ASSERT_OK(run("max_pool2d_backward", {&g, &x}, x.desc, &dx, a));
+    std::vector<double> want(x.numel(), 0.0);
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          // PyTorch: start at the first in-bounds tap; `v > max || isnan(v)`.
+          int64_t best = -1;
+          double m = -kInf;
+          forEachWindowTap(c, h, w, oy, ox, [&](int64_t iy, int64_t ix) {
+            int64_t i = (p * h + iy) * w + ix;
+            double v = x.at(i);
+            if (best < 0)
+              best = i;
+            if (v > m || std::isnan(v)) {
+              m = v;
+              best = i;
+            }
+          });
+          want[best] += g.at((p * oh + oy) * ow + ox);
+        }
+    expectClose(dx, want, 1e-6, 1e-6, "max_pool2d_backward " + describe(c.x, f32));
+  }
+  // All -inf: each window's gradient goes to its first in-bounds element.
+  HostTensor x = make(f32, {1, 1, 2, 2}, {-kInf, -kInf, -kInf, -kInf});
+  HostTensor g = make(f32, {1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), dx;
+  ASSERT_OK(run("max_pool2d_backward", {&g, &x}, x.desc, &dx,
+                attrs({{"kernel", L({2, 2})}, {"stride", L({1, 1})}, {"padding", L({1, 1})},
+                       {"dilation", L({1, 1})}})));
+  expectEqual(dx, {1 + 2 + 4 + 5, 3 + 6, 7 + 8, 9}, "all -inf");
+}
+
+TEST_P(TrainingKernelTest, AvgPool2dBackwardSpreadsWithTheForwardsDivisor) {
+  for (const PoolCase &c : kPoolCases) {
+    for (bool includePad : {true, false}) {
+      const int64_t h = c.x[2], w = c.x[3], planes = c.x[0] * c.x[1];
+      const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], 1, c.ceil);
+      const int64_t ow = poolOut(w, c.kernel[1], c.stride[1], c.padding[1], 1, c.ceil);
+      HostTensor g = random({c.x[0], c.x[1], oh, ow}), dx;
+      Attributes a = attrs({{"kernel", L(c.kernel)}, {"stride", L(c.stride)},
+                            {"padding", L(c.padding)}, {"ceil_mode", B(c.ceil)},
+                            {"count_include_pad", B(includePad)}});
+      ASSERT_OK(run("avg_pool2d_backward", {&g}, D(f32, c.x), &dx, a));
+      std::vector<double> want(numElements(c.x), 0.0);
+      for (int64_t p = 0; p < planes; ++p)
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            // PyTorch: the padded count stops at the padded input's edge.
+            int64_t y0 = oy * c.stride[0] - c.padding[0], x0 = ox * c.stride[1] - c.padding[1];
+            int64_t y1 = std::min(y0 + c.kernel[0], h + c.padding[0]);
+            int64_t x1 = std::min(x0 + c.kernel[1], w + c.padding[1]);
+            int64_t padded = (y1 - y0) * (x1 - x0);
+            int64_t inside = (std::min(y1, h) - std::max<int64_t>(y0, 0)) *
+                             (std::min(x1, w) - std::max<int64_t>(x0, 0));
+            double delta = g.at((p * oh + oy) * ow + ox) / (includePad ? padded : inside);
+            for (int64_t iy = std::max<int64_t>(y0, 0); iy < std::min(y1, h); ++iy)
+              for (int64_t ix = std::max<int64_t>(x0, 0); ix < std::min(x1, w); ++ix)
+                want[(p * h + iy) * w + ix] += delta;
+          }
+      expectClose(dx, want, 1e-6, 1e-5,
+                  "avg_pool2d_backward " + describe(c.x, f32) + (includePad ? " pad" : ""));
+    }
+  }
+}
+
+TEST_P(TrainingKernelTest, AdaptiveAvgPool2dBackwardSpreadsOverBins) {
+  struct Case { Shape x; Ints size; };
+  for (const Case &c : {Case{{2, 3, 7, 7}, {1, 1}}, Case{{1, 2, 10, 9}, {3, 4}},
+                        Case{{1, 1, 5, 3}, {7, 6}}, Case{{2, 2, 8, 8}, {4, 4}},
+                        Case{{8, 128, 7, 7}, {1, 1}}, Case{{4, 64, 9, 11}, {5, 3}}}) {
+    const int64_t h = c.x[2], w = c.x[3], oh = c.size[0], ow = c.size[1];
+    HostTensor g = random({c.x[0], c.x[1], oh, ow}), dx;
+    ASSERT_OK(run("adaptive_avg_pool2d_backward", {&g}, D(f32, c.x), &dx));
+    std::vector<double> want(numElements(c.x), 0.0);
+    for (int64_t p = 0; p < c.x[0] * c.x[1]; ++p)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          int64_t y0 = static_cast<int64_t>(std::floor(double(oy * h) / oh));
+          int64_t y1 = static_cast<int64_t>(std::ceil(double((oy + 1) * h) / oh));
+          int64_t x0 = static_cast<int64_t>(std::floor(double(ox * w) / ow));
+          int64_t x1 = static_cast<int64_t>(std::ceil(double((ox + 1) * w) / ow));
+          for (int64_t iy = y0; iy < y1; ++iy)
+            for (int64_t ix = x0; ix < x1; ++ix)
+              want[(p * h + iy) * w + ix] +=
+                  g.at((p * oh + oy) * ow + ox) / ((y1 - y0) * (x1 - x0));
+        }
+    expectClose(dx, want, 1e-6, 1e-5, "adaptive_avg_pool2d_backward " + describe(c.x, f32));
+  }
+}
+
+TEST_P(TrainingKernelTest, PoolBackwardValidation) {
+  Attributes a = attrs({{"kernel", L({3, 3})}, {"stride", L({2, 2})}, {"padding", L({1, 1})},
+                        {"dilation", L({1, 1})}});
+  // x [1, 2, 9, 9] pools to [1, 2, 5, 5].
+  expectError(sig("max_pool2d_backward", {D(f32, {1, 2, 4, 5}), D(f32, {1, 2, 9, 9})},
+                  D(f32, {1, 2, 9, 9}), a),
+              {"max_pool2d_backward", "grad 1x2x4x5xf32", "expected 1x2x5x5xf32"});
+  expectError(sig("max_pool2d_backward", {D(f32, {1, 2, 5, 5}), D(f32, {1, 2, 9, 9})},
+                  D(f32, {1, 2, 9, 8}), a),
+              {"max_pool2d_backward", "output 1x2x9x8xf32", "input's shape"});
+  expectError(sig("max_pool2d_backward", {D(f32, {1, 2, 5, 5})}, D(f32, {1, 2, 9, 9}), a),
+              {"max_pool2d_backward", "2 inputs"});
+  expectError(sig("max_pool2d_backward", {D(f32, {1, 2, 5, 5}), D(f32, {1, 2, 9, 9})},
+                  D(f32, {1, 2, 9, 9}),
+                  attrs({{"kernel", L({3, 3})}, {"stride", L({2, 2})}, {"padding", L({2, 2})},
+                         {"dilation", L({1, 1})}})),
+              {"max_pool2d_backward", "at most half the kernel"});
+  expectError(sig("max_pool2d_backward", {D(i64, {1, 2, 5, 5}), D(i64, {1, 2, 9, 9})},
+                  D(i64, {1, 2, 9, 9}), a),
+              {"max_pool2d_backward", "grad", "i64"});
+  expectError(sig("avg_pool2d_backward", {D(f32, {1, 2, 5, 5})}, D(f32, {1, 2, 9, 9}),
+                  attrs({{"kernel", L({3, 3})}, {"padding", L({1, 1})}})),
+              {"avg_pool2d_backward", "missing attribute 'stride'"});
+  expectError(sig("avg_pool2d_backward", {D(f32, {1, 2, 5, 5})}, D(f32, {1, 2, 10, 10}),
+                  attrs({{"kernel", L({3, 3})}, {"stride", L({2, 2})}, {"padding", L({1, 1})},
+                         {"ceil_mode", B(true)}})),
+              {"avg_pool2d_backward", "expected 1x2x6x6xf32"});
+  expectError(sig("avg_pool2d_backward", {D(f32, {2, 5, 5})}, D(f32, {1, 2, 9, 9}), a),
+              {"avg_pool2d_backward", "grad must be 4-D"});
+  expectError(sig("adaptive_avg_pool2d_backward", {D(f32, {1, 3, 1, 1})}, D(f32, {1, 2, 7, 7})),
+              {"adaptive_avg_pool2d_backward", "same N and C"});
+  expectError(sig("adaptive_avg_pool2d_backward", {D(f32, {1, 2, 1, 1})}, D(f32, {1, 2, 0, 7})),
+              {"adaptive_avg_pool2d_backward", "empty plane"});
+  expectError(sig("adaptive_avg_pool2d_backward", {D(f32, {1, 2, 1, 1})}, D(f32, {2, 7, 7})),
+              {"adaptive_avg_pool2d_backward", "output must be 4-D"});
+  // Windows that fall wholly in the ceil_mode overhang add nothing.
+  KernelFn fn;
+  ASSERT_OK(prepare(sig("avg_pool2d_backward", {D(f32, {1, 2, 5, 5})}, D(f32, {1, 2, 9, 9}), a), &fn));
+}
+
+/// The gradients of softmax(scale q k^T, masked) v in doubles: dq, dk, dv.
+std::vector<std::vector<double>> refAttentionBackward(const HostTensor &g, const HostTensor &q,
+                                                      const HostTensor &k, const HostTensor &v,
+                                                      bool causal, double scale) {
+  const Shape &qs = q.desc.shape;
+  const int64_t heads = qs[0] * qs[1], sq = qs[2], d = qs[3];
+  const int64_t sk = k.desc.shape[2], dv = v.desc.shape[3];
+  std::vector<double> dq(heads * sq * d, 0.0), dk(heads * sk * d, 0.0), dvv(heads * sk * dv, 0.0);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < sq; ++i) {
+      std::vector<double> p(sk, 0.0);
+      double mx = -kInf;
+      bool any = false;
+      for (int64_t j = 0; j < sk; ++j) {
+        if (causal && j > i + sk - sq)
+          continue;
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c)
+          dot += q.at((h * sq + i) * d + c) * k.at((h * sk + j) * d + c);
+        p[j] = dot * scale;
+        mx = std::max(mx, p[j]);
+        any = true;
+      }
+      if (!any)
+        continue; // the row's output is zeros whatever q, k, v
+      double sum = 0;
+      for (int64_t j = 0; j < sk; ++j) {
+        p[j] = causal && j > i + sk - sq ? 0.0 : std::exp(p[j] - mx);
+        sum += p[j];
+      }
+      for (double &x : p)
+        x /= sum;
+      // dP = g v^T; dS = P (dP - sum_j P dP).
+      std::vector<double> dp(sk, 0.0);
+      double rowDot = 0;
+      for (int64_t j = 0; j < sk; ++j) {
+        for (int64_t c = 0; c < dv; ++c)
+          dp[j] += g.at((h * sq + i) * dv + c) * v.at((h * sk + j) * dv + c);
+        rowDot += p[j] * dp[j];
+      }
+      for (int64_t j = 0; j < sk; ++j) {
+        const double ds = p[j] * (dp[j] - rowDot);
+        for (int64_t c = 0; c < dv; ++c)
+          dvv[(h * sk + j) * dv + c] += p[j] * g.at((h * sq + i) * dv + c);
+        for (int64_t c = 0; c < d; ++c) {
+          dq[(h * sq + i) * d + c] += scale * ds * k.at((h * sk + j) * d + c);
+          dk[(h * sk + j) * d + c] += scale * ds * q.at((h * sq + i) * d + c);
+        }
+      }
+    }
+  return {dq, dk, dvv};
+}
+
+TEST_P(TrainingKernelTest, AttentionBackwardMatchesReference) {
+  struct Case {
+    Shape q, k, v;
+    bool causal;
+    double scale;
+  };
+  const std::vector<Case> cases = {
+      {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, true, 1.0},
+      {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, true, 0.25},
+      {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, false, 0.25},
+      {{1, 2, 130, 32}, {1, 2, 130, 32}, {1, 2, 130, 32}, true, 0.125},
+      {{1, 2, 5, 8}, {1, 2, 70, 8}, {1, 2, 70, 8}, true, 0.35},
+      {{1, 2, 33, 8}, {1, 2, 129, 8}, {1, 2, 129, 24}, true, -0.3},
+      {{1, 2, 70, 8}, {1, 2, 5, 8}, {1, 2, 5, 3}, false, 0.5},
+      {{1, 2, 7, 4}, {1, 2, 3, 4}, {1, 2, 3, 5}, true, 0.5}, // rows that see no key
+      {{3, 1, 65, 7}, {3, 1, 65, 7}, {3, 1, 65, 9}, false, 1.0},
+      {{4, 8, 67, 16}, {4, 8, 67, 16}, {4, 8, 67, 16}, true, 0.25}, // one task per head
+  };
+  for (const Case &c : cases) {
+    HostTensor q = random(c.q), k = random(c.k), v = random(c.v);
+    Shape out = {c.q[0], c.q[1], c.q[2], c.v[3]};
+    HostTensor g = random(out);
+    // The forward's output, as the plan passes it.
+    HostTensor y = make(f32, out, refAttention(q, k, v, c.causal, c.scale));
+    for (int64_t h = 0; h < c.q[0] * c.q[1]; ++h) // rows that see no key are zeros
+      for (int64_t i = 0; i < c.q[2]; ++i)
+        if (c.causal && i + c.k[2] - c.q[2] < 0)
+          for (int64_t col = 0; col < c.v[3]; ++col)
+            y.as<float>()[(h * c.q[2] + i) * c.v[3] + col] = 0.0f;
+    KernelSignature s;
+    s.kernel = "attention_backward";
+    s.inputs = {g.desc, q.desc, k.desc, v.desc, y.desc};
+    s.outputs = {q.desc, k.desc, v.desc};
+    s.attrs = attrs({{"causal", B(c.causal)}, {"scale", F(c.scale)}});
+    s.scratchBytes = attentionBackwardScratchBytes(c.q);
+    std::vector<HostTensor> grads;
+    ASSERT_OK(runAll(s, {&g, &q, &k, &v, &y}, &grads));
+    std::vector<std::vector<double>> want = refAttentionBackward(g, q, k, v, c.causal, c.scale);
+    const std::string what = std::string(c.causal ? "causal " : "") + "attention_backward q " +
+                             describe(c.q, f32) + " k " + describe(c.k, f32);
+    expectClose(grads[0], want[0], 1e-4, 1e-4, what + " dq");
+    expectClose(grads[1], want[1], 1e-4, 1e-4, what + " dk");
+    expectClose(grads[2], want[2], 1e-4, 1e-4, what + " dv");
+  }
+}
+
+TEST_P(TrainingKernelTest, AttentionBackwardValidation) {
+  TensorDesc q = D(f32, {2, 4, 8, 16});
+  Attributes a = attrs({{"causal", B(true)}, {"scale", F(0.25)}});
+  auto make5 = [&](std::vector<std::optional<TensorDesc>> in, std::vector<TensorDesc> out,
+                   size_t scratch) {
+    KernelSignature s;
+    s.kernel = "attention_backward";
+    s.inputs = std::move(in);
+    s.outputs = std::move(out);
+    s.attrs = a;
+    s.scratchBytes = scratch;
+    return s;
+  };
+  const size_t scratch = 2 * 4 * 8 * 8;
+  KernelFn fn;
+  ASSERT_OK(prepare(make5({q, q, q, q, q}, {q, q, q}, scratch), &fn));
+  expectError(make5({q, q, q, q}, {q, q, q}, scratch), {"attention_backward", "5 inputs"});
+  expectError(make5({q, q, q, q, q}, {q, q}, scratch), {"attention_backward", "3 outputs"});
+  expectError(make5({q, q, q, q, q}, {q, q, q}, scratch - 1),
+              {"attention_backward", "needs 512 bytes of scratch", "reserves 511"});
+  expectError(make5({q, q, std::nullopt, q, q}, {q, q, q}, scratch),
+              {"attention_backward", "input 2 (k) is missing"});
+  expectError(make5({D(f32, {2, 4, 8, 15}), q, q, q, q}, {q, q, q}, scratch),
+              {"attention_backward", "grad 2x4x8x15xf32"});
+  expectError(make5({q, q, q, q, D(f32, {2, 4, 9, 16})}, {q, q, q}, scratch),
+              {"attention_backward", "output 2x4x9x16xf32"});
+  expectError(make5({q, q, D(f32, {2, 4, 8, 8}), q, q}, {q, q, q}, scratch),
+              {"attention_backward", "k 2x4x8x8xf32"});
+  expectError(make5({q, q, q, q, q}, {q, D(f32, {2, 4, 8, 8}), q}, scratch),
+              {"attention_backward", "grad_k is 2x4x8x8xf32"});
+  expectError(make5({q, D(i64, {2, 4, 8, 16}), q, q, q}, {q, q, q}, scratch),
+              {"attention_backward", "q", "i64"});
+  expectError(make5({q, q, q, q, D(f32, {4, 8, 16})}, {q, q, q}, scratch),
+              {"attention_backward", "output must be 4-D"});
+}
+
+TEST_P(TrainingKernelTest, EmbeddingBackwardScatterAdds) {
+  for (DType it : {i64, i32}) {
+    for (bool padding : {false, true}) {
+      const int64_t rows = 13, dim = 37;
+      HostTensor ids = randomInts(it, {3, 7}, 0, rows - 1), g = random({3, 7, dim}), dw;
+      Attributes a = padding ? attrs({{"padding_idx", I(4)}}) : Attributes();
+      ASSERT_OK(run("embedding_backward", {&g, &ids}, D(f32, {rows, dim}), &dw, a));
+      std::vector<double> want(rows * dim, 0.0);
+      for (int64_t i = 0; i < 21; ++i) {
+        int64_t r = static_cast<int64_t>(ids.at(i));
+        if (padding && r == 4)
+          continue;
+        for (int64_t c = 0; c < dim; ++c)
+          want[r * dim + c] += g.at(i * dim + c);
+      }
+      expectClose(dw, want, 1e-5, 1e-5, std::string("embedding_backward ") + dtypeName(it));
+    }
+  }
+  // A shard of rows [10, 15): other indices belong to other ranks.
+  HostTensor ids = make(i64, {6}, {10, 3, 14, 12, 10, 20}), g = random({6, 4}), dw;
+  ASSERT_OK(run("embedding_backward", {&g, &ids}, D(f32, {5, 4}), &dw,
+                attrs({{"row_offset", I(10)}, {"padding_idx", I(12)}})));
+  std::vector<double> want(20, 0.0);
+  for (int64_t c = 0; c < 4; ++c) {
+    want[0 * 4 + c] = static_cast<double>(g.as<float>()[0 * 4 + c] + g.as<float>()[4 * 4 + c]);
+    want[4 * 4 + c] = g.at(2 * 4 + c);
+  }
+  expectClose(dw, want, 1e-6, 1e-6, "sharded embedding_backward");
+  // A large one over threads: deterministic, positions summed in order.
+  HostTensor bigIds = randomInts(i64, {4096}, 0, 31), bigG = random({4096, 256}), a1, a2;
+  ASSERT_OK(run("embedding_backward", {&bigG, &bigIds}, D(f32, {32, 256}), &a1));
+  ASSERT_OK(run("embedding_backward", {&bigG, &bigIds}, D(f32, {32, 256}), &a2));
+  EXPECT_EQ(a1.bytes, a2.bytes);
+  std::vector<float> inOrder(32 * 256, 0.0f);
+  for (int64_t i = 0; i < 4096; ++i)
+    for (int64_t c = 0; c < 256; ++c)
+      inOrder[bigIds.as<int64_t>()[i] * 256 + c] += bigG.as<float>()[i * 256 + c];
+  EXPECT_EQ(0, std::memcmp(inOrder.data(), a1.bytes.data(), a1.bytes.size()));
+  // Out of range: a run-time error naming the position.
+  HostTensor bad = make(i32, {3}, {1, 13, 2}), g3 = random({3, 4});
+  Status status = run("embedding_backward", {&g3, &bad}, D(f32, {13, 4}), &dw);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("embedding_backward: index 13 at position 1"), std::string::npos)
+      << status.message();
+  expectError(sig("embedding_backward", {D(f32, {3, 5}), D(i64, {3})}, D(f32, {10, 4})),
+              {"embedding_backward", "grad 3x5xf32", "3x4xf32"});
+  expectError(sig("embedding_backward", {D(f32, {3, 4}), D(f32, {3})}, D(f32, {10, 4})),
+              {"embedding_backward", "indices", "f32"});
+  expectError(sig("embedding_backward", {D(f32, {3, 4}), D(i64, {3})}, D(f32, {10, 4, 1})),
+              {"embedding_backward", "output must be 2-D"});
+  expectError(sig("embedding_backward", {D(f32, {3, 4}), D(i64, {3})}, D(f32, {10, 4}),
+                  attrs({{"padding_idx", S("none")}})),
+              {"embedding_backward", "'padding_idx'"});
+}
+
+TEST_P(TrainingKernelTest, SliceBackwardPlacesTheGradient) {
+  struct Case { Shape x; int64_t dim, start, end, step; };
+  std::vector<Case> cases = {
+      {{4, 9}, 1, 2, 7, 1}, {{4, 9}, 0, 1, 4, 2}, {{3, 10, 5}, 1, 0, 10, 3}, {{3, 10, 5}, 2, 1, 4, 2},
+      {{3, 10, 5}, 1, 4, 4, 1}, {{6}, 0, 0, 6, 5}, {{2, 8, 384}, 2, 128, 256, 1}, {{5, 3}, 0, 2, 5, 1},
+      {{64, 3, 1024}, 1, 1, 2, 1},
+  };
+  for (DType dt : {f32, i64, bf16}) {
+    for (const Case &c : cases) {
+      int64_t count = c.end == c.start ? 0 : 1 + (c.end - c.start - 1) / c.step;
+      Shape gs = c.x;
+      gs[c.dim] = count;
+      HostTensor g = random(gs), dx;
+      if (dt != f32)
+        g = make(dt, gs, g.values());
+      Attributes a = attrs({{"dim", I(c.dim)}, {"start", I(c.start)}, {"end", I(c.end)},
+                            {"step", I(c.step)}});
+      ASSERT_OK(run("slice_backward", {&g}, D(dt, c.x), &dx, a));
+      std::vector<double> want(numElements(c.x), 0.0);
+      for (int64_t i = 0; i < g.numel(); ++i) {
+        std::vector<int64_t> idx = unravel(i, gs);
+        idx[c.dim] = c.start + idx[c.dim] * c.step;
+        want[ravel(idx, c.x)] = g.at(i);
+      }
+      expectEqual(dx, want, "slice_backward " + describe(c.x, dt) + " dim " + std::to_string(c.dim));
+    }
+  }
+  expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}),
+                  attrs({{"dim", I(0)}, {"start", I(2)}, {"end", I(6)}})),
+              {"slice_backward", "[2:6:1]", "size 5"});
+  expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}),
+                  attrs({{"dim", I(0)}, {"start", I(0)}, {"end", I(5)}, {"step", I(2)}})),
+              {"slice_backward", "grad 2xf32", "must be 3xf32"});
+  expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}),
+                  attrs({{"dim", I(1)}, {"start", I(0)}, {"end", I(2)}})),
+              {"slice_backward", "dim 1 is out of range for rank 1"});
+  expectError(sig("slice_backward", {D(f32, {2})}, D(i64, {5}),
+                  attrs({{"dim", I(0)}, {"start", I(0)}, {"end", I(2)}})),
+              {"slice_backward", "different element types"});
+  expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}), attrs({{"dim", I(0)}, {"start", I(0)}})),
+              {"slice_backward", "missing attribute 'end'"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TrainingKernelTest,
+                         ::testing::Values(std::string("cpu"), std::string("cuda")),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
 
 //===----------------------------------------------------------------------===//
 // bf16: conversions, kernels widened to f32, and the kernels that take bf16

@@ -676,11 +676,13 @@ template <bool Log> Status buildSoftmaxBackward(const KernelSignature &sig, Kern
 
 //===----------------------------------------------------------------------===//
 // layer_norm_backward: rows of d, statistics recomputed as layer_norm does.
-// dweight and dbias are summed per block of kLayerNormBlock rows (double),
-// then over blocks in order.
+// dweight and dbias are summed per block of rows (double), then over blocks
+// in order. The blocks depend on the row count only (at most
+// kLayerNormBlocks of them), so the sums do not depend on the thread count
+// and the partial sums stay within kLayerNormBlocks * 2 * d doubles.
 //===----------------------------------------------------------------------===//
 
-constexpr int64_t kLayerNormBlock = 32;
+constexpr int64_t kLayerNormBlocks = 64;
 
 /// One row: dx, and adds g·x̂ and g to the block's accumulators.
 CLEAVE_CLONES void layerNormBackwardRow(const float *__restrict g, const float *__restrict x,
@@ -771,14 +773,15 @@ Status buildLayerNormBackward(const KernelSignature &sig, KernelFn *fn) {
     float *dx = static_cast<float *>(call.outputs[0]);
     float *dw = static_cast<float *>(call.outputs[1]);
     float *db = static_cast<float *>(call.outputs[2]);
-    const int64_t blocks = (rows + kLayerNormBlock - 1) / kLayerNormBlock;
+    const int64_t perBlock = std::max<int64_t>(1, (rows + kLayerNormBlocks - 1) / kLayerNormBlocks);
+    const int64_t blocks = (rows + perBlock - 1) / perBlock;
     // Per block: d sums of g·x̂, then d sums of g.
     std::vector<double> acc(static_cast<size_t>(std::max<int64_t>(blocks, 1) * 2 * d), 0.0);
-    parallelRange(blocks, 8 * d * kLayerNormBlock, [&](int64_t begin, int64_t end) {
+    parallelRange(blocks, 8 * d * perBlock, [&](int64_t begin, int64_t end) {
       for (int64_t blk = begin; blk < end; ++blk) {
         double *accW = acc.data() + blk * 2 * d, *accB = accW + d;
-        int64_t r1 = std::min(rows, (blk + 1) * kLayerNormBlock);
-        for (int64_t r = blk * kLayerNormBlock; r < r1; ++r)
+        int64_t r1 = std::min(rows, (blk + 1) * perBlock);
+        for (int64_t r = blk * perBlock; r < r1; ++r)
           layerNormBackwardRow(g + r * d, x + r * d, w, dx + r * d, d, eps, accW, accB);
       }
     });

@@ -306,6 +306,19 @@ void col2im(const ConvGeometry &g, const float *col, float *image) {
   });
 }
 
+/// Grouped convolutions whose per-(image, group) GEMM is small (depthwise
+/// ones above all) run their (image, group) tasks in parallel, each thread
+/// with its own column matrix and single-threaded GEMMs, rather than one
+/// small GEMM after another.
+constexpr int64_t kSmallGroupGemm = 1 << 21; // multiply-adds
+
+bool useGroupTasks(const ConvBackward &p, int64_t tasks) {
+  const ConvGeometry &g = p.g;
+  const int64_t work = p.filtersPerGroup * g.channels * g.kh * g.kw * g.oh * g.ow;
+  return p.groups > 1 && work < kSmallGroupGemm && tasks >= omp_get_max_threads() &&
+         !omp_in_parallel();
+}
+
 Status buildConv2dBackwardInput(const KernelSignature &sig, KernelFn *fn) {
   ConvBackward p;
   CLEAVE_RETURN_IF_ERROR(parseConvBackward(sig, /*forInput=*/true, &p));
@@ -314,22 +327,35 @@ Status buildConv2dBackwardInput(const KernelSignature &sig, KernelFn *fn) {
     const float *grad = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
     float *dx = static_cast<float *>(call.outputs[0]);
-    float *col = static_cast<float *>(call.scratch);
     const int64_t hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t depth = g.channels * g.kh * g.kw, fg = p.filtersPerGroup;
-    for (int64_t n = 0; n < p.batch; ++n)
-      for (int64_t grp = 0; grp < p.groups; ++grp) {
-        const float *gy = grad + (n * p.groups + grp) * fg * ohw;
-        const float *wg = w + grp * fg * depth;
-        float *image = dx + (n * p.groups + grp) * g.channels * hw;
-        // cols[depth, ohw] = W_g^T [depth, fg] * g [fg, ohw].
-        if (p.direct) {
-          gemm(true, false, depth, ohw, fg, 1.0f, wg, depth, gy, ohw, 0.0f, image, ohw);
-          continue;
-        }
-        gemm(true, false, depth, ohw, fg, 1.0f, wg, depth, gy, ohw, 0.0f, col, ohw);
-        col2im(g, col, image);
+    // One (image, group): cols[depth, ohw] = W_g^T [depth, fg] * g [fg, ohw],
+    // then col2im (the direct case writes the image's gradient at once).
+    auto task = [&](int64_t n, int64_t grp, float *col) {
+      const float *gy = grad + (n * p.groups + grp) * fg * ohw;
+      const float *wg = w + grp * fg * depth;
+      float *image = dx + (n * p.groups + grp) * g.channels * hw;
+      if (p.direct) {
+        gemm(true, false, depth, ohw, fg, 1.0f, wg, depth, gy, ohw, 0.0f, image, ohw);
+        return;
       }
+      gemm(true, false, depth, ohw, fg, 1.0f, wg, depth, gy, ohw, 0.0f, col, ohw);
+      col2im(g, col, image);
+    };
+    const int64_t tasks = p.batch * p.groups;
+    if (useGroupTasks(p, tasks)) {
+#pragma omp parallel
+      {
+        std::vector<float> col(p.direct ? 0 : depth * ohw);
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < tasks; ++t)
+          task(t / p.groups, t % p.groups, col.data());
+      }
+      return {};
+    }
+    float *col = static_cast<float *>(call.scratch);
+    for (int64_t t = 0; t < tasks; ++t)
+      task(t / p.groups, t % p.groups, col);
     return {};
   };
   return {};
@@ -343,26 +369,41 @@ Status buildConv2dBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
     const float *grad = static_cast<const float *>(call.inputs[0]);
     const float *x = static_cast<const float *>(call.inputs[1]);
     float *dw = static_cast<float *>(call.outputs[0]);
-    float *col = static_cast<float *>(call.scratch);
     const int64_t hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t depth = g.channels * g.kh * g.kw, fg = p.filtersPerGroup;
     if (p.batch == 0) {
       parallelZero(dw, p.groups * fg * depth);
       return {};
     }
-    for (int64_t n = 0; n < p.batch; ++n)
-      for (int64_t grp = 0; grp < p.groups; ++grp) {
-        const float *gy = grad + (n * p.groups + grp) * fg * ohw;
-        const float *image = x + (n * p.groups + grp) * g.channels * hw;
-        const float *b = image;
-        if (!p.direct) {
-          im2col(g, image, col);
-          b = col;
-        }
-        // dW_g[fg, depth] (+)= g [fg, ohw] * cols^T.
-        gemm(false, true, fg, depth, ohw, 1.0f, gy, ohw, b, ohw, n == 0 ? 0.0f : 1.0f,
-             dw + grp * fg * depth, depth);
+    // dW_g[fg, depth] (+)= g [fg, ohw] * cols^T, images in order.
+    auto step = [&](int64_t n, int64_t grp, float *col) {
+      const float *gy = grad + (n * p.groups + grp) * fg * ohw;
+      const float *image = x + (n * p.groups + grp) * g.channels * hw;
+      const float *b = image;
+      if (!p.direct) {
+        im2col(g, image, col);
+        b = col;
       }
+      gemm(false, true, fg, depth, ohw, 1.0f, gy, ohw, b, ohw, n == 0 ? 0.0f : 1.0f,
+           dw + grp * fg * depth, depth);
+    };
+    // Each group's sum over the images stays in one task: same order, same
+    // result, whichever path runs.
+    if (useGroupTasks(p, p.groups)) {
+#pragma omp parallel
+      {
+        std::vector<float> col(p.direct ? 0 : depth * ohw);
+#pragma omp for schedule(static)
+        for (int64_t grp = 0; grp < p.groups; ++grp)
+          for (int64_t n = 0; n < p.batch; ++n)
+            step(n, grp, col.data());
+      }
+      return {};
+    }
+    float *col = static_cast<float *>(call.scratch);
+    for (int64_t n = 0; n < p.batch; ++n)
+      for (int64_t grp = 0; grp < p.groups; ++grp)
+        step(n, grp, col);
     return {};
   };
   return {};

@@ -709,6 +709,28 @@ struct TileWorkspace {
         rowSum(kQueryTile) {}
 };
 
+CLEAVE_CLONES float rowMax(const float *s, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j)
+    m = s[j] > m ? s[j] : m;
+  return m;
+}
+
+/// sum_j exp(s[j] - max), in 8 lanes so that it vectorizes.
+CLEAVE_CLONES float rowExpSum(const float *s, int64_t n, float max) {
+  float lanes[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l)
+      lanes[l] += vmath::exp(s[j + l] - max);
+  float sum = 0.0f;
+  for (; j < n; ++j)
+    sum += vmath::exp(s[j] - max);
+  for (int l = 0; l < 8; ++l)
+    sum += lanes[l];
+  return sum;
+}
+
 /// Pass 1 for queries [first, first + rows) of one head: lse = log-sum-exp
 /// of the visible scaled scores (-inf for a row that sees no key) and
 /// delta = rowsum(g * y).
@@ -732,16 +754,10 @@ void attentionRowStats(const AttentionBackward &s, const float *q, const float *
         visible = std::clamp<int64_t>(first + i + offset + 1 - key, 0, cols);
       if (visible == 0)
         continue;
-      float m = minusInf;
-      for (int64_t j = 0; j < visible; ++j)
-        m = sc[j] > m ? sc[j] : m;
-      const float newMax = std::max(m, w.rowMax[i]);
+      const float newMax = std::max(rowMax(sc, visible), w.rowMax[i]);
       if (newMax == minusInf)
         continue;
-      float sum = 0.0f;
-      for (int64_t j = 0; j < visible; ++j)
-        sum += std::exp(sc[j] - newMax);
-      w.rowSum[i] = w.rowSum[i] * std::exp(w.rowMax[i] - newMax) + sum;
+      w.rowSum[i] = w.rowSum[i] * std::exp(w.rowMax[i] - newMax) + rowExpSum(sc, visible, newMax);
       w.rowMax[i] = newMax;
     }
   }

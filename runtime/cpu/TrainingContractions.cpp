@@ -306,6 +306,22 @@ void col2im(const ConvGeometry &g, const float *col, float *image) {
   });
 }
 
+/// Grouped convolutions whose per-(image, group) GEMM is small (depthwise
+/// ones above all) run their (image, group) tasks in parallel, each thread
+/// with its own column matrix and single-threaded GEMMs, rather than one
+/// small GEMM after another. Those matrices are per-thread heap workspaces
+/// (as attention's tiles), at most kSmallGroupColumns floats each; the
+/// plan's scratch holds the one of the sequential path.
+constexpr int64_t kSmallGroupGemm = 1 << 21;    // multiply-adds
+constexpr int64_t kSmallGroupColumns = 1 << 18; // floats: 1 MiB
+
+bool useGroupTasks(const ConvBackward &p, int64_t tasks) {
+  const ConvGeometry &g = p.g;
+  const int64_t columns = g.channels * g.kh * g.kw * g.oh * g.ow;
+  return p.groups > 1 && p.filtersPerGroup * columns < kSmallGroupGemm &&
+         columns <= kSmallGroupColumns && tasks >= omp_get_max_threads() && !omp_in_parallel();
+}
+
 Status buildConv2dBackwardInput(const KernelSignature &sig, KernelFn *fn) {
   ConvBackward p;
   CLEAVE_RETURN_IF_ERROR(parseConvBackward(sig, /*forInput=*/true, &p));
@@ -314,22 +330,35 @@ Status buildConv2dBackwardInput(const KernelSignature &sig, KernelFn *fn) {
     const float *grad = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
     float *dx = static_cast<float *>(call.outputs[0]);
-    float *col = static_cast<float *>(call.scratch);
     const int64_t hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t depth = g.channels * g.kh * g.kw, fg = p.filtersPerGroup;
-    for (int64_t n = 0; n < p.batch; ++n)
-      for (int64_t grp = 0; grp < p.groups; ++grp) {
-        const float *gy = grad + (n * p.groups + grp) * fg * ohw;
-        const float *wg = w + grp * fg * depth;
-        float *image = dx + (n * p.groups + grp) * g.channels * hw;
-        // cols[depth, ohw] = W_g^T [depth, fg] * g [fg, ohw].
-        if (p.direct) {
-          gemm(true, false, depth, ohw, fg, 1.0f, wg, depth, gy, ohw, 0.0f, image, ohw);
-          continue;
-        }
-        gemm(true, false, depth, ohw, fg, 1.0f, wg, depth, gy, ohw, 0.0f, col, ohw);
-        col2im(g, col, image);
+    // One (image, group): cols[depth, ohw] = W_g^T [depth, fg] * g [fg, ohw],
+    // then col2im (the direct case writes the image's gradient at once).
+    auto task = [&](int64_t n, int64_t grp, float *col) {
+      const float *gy = grad + (n * p.groups + grp) * fg * ohw;
+      const float *wg = w + grp * fg * depth;
+      float *image = dx + (n * p.groups + grp) * g.channels * hw;
+      if (p.direct) {
+        gemm(true, false, depth, ohw, fg, 1.0f, wg, depth, gy, ohw, 0.0f, image, ohw);
+        return;
       }
+      gemm(true, false, depth, ohw, fg, 1.0f, wg, depth, gy, ohw, 0.0f, col, ohw);
+      col2im(g, col, image);
+    };
+    const int64_t tasks = p.batch * p.groups;
+    if (useGroupTasks(p, tasks)) {
+#pragma omp parallel
+      {
+        std::vector<float> col(p.direct ? 0 : depth * ohw);
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < tasks; ++t)
+          task(t / p.groups, t % p.groups, col.data());
+      }
+      return {};
+    }
+    float *col = static_cast<float *>(call.scratch);
+    for (int64_t t = 0; t < tasks; ++t)
+      task(t / p.groups, t % p.groups, col);
     return {};
   };
   return {};
@@ -343,26 +372,41 @@ Status buildConv2dBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
     const float *grad = static_cast<const float *>(call.inputs[0]);
     const float *x = static_cast<const float *>(call.inputs[1]);
     float *dw = static_cast<float *>(call.outputs[0]);
-    float *col = static_cast<float *>(call.scratch);
     const int64_t hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t depth = g.channels * g.kh * g.kw, fg = p.filtersPerGroup;
     if (p.batch == 0) {
       parallelZero(dw, p.groups * fg * depth);
       return {};
     }
-    for (int64_t n = 0; n < p.batch; ++n)
-      for (int64_t grp = 0; grp < p.groups; ++grp) {
-        const float *gy = grad + (n * p.groups + grp) * fg * ohw;
-        const float *image = x + (n * p.groups + grp) * g.channels * hw;
-        const float *b = image;
-        if (!p.direct) {
-          im2col(g, image, col);
-          b = col;
-        }
-        // dW_g[fg, depth] (+)= g [fg, ohw] * cols^T.
-        gemm(false, true, fg, depth, ohw, 1.0f, gy, ohw, b, ohw, n == 0 ? 0.0f : 1.0f,
-             dw + grp * fg * depth, depth);
+    // dW_g[fg, depth] (+)= g [fg, ohw] * cols^T, images in order.
+    auto step = [&](int64_t n, int64_t grp, float *col) {
+      const float *gy = grad + (n * p.groups + grp) * fg * ohw;
+      const float *image = x + (n * p.groups + grp) * g.channels * hw;
+      const float *b = image;
+      if (!p.direct) {
+        im2col(g, image, col);
+        b = col;
       }
+      gemm(false, true, fg, depth, ohw, 1.0f, gy, ohw, b, ohw, n == 0 ? 0.0f : 1.0f,
+           dw + grp * fg * depth, depth);
+    };
+    // Each group's sum over the images stays in one task: same order, same
+    // result, whichever path runs.
+    if (useGroupTasks(p, p.groups)) {
+#pragma omp parallel
+      {
+        std::vector<float> col(p.direct ? 0 : depth * ohw);
+#pragma omp for schedule(static)
+        for (int64_t grp = 0; grp < p.groups; ++grp)
+          for (int64_t n = 0; n < p.batch; ++n)
+            step(n, grp, col.data());
+      }
+      return {};
+    }
+    float *col = static_cast<float *>(call.scratch);
+    for (int64_t n = 0; n < p.batch; ++n)
+      for (int64_t grp = 0; grp < p.groups; ++grp)
+        step(n, grp, col);
     return {};
   };
   return {};
@@ -665,6 +709,28 @@ struct TileWorkspace {
         rowSum(kQueryTile) {}
 };
 
+CLEAVE_CLONES float rowMax(const float *s, int64_t n) {
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j)
+    m = s[j] > m ? s[j] : m;
+  return m;
+}
+
+/// sum_j exp(s[j] - max), in 8 lanes so that it vectorizes.
+CLEAVE_CLONES float rowExpSum(const float *s, int64_t n, float max) {
+  float lanes[8] = {};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l)
+      lanes[l] += vmath::exp(s[j + l] - max);
+  float sum = 0.0f;
+  for (; j < n; ++j)
+    sum += vmath::exp(s[j] - max);
+  for (int l = 0; l < 8; ++l)
+    sum += lanes[l];
+  return sum;
+}
+
 /// Pass 1 for queries [first, first + rows) of one head: lse = log-sum-exp
 /// of the visible scaled scores (-inf for a row that sees no key) and
 /// delta = rowsum(g * y).
@@ -688,16 +754,10 @@ void attentionRowStats(const AttentionBackward &s, const float *q, const float *
         visible = std::clamp<int64_t>(first + i + offset + 1 - key, 0, cols);
       if (visible == 0)
         continue;
-      float m = minusInf;
-      for (int64_t j = 0; j < visible; ++j)
-        m = sc[j] > m ? sc[j] : m;
-      const float newMax = std::max(m, w.rowMax[i]);
+      const float newMax = std::max(rowMax(sc, visible), w.rowMax[i]);
       if (newMax == minusInf)
         continue;
-      float sum = 0.0f;
-      for (int64_t j = 0; j < visible; ++j)
-        sum += std::exp(sc[j] - newMax);
-      w.rowSum[i] = w.rowSum[i] * std::exp(w.rowMax[i] - newMax) + sum;
+      w.rowSum[i] = w.rowSum[i] * std::exp(w.rowMax[i] - newMax) + rowExpSum(sc, visible, newMax);
       w.rowMax[i] = newMax;
     }
   }

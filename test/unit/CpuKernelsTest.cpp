@@ -2785,6 +2785,9 @@ const std::vector<ConvCase> kConvBackwardCases = {
     {{1, 2, 4, 4}, {3, 2, 3, 3}, {3, 3}, {2, 2}, {1, 1}, 1, false},   // padding > stride
     {{1, 2, 11, 9}, {4, 1, 3, 2}, {2, 3}, {1, 0}, {2, 1}, 2, false},  // everything, odd
     {{3, 32, 14, 14}, {64, 32, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, false}, // threaded
+    {{4, 32, 13, 13}, {32, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 32, false},  // depthwise tasks
+    {{3, 16, 9, 9}, {32, 4, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, false},     // grouped tasks
+    {{2, 16, 6, 6}, {16, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 8, false},     // grouped direct tasks
 };
 
 /// For each (n, f, oy, ox, c, ky, kx) of a conv2d, fn(x index, w index, y index).

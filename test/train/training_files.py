@@ -3,8 +3,8 @@ memory report check.
 
 usage:
   training_files.py bad-data KIND GOOD.safetensors OUT.safetensors
-      KIND: missing (drop the first tensor), dtype (first tensor to f64), shape (first tensor's
-      last dim + 1), few (keep one sample), extra (add a tensor), garbage (not safetensors),
+      KIND: missing (drop the first tensor), dtype (first tensor to f16 or i32), shape (the
+      highest-rank tensor's last dim + 1), few (keep one sample), extra (add a tensor), garbage (not safetensors),
       truncated (the file cut short)
   training_files.py damage KIND FILE
       KIND: flip (one byte of the data changed), truncate (the last byte cut)
@@ -48,11 +48,14 @@ def bad_data(kind, good, out):
     if kind == "missing":
         del tensors[first]
     elif kind == "dtype":
-        tensors[first] = tensors[first].double()
-    elif kind == "shape":
         t = tensors[first]
+        tensors[first] = t.half() if t.is_floating_point() else t.int()
+    elif kind == "shape":
+        # The tensor with the most dims gets one more element in its last dim.
+        name = max(sorted(tensors), key=lambda k: tensors[k].dim())
+        t = tensors[name]
         pad = torch.zeros(*t.shape[:-1], 1, dtype=t.dtype)
-        tensors[first] = torch.cat([t, pad], dim=-1)
+        tensors[name] = torch.cat([t, pad], dim=-1)
     elif kind == "few":
         tensors = {k: v[:1].clone() for k, v in tensors.items()}
     elif kind == "extra":

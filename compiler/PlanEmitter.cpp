@@ -610,7 +610,7 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
   }
   training = Json{{"loss", info.loss},
                   {"labels", info.labels ? Json("labels") : Json(nullptr)},
-                  {"batch_size", batch},
+                  {"batch_size", batch >= 0 ? Json(batch) : Json(nullptr)}, // null: no inputs
                   {"dtype", info.dtype},
                   {"seed", info.seed},
                   {"optimizer", info.optimizer},

@@ -382,12 +382,40 @@ Result linear(Importer &imp, jit::Node *, Inputs in) {
   return one(imp.create<mlir::cleave::LinearOp>(*x, *w, *bias));
 }
 
+/// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse).
+/// `F.embedding` passes a negative padding_idx as -1 (none) after making a
+/// given one positive; the padding row gets no gradient in training.
 Result embedding(Importer &imp, jit::Node *, Inputs in) {
   auto w = imp.tensor(in[0]), ids = imp.tensor(in[1]);
   if (failed(w) || failed(ids))
     return failure();
+  mlir::IntegerAttr padding;
+  if (in.size() > 2 && !imp.isNone(in[2])) {
+    auto index = imp.integer(in[2]);
+    if (failed(index))
+      return failure();
+    int64_t rows = typeOf(*w).getDimSize(0);
+    if (*index >= rows) {
+      imp.error() << "padding_idx " << *index << " is outside the table's " << rows << " rows";
+      return failure();
+    }
+    if (*index >= 0)
+      padding = imp.builder.getI64IntegerAttr(*index);
+  }
+  for (auto [i, what] : {std::pair{3, "scale_grad_by_freq=True"}, {4, "sparse=True"}}) {
+    if (int64_t(in.size()) <= i || imp.isNone(in[i]))
+      continue;
+    auto flag = imp.boolean(in[i]);
+    if (failed(flag))
+      return failure();
+    if (*flag) {
+      imp.error() << "embedding with " << what
+                  << " is not supported (cleave's embedding gradient is dense and unscaled)";
+      return failure();
+    }
+  }
   return one(imp.create<mlir::cleave::EmbeddingOp>(*w, *ids, /*row_offset=*/mlir::IntegerAttr(),
-                                                   /*padding_idx=*/mlir::IntegerAttr()));
+                                                   padding));
 }
 
 Result layerNorm(Importer &imp, jit::Node *, Inputs in) {

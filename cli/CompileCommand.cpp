@@ -468,6 +468,7 @@ int runCompile(int argc, char **argv) {
   context.disableMultithreading();
   CliDiagnostics diagnostics(context);
   ImportFailure failureKind = ImportFailure::BadInput;
+  options.training = train;
   auto imported = importTorchScript(context, model, options, &failureKind);
   if (mlir::failed(imported))
     return static_cast<int>(failureKind);
@@ -500,6 +501,7 @@ int runCompile(int argc, char **argv) {
       return 1;
     snapshots.add("training-step", *imported->module);
     emitOptions.training = trainingEmitInfo(training.options, dtype, training.seed);
+    emitOptions.training->stateDict = stateDictEntries(*imported);
   }
   mlir::PassManager memory(&context);
   memory.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());

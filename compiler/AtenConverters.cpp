@@ -442,11 +442,27 @@ Result batchNorm(Importer &imp, jit::Node *, Inputs in) {
     return failure();
   }
   auto mean = imp.tensor(in[3]), var = imp.tensor(in[4]);
-  if (failed(mean) || failed(var))
+  auto momentum = imp.real(in[6]);
+  if (failed(mean) || failed(var) || failed(momentum))
     return failure();
-  return one(imp.create<mlir::cleave::BatchNormOp>(*x, *mean,
-                                                     *var, *weight, *bias,
-                                                     imp.builder.getF64FloatAttr(*eps)));
+  // momentum=None makes PyTorch's running statistics a cumulative average
+  // (factor 1 / num_batches_tracked). A scripted module still says so; a
+  // traced one recorded the factor of the traced step as a number.
+  bool cumulative = imp.currentModule && imp.currentModule->hasattr("momentum") &&
+                    imp.currentModule->attr("momentum").isNone();
+  if (cumulative && imp.training) {
+    imp.error() << "batch norm with momentum=None (a cumulative average of the batch "
+                   "statistics) cannot be trained; give the module a momentum";
+    return failure();
+  }
+  auto norm = imp.create<mlir::cleave::BatchNormOp>(*x, *mean, *var, *weight, *bias,
+                                                     imp.builder.getF64FloatAttr(*eps));
+  if (failed(norm))
+    return failure();
+  // The running statistics' update factor, for -cleave-training-mode.
+  if (!cumulative)
+    norm->getDefiningOp()->setAttr("momentum", imp.builder.getF64FloatAttr(*momentum));
+  return one(norm);
 }
 
 template <typename OpTy>

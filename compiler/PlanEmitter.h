@@ -47,6 +47,13 @@ struct TrainingEmitInfo {
   std::vector<StateDictEntry> stateDict;
 };
 
+/// The state_dict of an imported model as the manifest records it: each
+/// entry names the weight the importer read it into and keeps its data, so
+/// an entry whose weight the compiled program no longer holds (a buffer
+/// folded away, a parameter nothing reads) is written to the extra weights
+/// file instead. The entries point into `model`, which must outlive them.
+std::vector<StateDictEntry> stateDictEntries(const ImportedModel &model);
+
 /// The manifest's training section for a step compiled with `options`
 /// (the optimizer's defaults resolved, as the update ops hold them).
 TrainingEmitInfo trainingEmitInfo(const mlir::cleave::TrainingOptions &options,

@@ -61,6 +61,7 @@ DriverStatus import(mlir::MLIRContext &context, const CompileRequest &request,
   ImportOptions options = request.import;
   if (batch)
     options.batchSize = batch;
+  options.training = request.isTraining();
   ImportFailure kind = ImportFailure::BadInput;
   auto imported = importTorchScript(context, request.model, options, &kind);
   if (mlir::failed(imported))
@@ -68,6 +69,7 @@ DriverStatus import(mlir::MLIRContext &context, const CompileRequest &request,
   model.module = std::move(imported->module);
   model.params = std::move(imported->params);
   model.meta = imported->meta;
+  model.stateDict = std::move(imported->stateDict);
   return {};
 }
 
@@ -151,6 +153,8 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
       return DriverStatus::failure();
     snapshots.add("training-step", *model.module);
     emitOptions.training = trainingEmitInfo(request.training, request.dtype, request.seed);
+    for (const StateDictItem &item : model.stateDict)
+      emitOptions.training->stateDict.push_back(StateDictEntry{item.name, item.param, &item.data});
   }
   if (mlir::failed(runPasses(*model.module, [](mlir::PassManager &pm) {
         pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());

@@ -125,6 +125,8 @@ struct LoadedModel {
   decltype(ImportedModel::params) params;
   /// Parameters have no data (a meta-device export).
   bool meta = false;
+  /// The model's state_dict, in its order (empty for .mlir).
+  decltype(ImportedModel::stateDict) stateDict;
 
   mlir::func::FuncOp forward() const {
     mlir::ModuleOp m = module.get();

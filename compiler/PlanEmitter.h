@@ -47,8 +47,6 @@ struct TrainingEmitInfo {
   std::vector<StateDictEntry> stateDict;
 };
 
-
-
 /// The manifest's training section for a step compiled with `options`
 /// (the optimizer's defaults resolved, as the update ops hold them).
 TrainingEmitInfo trainingEmitInfo(const mlir::cleave::TrainingOptions &options,

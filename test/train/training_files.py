@@ -4,7 +4,8 @@ memory report check.
 usage:
   training_files.py bad-data KIND GOOD.safetensors OUT.safetensors
       KIND: missing (drop the first tensor), dtype (first tensor to f16 or i32), shape (the
-      highest-rank tensor's last dim + 1), few (keep one sample), extra (add a tensor), garbage (not safetensors),
+      highest-rank tensor's last dim + 1), few (keep one sample), label (sample 13's label
+      out of range), extra (add a tensor), garbage (not safetensors),
       truncated (the file cut short)
   training_files.py damage KIND FILE
       KIND: flip (one byte of the data changed), truncate (the last byte cut)
@@ -60,6 +61,9 @@ def bad_data(kind, good, out):
         tensors[name] = torch.cat([t, pad], dim=-1)
     elif kind == "few":
         tensors = {k: v[:1].clone() for k, v in tensors.items()}
+    elif kind == "label":
+        # Sample 13's class is out of range: the step that reads it fails.
+        tensors["labels"][13] = 1000
     elif kind == "extra":
         tensors["unexpected"] = torch.zeros(3)
     else:

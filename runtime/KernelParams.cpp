@@ -14,19 +14,8 @@ namespace cleave::runtime {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// Reads and checks the window attributes of a pooling op and computes its
-/// output shape. `hasDilation` is false for avg_pool2d (dilation 1).
-Status parsePool(const KernelSignature &sig, const char *backend,
-                 std::initializer_list<DType> dtypes, bool hasDilation, PoolParams *g) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
-  if (x.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
-                        describe(x.shape, x.dtype));
+Status parsePoolWindow(const KernelSignature &sig, const TensorDesc &x, bool hasDilation,
+                       PoolParams *g) {
   std::vector<int64_t> kernel, stride, padding, dilation = {1, 1};
   bool ceilMode = false;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("kernel", &kernel)));
@@ -60,6 +49,23 @@ Status parsePool(const KernelSignature &sig, const char *backend,
     return CLEAVE_ERROR(sig.kernel, ": kernel ", formatList(kernel), " (dilation ",
                         formatList(dilation), ") is larger than the padded input ",
                         describe(x.shape, x.dtype));
+  return {};
+}
+
+namespace {
+
+/// Checks a pooling op's input and output; `hasDilation` is false for
+/// avg_pool2d (dilation 1).
+Status parsePool(const KernelSignature &sig, const char *backend,
+                 std::initializer_list<DType> dtypes, bool hasDilation, PoolParams *g) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  if (x.rank() != 4)
+    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
+                        describe(x.shape, x.dtype));
+  CLEAVE_RETURN_IF_ERROR(parsePoolWindow(sig, x, hasDilation, g));
   return checkOutput(sig, {x.dtype, {x.shape[0], x.shape[1], g->oh, g->ow}},
                      "from the input and the window attributes");
 }

@@ -28,6 +28,13 @@ struct PoolParams {
   int64_t kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
+/// The window attributes of a pooling over the 4-D [N, C, H, W] tensor `x`
+/// (kernel, stride, padding, ceil_mode, and dilation when `hasDilation`,
+/// else 1), checked, and the pooled size OH, OW they give: every field of
+/// *out. The forward poolings and their backward kernels read them alike.
+Status parsePoolWindow(const KernelSignature &sig, const TensorDesc &x, bool hasDilation,
+                       PoolParams *out);
+
 /// max_pool2d: kernel, stride, padding, dilation, ceil_mode.
 Status parseMaxPool2d(const KernelSignature &sig, const char *backend,
                       std::initializer_list<DType> dtypes, PoolParams *out);

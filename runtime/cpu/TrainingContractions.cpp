@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/WindowShape.h"
+#include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/ConvScratch.h"
 #include "runtime/cpu/Registry.h"
@@ -416,54 +416,17 @@ Status buildConv2dBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
 // Pooling backward
 //===----------------------------------------------------------------------===//
 
-struct Window {
-  int64_t planes, h, w, oh, ow;
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-};
-
 /// grad [N, C, OH, OW] and the result [N, C, H, W] (the forward input's
 /// shape) with the window attributes; OH and OW must be what the forward
 /// computes from H, W.
-Status parseWindowBackward(const KernelSignature &sig, bool hasDilation, Window *g) {
+Status parseWindowBackward(const KernelSignature &sig, bool hasDilation, PoolParams *g) {
   const TensorDesc &grad = *sig.inputs[0];
   const TensorDesc &x = sig.outputs[0];
   CLEAVE_RETURN_IF_ERROR(checkDType(sig, "grad", grad, {DType::F32}));
   CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", grad, "output", x));
   CLEAVE_RETURN_IF_ERROR(requireRank(sig, "grad", grad, 4, "[N, C, OH, OW]"));
   CLEAVE_RETURN_IF_ERROR(requireRank(sig, "output", x, 4, "[N, C, H, W]"));
-  std::vector<int64_t> kernel, stride, padding, dilation = {1, 1};
-  bool ceilMode = false;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("kernel", &kernel)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
-  if (hasDilation)
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("ceil_mode", &ceilMode, false)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "kernel", kernel, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
-  for (int i = 0; i < 2; ++i)
-    if (2 * padding[i] > kernel[i])
-      return CLEAVE_ERROR(sig.kernel, ": padding ", formatList(padding),
-                          " must be at most half the kernel ", formatList(kernel));
-  g->planes = x.shape[0] * x.shape[1];
-  g->h = x.shape[2];
-  g->w = x.shape[3];
-  g->kh = kernel[0];
-  g->kw = kernel[1];
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->ph = padding[0];
-  g->pw = padding[1];
-  g->dh = dilation[0];
-  g->dw = dilation[1];
-  g->oh = windowOutputSize(g->h, g->kh, g->sh, g->ph, g->dh, ceilMode);
-  g->ow = windowOutputSize(g->w, g->kw, g->sw, g->pw, g->dw, ceilMode);
-  if (g->oh < 1 || g->ow < 1)
-    return CLEAVE_ERROR(sig.kernel, ": kernel ", formatList(kernel), " (dilation ",
-                        formatList(dilation), ") is larger than the padded input ",
-                        describe(x.shape, x.dtype));
+  CLEAVE_RETURN_IF_ERROR(parsePoolWindow(sig, x, hasDilation, g));
   const Shape expected = {x.shape[0], x.shape[1], g->oh, g->ow};
   if (grad.shape != expected)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(grad.shape, grad.dtype),
@@ -507,7 +470,7 @@ Status buildMaxPoolBackward(const KernelSignature &sig, KernelFn *fn) {
   if (x != sig.outputs[0])
     return CLEAVE_ERROR(sig.kernel, ": output ", describe(sig.outputs[0].shape, sig.outputs[0].dtype),
                         " must be the input's shape ", describe(x.shape, x.dtype));
-  Window g;
+  PoolParams g;
   CLEAVE_RETURN_IF_ERROR(parseWindowBackward(sig, /*hasDilation=*/true, &g));
   if (g.h * g.w > std::numeric_limits<int32_t>::max())
     return CLEAVE_ERROR(sig.kernel, ": planes of more than 2^31 elements are not supported: ",
@@ -582,7 +545,7 @@ Status buildMaxPoolBackward(const KernelSignature &sig, KernelFn *fn) {
 Status buildAvgPoolBackward(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  Window g;
+  PoolParams g;
   CLEAVE_RETURN_IF_ERROR(parseWindowBackward(sig, /*hasDilation=*/false, &g));
   bool countIncludePad = true;
   CLEAVE_RETURN_IF_ERROR(

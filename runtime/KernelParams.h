@@ -156,6 +156,12 @@ struct SliceParams {
 };
 Status parseSlice(const KernelSignature &sig, SliceParams *out);
 
+/// slice's attributes checked against `x` (the input; slice_backward's
+/// result), whose name `xName` ("" or "output ") the messages put before
+/// its shape: every field of *out.
+Status parseSliceRange(const KernelSignature &sig, const TensorDesc &x, const char *xName,
+                       SliceParams *out);
+
 /// concat along `dim`: every input viewed as [outer, its dim, inner].
 struct ConcatParams {
   int64_t dim = 0, outer = 0, inner = 0;

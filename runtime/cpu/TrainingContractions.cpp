@@ -1041,26 +1041,16 @@ Status buildSliceBackward(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   const TensorDesc &g = *sig.inputs[0], &x = sig.outputs[0];
   CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", g, "output", x));
-  int64_t dim = 0, start = 0, end = 0, step = 1;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("start", &start)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("end", &end)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("step", &step, 1)));
-  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
-  const int64_t size = x.shape[dim];
-  if (start < 0 || start > end || end > size || step < 1)
-    return CLEAVE_ERROR(sig.kernel, ": [", start, ":", end, ":", step, "] is not within dim ", dim,
-                        " of size ", size, " of output ", describe(x.shape, x.dtype),
-                        " (needs 0 <= start <= end <= size, step >= 1)");
-  const int64_t count = end == start ? 0 : 1 + (end - start - 1) / step;
+  SliceParams sp;
+  CLEAVE_RETURN_IF_ERROR(parseSliceRange(sig, x, "output ", &sp));
+  const int64_t dim = sp.dim, start = sp.start, end = sp.end, step = sp.step;
+  const int64_t size = sp.size, count = sp.count, outer = sp.outer, inner = sp.inner;
   Shape expected = x.shape;
   expected[dim] = count;
   if (g.shape != expected)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(g.shape, g.dtype), " must be ",
                         describe(expected, g.dtype), " (the output with dim ", dim, " sliced [",
                         start, ":", end, ":", step, "])");
-  const int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
-  const int64_t inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
   const size_t elem = dtypeBytes(x.dtype);
   *fn = [=](const KernelCall &call) -> Status {
     const char *src = static_cast<const char *>(call.inputs[0]);

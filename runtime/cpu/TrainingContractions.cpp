@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "runtime/Conv2dContract.h"
 #include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/ConvScratch.h"
@@ -151,31 +152,13 @@ Status parseConvBackward(const KernelSignature &sig, bool forInput, ConvBackward
                                      result, 4,
                                      forInput ? "[N, C, H, W]" : "[F, C/groups, KH, KW]"));
   const TensorDesc &x = forInput ? result : known, &w = forInput ? known : result;
-  std::vector<int64_t> stride, padding, dilation;
-  int64_t groups = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("groups", &groups)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
-  if (groups < 1)
-    return CLEAVE_ERROR(sig.kernel, ": groups must be >= 1, got ", groups);
-  const char *xName = forInput ? "output" : "input";
-  const char *wName = forInput ? "weight" : "output";
+  Conv2dAttrs attrs;
+  CLEAVE_RETURN_IF_ERROR(parseConv2dAttrs(sig, x, forInput ? "output" : "input", w,
+                                          forInput ? "weight" : "output", &attrs));
+  const std::vector<int64_t> &stride = attrs.stride, &padding = attrs.padding,
+                             &dilation = attrs.dilation;
+  const int64_t groups = attrs.groups;
   const int64_t channels = x.shape[1], filters = w.shape[0];
-  if (channels % groups != 0)
-    return CLEAVE_ERROR(sig.kernel, ": ", xName, " ", describe(x.shape, x.dtype), " has ",
-                        channels, " channels, not divisible by groups = ", groups);
-  if (channels / groups != w.shape[1])
-    return CLEAVE_ERROR(sig.kernel, ": ", wName, " ", describe(w.shape, w.dtype), " needs ",
-                        w.shape[1], " input channels per group, ", xName, " ",
-                        describe(x.shape, x.dtype), " has ", channels / groups,
-                        " (groups = ", groups, ")");
-  if (filters % groups != 0)
-    return CLEAVE_ERROR(sig.kernel, ": ", wName, " ", describe(w.shape, w.dtype), " has ",
-                        filters, " filters, not divisible by groups = ", groups);
   ConvGeometry g;
   g.channels = channels / groups;
   g.height = x.shape[2];
@@ -188,14 +171,7 @@ Status parseConvBackward(const KernelSignature &sig, bool forInput, ConvBackward
   g.pw = padding[1];
   g.dh = dilation[0];
   g.dw = dilation[1];
-  const int64_t spanH = g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1;
-  const int64_t spanW = g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1;
-  if (spanH < 0 || spanW < 0)
-    return CLEAVE_ERROR(sig.kernel, ": kernel ", g.kh, "x", g.kw, " (dilation ",
-                        formatList(dilation), ") is larger than the padded input ",
-                        describe(x.shape, x.dtype));
-  g.oh = spanH / g.sh + 1;
-  g.ow = spanW / g.sw + 1;
+  CLEAVE_RETURN_IF_ERROR(conv2dOutputSize(sig, x, w, attrs, &g.oh, &g.ow));
   const Shape outShape = {x.shape[0], filters, g.oh, g.ow};
   if (grad.shape != outShape)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(grad.shape, grad.dtype),

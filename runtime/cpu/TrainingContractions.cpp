@@ -22,6 +22,7 @@
 
 #include "runtime/Conv2dContract.h"
 #include "runtime/KernelParams.h"
+#include "runtime/cpu/AvgPoolSpan.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/ConvScratch.h"
 #include "runtime/cpu/Im2col.h"
@@ -485,19 +486,11 @@ Status buildAvgPoolBackward(const KernelSignature &sig, KernelFn *fn) {
         float *dp = dx + p * hw;
         std::memset(dp, 0, sizeof(float) * hw);
         for (int64_t oy = 0; oy < g.oh; ++oy) {
-          // The forward's divisor (Pooling.cpp): the window clipped to the
-          // padded input counts with count_include_pad, else to the input.
-          int64_t y0 = oy * g.sh - g.ph;
-          int64_t y1 = std::min(y0 + g.kh, g.h + g.ph);
-          const int64_t padH = y1 - y0;
-          y0 = std::max<int64_t>(y0, 0);
-          y1 = std::min(y1, g.h);
+          int64_t y0, y1;
+          const int64_t padH = avgPoolSpan(oy, g.sh, g.ph, g.kh, g.h, &y0, &y1);
           for (int64_t ox = 0; ox < g.ow; ++ox) {
-            int64_t x0 = ox * g.sw - g.pw;
-            int64_t x1 = std::min(x0 + g.kw, g.w + g.pw);
-            const int64_t poolSize = padH * (x1 - x0);
-            x0 = std::max<int64_t>(x0, 0);
-            x1 = std::min(x1, g.w);
+            int64_t x0, x1;
+            const int64_t poolSize = padH * avgPoolSpan(ox, g.sw, g.pw, g.kw, g.w, &x0, &x1);
             const int64_t divisor = countIncludePad ? poolSize : (y1 - y0) * (x1 - x0);
             if (y0 >= y1 || x0 >= x1)
               continue;

@@ -6,15 +6,12 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cerrno>
 #include <cstring>
 #include <sys/resource.h>
+#include <unistd.h>
 
 namespace cleave {
-
-int usageError(const std::string &message, const char *usage) {
-  llvm::errs() << "cleave: error: " << message << "\n\n" << usage;
-  return 1;
-}
 
 bool writeAtomically(const std::string &path,
                      llvm::function_ref<void(llvm::raw_ostream &)> write) {
@@ -27,18 +24,19 @@ bool writeAtomically(const std::string &path,
   return status.ok();
 }
 
-bool optionValue(int argc, char **argv, int &i, const char *name, const char **value) {
-  size_t n = std::strlen(name);
-  if (std::strncmp(argv[i], name, n) != 0)
-    return false;
-  if (argv[i][n] == '=') {
-    *value = argv[i] + n + 1;
-    return true;
-  }
-  if (argv[i][n] != '\0')
-    return false;
-  *value = i + 1 < argc ? argv[++i] : nullptr;
-  return true;
+int runTrainTool(int argc, char **argv) {
+  std::string self = selfPath();
+  std::string tool = self.substr(0, self.rfind('/') + 1) + "cleave-train";
+  std::vector<char *> args = {tool.data(), const_cast<char *>("train")};
+  for (int i = 0; i < argc; ++i)
+    args.push_back(argv[i]);
+  args.push_back(nullptr);
+  llvm::outs().flush();
+  llvm::errs().flush();
+  execv(tool.c_str(), args.data());
+  llvm::errs() << "cleave: error: cannot start " << tool << " (cleave train runs it): "
+               << std::strerror(errno) << "; build it with the rest of cleave\n";
+  return 1;
 }
 
 int addInputShape(const char *value, std::vector<InputSpec> &shapes, const char *usage) {

@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "cli/Args.h"
 #include "compiler/InputSpec.h"
 
 #include <cstdint>
@@ -23,7 +24,10 @@ namespace cleave {
 int runImport(int argc, char **argv);
 int runCompile(int argc, char **argv);
 int runRun(int argc, char **argv);
-int runTrain(int argc, char **argv);
+/// `cleave train`: starts cleave-train, the runtime-only tool beside this
+/// binary (it loads neither MLIR nor LibTorch, so training processes stay
+/// small).
+int runTrainTool(int argc, char **argv);
 int runPlan(int argc, char **argv);
 int runCost(int argc, char **argv);
 int runProfile(int argc, char **argv, const char *argv0);
@@ -32,18 +36,10 @@ int runBenchWorker(int argc, char **argv);
 int runVerify(int argc, char **argv);
 int runInspect(int argc, char **argv);
 
-/// Prints `cleave: error: MESSAGE` and the command's usage; returns 1.
-int usageError(const std::string &message, const char *usage);
-
 /// Writes `text` to `path` through a temporary file and a rename, so a
 /// failed write never leaves a truncated output.
 bool writeAtomically(const std::string &path,
                      llvm::function_ref<void(llvm::raw_ostream &)> write);
-
-/// "--name VALUE" or "--name=VALUE" at argv[i]; advances i past a separate
-/// value. Returns false if argv[i] is not the option; sets *value to null if
-/// the value is absent.
-bool optionValue(int argc, char **argv, int &i, const char *name, const char **value);
 
 /// An integer option value in [min, max]; false when absent, malformed or
 /// out of range (then `out` is unspecified).

@@ -79,12 +79,6 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-/// The path of this executable, for mpirun to start it on every rank.
-std::string selfPath() {
-  char buffer[4096];
-  ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
-  return n > 0 ? std::string(buffer, n) : std::string("cleave");
-}
 
 pid_t launchedJob = 0;
 void forwardSignal(int sig) {

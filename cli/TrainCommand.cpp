@@ -1,19 +1,19 @@
 //===- TrainCommand.cpp - cleave train ------------------------------------===//
 //
 // Parses the options, prints progress; the run itself is the runtime's
-// Trainer (runtime/train/Trainer.h).
+// Trainer (runtime/train/Trainer.h). Built into cleave-train, which links
+// the runtime only: no LLVM, MLIR or LibTorch in a training process.
 //
 //===----------------------------------------------------------------------===//
 
-#include "cli/Commands.h"
+#include "cli/Args.h"
 #include "runtime/AtomicFile.h"
 #include "runtime/DeviceBackends.h"
 #include "runtime/Plan.h"
 #include "runtime/train/Trainer.h"
 
-#include "llvm/Support/FormatVariadic.h"
-
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <unistd.h>
 
@@ -64,7 +64,8 @@ step.
 )";
 
 int fail(const rt::Status &status) {
-  llvm::errs() << "cleave: error: " << status.message() << "\n";
+  std::fflush(stdout);
+  std::fprintf(stderr, "cleave: error: %s\n", status.message().c_str());
   return 1;
 }
 
@@ -78,9 +79,12 @@ std::string lossText(double loss) {
 /// "1:02:03" or "2:03".
 std::string clock(double seconds) {
   long s = static_cast<long>(seconds + 0.5);
+  char text[32];
   if (s >= 3600)
-    return llvm::formatv("{0}:{1,0+2}:{2,0+2}", s / 3600, (s / 60) % 60, s % 60).str();
-  return llvm::formatv("{0}:{1,0+2}", s / 60, s % 60).str();
+    std::snprintf(text, sizeof(text), "%ld:%02ld:%02ld", s / 3600, (s / 60) % 60, s % 60);
+  else
+    std::snprintf(text, sizeof(text), "%ld:%02ld", s / 60, s % 60);
+  return text;
 }
 
 } // namespace
@@ -103,12 +107,12 @@ int runTrain(int argc, char **argv) {
     };
     int status = -1;
     if (arg == "-h" || arg == "--help") {
-      llvm::outs() << kTrainUsage;
+      std::fputs(kTrainUsage, stdout);
       return 0;
     } else if (optionValue(argc, argv, i, "--data", &value)) {
       status = file("--data", options.dataPath);
     } else if (optionValue(argc, argv, i, "--steps", &value)) {
-      if (!parseCount(value, options.steps, 1, INT64_MAX))
+      if (!parseInteger(value, options.steps, 1, INT64_MAX))
         return usageError("--steps needs a positive number of steps", kTrainUsage);
       haveSteps = true;
     } else if (optionValue(argc, argv, i, "--log", &value)) {
@@ -118,15 +122,15 @@ int runTrain(int argc, char **argv) {
     } else if (optionValue(argc, argv, i, "--checkpoint", &value)) {
       status = file("--checkpoint", options.checkpointDir);
     } else if (optionValue(argc, argv, i, "--checkpoint-every", &value)) {
-      if (!parseCount(value, options.checkpointEvery, 1, INT64_MAX))
+      if (!parseInteger(value, options.checkpointEvery, 1, INT64_MAX))
         return usageError("--checkpoint-every needs a positive number of steps", kTrainUsage);
     } else if (optionValue(argc, argv, i, "--resume", &value)) {
       status = file("--resume", options.resumePath);
     } else if (optionValue(argc, argv, i, "--shuffle", &value)) {
-      uint64_t seed = 0;
-      if (!value || llvm::StringRef(value).getAsInteger(10, seed))
+      int64_t seed = 0;
+      if (!parseInteger(value, seed, 0, INT64_MAX))
         return usageError("--shuffle needs a non-negative integer seed", kTrainUsage);
-      options.shuffleSeed = seed;
+      options.shuffleSeed = static_cast<uint64_t>(seed);
     } else if (optionValue(argc, argv, i, "--report", &value)) {
       status = file("--report", reportPath);
     } else if (optionValue(argc, argv, i, "--backend", &value)) {
@@ -135,8 +139,10 @@ int runTrain(int argc, char **argv) {
       if (rt::Status s = rt::parseBackendChoice(value, &backend); !s.ok())
         return usageError(s.message(), kTrainUsage);
     } else if (optionValue(argc, argv, i, "--threads", &value)) {
-      if (!parseCount(value, threads, 1))
+      int64_t count = 0;
+      if (!parseInteger(value, count, 1, INT32_MAX))
         return usageError("--threads needs a positive integer", kTrainUsage);
+      threads = static_cast<int>(count);
     } else if (arg == "-q" || arg == "--quiet") {
       quiet = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -181,9 +187,10 @@ int runTrain(int argc, char **argv) {
     if (first < 0)
       first = r.step;
     if (!terminal) {
-      llvm::outs() << llvm::formatv("step {0}/{1}  loss {2}  {3:f2} ms  {4:f1} samples/s\n",
-                                    r.step, total, lossText(r.loss), r.seconds * 1e3, r.samplesPerSecond);
-      llvm::outs().flush();
+      std::printf("step %lld/%lld  loss %s  %.2f ms  %.1f samples/s\n",
+                  static_cast<long long>(r.step), static_cast<long long>(total),
+                  lossText(r.loss).c_str(), r.seconds * 1e3, r.samplesPerSecond);
+      std::fflush(stdout);
       return;
     }
     double elapsed =
@@ -193,18 +200,18 @@ int runTrain(int argc, char **argv) {
     constexpr int kWidth = 24;
     int filled = static_cast<int>(kWidth * r.step / std::max<int64_t>(1, total));
     std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
-    llvm::outs() << llvm::formatv("\r[{0}] {1}/{2}  loss {3}  {4:f2} ms  {5:f1} samples/s  "
-                                  "ETA {6}  ",
-                                  bar, r.step, total, lossText(r.loss), r.seconds * 1e3,
-                                  r.samplesPerSecond, clock(eta));
+    std::printf("\r[%s] %lld/%lld  loss %s  %.2f ms  %.1f samples/s  ETA %s  ", bar.c_str(),
+                static_cast<long long>(r.step), static_cast<long long>(total),
+                lossText(r.loss).c_str(), r.seconds * 1e3, r.samplesPerSecond,
+                clock(eta).c_str());
     if (r.step == total)
-      llvm::outs() << "\n";
-    llvm::outs().flush();
+      std::printf("\n");
+    std::fflush(stdout);
   };
   rt::TrainReport report;
   rt::Status status = rt::train(plan, *device, options, &report, onStep);
   if (terminal && !quiet && !report.steps.empty() && report.steps.back().step != total)
-    llvm::outs() << "\n";
+    std::printf("\n");
   if (!status.ok())
     return fail(status);
   if (!reportPath.empty())
@@ -213,14 +220,14 @@ int runTrain(int argc, char **argv) {
         !s.ok())
       return fail(s);
   if (!quiet) {
-    llvm::outs() << llvm::formatv("cleave train: steps {0}..{1} on {2}, memory {3:f2} MiB "
-                                  "allocated ({4:f2} MiB predicted)",
-                                  report.firstStep, total, device->name(),
-                                  report.allocatedBytes / 1048576.0,
-                                  report.predictedBytes / 1048576.0);
+    std::printf("cleave train: steps %lld..%lld on %s, memory %.2f MiB allocated (%.2f MiB "
+                "predicted)",
+                static_cast<long long>(report.firstStep), static_cast<long long>(total),
+                device->name(), report.allocatedBytes / 1048576.0,
+                report.predictedBytes / 1048576.0);
     if (!report.resumedFrom.empty())
-      llvm::outs() << ", resumed from " << report.resumedFrom;
-    llvm::outs() << "\n";
+      std::printf(", resumed from %s", report.resumedFrom.c_str());
+    std::printf("\n");
   }
   return 0;
 }

@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   if (command == "run")
     return runRun(argc - 2, argv + 2);
   if (command == "train")
-    return runTrain(argc - 2, argv + 2);
+    return runTrainTool(argc - 2, argv + 2);
   if (command == "verify")
     return runVerify(argc - 2, argv + 2);
   if (command == "inspect")

@@ -1,0 +1,38 @@
+//===- Args.h - Argument helpers without LLVM -----------------*- C++ -*-===//
+//
+// What the runtime-only tools (cleave-train) share with the subcommands of
+// `cleave`: option parsing and usage errors, in plain C++, so that a tool
+// that links only the runtime loads neither LLVM nor LibTorch.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CLEAVE_CLI_ARGS_H
+#define CLEAVE_CLI_ARGS_H
+
+#include <cstdint>
+#include <string>
+
+namespace cleave {
+
+/// Prints `cleave: error: MESSAGE` and the command's usage; returns 1.
+int usageError(const std::string &message, const char *usage);
+
+/// "--name VALUE" or "--name=VALUE" at argv[i]; advances i past a separate
+/// value. Returns false if argv[i] is not the option; sets *value to null if
+/// the value is absent.
+bool optionValue(int argc, char **argv, int &i, const char *name, const char **value);
+
+/// A decimal integer in [min, max]; false when absent, malformed or out of
+/// range.
+bool parseInteger(const char *text, int64_t &out, int64_t min, int64_t max);
+
+/// The path of the running executable (for starting it, or a tool beside
+/// it).
+std::string selfPath();
+
+/// `cleave train` (cli/TrainCommand.cpp, in the runtime-only cleave-train).
+int runTrain(int argc, char **argv);
+
+} // namespace cleave
+
+#endif // CLEAVE_CLI_ARGS_H

@@ -14,6 +14,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <cstdio>
 #include <unistd.h>
 
 namespace cleave {
@@ -65,6 +66,13 @@ step.
 int fail(const rt::Status &status) {
   llvm::errs() << "cleave: error: " << status.message() << "\n";
   return 1;
+}
+
+/// The loss to 7 significant digits.
+std::string lossText(double loss) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.7g", loss);
+  return text;
 }
 
 /// "1:02:03" or "2:03".
@@ -173,8 +181,8 @@ int runTrain(int argc, char **argv) {
     if (first < 0)
       first = r.step;
     if (!terminal) {
-      llvm::outs() << llvm::formatv("step {0}/{1}  loss {2:g7}  {3:f1} ms  {4:f1} samples/s\n",
-                                    r.step, total, r.loss, r.seconds * 1e3, r.samplesPerSecond);
+      llvm::outs() << llvm::formatv("step {0}/{1}  loss {2}  {3:f1} ms  {4:f1} samples/s\n",
+                                    r.step, total, lossText(r.loss), r.seconds * 1e3, r.samplesPerSecond);
       llvm::outs().flush();
       return;
     }
@@ -185,9 +193,9 @@ int runTrain(int argc, char **argv) {
     constexpr int kWidth = 24;
     int filled = static_cast<int>(kWidth * r.step / std::max<int64_t>(1, total));
     std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
-    llvm::outs() << llvm::formatv("\r[{0}] {1}/{2}  loss {3:g7}  {4:f1} ms  {5:f1} samples/s  "
+    llvm::outs() << llvm::formatv("\r[{0}] {1}/{2}  loss {3}  {4:f1} ms  {5:f1} samples/s  "
                                   "ETA {6}  ",
-                                  bar, r.step, total, r.loss, r.seconds * 1e3,
+                                  bar, r.step, total, lossText(r.loss), r.seconds * 1e3,
                                   r.samplesPerSecond, clock(eta));
     if (r.step == total)
       llvm::outs() << "\n";

@@ -22,6 +22,8 @@ const cpu::KernelTable &kernelTable() {
     cpu::registerPoolingKernels(t);
     cpu::registerDataMovementKernels(t);
     cpu::registerAttentionKernels(t);
+    cpu::registerTrainingKernels(t);
+    cpu::registerTrainingContractionKernels(t);
     return t;
   }();
   return table;

@@ -127,7 +127,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
 
   // Everything that can be checked is checked before the first step.
   TrainingData data;
-  CLEAVE_RETURN_IF_ERROR(TrainingData::load(options.dataPath, plan, &data));
+  CLEAVE_RETURN_IF_ERROR(TrainingData::load(options.dataPath, plan, &data).prepend("training data"));
   const ProgramSpec &program = plan.programs.begin()->second;
   const Binding *loss = findOutput(program, "loss");
   if (!loss || program.buffers[loss->buffer].desc.dtype != DType::F32 ||

@@ -26,7 +26,7 @@ Status TrainingData::load(const std::string &path, const Plan &plan, TrainingDat
   TrainingData data;
   data.path_ = path;
   SafetensorsIndex index;
-  CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(path, &index).prepend("training data"));
+  CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(path, &index));
   struct stat st {};
   if (stat(path.c_str(), &st) == 0)
     data.fileBytes_ = static_cast<uint64_t>(st.st_size);

@@ -12,6 +12,7 @@
 #include "runtime/BFloat16.h"
 #include "runtime/Backend.h"
 #include "runtime/DeviceBackends.h"
+#include "runtime/Philox.h"
 #include "runtime/cpu/ConvScratch.h"
 
 #include <gtest/gtest.h>
@@ -316,11 +317,24 @@ const std::vector<std::string> kAllKernels = {
     "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
     "concat", "attention"};
 
+/// The training kernels (runtime/cpu/Training.cpp and
+/// TrainingContractions.cpp): CPU only for now.
+const std::vector<std::string> kTrainingContractionKernels = {
+    "assign", "dropout_train", "batch_norm_train", "update_running_stats",
+    "batch_norm_backward", "nll_loss", "nll_loss_backward", "softmax_backward",
+    "log_softmax_backward", "layer_norm_backward", "gelu_backward", "silu_backward", "adamw",
+    "sgd", "linear_backward_weight", "conv2d_backward_input", "conv2d_backward_weight",
+    "max_pool2d_backward", "avg_pool2d_backward", "adaptive_avg_pool2d_backward",
+    "attention_backward", "embedding_backward", "slice_backward"};
+
 TEST_P(KernelTest, HasEveryKernelOfTheDialect) {
   std::set<std::string> names;
   for (const std::string &n : backend->kernelNames())
     names.insert(n);
-  EXPECT_EQ(names, std::set<std::string>(kAllKernels.begin(), kAllKernels.end()));
+  std::set<std::string> expected(kAllKernels.begin(), kAllKernels.end());
+  if (GetParam() == "cpu")
+    expected.insert(kTrainingContractionKernels.begin(), kTrainingContractionKernels.end());
+  EXPECT_EQ(names, expected);
   for (const std::string &n : kAllKernels)
     EXPECT_TRUE(backend->hasKernel(n)) << n;
   EXPECT_FALSE(backend->hasKernel("param"));
@@ -1727,6 +1741,1562 @@ TEST_P(KernelTest, AttentionValidation) {
 }
 
 //===----------------------------------------------------------------------===//
+// Training kernels, family A (docs/plan-format.md, "Training kernels").
+//===----------------------------------------------------------------------===//
+
+/// A signature with several outputs.
+KernelSignature sigN(const std::string &kernel, std::vector<std::optional<TensorDesc>> inputs,
+                     std::vector<TensorDesc> outputs, Attributes a = {}) {
+  KernelSignature s;
+  s.kernel = kernel;
+  s.inputs = std::move(inputs);
+  s.outputs = std::move(outputs);
+  s.attrs = std::move(a);
+  return s;
+}
+
+/// Runs `kernel` with outputs `outs`, whose current contents are copied in
+/// first (the persistent tensors an update reads and writes) and read back
+/// after.
+Status runOutputs(Backend &backend, const std::string &kernel,
+                  const std::vector<const HostTensor *> &inputs, std::vector<HostTensor> *outs,
+                  Attributes a = {}) {
+  std::vector<std::optional<TensorDesc>> descs;
+  for (const HostTensor *in : inputs)
+    descs.push_back(in ? std::optional<TensorDesc>(in->desc) : std::nullopt);
+  std::vector<TensorDesc> outDescs;
+  for (const HostTensor &o : *outs)
+    outDescs.push_back(o.desc);
+  KernelFn fn;
+  CLEAVE_RETURN_IF_ERROR(backend.prepareKernel(sigN(kernel, descs, outDescs, std::move(a)), &fn));
+  KernelCall call;
+  std::vector<void *> owned;
+  auto body = [&]() -> Status {
+    auto upload = [&](const HostTensor &t, void **p) -> Status {
+      CLEAVE_RETURN_IF_ERROR(backend.allocate(t.bytes.size(), p));
+      owned.push_back(*p);
+      return backend.copyToDevice(*p, t.bytes.data(), t.bytes.size());
+    };
+    for (const HostTensor *in : inputs) {
+      void *p = nullptr;
+      if (in)
+        CLEAVE_RETURN_IF_ERROR(upload(*in, &p));
+      call.inputs.push_back(p);
+    }
+    for (const HostTensor &o : *outs) {
+      void *p = nullptr;
+      CLEAVE_RETURN_IF_ERROR(upload(o, &p));
+      call.outputs.push_back(p);
+    }
+    CLEAVE_RETURN_IF_ERROR(fn(call));
+    CLEAVE_RETURN_IF_ERROR(backend.synchronize());
+    for (size_t i = 0; i < outs->size(); ++i)
+      CLEAVE_RETURN_IF_ERROR(
+          backend.copyToHost((*outs)[i].bytes.data(), call.outputs[i], (*outs)[i].bytes.size()));
+    return {};
+  };
+  Status status = body();
+  for (void *p : owned)
+    backend.deallocate(p);
+  return status;
+}
+
+/// An output that starts as garbage.
+HostTensor garbage(Shape shape, DType dtype = f32) {
+  HostTensor t(dtype, std::move(shape));
+  std::fill(t.bytes.begin(), t.bytes.end(), 0xA5);
+  return t;
+}
+
+HostTensor stepTensor(int64_t t) { return make(i64, {}, {static_cast<double>(t)}); }
+
+/// Skips a test on a backend that does not have the training kernels yet.
+#define REQUIRE_KERNEL(name)                                                   \
+  do {                                                                         \
+    if (!backend->hasKernel(name))                                             \
+      GTEST_SKIP() << GetParam() << " has no '" << name << "' kernel yet";     \
+  } while (0)
+
+/// Central differences of a scalar function of `x` (double), one element at
+/// a time.
+std::vector<double> numericGradient(std::vector<double> x,
+                                    const std::function<double(const std::vector<double> &)> &f,
+                                    double h = 1e-4) {
+  std::vector<double> grad(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    double keep = x[i];
+    x[i] = keep + h;
+    double up = f(x);
+    x[i] = keep - h;
+    double down = f(x);
+    x[i] = keep;
+    grad[i] = (up - down) / (2 * h);
+  }
+  return grad;
+}
+
+double dot(const std::vector<double> &a, const std::vector<double> &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+TEST(Philox, KnownAnswersOfRandom123) {
+  using philox::Uint4;
+  auto expect = [](Uint4 counter, uint32_t k0, uint32_t k1, Uint4 want) {
+    Uint4 got = philox::philox4x32_10(counter, k0, k1);
+    EXPECT_EQ(got.x, want.x);
+    EXPECT_EQ(got.y, want.y);
+    EXPECT_EQ(got.z, want.z);
+    EXPECT_EQ(got.w, want.w);
+  };
+  expect({0, 0, 0, 0}, 0, 0, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+  expect({0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff}, 0xffffffff, 0xffffffff,
+         {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
+  expect({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0xa4093822, 0x299f31d0,
+         {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
+}
+
+TEST(Philox, DropoutMaskLayout) {
+  // key = (seed mod 2^32, seed / 2^32), counter = (block lo, block hi, stream, t).
+  const uint64_t seed = 0x0000000500000007ull;
+  philox::DropoutMask mask(seed, 3, 9, 0.25);
+  EXPECT_EQ(mask.key0, 7u);
+  EXPECT_EQ(mask.key1, 5u);
+  EXPECT_EQ(mask.threshold, 1u << 22);
+  const uint64_t block = 0x0000000200000001ull;
+  philox::Uint4 got = mask.words(block), want = philox::philox4x32_10({1, 2, 3, 9}, 7, 5);
+  EXPECT_EQ(got.x, want.x);
+  EXPECT_EQ(got.w, want.w);
+  // u >= p exactly: u = k·2^-24.
+  EXPECT_FALSE(mask.keeps(((1u << 22) - 1) << 8));
+  EXPECT_TRUE(mask.keeps((1u << 22) << 8));
+  EXPECT_EQ(philox::DropoutMask::thresholdOf(0.1), static_cast<uint32_t>(std::ceil(0.1 * 16777216)));
+  EXPECT_EQ(philox::dropoutScale(0.1), static_cast<float>(1 / 0.9));
+}
+
+TEST_P(KernelTest, AssignCopiesIntoTheTarget) {
+  REQUIRE_KERNEL("assign");
+  for (const Shape &shape : {Shape{}, Shape{3, 5}, Shape{300, 257}}) {
+    HostTensor value = random(shape);
+    std::vector<HostTensor> target = {random(shape)};
+    ASSERT_OK(runOutputs(*backend, "assign", {&value}, &target));
+    expectEqual(target[0], value.values(), "assign f32");
+  }
+  HostTensor step = stepTensor(41);
+  std::vector<HostTensor> counter = {stepTensor(40)};
+  ASSERT_OK(runOutputs(*backend, "assign", {&step}, &counter));
+  EXPECT_EQ(counter[0].as<int64_t>()[0], 41);
+  expectError(sig("assign", {D(f32, {2, 3})}, D(f32, {3, 2})),
+              {"assign", "value 2x3xf32", "target 3x2xf32"});
+  expectError(sig("assign", {D(i64, {})}, D(f32, {})), {"assign", "i64", "f32"});
+  expectError(sig("assign", {D(f32, {2}), D(f32, {2})}, D(f32, {2})),
+              {"assign", "expects 1 input, got 2"});
+}
+
+TEST_P(KernelTest, DropoutTrainUsesPhilox) {
+  REQUIRE_KERNEL("dropout_train");
+  const double p = 0.3;
+  const int64_t seed = (int64_t(3) << 32) + 11, stream = 2;
+  for (const Shape &shape : {Shape{3, 37, 11}, Shape{1}, Shape{513, 257}}) {
+    HostTensor x = random(shape);
+    for (int64_t t : {1, 7}) {
+      HostTensor step = stepTensor(t), y;
+      ASSERT_OK(run("dropout_train", {&x, &step}, x.desc, &y,
+                    attrs({{"p", F(p)}, {"seed", I(seed)}, {"stream", I(stream)}})));
+      // The contract, spelled out.
+      const float scale = static_cast<float>(1 / (1 - p));
+      std::vector<double> want(x.numel());
+      int64_t kept = 0;
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        uint64_t block = static_cast<uint64_t>(i / 4);
+        philox::Uint4 w = philox::philox4x32_10(
+            {static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
+             static_cast<uint32_t>(stream), static_cast<uint32_t>(t)},
+            static_cast<uint32_t>(seed), static_cast<uint32_t>(uint64_t(seed) >> 32));
+        uint32_t word = (i % 4 == 0) ? w.x : (i % 4 == 1) ? w.y : (i % 4 == 2) ? w.z : w.w;
+        double u = static_cast<double>(word >> 8) * std::ldexp(1.0, -24);
+        bool keep = u >= p;
+        kept += keep;
+        want[i] = keep ? static_cast<double>(x.as<float>()[i] * scale) : 0.0;
+      }
+      expectEqual(y, want, "dropout_train " + describe(shape, f32));
+      if (x.numel() > 10000) {
+        double rate = static_cast<double>(kept) / x.numel();
+        EXPECT_NEAR(rate, 1 - p, 0.01);
+      }
+    }
+  }
+  // Another stream draws another mask; the same step draws the same one.
+  HostTensor x = make(f32, {4096}, std::vector<double>(4096, 1.0)), step = stepTensor(3);
+  HostTensor a, b, c;
+  Attributes base = attrs({{"p", F(0.5)}, {"seed", I(0)}, {"stream", I(0)}});
+  ASSERT_OK(run("dropout_train", {&x, &step}, x.desc, &a, base));
+  ASSERT_OK(run("dropout_train", {&x, &step}, x.desc, &b, base));
+  ASSERT_OK(run("dropout_train", {&x, &step}, x.desc, &c,
+                attrs({{"p", F(0.5)}, {"seed", I(0)}, {"stream", I(1)}})));
+  EXPECT_EQ(a.bytes, b.bytes);
+  EXPECT_NE(a.bytes, c.bytes);
+
+  Attributes ok = attrs({{"p", F(0.1)}, {"seed", I(0)}, {"stream", I(0)}});
+  expectError(sig("dropout_train", {D(f32, {4}), D(i32, {})}, D(f32, {4}), ok),
+              {"dropout_train", "step", "i32"});
+  expectError(sig("dropout_train", {D(f32, {4}), D(i64, {1})}, D(f32, {4}), ok),
+              {"dropout_train", "step is 1xi64", "expected i64"});
+  expectError(sig("dropout_train", {D(i64, {4}), D(i64, {})}, D(i64, {4}), ok),
+              {"dropout_train", "input", "i64"});
+  expectError(sig("dropout_train", {D(f32, {4})}, D(f32, {4}), ok),
+              {"dropout_train", "expects 2 inputs, got 1"});
+  expectError(sig("dropout_train", {D(f32, {4}), D(i64, {})}, D(f32, {5}), ok),
+              {"dropout_train", "output is 5xf32"});
+  for (double bad : {0.0, 1.0, -0.5})
+    expectError(sig("dropout_train", {D(f32, {4}), D(i64, {})}, D(f32, {4}),
+                    attrs({{"p", F(bad)}, {"seed", I(0)}, {"stream", I(0)}})),
+                {"dropout_train", "p must be in (0, 1)"});
+  expectError(sig("dropout_train", {D(f32, {4}), D(i64, {})}, D(f32, {4}),
+                  attrs({{"p", F(0.1)}, {"seed", I(-1)}, {"stream", I(0)}})),
+              {"dropout_train", "seed must be >= 0"});
+  expectError(sig("dropout_train", {D(f32, {4}), D(i64, {})}, D(f32, {4}),
+                  attrs({{"p", F(0.1)}, {"seed", I(0)}})),
+              {"dropout_train", "missing attribute 'stream'"});
+}
+
+/// batch_norm_train in double: y, mean, biased var.
+void refBatchNormTrain(const std::vector<double> &x, const Shape &shape, const double *w,
+                       const double *b, double eps, std::vector<double> *y,
+                       std::vector<double> *mean, std::vector<double> *var) {
+  int64_t n = shape[0], c = shape[1], inner = numElements(shape) / (n * c);
+  mean->assign(c, 0);
+  var->assign(c, 0);
+  y->assign(x.size(), 0);
+  double count = static_cast<double>(n * inner);
+  for (int64_t k = 0; k < c; ++k) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < inner; ++j)
+        (*mean)[k] += x[(i * c + k) * inner + j];
+    (*mean)[k] /= count;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < inner; ++j) {
+        double d = x[(i * c + k) * inner + j] - (*mean)[k];
+        (*var)[k] += d * d;
+      }
+    (*var)[k] /= count;
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < inner; ++j) {
+        int64_t at = (i * c + k) * inner + j;
+        (*y)[at] = (x[at] - (*mean)[k]) / std::sqrt((*var)[k] + eps) * (w ? w[k] : 1) +
+                   (b ? b[k] : 0);
+      }
+  }
+}
+
+TEST_P(KernelTest, BatchNormTrainUsesBatchStatistics) {
+  REQUIRE_KERNEL("batch_norm_train");
+  for (const Shape &shape : {Shape{2, 3, 4, 5}, Shape{6, 4}, Shape{8, 16, 20, 20}}) {
+    int64_t c = shape[1];
+    HostTensor x = random(shape, -3, 5), w = random({c}), b = random({c});
+    std::vector<double> wv = w.values(), bv = b.values();
+    for (int affine = 0; affine < 4; ++affine) {
+      const HostTensor *wp = affine & 1 ? &w : nullptr, *bp = affine & 2 ? &b : nullptr;
+      std::vector<HostTensor> outs = {garbage(shape), garbage({c}), garbage({c})};
+      ASSERT_OK(runOutputs(*backend, "batch_norm_train", {&x, wp, bp}, &outs,
+                           attrs({{"eps", F(1e-5)}})));
+      std::vector<double> y, mean, var;
+      refBatchNormTrain(x.values(), shape, wp ? wv.data() : nullptr, bp ? bv.data() : nullptr,
+                        1e-5, &y, &mean, &var);
+      std::string what = "batch_norm_train " + describe(shape, f32) + " affine " +
+                         std::to_string(affine);
+      expectClose(outs[0], y, 1e-5, 1e-5, what + " y");
+      expectClose(outs[1], mean, 1e-6, 1e-6, what + " mean");
+      expectClose(outs[2], var, 1e-6, 1e-6, what + " var");
+    }
+  }
+  Attributes a = attrs({{"eps", F(1e-5)}});
+  auto bn = [&](std::vector<std::optional<TensorDesc>> in, std::vector<TensorDesc> out,
+                Attributes at) { return sigN("batch_norm_train", std::move(in), std::move(out), at); };
+  TensorDesc x = D(f32, {2, 3, 4}), c = D(f32, {3});
+  expectError(bn({x, std::nullopt, std::nullopt}, {x, c}, a),
+              {"batch_norm_train", "expects 3 outputs, got 2"});
+  expectError(bn({x}, {x, c, c}, a), {"batch_norm_train", "expects 3 inputs, got 1"});
+  expectError(bn({D(f32, {2}), std::nullopt, std::nullopt}, {D(f32, {2}), c, c}, a),
+              {"batch_norm_train", "[N, C, ...]"});
+  expectError(bn({x, D(f32, {4}), std::nullopt}, {x, c, c}, a),
+              {"batch_norm_train", "weight is 4xf32", "expected 3xf32"});
+  expectError(bn({x, std::nullopt, D(i64, {3})}, {x, c, c}, a), {"batch_norm_train", "bias", "i64"});
+  expectError(bn({x, std::nullopt, std::nullopt}, {x, D(f32, {4}), c}, a),
+              {"batch_norm_train", "mean", "4xf32"});
+  expectError(bn({x, std::nullopt, std::nullopt}, {D(f32, {2, 3, 5}), c, c}, a),
+              {"batch_norm_train", "y", "2x3x5xf32"});
+  expectError(bn({D(f32, {1, 3, 1}), std::nullopt, std::nullopt}, {D(f32, {1, 3, 1}), c, c}, a),
+              {"batch_norm_train", "more than one value per channel"});
+  expectError(bn({x, std::nullopt, std::nullopt}, {x, c, c}, {}),
+              {"batch_norm_train", "missing attribute 'eps'"});
+}
+
+TEST_P(KernelTest, UpdateRunningStatsBlendsInDouble) {
+  REQUIRE_KERNEL("update_running_stats");
+  HostTensor mean = random({70}), var = random({70}, 0, 3);
+  std::vector<HostTensor> running = {random({70}), random({70}, 0, 3)};
+  std::vector<double> rm = running[0].values(), rv = running[1].values();
+  ASSERT_OK(runOutputs(*backend, "update_running_stats", {&mean, &var}, &running,
+                       attrs({{"momentum", F(0.1)}, {"count", I(32)}})));
+  std::vector<double> wantM(70), wantV(70);
+  for (int i = 0; i < 70; ++i) {
+    wantM[i] = static_cast<float>(0.1 * mean.at(i) + 0.9 * rm[i]);
+    wantV[i] = static_cast<float>(0.1 * var.at(i) * 32 / 31 + 0.9 * rv[i]);
+  }
+  expectClose(running[0], wantM, 0, 1e-7, "running_mean");
+  expectClose(running[1], wantV, 0, 1e-7, "running_var");
+
+  Attributes a = attrs({{"momentum", F(0.1)}, {"count", I(8)}});
+  TensorDesc c = D(f32, {4});
+  expectError(sigN("update_running_stats", {c, c}, {c}, a),
+              {"update_running_stats", "expects 2 outputs, got 1"});
+  expectError(sigN("update_running_stats", {c, D(f32, {5})}, {c, c}, a),
+              {"update_running_stats", "var is 5xf32"});
+  expectError(sigN("update_running_stats", {c, c}, {c, D(f32, {3})}, a),
+              {"update_running_stats", "running_var is 3xf32"});
+  expectError(sigN("update_running_stats", {D(f32, {2, 2}), D(f32, {2, 2})},
+                   {D(f32, {2, 2}), D(f32, {2, 2})}, a),
+              {"update_running_stats", "1-D"});
+  expectError(sigN("update_running_stats", {c, c}, {c, c},
+                   attrs({{"momentum", F(1.5)}, {"count", I(8)}})),
+              {"update_running_stats", "momentum must be in [0, 1]"});
+  expectError(sigN("update_running_stats", {c, c}, {c, c},
+                   attrs({{"momentum", F(0.1)}, {"count", I(1)}})),
+              {"update_running_stats", "count must be > 1"});
+  expectError(sigN("update_running_stats", {D(bf16, {4}), D(bf16, {4})},
+                   {D(bf16, {4}), D(bf16, {4})}, a),
+              {"update_running_stats", "bf16"});
+}
+
+TEST_P(KernelTest, BatchNormBackwardMatchesFiniteDifferences) {
+  REQUIRE_KERNEL("batch_norm_backward");
+  const double eps = 1e-5;
+  for (const Shape &shape : {Shape{2, 3, 2, 3}, Shape{5, 4}}) {
+    const int64_t c = shape[1];
+    HostTensor x = random(shape, -2, 3), g = random(shape), w = random({c}, 0.5, 2);
+    std::vector<double> xv = x.values(), gv = g.values(), wv = w.values(), y, mean, var;
+    refBatchNormTrain(xv, shape, nullptr, nullptr, eps, &y, &mean, &var);
+    HostTensor meanT = make(f32, {c}, mean), varT = make(f32, {c}, var);
+    for (bool withWeight : {false, true}) {
+      std::vector<HostTensor> outs = {garbage(shape), garbage({c}), garbage({c})};
+      std::vector<const HostTensor *> in = {&g, &x, &meanT, &varT};
+      if (withWeight)
+        in.push_back(&w);
+      ASSERT_OK(runOutputs(*backend, "batch_norm_backward", in, &outs, attrs({{"eps", F(eps)}})));
+      const double *wp = withWeight ? wv.data() : nullptr;
+      // L = Σ g·y of the training-mode batch norm, as a function of x, w, b.
+      auto lossOfX = [&](const std::vector<double> &xs) {
+        std::vector<double> yy, m, v;
+        refBatchNormTrain(xs, shape, wp, nullptr, eps, &yy, &m, &v);
+        return dot(gv, yy);
+      };
+      std::vector<double> ones(c, 1.0), zeros(c, 0.0);
+      auto lossOfW = [&](const std::vector<double> &ws) {
+        std::vector<double> yy, m, v;
+        refBatchNormTrain(xv, shape, ws.data(), nullptr, eps, &yy, &m, &v);
+        return dot(gv, yy);
+      };
+      auto lossOfB = [&](const std::vector<double> &bs) {
+        std::vector<double> yy, m, v;
+        refBatchNormTrain(xv, shape, wp, bs.data(), eps, &yy, &m, &v);
+        return dot(gv, yy);
+      };
+      std::string what = "batch_norm_backward " + describe(shape, f32) +
+                         (withWeight ? " weight" : "");
+      expectClose(outs[0], numericGradient(xv, lossOfX), 2e-4, 1e-3, what + " dx");
+      // dweight is Σ g·x̂ whatever the weight (the gradient at w = 1 without one).
+      expectClose(outs[1], numericGradient(ones, lossOfW), 2e-4, 1e-3, what + " dweight");
+      expectClose(outs[2], numericGradient(zeros, lossOfB), 2e-4, 1e-3, what + " dbias");
+    }
+  }
+  // A large one against the contract's formula, threaded.
+  {
+    Shape shape = {16, 8, 24, 24};
+    HostTensor x = random(shape), g = random(shape), w = random({8});
+    std::vector<double> y, mean, var;
+    refBatchNormTrain(x.values(), shape, nullptr, nullptr, 1e-5, &y, &mean, &var);
+    HostTensor meanT = make(f32, {8}, mean), varT = make(f32, {8}, var);
+    std::vector<HostTensor> outs = {garbage(shape), garbage({8}), garbage({8})};
+    ASSERT_OK(runOutputs(*backend, "batch_norm_backward", {&g, &x, &meanT, &varT, &w}, &outs,
+                         attrs({{"eps", F(1e-5)}})));
+    int64_t inner = 24 * 24, n = 16 * inner;
+    std::vector<double> db(8, 0), dw(8, 0), dx(x.numel());
+    auto xhat = [&](int64_t at, int64_t k) {
+      return (x.at(at) - meanT.at(k)) / std::sqrt(varT.at(k) + 1e-5);
+    };
+    for (int64_t at = 0; at < x.numel(); ++at) {
+      int64_t k = (at / inner) % 8;
+      db[k] += g.at(at);
+      dw[k] += g.at(at) * xhat(at, k);
+    }
+    for (int64_t at = 0; at < x.numel(); ++at) {
+      int64_t k = (at / inner) % 8;
+      dx[at] = w.at(k) / std::sqrt(varT.at(k) + 1e-5) *
+               (g.at(at) - db[k] / n - xhat(at, k) * dw[k] / n);
+    }
+    expectClose(outs[0], dx, 1e-5, 1e-4, "large dx");
+    expectClose(outs[1], dw, 1e-3, 1e-5, "large dweight");
+    expectClose(outs[2], db, 1e-3, 1e-5, "large dbias");
+  }
+  Attributes a = attrs({{"eps", F(1e-5)}});
+  TensorDesc x = D(f32, {2, 3, 4}), c = D(f32, {3});
+  expectError(sigN("batch_norm_backward", {x, x, c}, {x, c, c}, a),
+              {"batch_norm_backward", "expects 4 to 5 inputs, got 3"});
+  expectError(sigN("batch_norm_backward", {x, x, c, c}, {x, c}, a),
+              {"batch_norm_backward", "expects 3 outputs, got 2"});
+  expectError(sigN("batch_norm_backward", {D(f32, {2, 3, 5}), x, c, c}, {x, c, c}, a),
+              {"batch_norm_backward", "grad is 2x3x5xf32"});
+  expectError(sigN("batch_norm_backward", {x, x, D(f32, {4}), c}, {x, c, c}, a),
+              {"batch_norm_backward", "mean is 4xf32"});
+  expectError(sigN("batch_norm_backward", {x, x, c, c, D(f32, {2})}, {x, c, c}, a),
+              {"batch_norm_backward", "weight is 2xf32"});
+  expectError(sigN("batch_norm_backward", {x, x, c, c}, {x, c, D(f32, {1})}, a),
+              {"batch_norm_backward", "grad_bias"});
+  expectError(sigN("batch_norm_backward", {x, x, c, D(i64, {3})}, {x, c, c}, a),
+              {"batch_norm_backward", "var", "i64"});
+}
+
+TEST_P(KernelTest, NllLossReductionsAndIgnoredRows) {
+  REQUIRE_KERNEL("nll_loss");
+  HostTensor logp = random({6, 5}, -4, 0);
+  for (DType tt : {i64, i32}) {
+    HostTensor target = make(tt, {6}, {0, 4, -100, 2, 3, -100});
+    double sum = 0;
+    std::vector<double> none(6, 0.0);
+    for (int i = 0; i < 6; ++i) {
+      int64_t t = static_cast<int64_t>(target.at(i));
+      if (t != -100) {
+        none[i] = -logp.at(i * 5 + t);
+        sum += none[i];
+      }
+    }
+    HostTensor out;
+    ASSERT_OK(run("nll_loss", {&logp, &target}, D(f32, {}), &out,
+                  attrs({{"reduction", S("mean")}, {"ignore_index", I(-100)}})));
+    expectClose(out, {sum / 4}, 1e-6, 1e-6, "mean");
+    ASSERT_OK(run("nll_loss", {&logp, &target}, D(f32, {}), &out));  // defaults: mean, -100
+    expectClose(out, {sum / 4}, 1e-6, 1e-6, "default");
+    ASSERT_OK(run("nll_loss", {&logp, &target}, D(f32, {}), &out,
+                  attrs({{"reduction", S("sum")}, {"ignore_index", I(-100)}})));
+    expectClose(out, {sum}, 1e-6, 1e-6, "sum");
+    ASSERT_OK(run("nll_loss", {&logp, &target}, D(f32, {6}), &out,
+                  attrs({{"reduction", S("none")}, {"ignore_index", I(-100)}})));
+    expectEqual(out, none, "none");
+  }
+  // Every row ignored: the mean is NaN, the sum 0.
+  HostTensor ignored = make(i64, {6}, std::vector<double>(6, 3)), out;
+  ASSERT_OK(run("nll_loss", {&logp, &ignored}, D(f32, {}), &out,
+                attrs({{"reduction", S("mean")}, {"ignore_index", I(3)}})));
+  EXPECT_TRUE(std::isnan(out.at(0)));
+  ASSERT_OK(run("nll_loss", {&logp, &ignored}, D(f32, {}), &out,
+                attrs({{"reduction", S("sum")}, {"ignore_index", I(3)}})));
+  EXPECT_EQ(out.at(0), 0.0);
+  // A target out of range is an error naming the row.
+  for (double bad : {5.0, -1.0}) {
+    HostTensor target = make(i64, {6}, {0, 1, 2, bad, 1, 1});
+    Status status = run("nll_loss", {&logp, &target}, D(f32, {}), &out);
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("nll_loss"), std::string::npos) << status.message();
+    EXPECT_NE(status.message().find("row 3"), std::string::npos) << status.message();
+  }
+
+  Attributes a = attrs({{"reduction", S("mean")}, {"ignore_index", I(-100)}});
+  expectError(sig("nll_loss", {D(f32, {6}), D(i64, {6})}, D(f32, {}), a), {"nll_loss", "[N, C]"});
+  expectError(sig("nll_loss", {D(f32, {6, 5}), D(i64, {5})}, D(f32, {}), a),
+              {"nll_loss", "target is 5xi64", "[6]"});
+  expectError(sig("nll_loss", {D(f32, {6, 5}), D(f32, {6})}, D(f32, {}), a),
+              {"nll_loss", "target", "f32"});
+  expectError(sig("nll_loss", {D(f32, {6, 5}), D(i64, {6})}, D(f32, {6}), a),
+              {"nll_loss", "output is 6xf32"});
+  expectError(sig("nll_loss", {D(f32, {6, 5}), D(i64, {6})}, D(f32, {}),
+                  attrs({{"reduction", S("max")}})),
+              {"nll_loss", "reduction must be mean, sum or none", "max"});
+  expectError(sig("nll_loss", {D(f32, {6, 5})}, D(f32, {}), a), {"nll_loss", "expects 2 inputs"});
+}
+
+TEST_P(KernelTest, NllLossBackwardScattersTheGradient) {
+  REQUIRE_KERNEL("nll_loss_backward");
+  HostTensor target = make(i32, {5}, {1, -100, 0, 2, 2});
+  const double g0 = 1.5;
+  for (const char *reduction : {"mean", "sum", "none"}) {
+    bool none = std::string(reduction) == "none";
+    HostTensor g = none ? random({5}) : make(f32, {}, {g0}), dx;
+    ASSERT_OK(run("nll_loss_backward", {&g, &target}, D(f32, {5, 3}), &dx,
+                  attrs({{"reduction", S(reduction)}, {"ignore_index", I(-100)}})));
+    std::vector<double> want(15, 0.0);
+    for (int i = 0; i < 5; ++i) {
+      int64_t t = static_cast<int64_t>(target.at(i));
+      if (t == -100)
+        continue;
+      want[i * 3 + t] = none ? -g.at(i) : std::string(reduction) == "mean"
+                                              ? static_cast<double>(-static_cast<float>(g0) / 4.0f)
+                                              : -g0;
+    }
+    expectEqual(dx, want, std::string("nll_loss_backward ") + reduction);
+  }
+  // Large, threaded zeroing.
+  HostTensor bigTarget = randomInts(i64, {700}, 0, 99), g = make(f32, {}, {2.0}), dx;
+  ASSERT_OK(run("nll_loss_backward", {&g, &bigTarget}, D(f32, {700, 100}), &dx,
+                attrs({{"reduction", S("sum")}, {"ignore_index", I(-100)}})));
+  std::vector<double> want(70000, 0.0);
+  for (int i = 0; i < 700; ++i)
+    want[i * 100 + static_cast<int64_t>(bigTarget.at(i))] = -2.0;
+  expectEqual(dx, want, "large");
+  HostTensor bad = make(i64, {5}, {1, 0, 0, 7, 0});
+  HostTensor one = make(f32, {}, {1.0});
+  Status status = run("nll_loss_backward", {&one, &bad}, D(f32, {5, 3}), &dx);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("row 3"), std::string::npos) << status.message();
+
+  Attributes a = attrs({{"reduction", S("none")}, {"ignore_index", I(-100)}});
+  expectError(sig("nll_loss_backward", {D(f32, {}), D(i64, {5})}, D(f32, {5, 3}), a),
+              {"nll_loss_backward", "grad is f32", "5xf32"});
+  expectError(sig("nll_loss_backward", {D(f32, {5}), D(i64, {4})}, D(f32, {5, 3}), a),
+              {"nll_loss_backward", "target is 4xi64"});
+  expectError(sig("nll_loss_backward", {D(f32, {5}), D(i64, {5})}, D(f32, {15}), a),
+              {"nll_loss_backward", "[N, C]"});
+}
+
+/// softmax (or log_softmax) of `x` along `dim` in double.
+std::vector<double> refSoftmax(const std::vector<double> &x, const Shape &shape, int64_t dim,
+                               bool log) {
+  int64_t d = shape[dim], inner = 1;
+  for (size_t k = dim + 1; k < shape.size(); ++k)
+    inner *= shape[k];
+  int64_t outer = static_cast<int64_t>(x.size()) / (d * inner);
+  std::vector<double> y(x.size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      double mx = -kInf, s = 0;
+      for (int64_t r = 0; r < d; ++r)
+        mx = std::max(mx, x[(o * d + r) * inner + j]);
+      for (int64_t r = 0; r < d; ++r)
+        s += std::exp(x[(o * d + r) * inner + j] - mx);
+      for (int64_t r = 0; r < d; ++r) {
+        int64_t at = (o * d + r) * inner + j;
+        y[at] = log ? x[at] - mx - std::log(s) : std::exp(x[at] - mx) / s;
+      }
+    }
+  return y;
+}
+
+TEST_P(KernelTest, SoftmaxBackwardsMatchFiniteDifferences) {
+  REQUIRE_KERNEL("softmax_backward");
+  struct Case { Shape shape; int64_t dim; };
+  for (const Case &c : {Case{{3, 7}, 1}, Case{{4, 5, 3}, 1}, Case{{4, 5, 3}, 0}}) {
+    for (bool log : {false, true}) {
+      const char *kernel = log ? "log_softmax_backward" : "softmax_backward";
+      HostTensor x = random(c.shape), g = random(c.shape);
+      std::vector<double> xv = x.values(), gv = g.values();
+      HostTensor y = make(f32, c.shape, refSoftmax(xv, c.shape, c.dim, log)), dx;
+      ASSERT_OK(run(kernel, {&g, &y}, y.desc, &dx, attrs({{"dim", I(c.dim)}})));
+      auto loss = [&](const std::vector<double> &xs) {
+        return dot(gv, refSoftmax(xs, c.shape, c.dim, log));
+      };
+      expectClose(dx, numericGradient(xv, loss, 1e-5), 1e-5, 1e-4,
+                  std::string(kernel) + " " + describe(c.shape, f32) + " dim " +
+                      std::to_string(c.dim));
+    }
+  }
+  // Large rows and columns (threaded) against the contract's formulas.
+  for (const Case &c : {Case{{300, 200}, 1}, Case{{20, 64, 300}, 1}}) {
+    for (bool log : {false, true}) {
+      const char *kernel = log ? "log_softmax_backward" : "softmax_backward";
+      HostTensor x = random(c.shape), g = random(c.shape);
+      HostTensor y = make(f32, c.shape, refSoftmax(x.values(), c.shape, c.dim, log)), dx;
+      ASSERT_OK(run(kernel, {&g, &y}, y.desc, &dx, attrs({{"dim", I(c.dim)}})));
+      int64_t d = c.shape[c.dim], inner = c.dim == 1 && c.shape.size() == 3 ? c.shape[2] : 1;
+      int64_t outer = x.numel() / (d * inner);
+      std::vector<double> want(x.numel());
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t j = 0; j < inner; ++j) {
+          double s = 0;
+          for (int64_t r = 0; r < d; ++r) {
+            int64_t at = (o * d + r) * inner + j;
+            s += log ? g.at(at) : g.at(at) * y.at(at);
+          }
+          for (int64_t r = 0; r < d; ++r) {
+            int64_t at = (o * d + r) * inner + j;
+            want[at] = log ? g.at(at) - std::exp(y.at(at)) * s : y.at(at) * (g.at(at) - s);
+          }
+        }
+      expectClose(dx, want, 2e-5, 1e-4, std::string(kernel) + " large");
+    }
+  }
+  for (const char *kernel : {"softmax_backward", "log_softmax_backward"}) {
+    Attributes a = attrs({{"dim", I(1)}});
+    expectError(sig(kernel, {D(f32, {2, 3}), D(f32, {2, 4})}, D(f32, {2, 4}), a),
+                {kernel, "grad is 2x3xf32"});
+    expectError(sig(kernel, {D(f32, {2, 3}), D(f32, {2, 3})}, D(f32, {2, 3}),
+                    attrs({{"dim", I(2)}})),
+                {kernel, "dim 2 is out of range for rank 2"});
+    expectError(sig(kernel, {D(f32, {2, 3})}, D(f32, {2, 3}), a), {kernel, "expects 2 inputs"});
+    expectError(sig(kernel, {D(f32, {2, 3}), D(f32, {2, 3})}, D(f32, {3, 2}), a),
+                {kernel, "output is 3x2xf32"});
+    expectError(sig(kernel, {D(f32, {2, 3}), D(f32, {2, 3})}, D(f32, {2, 3})),
+                {kernel, "missing attribute 'dim'"});
+  }
+}
+
+/// layer_norm in double over rows of d.
+std::vector<double> refLayerNorm(const std::vector<double> &x, int64_t d, const double *w,
+                                 const double *b, double eps) {
+  std::vector<double> y(x.size());
+  for (size_t r = 0; r < x.size() / d; ++r) {
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < d; ++i)
+      mean += x[r * d + i];
+    mean /= d;
+    for (int64_t i = 0; i < d; ++i)
+      var += (x[r * d + i] - mean) * (x[r * d + i] - mean);
+    var /= d;
+    for (int64_t i = 0; i < d; ++i)
+      y[r * d + i] = (x[r * d + i] - mean) / std::sqrt(var + eps) * (w ? w[i] : 1) + (b ? b[i] : 0);
+  }
+  return y;
+}
+
+TEST_P(KernelTest, LayerNormBackwardMatchesFiniteDifferences) {
+  REQUIRE_KERNEL("layer_norm_backward");
+  const double eps = 1e-5;
+  struct Case { Shape x; Ints normalized; };
+  for (const Case &c : {Case{{3, 8}, {8}}, Case{{2, 3, 2, 3}, {2, 3}}}) {
+    const int64_t d = numElements(c.normalized);
+    HostTensor x = random(c.x), g = random(c.x), w = random(c.normalized, 0.5, 2);
+    std::vector<double> xv = x.values(), gv = g.values(), wv = w.values();
+    for (bool withWeight : {false, true}) {
+      std::vector<HostTensor> outs = {garbage(c.x), garbage(c.normalized), garbage(c.normalized)};
+      std::vector<const HostTensor *> in = {&g, &x};
+      if (withWeight)
+        in.push_back(&w);
+      ASSERT_OK(runOutputs(*backend, "layer_norm_backward", in, &outs,
+                           attrs({{"normalized_shape", L(c.normalized)}, {"eps", F(eps)}})));
+      const double *wp = withWeight ? wv.data() : nullptr;
+      std::vector<double> ones(d, 1.0), zeros(d, 0.0);
+      auto lossOfX = [&](const std::vector<double> &xs) {
+        return dot(gv, refLayerNorm(xs, d, wp, nullptr, eps));
+      };
+      auto lossOfW = [&](const std::vector<double> &ws) {
+        return dot(gv, refLayerNorm(xv, d, ws.data(), nullptr, eps));
+      };
+      auto lossOfB = [&](const std::vector<double> &bs) {
+        return dot(gv, refLayerNorm(xv, d, wp, bs.data(), eps));
+      };
+      std::string what = "layer_norm_backward " + describe(c.x, f32) +
+                         (withWeight ? " weight" : "");
+      expectClose(outs[0], numericGradient(xv, lossOfX), 2e-4, 1e-3, what + " dx");
+      expectClose(outs[1], numericGradient(ones, lossOfW), 2e-4, 1e-3, what + " dweight");
+      expectClose(outs[2], numericGradient(zeros, lossOfB), 2e-4, 1e-3, what + " dbias");
+    }
+  }
+  // Many rows (threaded, several blocks) against the contract's formula.
+  {
+    const int64_t rows = 1000, d = 96;
+    HostTensor x = random({rows, d}, -3, 3), g = random({rows, d}), w = random({d});
+    std::vector<HostTensor> outs = {garbage({rows, d}), garbage({d}), garbage({d})};
+    ASSERT_OK(runOutputs(*backend, "layer_norm_backward", {&g, &x, &w}, &outs,
+                         attrs({{"normalized_shape", L({d})}, {"eps", F(1e-5)}})));
+    std::vector<double> dx(rows * d), dw(d, 0), db(d, 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < d; ++i)
+        mean += x.at(r * d + i);
+      mean /= d;
+      for (int64_t i = 0; i < d; ++i)
+        var += (x.at(r * d + i) - mean) * (x.at(r * d + i) - mean);
+      double rstd = 1 / std::sqrt(var / d + 1e-5), mg = 0, mgx = 0;
+      for (int64_t i = 0; i < d; ++i) {
+        double xhat = (x.at(r * d + i) - mean) * rstd, gh = g.at(r * d + i) * w.at(i);
+        mg += gh / d;
+        mgx += gh * xhat / d;
+        dw[i] += g.at(r * d + i) * xhat;
+        db[i] += g.at(r * d + i);
+      }
+      for (int64_t i = 0; i < d; ++i) {
+        double xhat = (x.at(r * d + i) - mean) * rstd;
+        dx[r * d + i] = rstd * (g.at(r * d + i) * w.at(i) - mg - xhat * mgx);
+      }
+    }
+    expectClose(outs[0], dx, 1e-4, 1e-4, "large dx");
+    expectClose(outs[1], dw, 1e-3, 1e-5, "large dweight");
+    expectClose(outs[2], db, 1e-3, 1e-5, "large dbias");
+  }
+  Attributes a = attrs({{"normalized_shape", L({4})}, {"eps", F(1e-5)}});
+  TensorDesc x = D(f32, {2, 4}), c = D(f32, {4});
+  expectError(sigN("layer_norm_backward", {x, x}, {x}, a),
+              {"layer_norm_backward", "expects 3 outputs, got 1"});
+  expectError(sigN("layer_norm_backward", {x}, {x, c, c}, a),
+              {"layer_norm_backward", "expects 2 to 3 inputs, got 1"});
+  expectError(sigN("layer_norm_backward", {D(f32, {2, 5}), x}, {x, c, c}, a),
+              {"layer_norm_backward", "grad is 2x5xf32"});
+  expectError(sigN("layer_norm_backward", {x, x, D(f32, {5})}, {x, c, c}, a),
+              {"layer_norm_backward", "weight is 5xf32"});
+  expectError(sigN("layer_norm_backward", {x, x}, {x, c, D(f32, {2})}, a),
+              {"layer_norm_backward", "grad_bias) is 2xf32"});
+  expectError(sigN("layer_norm_backward", {x, x}, {x, c, c},
+                   attrs({{"normalized_shape", L({3})}, {"eps", F(1e-5)}})),
+              {"layer_norm_backward", "normalized_shape [3]", "trailing dims"});
+  expectError(sigN("layer_norm_backward", {x, x}, {x, c, c}, attrs({{"normalized_shape", L({4})}})),
+              {"layer_norm_backward", "missing attribute 'eps'"});
+}
+
+TEST_P(KernelTest, ActivationBackwardsMatchDerivatives) {
+  REQUIRE_KERNEL("gelu_backward");
+  struct Case {
+    const char *kernel;
+    std::function<double(double)> f;
+    Attributes attrs;
+  };
+  std::vector<Case> cases = {
+      {"gelu_backward", refGeluErf, {}},
+      {"gelu_backward", refGeluErf, attrs({{"approximation", S("none")}})},
+      {"gelu_backward", refGeluTanh, attrs({{"approximation", S("tanh")}})},
+      {"silu_backward", [](double x) { return x / (1 + std::exp(-x)); }, {}},
+  };
+  for (const Shape &shape : {Shape{3, 7, 5}, Shape{}, Shape{257, 131}}) {
+    for (const Case &c : cases) {
+      HostTensor x = random(shape, -8, 8), g = random(shape), dx;
+      ASSERT_OK(run(c.kernel, {&g, &x}, x.desc, &dx, c.attrs));
+      std::vector<double> want(x.numel());
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        double v = x.at(i), h = 1e-5;
+        want[i] = g.at(i) * (c.f(v + h) - c.f(v - h)) / (2 * h);
+      }
+      expectClose(dx, want, 1e-5, 1e-5, c.kernel);
+    }
+  }
+  for (const char *kernel : {"gelu_backward", "silu_backward"}) {
+    expectError(sig(kernel, {D(f32, {2, 3}), D(f32, {3, 2})}, D(f32, {3, 2})),
+                {kernel, "grad is 2x3xf32"});
+    expectError(sig(kernel, {D(f32, {2})}, D(f32, {2})), {kernel, "expects 2 inputs"});
+    expectError(sig(kernel, {D(i32, {2}), D(i32, {2})}, D(i32, {2})), {kernel, "i32"});
+    expectError(sig(kernel, {D(f32, {2}), D(f32, {2})}, D(f32, {3})), {kernel, "output is 3xf32"});
+  }
+  expectError(sig("gelu_backward", {D(f32, {2}), D(f32, {2})}, D(f32, {2}),
+                  attrs({{"approximation", S("erf")}})),
+              {"gelu_backward", "approximation 'erf'"});
+}
+
+/// lr · λ(t − 1), docs/training.md.
+double refSchedule(const std::string &kind, double lr, int64_t t, int64_t warmup, int64_t decay) {
+  double s = static_cast<double>(t - 1);
+  if (s < warmup)
+    return lr * s / warmup;
+  double span = std::max<double>(1, decay - warmup);
+  if (kind == "linear")
+    return lr * std::max(0.0, (decay - s) / span);
+  if (kind == "cosine")
+    return lr * std::max(0.0, 0.5 * (1 + std::cos(M_PI * std::min(1.0, (s - warmup) / span))));
+  return lr;
+}
+
+Attributes adamwAttrs(double lr, double wd, const char *schedule = "constant", int64_t warmup = 0,
+                      int64_t decay = 0, double beta1 = 0.9) {
+  return attrs({{"lr", F(lr)}, {"beta1", F(beta1)}, {"beta2", F(0.999)}, {"eps", F(1e-8)},
+                {"weight_decay", F(wd)}, {"schedule", S(schedule)}, {"warmup_steps", I(warmup)},
+                {"decay_steps", I(decay)}});
+}
+
+TEST_P(KernelTest, AdamWFollowsTorchSingleTensor) {
+  REQUIRE_KERNEL("adamw");
+  struct Case { double lr, wd, beta1; const char *schedule; int64_t warmup, decay; bool scaled; };
+  for (const Case &c : {Case{1e-3, 1e-2, 0.9, "constant", 0, 0, false},
+                        Case{3e-2, 0.1, 0.3, "cosine", 2, 6, true},
+                        Case{1e-2, 0.0, 0.9, "linear", 1, 4, false}}) {
+    const Shape shape = {37, 29};
+    HostTensor param = random(shape);
+    std::vector<HostTensor> state = {param, make(f32, shape, std::vector<double>(37 * 29, 0)),
+                                     make(f32, shape, std::vector<double>(37 * 29, 0))};
+    // The reference: torch.optim.AdamW's single-tensor ops, each rounded to f32.
+    std::vector<float> p(param.as<float>(), param.as<float>() + param.numel());
+    std::vector<float> m(p.size(), 0.0f), v(p.size(), 0.0f);
+    for (int64_t t = 1; t <= 6; ++t) {
+      HostTensor grad = random(shape), step = stepTensor(t), scale = make(f32, {}, {0.7});
+      std::vector<const HostTensor *> in = {&grad, &step};
+      if (c.scaled)
+        in.push_back(&scale);
+      ASSERT_OK(runOutputs(*backend, "adamw", in, &state,
+                           adamwAttrs(c.lr, c.wd, c.schedule, c.warmup, c.decay, c.beta1)));
+      double lr = refSchedule(c.schedule, c.lr, t, c.warmup, c.decay);
+      double bc1 = 1 - std::pow(c.beta1, t), bc2 = 1 - std::pow(0.999, t);
+      float w = static_cast<float>(1 - c.beta1);
+      for (size_t i = 0; i < p.size(); ++i) {
+        float g = grad.as<float>()[i] * (c.scaled ? 0.7f : 1.0f);
+        p[i] = p[i] * static_cast<float>(1 - lr * c.wd);
+        m[i] = std::fabs(w) < 0.5f ? m[i] + w * (g - m[i]) : g - (g - m[i]) * (1.0f - w);
+        v[i] = v[i] * 0.999f;
+        v[i] = v[i] + static_cast<float>(1 - 0.999) * g * g;
+        float denom = std::sqrt(v[i]) / static_cast<float>(std::sqrt(bc2)) + 1e-8f;
+        p[i] = p[i] + static_cast<float>(-(lr / bc1)) * m[i] / denom;
+      }
+      std::string what = std::string("adamw ") + c.schedule + " t=" + std::to_string(t);
+      expectClose(state[0], std::vector<double>(p.begin(), p.end()), 1e-6, 1e-6, what + " param");
+      expectClose(state[1], std::vector<double>(m.begin(), m.end()), 1e-7, 1e-6, what + " exp_avg");
+      expectClose(state[2], std::vector<double>(v.begin(), v.end()), 1e-9, 1e-6,
+                  what + " exp_avg_sq");
+    }
+  }
+  // Large (threaded): one step of the plain formulas (docs/training.md) in double.
+  {
+    const Shape shape = {512, 300};
+    HostTensor param = random(shape), grad = random(shape), step = stepTensor(1);
+    std::vector<HostTensor> state = {param, make(f32, shape, std::vector<double>(param.numel(), 0)),
+                                     make(f32, shape, std::vector<double>(param.numel(), 0))};
+    ASSERT_OK(runOutputs(*backend, "adamw", {&grad, &step}, &state, adamwAttrs(1e-3, 1e-2)));
+    std::vector<double> want(param.numel());
+    for (int64_t i = 0; i < param.numel(); ++i) {
+      double g = grad.at(i), m = 0.1 * g, v = 0.001 * g * g;
+      double p = param.at(i) * (1 - 1e-5);
+      want[i] = p - (1e-3 / 0.1) * m / (std::sqrt(v) / std::sqrt(0.001) + 1e-8);
+    }
+    expectClose(state[0], want, 1e-6, 1e-5, "adamw large");
+  }
+  // t < 1 is a run-time error.
+  HostTensor grad = random({4}), zero = stepTensor(0);
+  std::vector<HostTensor> state = {random({4}), random({4}), random({4})};
+  Status status = runOutputs(*backend, "adamw", {&grad, &zero}, &state, adamwAttrs(1e-3, 0));
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("adamw"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("step t = 0"), std::string::npos) << status.message();
+
+  Attributes a = adamwAttrs(1e-3, 1e-2);
+  TensorDesc p = D(f32, {4, 3}), s = D(i64, {});
+  expectError(sigN("adamw", {p, s}, {p, p}, a), {"adamw", "expects 3 outputs, got 2"});
+  expectError(sigN("adamw", {p}, {p, p, p}, a), {"adamw", "expects 2 to 3 inputs, got 1"});
+  expectError(sigN("adamw", {D(f32, {3, 4}), s}, {p, p, p}, a), {"adamw", "grad is 3x4xf32"});
+  expectError(sigN("adamw", {p, s}, {p, D(f32, {4}), p}, a), {"adamw", "exp_avg is 4xf32"});
+  expectError(sigN("adamw", {p, D(f32, {})}, {p, p, p}, a), {"adamw", "step", "f32"});
+  expectError(sigN("adamw", {p, s, D(f32, {1})}, {p, p, p}, a), {"adamw", "grad_scale is 1xf32"});
+  expectError(sigN("adamw", {D(bf16, {4, 3}), s}, {D(bf16, {4, 3}), D(bf16, {4, 3}),
+                                                    D(bf16, {4, 3})}, a),
+              {"adamw", "bf16"});
+  expectError(sigN("adamw", {p, s}, {p, p, p}, adamwAttrs(1e-3, 0, "step")),
+              {"adamw", "schedule must be constant, linear or cosine", "'step'"});
+  expectError(sigN("adamw", {p, s}, {p, p, p}, adamwAttrs(1e-3, 0, "cosine", 0, 0)),
+              {"adamw", "cosine schedule needs decay_steps > 0"});
+  expectError(sigN("adamw", {p, s}, {p, p, p}, adamwAttrs(1e-3, 0, "constant", 0, 0, 1.0)),
+              {"adamw", "beta1 and beta2 must be in [0, 1)"});
+  expectError(sigN("adamw", {p, s}, {p, p, p}, adamwAttrs(-1, 0)), {"adamw", "lr must be >= 0"});
+  expectError(sigN("adamw", {p, s}, {p, p, p}, attrs({{"lr", F(1e-3)}})),
+              {"adamw", "missing attribute"});
+}
+
+Attributes sgdAttrs(double lr, double momentum, double dampening, bool nesterov, double wd,
+                    const char *schedule = "constant", int64_t warmup = 0, int64_t decay = 0) {
+  return attrs({{"lr", F(lr)}, {"momentum", F(momentum)}, {"dampening", F(dampening)},
+                {"nesterov", B(nesterov)}, {"weight_decay", F(wd)}, {"schedule", S(schedule)},
+                {"warmup_steps", I(warmup)}, {"decay_steps", I(decay)}});
+}
+
+TEST_P(KernelTest, SgdFollowsTorchSingleTensor) {
+  REQUIRE_KERNEL("sgd");
+  struct Case { double momentum, dampening; bool nesterov; double wd; bool scaled; };
+  for (const Case &c : {Case{0, 0, false, 0, false}, Case{0, 0, false, 1e-2, true},
+                        Case{0.9, 0, false, 0, false}, Case{0.9, 0.1, false, 1e-3, true},
+                        Case{0.8, 0, true, 1e-2, false}}) {
+    const Shape shape = {301, 7};
+    HostTensor param = random(shape);
+    std::vector<HostTensor> state = {param};
+    if (c.momentum != 0)
+      state.push_back(random(shape)); // the buffer's value before t = 1 is never read
+    std::vector<float> p(param.as<float>(), param.as<float>() + param.numel()), buf(p.size());
+    for (int64_t t = 1; t <= 4; ++t) {
+      HostTensor grad = random(shape), step = stepTensor(t), scale = make(f32, {}, {0.5});
+      std::vector<const HostTensor *> in = {&grad, &step};
+      if (c.scaled)
+        in.push_back(&scale);
+      ASSERT_OK(runOutputs(*backend, "sgd", in, &state,
+                           sgdAttrs(0.1, c.momentum, c.dampening, c.nesterov, c.wd)));
+      for (size_t i = 0; i < p.size(); ++i) {
+        float d = grad.as<float>()[i] * (c.scaled ? 0.5f : 1.0f);
+        if (c.wd != 0)
+          d = d + static_cast<float>(c.wd) * p[i];
+        if (c.momentum != 0) {
+          buf[i] = t == 1 ? d
+                          : buf[i] * static_cast<float>(c.momentum) +
+                                static_cast<float>(1 - c.dampening) * d;
+          d = c.nesterov ? d + static_cast<float>(c.momentum) * buf[i] : buf[i];
+        }
+        p[i] = p[i] + static_cast<float>(-0.1) * d;
+      }
+      std::string what = "sgd momentum " + std::to_string(c.momentum) + " t=" + std::to_string(t);
+      expectClose(state[0], std::vector<double>(p.begin(), p.end()), 1e-6, 1e-6, what + " param");
+      if (c.momentum != 0)
+        expectClose(state[1], std::vector<double>(buf.begin(), buf.end()), 1e-6, 1e-6,
+                    what + " buffer");
+    }
+  }
+  // The schedules: with a unit gradient one step moves the param by -lr_t.
+  struct Sched { const char *kind; int64_t warmup, decay; };
+  for (const Sched &s : {Sched{"constant", 0, 0}, Sched{"constant", 3, 0}, Sched{"linear", 2, 7},
+                         Sched{"cosine", 2, 7}, Sched{"cosine", 0, 5}}) {
+    for (int64_t t : {1, 2, 3, 4, 6, 8, 12}) {
+      HostTensor grad = make(f32, {2}, {1, 1}), step = stepTensor(t);
+      std::vector<HostTensor> state = {make(f32, {2}, {0, 0})};
+      ASSERT_OK(runOutputs(*backend, "sgd", {&grad, &step}, &state,
+                           sgdAttrs(0.5, 0, 0, false, 0, s.kind, s.warmup, s.decay)));
+      double lr = refSchedule(s.kind, 0.5, t, s.warmup, s.decay);
+      expectClose(state[0], {-static_cast<float>(lr), -static_cast<float>(lr)}, 0, 0,
+                  std::string("schedule ") + s.kind + " t=" + std::to_string(t));
+    }
+  }
+  EXPECT_NEAR(refSchedule("cosine", 1, 5, 2, 6), 0.5 * (1 + std::cos(M_PI * 0.5)), 1e-12);
+  EXPECT_NEAR(refSchedule("linear", 1, 2, 2, 6), 0.5, 1e-12);
+
+  HostTensor grad = random({4}), zero = stepTensor(0);
+  std::vector<HostTensor> state = {random({4})};
+  Status status = runOutputs(*backend, "sgd", {&grad, &zero}, &state, sgdAttrs(0.1, 0, 0, false, 0));
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("sgd: step t = 0"), std::string::npos) << status.message();
+
+  TensorDesc p = D(f32, {4}), s = D(i64, {});
+  expectError(sigN("sgd", {p, s}, {p}, sgdAttrs(0.1, 0.9, 0, false, 0)),
+              {"sgd", "momentum 0.9 needs a momentum_buffer"});
+  expectError(sigN("sgd", {p, s}, {p, p}, sgdAttrs(0.1, 0, 0, false, 0)),
+              {"sgd", "momentum_buffer", "momentum is 0"});
+  expectError(sigN("sgd", {p, s}, {p, D(f32, {5})}, sgdAttrs(0.1, 0.9, 0, false, 0)),
+              {"sgd", "momentum_buffer is 5xf32"});
+  expectError(sigN("sgd", {D(f32, {5}), s}, {p}, sgdAttrs(0.1, 0, 0, false, 0)),
+              {"sgd", "grad is 5xf32"});
+  expectError(sigN("sgd", {p, D(i32, {})}, {p}, sgdAttrs(0.1, 0, 0, false, 0)),
+              {"sgd", "step", "i32"});
+  expectError(sigN("sgd", {p, s, p}, {p}, sgdAttrs(0.1, 0, 0, false, 0)),
+              {"sgd", "grad_scale is 4xf32"});
+  expectError(sigN("sgd", {p, s, s, s}, {p}, sgdAttrs(0.1, 0, 0, false, 0)),
+              {"sgd", "expects 2 to 3 inputs, got 4"});
+  expectError(sigN("sgd", {p, s}, {p, p}, sgdAttrs(0.1, 0.9, 0.1, true, 0)),
+              {"sgd", "nesterov"});
+  expectError(sigN("sgd", {p, s}, {p}, sgdAttrs(0.1, 0, 0, false, 0, "linear", 0, 0)),
+              {"sgd", "linear schedule needs decay_steps > 0"});
+  expectError(sigN("sgd", {p, s}, {p}, attrs({{"lr", F(0.1)}, {"momentum", F(0)}})),
+              {"sgd", "missing attribute"});
+}
+// Training kernels of the contractions, poolings, attention, embedding and
+// slice: each against a naive reference in doubles (the adjoint of the
+// forward written as loops), plus load-time rejections.
+//===----------------------------------------------------------------------===//
+
+class TrainingKernelTest : public KernelTest {
+protected:
+  void SetUp() override {
+    KernelTest::SetUp();
+    if (IsSkipped())
+      return;
+    for (const std::string &kernel : kTrainingContractionKernels)
+      if (!backend->hasKernel(kernel))
+        GTEST_SKIP() << "backend '" << GetParam() << "' has no '" << kernel << "' yet";
+  }
+
+  /// Runs `s` (any number of outputs) on copies of `inputs`; the outputs
+  /// start as garbage, and so does the scratch.
+  Status runAll(const KernelSignature &s, const std::vector<const HostTensor *> &inputs,
+                std::vector<HostTensor> *outs) {
+    KernelFn fn;
+    CLEAVE_RETURN_IF_ERROR(prepare(s, &fn));
+    KernelCall call;
+    std::vector<void *> owned;
+    auto body = [&]() -> Status {
+      auto alloc = [&](size_t bytes, unsigned char fill, const void *src, void **p) -> Status {
+        CLEAVE_RETURN_IF_ERROR(backend->allocate(bytes, p));
+        owned.push_back(*p);
+        std::vector<unsigned char> junk(bytes, fill);
+        return backend->copyToDevice(*p, src ? src : junk.data(), bytes);
+      };
+      for (const HostTensor *in : inputs) {
+        void *p = nullptr;
+        if (in)
+          CLEAVE_RETURN_IF_ERROR(alloc(in->bytes.size(), 0, in->bytes.data(), &p));
+        call.inputs.push_back(p);
+      }
+      outs->clear();
+      for (const TensorDesc &d : s.outputs) {
+        outs->emplace_back(d.dtype, d.shape);
+        void *p = nullptr;
+        CLEAVE_RETURN_IF_ERROR(alloc(outs->back().bytes.size(), 0xA5, nullptr, &p));
+        call.outputs.push_back(p);
+      }
+      if (s.scratchBytes)
+        CLEAVE_RETURN_IF_ERROR(alloc(s.scratchBytes, 0x5A, nullptr, &call.scratch));
+      CLEAVE_RETURN_IF_ERROR(fn(call));
+      CLEAVE_RETURN_IF_ERROR(backend->synchronize());
+      for (size_t i = 0; i < outs->size(); ++i)
+        CLEAVE_RETURN_IF_ERROR(backend->copyToHost((*outs)[i].bytes.data(), call.outputs[i],
+                                                   (*outs)[i].bytes.size()));
+      return {};
+    };
+    Status status = body();
+    for (void *p : owned)
+      backend->deallocate(p);
+    return status;
+  }
+};
+
+TEST_P(TrainingKernelTest, BuildersRejectMalformedSignatures) {
+  for (const std::string &kernel : kTrainingContractionKernels) {
+    expectError(sig(kernel, {}, D(f32, {2})), {kernel + ":"});
+    KernelSignature noOutput = sig(kernel, {D(f32, {2, 2})}, D(f32, {2, 2}));
+    noOutput.outputs.clear();
+    expectError(noOutput, {kernel + ":"});
+    expectError(sig(kernel, std::vector<std::optional<TensorDesc>>(6), D(f32, {2})), {kernel + ":"});
+  }
+}
+
+TEST_P(TrainingKernelTest, LinearBackwardWeightIsOneGemm) {
+  for (Shape lead : {Shape{7}, Shape{2, 3}, Shape{1}, Shape{0}, Shape{3, 5, 2}}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 3}, {17, 33}, {1, 1}}) {
+      Shape gs = lead, xs = lead;
+      gs.push_back(n);
+      xs.push_back(k);
+      HostTensor g = random(gs), x = random(xs), dw;
+      ASSERT_OK(run("linear_backward_weight", {&g, &x}, D(f32, {n, k}), &dw));
+      const int64_t m = numElements(lead);
+      std::vector<double> want(n * k, 0.0);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < k; ++j)
+            want[i * k + j] += g.at(r * n + i) * x.at(r * k + j);
+      expectClose(dw, want, 1e-4, 1e-4, "linear_backward_weight " + describe(gs, f32));
+    }
+  }
+  expectError(sig("linear_backward_weight", {D(f32, {4, 5}), D(f32, {3, 6})}, D(f32, {5, 6})),
+              {"linear_backward_weight", "grad 4x5xf32", "input 3x6xf32", "leading dims"});
+  expectError(sig("linear_backward_weight", {D(f32, {4, 5}), D(f32, {4, 6})}, D(f32, {6, 5})),
+              {"linear_backward_weight", "output is 6x5xf32", "expected 5x6xf32"});
+  expectError(sig("linear_backward_weight", {D(i64, {4, 5}), D(i64, {4, 6})}, D(i64, {5, 6})),
+              {"linear_backward_weight", "grad", "i64"});
+  expectError(sig("linear_backward_weight", {D(f32, {4, 5}), D(i32, {4, 6})}, D(f32, {5, 6})),
+              {"linear_backward_weight", "different element types"});
+  expectError(sig("linear_backward_weight", {D(f32, {4, 5}), std::nullopt}, D(f32, {5, 6})),
+              {"linear_backward_weight", "input 1 (input) is missing"});
+}
+
+const std::vector<ConvCase> kConvBackwardCases = {
+    {{2, 4, 9, 11}, {6, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false},
+    {{1, 3, 16, 15}, {5, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, false},
+    {{2, 4, 10, 10}, {6, 2, 3, 3}, {1, 2}, {0, 1}, {1, 1}, 2, false}, // groups
+    {{1, 2, 12, 13}, {3, 2, 3, 2}, {1, 1}, {2, 1}, {2, 3}, 1, false}, // dilation
+    {{2, 8, 7, 6}, {5, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1, false},   // direct GEMM
+    {{2, 8, 7, 6}, {4, 8, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1, false},   // strided 1x1
+    {{1, 6, 8, 8}, {6, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 6, false},   // depthwise
+    {{2, 4, 5, 5}, {4, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 2, false},   // grouped direct
+    {{1, 2, 4, 4}, {3, 2, 3, 3}, {3, 3}, {2, 2}, {1, 1}, 1, false},   // padding > stride
+    {{1, 2, 11, 9}, {4, 1, 3, 2}, {2, 3}, {1, 0}, {2, 1}, 2, false},  // everything, odd
+    {{3, 32, 14, 14}, {64, 32, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1, false}, // threaded
+    {{4, 32, 13, 13}, {32, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 32, false},  // depthwise tasks
+    {{3, 16, 9, 9}, {32, 4, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, false},     // grouped tasks
+    {{2, 16, 6, 6}, {16, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 8, false},     // grouped direct tasks
+};
+
+/// For each (n, f, oy, ox, c, ky, kx) of a conv2d, fn(x index, w index, y index).
+template <typename Fn> void forEachConvTap(const ConvCase &c, const Fn &fn) {
+  const int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3];
+  const int64_t f = c.w[0], cg = c.w[1], kh = c.w[2], kw = c.w[3];
+  const int64_t oh = convOut(h, kh, c.stride[0], c.padding[0], c.dilation[0]);
+  const int64_t ow = convOut(wd, kw, c.stride[1], c.padding[1], c.dilation[1]);
+  const int64_t fg = f / c.groups;
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t of = 0; of < f; ++of)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          const int64_t g = of / fg;
+          for (int64_t ic = 0; ic < cg; ++ic)
+            for (int64_t ky = 0; ky < kh; ++ky)
+              for (int64_t kx = 0; kx < kw; ++kx) {
+                int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+                int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+                if (iy < 0 || iy >= h || ix < 0 || ix >= wd)
+                  continue;
+                fn(((in * cin + g * cg + ic) * h + iy) * wd + ix,
+                   ((of * cg + ic) * kh + ky) * kw + kx, ((in * f + of) * oh + oy) * ow + ox);
+              }
+        }
+}
+
+TEST_P(TrainingKernelTest, Conv2dBackwardMatchesTheAdjoint) {
+  for (const ConvCase &c : kConvBackwardCases) {
+    const int64_t oh = convOut(c.x[2], c.w[2], c.stride[0], c.padding[0], c.dilation[0]);
+    const int64_t ow = convOut(c.x[3], c.w[3], c.stride[1], c.padding[1], c.dilation[1]);
+    Shape out = {c.x[0], c.w[0], oh, ow};
+    HostTensor x = random(c.x), w = random(c.w), g = random(out), dx, dw;
+    Attributes a = attrs({{"stride", L(c.stride)}, {"padding", L(c.padding)},
+                          {"dilation", L(c.dilation)}, {"groups", I(c.groups)}});
+    size_t inScratch = conv2dBackwardInputScratchBytes(c.x, c.w, out, c.groups, c.stride,
+                                                       c.padding, c.dilation, f32);
+    size_t wScratch = conv2dBackwardWeightScratchBytes(c.x, c.w, out, c.groups, c.stride,
+                                                       c.padding, c.dilation, f32);
+    ASSERT_OK(run("conv2d_backward_input", {&g, &w}, D(f32, c.x), &dx, a, inScratch));
+    ASSERT_OK(run("conv2d_backward_weight", {&g, &x}, D(f32, c.w), &dw, a, wScratch));
+    std::vector<double> wantDx(numElements(c.x), 0.0), wantDw(numElements(c.w), 0.0);
+    forEachConvTap(c, [&](int64_t xi, int64_t wi, int64_t yi) {
+      wantDx[xi] += g.at(yi) * w.at(wi);
+      wantDw[wi] += g.at(yi) * x.at(xi);
+    });
+    const std::string what = describe(c.x, f32) + " * " + describe(c.w, f32) + " stride " +
+                             std::to_string(c.stride[0]) + "," + std::to_string(c.stride[1]) +
+                             " groups " + std::to_string(c.groups);
+    expectClose(dx, wantDx, 1e-4, 1e-4, "conv2d_backward_input " + what);
+    expectClose(dw, wantDw, 1e-3, 1e-4, "conv2d_backward_weight " + what);
+  }
+}
+
+TEST_P(TrainingKernelTest, Conv2dBackwardValidation) {
+  Attributes a = attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                        {"groups", I(1)}});
+  const size_t scratch = 1 << 20;
+  // grad [1, 4, 6, 6], weight [4, 3, 3, 3], input [1, 3, 8, 8].
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 5, 6}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}), a, scratch),
+              {"conv2d_backward_input", "grad 1x4x5x6xf32", "expected 1x4x6x6xf32"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
+                  D(f32, {4, 2, 3, 3}), a, scratch),
+              {"conv2d_backward_weight", "needs 2 input channels per group", "has 3"});
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 6, 6}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}), a, 100),
+              {"conv2d_backward_input", "needs 3888 bytes of scratch", "reserves 100"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
+                  D(f32, {4, 3, 3, 3}), a, 100),
+              {"conv2d_backward_weight", "needs 3888 bytes of scratch", "reserves 100"});
+  expectError(sig("conv2d_backward_input", {D(f32, {4, 6, 6}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}), a, scratch),
+              {"conv2d_backward_input", "grad must be 4-D"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {3, 8, 8})},
+                  D(f32, {4, 3, 3, 3}), a, scratch),
+              {"conv2d_backward_weight", "input must be 4-D"});
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 6, 6}), D(i64, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}), a, scratch),
+              {"conv2d_backward_input", "weight", "different element types"});
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 6, 6}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 8, 8}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"groups", I(1)}}),
+                  scratch),
+              {"conv2d_backward_input", "missing attribute 'dilation'"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
+                  D(f32, {4, 3, 3, 3}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(2)}}),
+                  scratch),
+              {"conv2d_backward_weight", "3 channels", "groups = 2"});
+  expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
+                  D(f32, {4, 3, 3, 3}),
+                  attrs({{"stride", L({1, 1})}, {"padding", L({-1, 0})}, {"dilation", L({1, 1})},
+                         {"groups", I(1)}}),
+                  scratch),
+              {"conv2d_backward_weight", "'padding' entries must be >= 0"});
+  expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 1, 1}), D(f32, {4, 3, 3, 3})},
+                  D(f32, {1, 3, 2, 2}), a, scratch),
+              {"conv2d_backward_input", "larger than the padded input"});
+  expectError(sig("conv2d_backward_input", {D(f16, {1, 4, 6, 6}), D(f16, {4, 3, 3, 3})},
+                  D(f16, {1, 3, 8, 8}), a, scratch),
+              {"no f16 kernel for 'conv2d_backward_input'"});
+  // The direct-GEMM case needs no scratch.
+  KernelFn fn;
+  ASSERT_OK(prepare(sig("conv2d_backward_input", {D(f32, {1, 4, 8, 8}), D(f32, {4, 3, 1, 1})},
+                        D(f32, {1, 3, 8, 8}), a, 0),
+                    &fn));
+  ASSERT_OK(prepare(sig("conv2d_backward_weight", {D(f32, {1, 4, 8, 8}), D(f32, {1, 3, 8, 8})},
+                        D(f32, {4, 3, 1, 1}), a, 0),
+                    &fn));
+}
+
+/// The forward window of (oy, ox): fn(iy, ix) for each in-bounds tap in
+/// scan order.
+template <typename Fn>
+void forEachWindowTap(const PoolCase &c, int64_t h, int64_t w, int64_t oy, int64_t ox,
+                      const Fn &fn) {
+  for (int64_t ky = 0; ky < c.kernel[0]; ++ky)
+    for (int64_t kx = 0; kx < c.kernel[1]; ++kx) {
+      int64_t iy = oy * c.stride[0] - c.padding[0] + ky * c.dilation[0];
+      int64_t ix = ox * c.stride[1] - c.padding[1] + kx * c.dilation[1];
+      if (iy >= 0 && iy < h && ix >= 0 && ix < w)
+        fn(iy, ix);
+    }
+}
+
+TEST_P(TrainingKernelTest, MaxPool2dBackwardRoutesToTheFirstMaximum) {
+  for (const PoolCase &c : kPoolCases) {
+    const int64_t h = c.x[2], w = c.x[3], planes = c.x[0] * c.x[1];
+    const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], c.dilation[0], c.ceil);
+    const int64_t ow = poolOut(w, c.kernel[1], c.stride[1], c.padding[1], c.dilation[1], c.ceil);
+    // Few distinct values, so windows hold ties; a NaN and -inf here and there.
+    HostTensor x = randomInts(f32, c.x, -3, 3), g = random({c.x[0], c.x[1], oh, ow}), dx;
+    x.as<float>()[0] = -std::numeric_limits<float>::infinity();
+    if (x.numel() > 40)
+      x.as<float>()[37] = std::numeric_limits<float>::quiet_NaN();
+    Attributes a = attrs({{"kernel", L(c.kernel)}, {"stride", L(c.stride)},
+                          {"padding", L(c.padding)}, {"dilation", L(c.dilation)},
+                          {"ceil_mode", B(c.ceil)}});
+    ASSERT_OK(run("max_pool2d_backward", {&g, &x}, x.desc, &dx, a));
+    std::vector<double> want(x.numel(), 0.0);
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          // PyTorch: start at the first in-bounds tap; `v > max || isnan(v)`.
+          int64_t best = -1;
+          double m = -kInf;
+          forEachWindowTap(c, h, w, oy, ox, [&](int64_t iy, int64_t ix) {
+            int64_t i = (p * h + iy) * w + ix;
+            double v = x.at(i);
+            if (best < 0)
+              best = i;
+            if (v > m || std::isnan(v)) {
+              m = v;
+              best = i;
+            }
+          });
+          want[best] += g.at((p * oh + oy) * ow + ox);
+        }
+    expectClose(dx, want, 1e-6, 1e-6, "max_pool2d_backward " + describe(c.x, f32));
+  }
+  // All -inf: each window's gradient goes to its first in-bounds element.
+  HostTensor x = make(f32, {1, 1, 2, 2}, {-kInf, -kInf, -kInf, -kInf});
+  HostTensor g = make(f32, {1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}), dx;
+  ASSERT_OK(run("max_pool2d_backward", {&g, &x}, x.desc, &dx,
+                attrs({{"kernel", L({2, 2})}, {"stride", L({1, 1})}, {"padding", L({1, 1})},
+                       {"dilation", L({1, 1})}})));
+  expectEqual(dx, {1 + 2 + 4 + 5, 3 + 6, 7 + 8, 9}, "all -inf");
+}
+
+TEST_P(TrainingKernelTest, AvgPool2dBackwardSpreadsWithTheForwardsDivisor) {
+  for (const PoolCase &c : kPoolCases) {
+    for (bool includePad : {true, false}) {
+      const int64_t h = c.x[2], w = c.x[3], planes = c.x[0] * c.x[1];
+      const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], 1, c.ceil);
+      const int64_t ow = poolOut(w, c.kernel[1], c.stride[1], c.padding[1], 1, c.ceil);
+      HostTensor g = random({c.x[0], c.x[1], oh, ow}), dx;
+      Attributes a = attrs({{"kernel", L(c.kernel)}, {"stride", L(c.stride)},
+                            {"padding", L(c.padding)}, {"ceil_mode", B(c.ceil)},
+                            {"count_include_pad", B(includePad)}});
+      ASSERT_OK(run("avg_pool2d_backward", {&g}, D(f32, c.x), &dx, a));
+      std::vector<double> want(numElements(c.x), 0.0);
+      for (int64_t p = 0; p < planes; ++p)
+        for (int64_t oy = 0; oy < oh; ++oy)
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            // PyTorch: the padded count stops at the padded input's edge.
+            int64_t y0 = oy * c.stride[0] - c.padding[0], x0 = ox * c.stride[1] - c.padding[1];
+            int64_t y1 = std::min(y0 + c.kernel[0], h + c.padding[0]);
+            int64_t x1 = std::min(x0 + c.kernel[1], w + c.padding[1]);
+            int64_t padded = (y1 - y0) * (x1 - x0);
+            int64_t inside = (std::min(y1, h) - std::max<int64_t>(y0, 0)) *
+                             (std::min(x1, w) - std::max<int64_t>(x0, 0));
+            double delta = g.at((p * oh + oy) * ow + ox) / (includePad ? padded : inside);
+            for (int64_t iy = std::max<int64_t>(y0, 0); iy < std::min(y1, h); ++iy)
+              for (int64_t ix = std::max<int64_t>(x0, 0); ix < std::min(x1, w); ++ix)
+                want[(p * h + iy) * w + ix] += delta;
+          }
+      expectClose(dx, want, 1e-6, 1e-5,
+                  "avg_pool2d_backward " + describe(c.x, f32) + (includePad ? " pad" : ""));
+    }
+  }
+}
+
+TEST_P(TrainingKernelTest, AdaptiveAvgPool2dBackwardSpreadsOverBins) {
+  struct Case { Shape x; Ints size; };
+  for (const Case &c : {Case{{2, 3, 7, 7}, {1, 1}}, Case{{1, 2, 10, 9}, {3, 4}},
+                        Case{{1, 1, 5, 3}, {7, 6}}, Case{{2, 2, 8, 8}, {4, 4}},
+                        Case{{8, 128, 7, 7}, {1, 1}}, Case{{4, 64, 9, 11}, {5, 3}}}) {
+    const int64_t h = c.x[2], w = c.x[3], oh = c.size[0], ow = c.size[1];
+    HostTensor g = random({c.x[0], c.x[1], oh, ow}), dx;
+    ASSERT_OK(run("adaptive_avg_pool2d_backward", {&g}, D(f32, c.x), &dx));
+    std::vector<double> want(numElements(c.x), 0.0);
+    for (int64_t p = 0; p < c.x[0] * c.x[1]; ++p)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          int64_t y0 = static_cast<int64_t>(std::floor(double(oy * h) / oh));
+          int64_t y1 = static_cast<int64_t>(std::ceil(double((oy + 1) * h) / oh));
+          int64_t x0 = static_cast<int64_t>(std::floor(double(ox * w) / ow));
+          int64_t x1 = static_cast<int64_t>(std::ceil(double((ox + 1) * w) / ow));
+          for (int64_t iy = y0; iy < y1; ++iy)
+            for (int64_t ix = x0; ix < x1; ++ix)
+              want[(p * h + iy) * w + ix] +=
+                  g.at((p * oh + oy) * ow + ox) / ((y1 - y0) * (x1 - x0));
+        }
+    expectClose(dx, want, 1e-6, 1e-5, "adaptive_avg_pool2d_backward " + describe(c.x, f32));
+  }
+}
+
+TEST_P(TrainingKernelTest, PoolBackwardValidation) {
+  Attributes a = attrs({{"kernel", L({3, 3})}, {"stride", L({2, 2})}, {"padding", L({1, 1})},
+                        {"dilation", L({1, 1})}});
+  // x [1, 2, 9, 9] pools to [1, 2, 5, 5].
+  expectError(sig("max_pool2d_backward", {D(f32, {1, 2, 4, 5}), D(f32, {1, 2, 9, 9})},
+                  D(f32, {1, 2, 9, 9}), a),
+              {"max_pool2d_backward", "grad 1x2x4x5xf32", "expected 1x2x5x5xf32"});
+  expectError(sig("max_pool2d_backward", {D(f32, {1, 2, 5, 5}), D(f32, {1, 2, 9, 9})},
+                  D(f32, {1, 2, 9, 8}), a),
+              {"max_pool2d_backward", "output 1x2x9x8xf32", "input's shape"});
+  expectError(sig("max_pool2d_backward", {D(f32, {1, 2, 5, 5})}, D(f32, {1, 2, 9, 9}), a),
+              {"max_pool2d_backward", "2 inputs"});
+  expectError(sig("max_pool2d_backward", {D(f32, {1, 2, 5, 5}), D(f32, {1, 2, 9, 9})},
+                  D(f32, {1, 2, 9, 9}),
+                  attrs({{"kernel", L({3, 3})}, {"stride", L({2, 2})}, {"padding", L({2, 2})},
+                         {"dilation", L({1, 1})}})),
+              {"max_pool2d_backward", "at most half the kernel"});
+  expectError(sig("max_pool2d_backward", {D(i64, {1, 2, 5, 5}), D(i64, {1, 2, 9, 9})},
+                  D(i64, {1, 2, 9, 9}), a),
+              {"max_pool2d_backward", "grad", "i64"});
+  expectError(sig("avg_pool2d_backward", {D(f32, {1, 2, 5, 5})}, D(f32, {1, 2, 9, 9}),
+                  attrs({{"kernel", L({3, 3})}, {"padding", L({1, 1})}})),
+              {"avg_pool2d_backward", "missing attribute 'stride'"});
+  expectError(sig("avg_pool2d_backward", {D(f32, {1, 2, 5, 5})}, D(f32, {1, 2, 10, 10}),
+                  attrs({{"kernel", L({3, 3})}, {"stride", L({2, 2})}, {"padding", L({1, 1})},
+                         {"ceil_mode", B(true)}})),
+              {"avg_pool2d_backward", "expected 1x2x6x6xf32"});
+  expectError(sig("avg_pool2d_backward", {D(f32, {2, 5, 5})}, D(f32, {1, 2, 9, 9}), a),
+              {"avg_pool2d_backward", "grad must be 4-D"});
+  expectError(sig("adaptive_avg_pool2d_backward", {D(f32, {1, 3, 1, 1})}, D(f32, {1, 2, 7, 7})),
+              {"adaptive_avg_pool2d_backward", "same N and C"});
+  expectError(sig("adaptive_avg_pool2d_backward", {D(f32, {1, 2, 1, 1})}, D(f32, {1, 2, 0, 7})),
+              {"adaptive_avg_pool2d_backward", "empty plane"});
+  expectError(sig("adaptive_avg_pool2d_backward", {D(f32, {1, 2, 1, 1})}, D(f32, {2, 7, 7})),
+              {"adaptive_avg_pool2d_backward", "output must be 4-D"});
+  // Windows that fall wholly in the ceil_mode overhang add nothing.
+  KernelFn fn;
+  ASSERT_OK(prepare(sig("avg_pool2d_backward", {D(f32, {1, 2, 5, 5})}, D(f32, {1, 2, 9, 9}), a), &fn));
+}
+
+/// The gradients of softmax(scale q k^T, masked) v in doubles: dq, dk, dv.
+std::vector<std::vector<double>> refAttentionBackward(const HostTensor &g, const HostTensor &q,
+                                                      const HostTensor &k, const HostTensor &v,
+                                                      bool causal, double scale) {
+  const Shape &qs = q.desc.shape;
+  const int64_t heads = qs[0] * qs[1], sq = qs[2], d = qs[3];
+  const int64_t sk = k.desc.shape[2], dv = v.desc.shape[3];
+  std::vector<double> dq(heads * sq * d, 0.0), dk(heads * sk * d, 0.0), dvv(heads * sk * dv, 0.0);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t i = 0; i < sq; ++i) {
+      std::vector<double> p(sk, 0.0);
+      double mx = -kInf;
+      bool any = false;
+      for (int64_t j = 0; j < sk; ++j) {
+        if (causal && j > i + sk - sq)
+          continue;
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c)
+          dot += q.at((h * sq + i) * d + c) * k.at((h * sk + j) * d + c);
+        p[j] = dot * scale;
+        mx = std::max(mx, p[j]);
+        any = true;
+      }
+      if (!any)
+        continue; // the row's output is zeros whatever q, k, v
+      double sum = 0;
+      for (int64_t j = 0; j < sk; ++j) {
+        p[j] = causal && j > i + sk - sq ? 0.0 : std::exp(p[j] - mx);
+        sum += p[j];
+      }
+      for (double &x : p)
+        x /= sum;
+      // dP = g v^T; dS = P (dP - sum_j P dP).
+      std::vector<double> dp(sk, 0.0);
+      double rowDot = 0;
+      for (int64_t j = 0; j < sk; ++j) {
+        for (int64_t c = 0; c < dv; ++c)
+          dp[j] += g.at((h * sq + i) * dv + c) * v.at((h * sk + j) * dv + c);
+        rowDot += p[j] * dp[j];
+      }
+      for (int64_t j = 0; j < sk; ++j) {
+        const double ds = p[j] * (dp[j] - rowDot);
+        for (int64_t c = 0; c < dv; ++c)
+          dvv[(h * sk + j) * dv + c] += p[j] * g.at((h * sq + i) * dv + c);
+        for (int64_t c = 0; c < d; ++c) {
+          dq[(h * sq + i) * d + c] += scale * ds * k.at((h * sk + j) * d + c);
+          dk[(h * sk + j) * d + c] += scale * ds * q.at((h * sq + i) * d + c);
+        }
+      }
+    }
+  return {dq, dk, dvv};
+}
+
+TEST_P(TrainingKernelTest, AttentionBackwardMatchesReference) {
+  struct Case {
+    Shape q, k, v;
+    bool causal;
+    double scale;
+  };
+  const std::vector<Case> cases = {
+      {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, true, 1.0},
+      {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, true, 0.25},
+      {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, false, 0.25},
+      {{1, 2, 130, 32}, {1, 2, 130, 32}, {1, 2, 130, 32}, true, 0.125},
+      {{1, 2, 5, 8}, {1, 2, 70, 8}, {1, 2, 70, 8}, true, 0.35},
+      {{1, 2, 33, 8}, {1, 2, 129, 8}, {1, 2, 129, 24}, true, -0.3},
+      {{1, 2, 70, 8}, {1, 2, 5, 8}, {1, 2, 5, 3}, false, 0.5},
+      {{1, 2, 7, 4}, {1, 2, 3, 4}, {1, 2, 3, 5}, true, 0.5}, // rows that see no key
+      {{3, 1, 65, 7}, {3, 1, 65, 7}, {3, 1, 65, 9}, false, 1.0},
+      {{4, 8, 67, 16}, {4, 8, 67, 16}, {4, 8, 67, 16}, true, 0.25}, // one task per head
+  };
+  for (const Case &c : cases) {
+    HostTensor q = random(c.q), k = random(c.k), v = random(c.v);
+    Shape out = {c.q[0], c.q[1], c.q[2], c.v[3]};
+    HostTensor g = random(out);
+    // The forward's output, as the plan passes it.
+    HostTensor y = make(f32, out, refAttention(q, k, v, c.causal, c.scale));
+    for (int64_t h = 0; h < c.q[0] * c.q[1]; ++h) // rows that see no key are zeros
+      for (int64_t i = 0; i < c.q[2]; ++i)
+        if (c.causal && i + c.k[2] - c.q[2] < 0)
+          for (int64_t col = 0; col < c.v[3]; ++col)
+            y.as<float>()[(h * c.q[2] + i) * c.v[3] + col] = 0.0f;
+    KernelSignature s;
+    s.kernel = "attention_backward";
+    s.inputs = {g.desc, q.desc, k.desc, v.desc, y.desc};
+    s.outputs = {q.desc, k.desc, v.desc};
+    s.attrs = attrs({{"causal", B(c.causal)}, {"scale", F(c.scale)}});
+    s.scratchBytes = attentionBackwardScratchBytes(c.q);
+    std::vector<HostTensor> grads;
+    ASSERT_OK(runAll(s, {&g, &q, &k, &v, &y}, &grads));
+    std::vector<std::vector<double>> want = refAttentionBackward(g, q, k, v, c.causal, c.scale);
+    const std::string what = std::string(c.causal ? "causal " : "") + "attention_backward q " +
+                             describe(c.q, f32) + " k " + describe(c.k, f32);
+    expectClose(grads[0], want[0], 1e-4, 1e-4, what + " dq");
+    expectClose(grads[1], want[1], 1e-4, 1e-4, what + " dk");
+    expectClose(grads[2], want[2], 1e-4, 1e-4, what + " dv");
+  }
+}
+
+TEST_P(TrainingKernelTest, AttentionBackwardValidation) {
+  TensorDesc q = D(f32, {2, 4, 8, 16});
+  Attributes a = attrs({{"causal", B(true)}, {"scale", F(0.25)}});
+  auto make5 = [&](std::vector<std::optional<TensorDesc>> in, std::vector<TensorDesc> out,
+                   size_t scratch) {
+    KernelSignature s;
+    s.kernel = "attention_backward";
+    s.inputs = std::move(in);
+    s.outputs = std::move(out);
+    s.attrs = a;
+    s.scratchBytes = scratch;
+    return s;
+  };
+  const size_t scratch = 2 * 4 * 8 * 8;
+  KernelFn fn;
+  ASSERT_OK(prepare(make5({q, q, q, q, q}, {q, q, q}, scratch), &fn));
+  expectError(make5({q, q, q, q}, {q, q, q}, scratch), {"attention_backward", "5 inputs"});
+  expectError(make5({q, q, q, q, q}, {q, q}, scratch), {"attention_backward", "3 outputs"});
+  expectError(make5({q, q, q, q, q}, {q, q, q}, scratch - 1),
+              {"attention_backward", "needs 512 bytes of scratch", "reserves 511"});
+  expectError(make5({q, q, std::nullopt, q, q}, {q, q, q}, scratch),
+              {"attention_backward", "input 2 (k) is missing"});
+  expectError(make5({D(f32, {2, 4, 8, 15}), q, q, q, q}, {q, q, q}, scratch),
+              {"attention_backward", "grad 2x4x8x15xf32"});
+  expectError(make5({q, q, q, q, D(f32, {2, 4, 9, 16})}, {q, q, q}, scratch),
+              {"attention_backward", "output 2x4x9x16xf32"});
+  expectError(make5({q, q, D(f32, {2, 4, 8, 8}), q, q}, {q, q, q}, scratch),
+              {"attention_backward", "k 2x4x8x8xf32"});
+  expectError(make5({q, q, q, q, q}, {q, D(f32, {2, 4, 8, 8}), q}, scratch),
+              {"attention_backward", "grad_k is 2x4x8x8xf32"});
+  expectError(make5({q, D(i64, {2, 4, 8, 16}), q, q, q}, {q, q, q}, scratch),
+              {"attention_backward", "q", "i64"});
+  expectError(make5({q, q, q, q, D(f32, {4, 8, 16})}, {q, q, q}, scratch),
+              {"attention_backward", "output must be 4-D"});
+}
+
+TEST_P(TrainingKernelTest, EmbeddingBackwardScatterAdds) {
+  for (DType it : {i64, i32}) {
+    for (bool padding : {false, true}) {
+      const int64_t rows = 13, dim = 37;
+      HostTensor ids = randomInts(it, {3, 7}, 0, rows - 1), g = random({3, 7, dim}), dw;
+      Attributes a = padding ? attrs({{"padding_idx", I(4)}}) : Attributes();
+      ASSERT_OK(run("embedding_backward", {&g, &ids}, D(f32, {rows, dim}), &dw, a));
+      std::vector<double> want(rows * dim, 0.0);
+      for (int64_t i = 0; i < 21; ++i) {
+        int64_t r = static_cast<int64_t>(ids.at(i));
+        if (padding && r == 4)
+          continue;
+        for (int64_t c = 0; c < dim; ++c)
+          want[r * dim + c] += g.at(i * dim + c);
+      }
+      expectClose(dw, want, 1e-5, 1e-5, std::string("embedding_backward ") + dtypeName(it));
+    }
+  }
+  // A shard of rows [10, 15): other indices belong to other ranks.
+  HostTensor ids = make(i64, {6}, {10, 3, 14, 12, 10, 20}), g = random({6, 4}), dw;
+  ASSERT_OK(run("embedding_backward", {&g, &ids}, D(f32, {5, 4}), &dw,
+                attrs({{"row_offset", I(10)}, {"padding_idx", I(12)}})));
+  std::vector<double> want(20, 0.0);
+  for (int64_t c = 0; c < 4; ++c) {
+    want[0 * 4 + c] = static_cast<double>(g.as<float>()[0 * 4 + c] + g.as<float>()[4 * 4 + c]);
+    want[4 * 4 + c] = g.at(2 * 4 + c);
+  }
+  expectClose(dw, want, 1e-6, 1e-6, "sharded embedding_backward");
+  // A large one over threads: deterministic, positions summed in order.
+  HostTensor bigIds = randomInts(i64, {4096}, 0, 31), bigG = random({4096, 256}), a1, a2;
+  ASSERT_OK(run("embedding_backward", {&bigG, &bigIds}, D(f32, {32, 256}), &a1));
+  ASSERT_OK(run("embedding_backward", {&bigG, &bigIds}, D(f32, {32, 256}), &a2));
+  EXPECT_EQ(a1.bytes, a2.bytes);
+  std::vector<float> inOrder(32 * 256, 0.0f);
+  for (int64_t i = 0; i < 4096; ++i)
+    for (int64_t c = 0; c < 256; ++c)
+      inOrder[bigIds.as<int64_t>()[i] * 256 + c] += bigG.as<float>()[i * 256 + c];
+  EXPECT_EQ(0, std::memcmp(inOrder.data(), a1.bytes.data(), a1.bytes.size()));
+  // Out of range: a run-time error naming the position.
+  HostTensor bad = make(i32, {3}, {1, 13, 2}), g3 = random({3, 4});
+  Status status = run("embedding_backward", {&g3, &bad}, D(f32, {13, 4}), &dw);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("embedding_backward: index 13 at position 1"), std::string::npos)
+      << status.message();
+  expectError(sig("embedding_backward", {D(f32, {3, 5}), D(i64, {3})}, D(f32, {10, 4})),
+              {"embedding_backward", "grad 3x5xf32", "3x4xf32"});
+  expectError(sig("embedding_backward", {D(f32, {3, 4}), D(f32, {3})}, D(f32, {10, 4})),
+              {"embedding_backward", "indices", "f32"});
+  expectError(sig("embedding_backward", {D(f32, {3, 4}), D(i64, {3})}, D(f32, {10, 4, 1})),
+              {"embedding_backward", "output must be 2-D"});
+  expectError(sig("embedding_backward", {D(f32, {3, 4}), D(i64, {3})}, D(f32, {10, 4}),
+                  attrs({{"padding_idx", S("none")}})),
+              {"embedding_backward", "'padding_idx'"});
+}
+
+TEST_P(TrainingKernelTest, SliceBackwardPlacesTheGradient) {
+  struct Case { Shape x; int64_t dim, start, end, step; };
+  std::vector<Case> cases = {
+      {{4, 9}, 1, 2, 7, 1}, {{4, 9}, 0, 1, 4, 2}, {{3, 10, 5}, 1, 0, 10, 3}, {{3, 10, 5}, 2, 1, 4, 2},
+      {{3, 10, 5}, 1, 4, 4, 1}, {{6}, 0, 0, 6, 5}, {{2, 8, 384}, 2, 128, 256, 1}, {{5, 3}, 0, 2, 5, 1},
+      {{64, 3, 1024}, 1, 1, 2, 1},
+  };
+  for (DType dt : {f32, i64, bf16}) {
+    for (const Case &c : cases) {
+      int64_t count = c.end == c.start ? 0 : 1 + (c.end - c.start - 1) / c.step;
+      Shape gs = c.x;
+      gs[c.dim] = count;
+      HostTensor g = random(gs), dx;
+      if (dt != f32)
+        g = make(dt, gs, g.values());
+      Attributes a = attrs({{"dim", I(c.dim)}, {"start", I(c.start)}, {"end", I(c.end)},
+                            {"step", I(c.step)}});
+      ASSERT_OK(run("slice_backward", {&g}, D(dt, c.x), &dx, a));
+      std::vector<double> want(numElements(c.x), 0.0);
+      for (int64_t i = 0; i < g.numel(); ++i) {
+        std::vector<int64_t> idx = unravel(i, gs);
+        idx[c.dim] = c.start + idx[c.dim] * c.step;
+        want[ravel(idx, c.x)] = g.at(i);
+      }
+      expectEqual(dx, want, "slice_backward " + describe(c.x, dt) + " dim " + std::to_string(c.dim));
+    }
+  }
+  expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}),
+                  attrs({{"dim", I(0)}, {"start", I(2)}, {"end", I(6)}})),
+              {"slice_backward", "[2:6:1]", "size 5"});
+  expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}),
+                  attrs({{"dim", I(0)}, {"start", I(0)}, {"end", I(5)}, {"step", I(2)}})),
+              {"slice_backward", "grad 2xf32", "must be 3xf32"});
+  expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}),
+                  attrs({{"dim", I(1)}, {"start", I(0)}, {"end", I(2)}})),
+              {"slice_backward", "dim 1 is out of range for rank 1"});
+  expectError(sig("slice_backward", {D(f32, {2})}, D(i64, {5}),
+                  attrs({{"dim", I(0)}, {"start", I(0)}, {"end", I(2)}})),
+              {"slice_backward", "different element types"});
+  expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}), attrs({{"dim", I(0)}, {"start", I(0)}})),
+              {"slice_backward", "missing attribute 'end'"});
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TrainingKernelTest,
+                         ::testing::Values(std::string("cpu"), std::string("cuda")),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                           return info.param;
+                         });
+
+//===----------------------------------------------------------------------===//
 // bf16: conversions, kernels widened to f32, and the kernels that take bf16
 // directly.
 //===----------------------------------------------------------------------===//
@@ -1885,6 +3455,17 @@ TEST_P(Bf16KernelTest, Normalizations) {
                 attrs({{"normalized_shape", L({7, 32})}, {"eps", F(1e-5)}}));
   expectWidened("reduce_mean", {&x}, D(f32, {3, 1, 32}),
                 attrs({{"dims", L({1})}, {"keepdim", B(true)}}));
+}
+
+TEST_P(Bf16KernelTest, TrainingBackwardsAreWidened) {
+  HostTensor x = random({4, 33}), g = random({4, 33});
+  expectWidened("gelu_backward", {&g, &x}, D(f32, {4, 33}));
+  expectWidened("silu_backward", {&g, &x}, D(f32, {4, 33}));
+  HostTensor y = random({4, 33}, 0, 1);
+  expectWidened("softmax_backward", {&g, &y}, D(f32, {4, 33}), attrs({{"dim", I(1)}}));
+  HostTensor step = make(i64, {}, {3});
+  expectWidened("dropout_train", {&x, &step}, D(f32, {4, 33}),
+                attrs({{"p", F(0.25)}, {"seed", I(1)}, {"stream", I(0)}}));
 }
 
 TEST_P(Bf16KernelTest, OtherOperandsStayAsTheyAre) {

@@ -1,0 +1,138 @@
+"""Helpers for the training tests: damaged data and checkpoints, exact log comparisons, and the
+memory report check.
+
+usage:
+  training_files.py bad-data KIND GOOD.safetensors OUT.safetensors
+      KIND: missing (drop the first tensor), dtype (first tensor to f16 or i32), shape (the
+      highest-rank tensor's last dim + 1), few (keep one sample), extra (add a tensor), garbage (not safetensors),
+      truncated (the file cut short)
+  training_files.py damage KIND FILE
+      KIND: flip (one byte of the data changed), truncate (the last byte cut)
+  training_files.py same-losses A.jsonl B.jsonl
+      every step in B is in A with a bit-identical loss (and B is not empty)
+  training_files.py same-tensors A.safetensors B.safetensors
+      the same names, dtypes, shapes and bytes
+  training_files.py memory REPORT.json PLAN_DIR
+      cleave train's allocation equals the plan's predicted total, and the predicted categories
+      add up to it
+Exits 1 with a message on any failure.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+from safetensors_io import load_file, save_file  # noqa: E402
+
+import torch  # noqa: E402
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def bad_data(kind, good, out):
+    if kind == "garbage":
+        with open(out, "wb") as f:
+            f.write(b"this is not a safetensors file\n")
+        return
+    if kind == "truncated":
+        with open(good, "rb") as f:
+            data = f.read()
+        with open(out, "wb") as f:
+            f.write(data[:-5])
+        return
+    tensors = load_file(good)
+    first = sorted(tensors)[0]
+    if kind == "missing":
+        del tensors[first]
+    elif kind == "dtype":
+        t = tensors[first]
+        tensors[first] = t.half() if t.is_floating_point() else t.int()
+    elif kind == "shape":
+        # The tensor with the most dims gets one more element in its last dim.
+        name = max(sorted(tensors), key=lambda k: tensors[k].dim())
+        t = tensors[name]
+        pad = torch.zeros(*t.shape[:-1], 1, dtype=t.dtype)
+        tensors[name] = torch.cat([t, pad], dim=-1)
+    elif kind == "few":
+        tensors = {k: v[:1].clone() for k, v in tensors.items()}
+    elif kind == "extra":
+        tensors["unexpected"] = torch.zeros(3)
+    else:
+        fail(f"unknown kind {kind}")
+    save_file(tensors, out)
+
+
+def damage(kind, path):
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    if kind == "flip":
+        data[-1] ^= 0xFF
+    elif kind == "truncate":
+        data = data[:-1]
+    else:
+        fail(f"unknown kind {kind}")
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+
+
+def read_losses(path):
+    with open(path) as f:
+        return {r["step"]: r["loss"] for r in (json.loads(line) for line in f if line.strip())}
+
+
+def same_losses(a, b):
+    full, part = read_losses(a), read_losses(b)
+    if not part:
+        fail(f"{b} has no steps")
+    for step, loss in sorted(part.items()):
+        if step not in full:
+            fail(f"step {step} of {b} is not in {a}")
+        if loss != full[step]:
+            fail(f"step {step}: {a} has {full[step]!r}, {b} has {loss!r}")
+    print(f"steps {min(part)}..{max(part)}: bit-identical")
+
+
+def same_tensors(a, b):
+    x, y = load_file(a), load_file(b)
+    if sorted(x) != sorted(y):
+        fail(f"names differ: {sorted(x)} vs {sorted(y)}")
+    for name in x:
+        if x[name].dtype != y[name].dtype or x[name].shape != y[name].shape:
+            fail(f"{name}: {x[name].dtype} {tuple(x[name].shape)} vs {y[name].dtype} {tuple(y[name].shape)}")
+        if not torch.equal(x[name].view(-1).view(torch.uint8), y[name].view(-1).view(torch.uint8)):
+            fail(f"{name}: bytes differ")
+    print(f"{len(x)} tensors: bit-identical")
+
+
+def memory(report_path, plan_dir):
+    with open(report_path) as f:
+        report = json.load(f)
+    with open(os.path.join(plan_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    m = report["memory_bytes"]
+    predicted = manifest["predicted"]["memory_bytes"]
+    if m["allocated"] != predicted["total"]:
+        fail(f"allocated {m['allocated']} bytes, the plan predicts {predicted['total']}")
+    if m["allocated"] != m["predicted"]:
+        fail(f"allocated {m['allocated']} bytes, the program's regions add to {m['predicted']}")
+    if predicted["total"] != predicted["arena"] + predicted["weights"] + predicted["state"]:
+        fail("the predicted regions do not add up to the total")
+    categories = sum(predicted["by_category"].values())
+    if categories != predicted["total"]:
+        fail(f"the categories add up to {categories}, the total is {predicted['total']}")
+    print(f"allocated {m['allocated']} bytes = predicted: ok")
+
+
+def main():
+    if len(sys.argv) < 2:
+        fail(__doc__)
+    command, args = sys.argv[1], sys.argv[2:]
+    {"bad-data": bad_data, "damage": damage, "same-losses": same_losses,
+     "same-tensors": same_tensors, "memory": memory}[command](*args)
+
+
+if __name__ == "__main__":
+    main()

@@ -28,7 +28,11 @@ its AVX-512 kernels: shared/TOOLCHAIN.md, pitfall 11) and OMP_WAIT_POLICY=passiv
 threads otherwise spin against OpenBLAS's, see docs/measurements.md, issue 3); cleave runs with the
 environment as it is. Every engine gets OMP_NUM_THREADS=T and T threads through its own switch.
 
-Step time: the mean over the --steps steps after the --warmup ones (the median too). Peak RSS:
+Step time: the mean over the --steps steps after the --warmup ones (the median and minimum too).
+This machine is shared: before each engine the script waits (--wait-idle, up to 600 s) until other
+processes use under 10 % of the CPUs, and reports the share they used while the engine ran
+("others' CPU", from /proc/stat minus the engine's own CPU time); above 10 % the times are
+inflated and a note says so. Peak RSS:
 the ru_maxrss of each engine's process (os.wait4), measured the same way for all. Ratios: speed =
 baseline time / cleave time, memory = cleave peak / baseline peak, against LibTorch and against
 the reference (the faster baseline). Goals: speed >= 1.0x, memory <= 0.7x. The first step's loss
@@ -165,14 +169,51 @@ def _worker(argv):
 
 # --- The driver -----------------------------------------------------------------------------------
 
+def _cpu_times():
+    """(busy, total) CPU seconds of the whole machine so far, from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    hz = os.sysconf("SC_CLK_TCK")
+    return (sum(fields[:8]) - idle) / hz, sum(fields[:8]) / hz
+
+
+def _busy_share(seconds):
+    """The machine's busy share over the next `seconds` (0 idle .. 1 every core busy)."""
+    b0, t0 = _cpu_times()
+    time.sleep(seconds)
+    b1, t1 = _cpu_times()
+    return (b1 - b0) / max(t1 - t0, 1e-9)
+
+
+def _wait_idle(limit):
+    """Waits (at most `limit` seconds) until other processes use under 10 % of the machine."""
+    start = time.time()
+    while True:
+        share = _busy_share(2)
+        if share < 0.1:
+            return share
+        if time.time() - start > limit:
+            print(f"   (machine still {share:.0%} busy after waiting {limit:.0f} s: running anyway)",
+                  flush=True)
+            return share
+        time.sleep(8)
+
+
 def _run(cmd, log, env=None):
-    """Runs cmd in a fresh process; returns (exit status, seconds, peak RSS bytes from wait4)."""
+    """Runs cmd in a fresh process; returns (exit status, seconds, peak RSS bytes from wait4,
+    the share of the machine other processes used meanwhile)."""
+    busy0, _ = _cpu_times()
     start = time.perf_counter()
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, time.perf_counter() - start, usage.ru_maxrss * 1024
+    wall = time.perf_counter() - start
+    busy1, _ = _cpu_times()
+    own = usage.ru_utime + usage.ru_stime
+    others = max(0.0, busy1 - busy0 - own) / max(wall * os.cpu_count(), 1e-9)
+    return proc.returncode, wall, usage.ru_maxrss * 1024, others
 
 
 def _fail(message, log=None):
@@ -216,7 +257,7 @@ def _bench_model(name, a, work, env):
     log = os.path.join(work, f"{name}.export.log")
     print(f"\n== {name}: {DESCRIPTIONS.get(name, name)}", flush=True)
     print("$ " + shlex.join(export), flush=True)
-    rc, _, _ = _run(export, log, env)
+    rc, _, _, _ = _run(export, log, env)
     if rc:
         _fail(f"export of {name} failed", log)
     compile_cmd = [CLEAVE, "compile", pt, "--mode", "train", "--loss", loss,
@@ -225,7 +266,7 @@ def _bench_model(name, a, work, env):
     if "cleave" in a.engines:
         log = os.path.join(work, f"{name}.compile.log")
         print("$ " + shlex.join(compile_cmd), flush=True)
-        rc, secs, _ = _run(compile_cmd, log, env)
+        rc, secs, _, _ = _run(compile_cmd, log, env)
         if rc:
             _fail(f"cleave compile of {name} failed", log)
         results["compile_seconds"] = secs
@@ -249,9 +290,9 @@ def _bench_model(name, a, work, env):
             if a.loss_in_model:
                 cmd += ["--loss-in-model", "cross_entropy"]
         log = os.path.join(work, f"{name}.{engine}.log")
-        load = os.getloadavg()[0]
-        print(f"$ {shlex.join(cmd)}   (load average before: {load:.2f})", flush=True)
-        rc, wall, rss = _run(cmd, log, env)
+        idle = _wait_idle(a.wait_idle) if a.wait_idle > 0 else None
+        print(f"$ {shlex.join(cmd)}", flush=True)
+        rc, wall, rss, others = _run(cmd, log, env)
         if rc:
             with open(log) as f:
                 tail = f.read()[-1500:].strip()
@@ -262,7 +303,8 @@ def _bench_model(name, a, work, env):
             rep = json.load(f)
         seconds = [s["seconds"] for s in rep["steps"]]
         measured = seconds[a.warmup:]
-        r = {"command": shlex.join(cmd), "load_average_before": load, "wall_seconds": wall,
+        r = {"command": shlex.join(cmd), "busy_before": idle, "others_share": others,
+             "wall_seconds": wall,
              "peak_rss_bytes": rss, "step_seconds": seconds,
              "mean_step_seconds": sum(measured) / len(measured),
              "median_step_seconds": statistics.median(measured),
@@ -275,7 +317,8 @@ def _bench_model(name, a, work, env):
         print(f"   {LABELS[engine]}: mean {r['mean_step_seconds'] * 1e3:.1f} ms, median "
               f"{r['median_step_seconds'] * 1e3:.1f} ms, min {r['min_step_seconds'] * 1e3:.1f} ms "
               f"per step; peak RSS {_mib(rss)} MiB; first loss {r['losses'][0]:.6f}, last "
-              f"{r['losses'][-1]:.6f}", flush=True)
+              f"{r['losses'][-1]:.6f}; other processes used {others:.0%} of the machine meanwhile",
+              flush=True)
     return results
 
 
@@ -316,9 +359,9 @@ def _why(failure):
 
 
 def _table(all_results, a):
-    lines = ["| model | engine | mean ms/step | median ms | peak RSS MiB | speed (this / cleave) "
-             "| memory (cleave / this) | first loss |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| model | engine | mean ms/step | median ms | min ms | peak RSS MiB | speed (this / cleave) "
+             "| memory (cleave / this) | first loss | others' CPU |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     summary = ["| model | cleave ms | LibTorch ms | eager ms | TorchScript ms | reference | "
                "speed vs LibTorch | speed vs reference | memory vs LibTorch | memory vs reference "
                "| cleave plan allocation MiB |",
@@ -335,13 +378,17 @@ def _table(all_results, a):
             cell = DESCRIPTIONS.get(name, name) if first else ""
             first = False
             if "failed" in r:
-                lines.append(f"| {cell} | {label} | not measured ({_why(r['failed'])}) | | | | | |")
+                lines.append(f"| {cell} | {label} | not measured ({_why(r['failed'])}) | | | | | | | |")
                 continue
             speed = f"{r['speed_vs_cleave']:.2f}x" if "speed_vs_cleave" in r else ""
             mem = f"{r['memory_cleave_over_this']:.2f}x" if "memory_cleave_over_this" in r else ""
             lines.append(f"| {cell} | {label} | {r['mean_step_seconds'] * 1e3:.1f} | "
-                         f"{r['median_step_seconds'] * 1e3:.1f} | {_mib(r['peak_rss_bytes'])} | "
-                         f"{speed} | {mem} | {r['losses'][0]:.6f} |")
+                         f"{r['median_step_seconds'] * 1e3:.1f} | {r['min_step_seconds'] * 1e3:.1f} | "
+                         f"{_mib(r['peak_rss_bytes'])} | {speed} | {mem} | {r['losses'][0]:.6f} | "
+                         f"{r['others_share']:.0%} |")
+            if r["others_share"] > 0.1:
+                notes.append(f"{name}: other processes used {r['others_share']:.0%} of the machine "
+                             f"while {LABELS[engine]} ran: its times are inflated")
 
         def ms(k):
             r = e.get(k)
@@ -402,6 +449,9 @@ def main(argv):
     p.add_argument("--loss-in-model", action="store_true",
                    help="the model computes its loss (--loss model) instead of cleave "
                         "appending cross_entropy")
+    p.add_argument("--wait-idle", type=float, default=600, metavar="SECONDS",
+                   help="before each engine, wait up to this long for the machine to be idle "
+                        "(other processes under 10%% of it; 0: do not wait)")
     p.add_argument("--work", help="keep the models, plans, data and reports here")
     p.add_argument("--json", help="also write every number to this file")
     a = p.parse_args(argv)

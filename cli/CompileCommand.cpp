@@ -2,25 +2,14 @@
 
 #include "cli/Commands.h"
 #include "cli/Diagnostics.h"
-#include "cli/LoadModel.h"
 #include "cli/PlannerFlags.h"
 #include "cli/TrainingFlags.h"
-#include "compiler/Importer.h"
-#include "compiler/PlanEmitter.h"
+#include "compiler/CompileDriver.h"
 #include "cost/Format.h"
-#include "passes/Passes.h"
-#include "passes/Planner.h"
-#include "runtime/Plan.h"
-#include "runtime/PlanVerify.h"
 
-#include "mlir/IR/OperationSupport.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
-#include <functional>
-
-#include <nlohmann/json.hpp>
 
 namespace cleave {
 namespace {
@@ -93,16 +82,6 @@ uses ops or control flow cleave cannot import, 3 no plan fits in the memory
 budget.
 )";
 
-std::string printIR(mlir::ModuleOp module) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  mlir::OpPrintingFlags flags;
-  flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
-  flags.elideLargeElementsAttrs(16);
-  module.print(os, flags);
-  return text;
-}
-
 double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -124,58 +103,6 @@ int parseDType(const char *value, std::string &dtype, const char *usage) {
                       usage);
   dtype = d;
   return -1;
-}
-
-/// The IR snapshot of each compile step in ir/, numbered in order.
-struct Snapshots {
-  std::vector<std::pair<std::string, std::string>> list;
-  void add(const std::string &step, mlir::ModuleOp module) {
-    list.push_back({std::to_string(list.size()) + "-" + step, printIR(module)});
-  }
-};
-
-/// Imports and prepares the model, at `batch` samples when set, and converts
-/// it to `dtype`; records the IR as prepared and, for bf16, as converted.
-mlir::FailureOr<ImportedModel> importForPlan(mlir::MLIRContext &context, const std::string &model,
-                                             ImportOptions options, std::optional<int64_t> batch,
-                                             bool fuseAttention, const std::string &dtype,
-                                             Snapshots &snapshots, int &exitCode) {
-  options.batchSize = batch;
-  ImportFailure kind = ImportFailure::BadInput;
-  auto imported = importTorchScript(context, model, options, &kind);
-  if (mlir::failed(imported)) {
-    exitCode = static_cast<int>(kind);
-    return mlir::failure();
-  }
-  mlir::cleave::PrepareOptions prepare;
-  prepare.fuseAttention = fuseAttention;
-  prepare.paramData = paramDataOf(*imported);
-  mlir::PassManager pm(&context);
-  mlir::cleave::addPreparePipeline(pm, prepare);
-  if (mlir::failed(pm.run(*imported->module)))
-    return mlir::failure();
-  snapshots = Snapshots();
-  snapshots.add("imported", *imported->module);
-  if (dtype != "f32") {
-    mlir::PassManager convert(&context);
-    mlir::cleave::addPrecisionPipeline(convert, dtype);
-    if (mlir::failed(convert.run(*imported->module)))
-      return mlir::failure();
-    snapshots.add(dtype, *imported->module);
-  }
-  return imported;
-}
-
-/// Bytes of the weights a plan of `module` stores: its params at their IR
-/// type (bf16 after --dtype bf16).
-size_t paramBytes(mlir::ModuleOp module) {
-  size_t bytes = 0;
-  llvm::DenseSet<llvm::StringRef> seen;
-  module.walk([&](mlir::cleave::ParamOp param) {
-    if (seen.insert(param.getName()).second)
-      bytes += mlir::cleave::tensorBytes(param.getType());
-  });
-  return bytes;
 }
 
 int runPartitionedCompile(int argc, char **argv) {
@@ -229,177 +156,35 @@ int runPartitionedCompile(int argc, char **argv) {
     return usageError("--zero parameters is not emitted yet: plans hold forward passes with "
                       "whole parameters per tp part",
                       kCompileUsage);
-  cost::ClusterSpec spec;
-  if (int s = setUpSearch(o, spec); s >= 0)
-    return s;
+  o.dtype = dtype;
+  o.output = output;
 
-  auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
   context.disableMultithreading();
   CliDiagnostics diagnostics(context);
-  int exitCode = 1;
-  Snapshots snapshots;
-  auto imported = importForPlan(context, o.model, o.import, std::nullopt, o.fuseAttention, dtype,
-                                snapshots, exitCode);
-  if (mlir::failed(imported))
-    return exitCode;
-  progress("imported", start);
-  auto func = imported->module->lookupSymbol<mlir::func::FuncOp>("forward");
-  auto plan = mlir::cleave::planModel(func, spec, o.planner);
-  if (mlir::failed(plan))
-    return 1;
-  if (plan->search.best.empty())
-    return reportNothingFits(o, *plan);
-  planner::Candidate chosen = plan->search.best.front();
-  if (chosen.sharding == cost::ShardingLevel::Parameters) {
-    // Forward programs with parameters gathered per layer are not emitted yet.
-    search.sharding = cost::ShardingLevel::Gradients;
-    plan = mlir::cleave::planModel(func, spec, o.planner);
-    if (mlir::failed(plan))
-      return 1;
-    if (plan->search.best.empty())
-      return reportNothingFits(o, *plan);
-    chosen = plan->search.best.front();
-  }
-  progress("planned", start);
+  cost::ClusterSpec spec;
+  if (DriverStatus s = setUpCluster(context, o, spec); !s.ok())
+    return s.exitCode();
 
-  // The programs run one microbatch: import again at that size and plan it
-  // with every choice pinned, so the IR's shapes are the ones that run.
-  if (chosen.microbatchSize != plan->profile.tracedBatch) {
-    if (o.planner.batchDim != 0)
-      return usageError("compiling at another microbatch size than the traced batch needs "
-                        "the batch in dim 0 of the inputs",
-                        kCompileUsage);
-    imported = importForPlan(context, o.model, o.import, chosen.microbatchSize, o.fuseAttention,
-                             dtype, snapshots, exitCode);
-    if (mlir::failed(imported))
-      return exitCode;
-    func = imported->module->lookupSymbol<mlir::func::FuncOp>("forward");
-    search.tp = chosen.tp;
-    search.pp = chosen.pp;
-    search.dp = chosen.dp;
-    search.microbatchSize = chosen.microbatchSize;
-    search.virtualStages = chosen.virtualStages;
-    if (search.training) {
-      search.schedule = chosen.schedule;
-      search.sharding = chosen.sharding;
-    }
-    plan = mlir::cleave::planModel(func, spec, o.planner);
-    if (mlir::failed(plan))
-      return 1;
-    if (plan->search.best.empty()) {
-      llvm::errs() << "cleave: error: the plan (" << chosen.label()
-                   << ") no longer fits when planned again at its microbatch size\n";
-      return reportNothingFits(o, *plan);
-    }
-    chosen = plan->search.best.front();
-    progress("re-imported", start);
+  auto start = std::chrono::steady_clock::now();
+  o.progress = [&](const char *phase) { progress(phase, start); };
+  CompileResult result;
+  if (DriverStatus s = compilePlan(context, o, &spec, result); !s.ok()) {
+    if (s.showUsage())
+      llvm::errs() << "\n" << kCompileUsage;
+    if (s.error() == DriverError::NothingFits)
+      return reportNothingFits(o, result.plan->planner);
+    return s.exitCode();
   }
-
-  PlanEmitOptions emitOptions;
-  emitOptions.modelSource = o.model;
-  emitOptions.strategyJson = mlir::cleave::strategyJson(*plan, chosen, spec, o.planner, o.model);
-
-  PartitionInfo info;
-  info.pp = chosen.pp;
-  info.tp = chosen.tp;
-  info.dp = chosen.dp;
-  info.schedule = cost::scheduleName(chosen.schedule);
-  info.virtualStages = chosen.virtualStages;
-  info.microbatches = chosen.microbatches;
-  info.microbatchSize = chosen.microbatchSize;
-  info.globalBatch = search.globalBatch;
-  info.batchDim = o.planner.batchDim;
-  info.withWeights = !imported->meta;
-  for (unsigned i = 0; i < func.getNumArguments(); ++i)
-    if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, "cleave.name"))
-      info.inputNames.push_back(name.str());
-  for (unsigned i = 0; i < func.getNumResults(); ++i) {
-    auto name = func.getResultAttrOfType<mlir::StringAttr>(i, "cleave.name");
-    info.outputNames.push_back(name ? name.str() : "output_" + std::to_string(i));
-  }
-  func.walk([&](mlir::cleave::ParamOp param) {
-    auto type = llvm::cast<mlir::RankedTensorType>(param.getType());
-    runtime::TensorDesc desc;
-    desc.dtype = tensorDescOf(type).dtype; // as stored: bf16 after --dtype bf16
-    desc.shape.assign(type.getShape().begin(), type.getShape().end());
-    info.parameters.push_back({param.getName().str(), desc});
-  });
-  {
-    auto strategy = nlohmann::json::parse(emitOptions.strategyJson);
-    const auto &p = strategy["predicted"];
-    double bubble = p["pipeline_seconds"].get<double>() * p["bubble_fraction"].get<double>();
-    double communication = p["tp_comm_seconds"].get<double>() + p["dp_comm_seconds"].get<double>();
-    double step = p["step_seconds"].get<double>();
-    info.predicted = nlohmann::ordered_json{
-        {"step_seconds", step},
-        {"compute_seconds", std::max(0.0, step - bubble - communication)},
-        {"communication_seconds", communication},
-        {"bubble_seconds", bubble},
-        {"memory_budget_bytes", static_cast<int64_t>(search.memoryBudget)}};
-  }
-
-  mlir::cleave::annotateStrategy(func, *plan, chosen);
-  snapshots.add("planned", *imported->module);
-  struct Step {
-    const char *name;
-    std::function<void(mlir::PassManager &)> add;
-  };
-  std::vector<Step> steps = {
-      {"collectives",
-       [](mlir::PassManager &pm) {
-         pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createInsertCollectives());
-       }},
-      {"stages", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createOutlineStages()); }},
-      {"local-shapes",
-       [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createLocalShapes()); }},
-      {"ranks", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createSpecializeRanks()); }},
-      {"recompute",
-       [](mlir::PassManager &pm) {
-         pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createMarkRecompute());
-       }},
-      {"memory-planned",
-       [](mlir::PassManager &pm) {
-         pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
-       }},
-  };
-  for (const Step &step : steps) {
-    mlir::PassManager pm(&context);
-    step.add(pm);
-    if (mlir::failed(pm.run(*imported->module))) {
-      llvm::errs() << "cleave: error: lowering failed at step " << snapshots.list.size() << "-"
-                   << step.name << "; the IR before it is what " << output << "/ir/ would hold\n";
-      return 1;
-    }
-    snapshots.add(step.name, *imported->module);
-  }
-  emitOptions.irSnapshots = snapshots.list;
-  progress("lowered", start);
-  // What `cleave verify` checks, on the directory before it appears.
-  runtime::VerifyResult verified;
-  emitOptions.check = [&](const std::string &dir) -> mlir::LogicalResult {
-    runtime::Plan written;
-    if (runtime::Status s = runtime::loadPlan(dir, &written); !s.ok()) {
-      llvm::errs() << "cleave: error: the compiled plan does not load: " << s.message() << "\n";
-      return mlir::failure();
-    }
-    verified = runtime::verifyPlan(written);
-    for (const std::string &error : verified.errors)
-      llvm::errs() << "cleave: error: the compiled plan fails verification: " << error << "\n";
-    return mlir::success(verified.ok());
-  };
-  if (mlir::failed(emitPartitionedPlan(*imported->module, imported->params, output, emitOptions,
-                                       info)))
-    return 1;
-  progress("verified, written", start);
+  const PartitionInfo &info = result.partition;
   llvm::outs() << llvm::formatv(
       "cleave: wrote {0}: {1} ranks (pp {2} x tp {3} x dp {4}), {5} programs, {7} "
       "microbatches of {8} per data-parallel rank{9}; verified: {10} transfers, {11} "
       "collectives\n",
       output, info.pp * info.tp * info.dp, info.pp, info.tp, info.dp, info.pp * info.tp,
       info.dp, info.microbatches, info.microbatchSize,
-      info.withWeights ? "" : "; no weights (meta model)", verified.transfers,
-      verified.collectives);
+      info.withWeights ? "" : "; no weights (meta model)", result.transfers,
+      result.collectives);
   if (timing)
     printTiming("compile", secondsSince(start));
   return 0;
@@ -413,9 +198,8 @@ int runCompile(int argc, char **argv) {
       return runPartitionedCompile(argc, argv);
   std::string model, output, dtype = "f32";
   ImportOptions options;
-  bool timing = false, train = false;
+  bool timing = false, train = false, fuseAttention = true;
   TrainingFlags training;
-  mlir::cleave::PrepareOptions prepare;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     const char *value = nullptr;
@@ -446,7 +230,7 @@ int runCompile(int argc, char **argv) {
     } else if (arg == "--timing") {
       timing = true;
     } else if (arg == "--no-fuse-attention") {
-      prepare.fuseAttention = false;
+      fuseAttention = false;
     } else if (int status = takeModelArgument(arg, model, kCompileUsage); status >= 0) {
       return status;
     }
@@ -463,74 +247,39 @@ int runCompile(int argc, char **argv) {
     if (int status = checkTrainingFlags(training, kCompileUsage); status >= 0)
       return status;
 
+  CompileRequest request;
+  request.model = model;
+  request.import = options;
+  request.dtype = dtype;
+  request.fuseAttention = fuseAttention;
+  request.mode = train ? CompileMode::Train : CompileMode::Infer;
+  request.training = training.options;
+  request.seed = training.seed;
+  request.output = output;
+
   auto start = std::chrono::steady_clock::now();
   mlir::MLIRContext context;
   context.disableMultithreading();
   CliDiagnostics diagnostics(context);
-  ImportFailure failureKind = ImportFailure::BadInput;
-  auto imported = importTorchScript(context, model, options, &failureKind);
-  if (mlir::failed(imported))
-    return static_cast<int>(failureKind);
-  if (imported->meta) {
-    llvm::errs() << "cleave: error: " << model
-                 << ": the model was exported on the meta device and has no weight data; "
-                    "compile needs real weights ('cleave import --summary' works on meta models)\n";
-    return 1;
-  }
-
-  PlanEmitOptions emitOptions;
-  emitOptions.modelSource = model;
-  Snapshots snapshots;
-  snapshots.add("imported", *imported->module);
-  // The steps of cleave-single-device-plan, run apart for their snapshots.
-  prepare.paramData = paramDataOf(*imported);
-  prepare.dtype = dtype;
-  prepare.training = train;
-  prepare.seed = training.seed;
-  mlir::PassManager pm(&context);
-  mlir::cleave::addPreparePipeline(pm, prepare);
-  if (mlir::failed(pm.run(*imported->module)))
-    return 1;
-  if (dtype != "f32")
-    snapshots.add(dtype, *imported->module);
+  CompileResult result;
+  if (DriverStatus s = compilePlan(context, request, /*cluster=*/nullptr, result); !s.ok())
+    return s.exitCode();
   if (train) {
-    mlir::PassManager step(&context);
-    mlir::cleave::addTrainingPipeline(step, training.options);
-    if (mlir::failed(step.run(*imported->module)))
-      return 1;
-    snapshots.add("training-step", *imported->module);
-    emitOptions.training = trainingEmitInfo(training.options, dtype, training.seed);
-  }
-  mlir::PassManager memory(&context);
-  memory.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
-  if (mlir::failed(memory.run(*imported->module)))
-    return 1;
-  snapshots.add("memory-planned", *imported->module);
-  emitOptions.irSnapshots = snapshots.list;
-  if (mlir::failed(emitSingleDevicePlan(*imported->module, imported->params, output,
-                                        emitOptions)))
-    return 1;
-
-  auto func = imported->module->lookupSymbol<mlir::func::FuncOp>("forward");
-  int64_t arena = func->getAttrOfType<mlir::IntegerAttr>("cleave.arena_bytes").getInt();
-  int64_t peak = func->getAttrOfType<mlir::IntegerAttr>("cleave.peak_live_bytes").getInt();
-  size_t weights = paramBytes(*imported->module);
-  if (train) {
-    auto state = func->getAttrOfType<mlir::IntegerAttr>("cleave.state_bytes");
     llvm::outs() << llvm::formatv(
         "cleave: wrote {0}: 1 device, training step ({1}, loss {2}), arena {3:f2} MiB (peak "
         "live {4:f2} MiB), weights {5:f2} MiB, optimizer state {6:f2} MiB\n",
-        output, training.options.optimizer, training.options.loss, arena / 1048576.0,
-        peak / 1048576.0, weights / 1048576.0, (state ? state.getInt() : 0) / 1048576.0);
+        output, training.options.optimizer, training.options.loss,
+        result.arenaBytes / 1048576.0, result.peakLiveBytes / 1048576.0,
+        result.weightBytes / 1048576.0, result.stateBytes / 1048576.0);
   } else {
     llvm::outs() << llvm::formatv(
         "cleave: wrote {0}: 1 device, arena {1:f2} MiB (peak live {2:f2} MiB), "
         "parameters {3:f2} MiB\n",
-        output, arena / 1048576.0, peak / 1048576.0, weights / 1048576.0);
+        output, result.arenaBytes / 1048576.0, result.peakLiveBytes / 1048576.0,
+        result.weightBytes / 1048576.0);
   }
   if (timing)
-    printTiming("compile",
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    printTiming("compile", secondsSince(start));
   return 0;
 }
 

@@ -8,15 +8,12 @@
 
 #include "cli/Commands.h"
 #include "cli/Diagnostics.h"
-#include "cli/LoadModel.h"
-#include "compiler/Importer.h"
+#include "compiler/CompileDriver.h"
 #include "cost/ClusterSpec.h"
 #include "cost/Format.h"
 #include "cost/MemoryModel.h"
-#include "dialects/cleave/CleaveDialect.h"
 #include "dialects/cleave/Locations.h"
 #include "passes/CostModel.h"
-#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -59,12 +56,9 @@ exit status: 0 success, 1 bad arguments, spec or model, 2 the model uses ops
 cleave cannot import.
 )";
 
-struct CostOptions {
-  std::string model, cluster;
-  int nodes = 0;
-  ImportOptions import;
+/// The request (model, cluster, nodes, shapes) and the output flags.
+struct CostOptions : CompileRequest {
   bool json = false, ops = false, kernels = false;
-  bool fuseAttention = true;
 };
 
 /// Memory of a single-device run: inference holds the weights and the
@@ -227,46 +221,39 @@ int runCost(int argc, char **argv) {
   if (options.cluster.empty())
     return usageError("no cluster spec given (--cluster SPEC.json)", kCostUsage);
 
-  cost::ClusterSpec spec;
-  runtime::Status status = cost::loadClusterSpec(options.cluster, spec, options.nodes);
-  if (!status.ok()) {
-    llvm::errs() << "cleave: error: " << status.message() << "\n";
-    return 1;
-  }
-
   mlir::MLIRContext context;
   context.disableMultithreading();
-  context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
   CliDiagnostics diagnostics(context);
-  int exitCode = 1;
-  auto module =
-      loadForwardModule(context, options.model, options.import, exitCode, options.fuseAttention);
-  if (mlir::failed(module))
-    return exitCode;
-  auto func = (*module)->lookupSymbol<mlir::func::FuncOp>("forward");
-  auto model = mlir::cleave::estimateModel(func, spec.device);
-  if (mlir::failed(model))
-    return 1;
+  cost::ClusterSpec spec;
+  if (DriverStatus s = setUpCluster(context, options, spec); !s.ok())
+    return s.exitCode();
+  LoadedModel loaded;
+  if (DriverStatus s = loadModel(context, options, loaded); !s.ok())
+    return s.exitCode();
+  auto func = loaded.forward();
+  mlir::cleave::ModelEstimate estimate;
+  if (DriverStatus s = costModel(loaded, spec, estimate); !s.ok())
+    return s.exitCode();
 
   if (!options.json) {
-    printTable(options, spec, *model, func);
+    printTable(options, spec, estimate, func);
     if (options.kernels)
-      printKernels(*model);
+      printKernels(estimate);
     if (options.ops)
-      printOps(*model);
+      printOps(estimate);
     return 0;
   }
-  auto [inference, training] = singleDeviceMemory(*model);
+  auto [inference, training] = singleDeviceMemory(estimate);
   nlohmann::json out = {{"model", options.model},
                         {"cluster", spec.name},
                         {"device", spec.device.name},
                         {"layers", nlohmann::json::array()},
-                        {"total", layerJson(model->total)},
-                        {"input_bytes", model->inputBytes},
-                        {"peak_live_bytes", model->peakLiveBytes},
+                        {"total", layerJson(estimate.total)},
+                        {"input_bytes", estimate.inputBytes},
+                        {"peak_live_bytes", estimate.peakLiveBytes},
                         {"memory", {{"inference", memoryJson(inference)},
                                     {"training", memoryJson(training)}}}};
-  for (const auto &row : model->layers)
+  for (const auto &row : estimate.layers)
     out["layers"].push_back(layerJson(row));
   llvm::outs() << out.dump(2) << "\n";
   return 0;

@@ -3,11 +3,10 @@
 #include "cli/Commands.h"
 #include "cli/Diagnostics.h"
 #include "compiler/Importer.h"
-#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/OperationSupport.h"
-#include "mlir/Pass/PassManager.h"
+#include "compiler/CompileDriver.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -106,11 +105,7 @@ int runImport(int argc, char **argv) {
     for (auto [i, type] : llvm::enumerate(func.getResultTypes()))
       llvm::outs() << "output " << "output_" << i << ": " << describe(type) << "\n";
     llvm::outs() << "\n";
-    mlir::PassManager pm(&context);
-    mlir::cleave::PrintModelSummaryOptions passOptions;
-    passOptions.depth = depth;
-    pm.addPass(mlir::cleave::createPrintModelSummary(passOptions));
-    if (mlir::failed(pm.run(*imported->module)))
+    if (!summarizeModel(*imported->module, depth).ok())
       status = 1;
   } else {
     mlir::OpPrintingFlags flags;

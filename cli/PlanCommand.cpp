@@ -9,11 +9,10 @@
 
 #include "cli/Commands.h"
 #include "cli/Diagnostics.h"
-#include "cli/LoadModel.h"
 #include "cli/PlannerFlags.h"
+#include "compiler/CompileDriver.h"
 #include "cost/ClusterSpec.h"
 #include "cost/Format.h"
-#include "dialects/cleave/CleaveDialect.h"
 #include "dialects/cleave/Locations.h"
 #include "passes/Planner.h"
 
@@ -294,54 +293,48 @@ int runPlan(int argc, char **argv) {
     return status;
   auto &search = options.planner.search;
 
-  cost::ClusterSpec spec;
-  if (int status = setUpSearch(options, spec); status >= 0)
-    return status;
   mlir::MLIRContext context;
   context.disableMultithreading();
-  context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
   CliDiagnostics diagnostics(context);
-  int exitCode = 1;
-  auto module = loadForwardModule(context, options.model, options.import, exitCode,
-                                  options.fuseAttention);
-  if (mlir::failed(module))
-    return exitCode;
-  auto func = (*module)->lookupSymbol<mlir::func::FuncOp>("forward");
-  auto plan = mlir::cleave::planModel(func, spec, options.planner);
-  if (mlir::failed(plan))
-    return 1;
-
-  if (plan->search.best.empty())
-    return reportNothingFits(options, *plan);
-  const Candidate &chosen = plan->search.best.front();
-  std::string json = mlir::cleave::strategyJson(*plan, chosen, spec, options.planner,
-                                                options.model);
+  cost::ClusterSpec spec;
+  if (DriverStatus s = setUpCluster(context, options, spec); !s.ok())
+    return s.exitCode();
+  LoadedModel model;
+  if (DriverStatus s = loadModel(context, options, model); !s.ok())
+    return s.exitCode();
+  PlanResult result;
+  if (DriverStatus s = planModel(model, options, spec, result); !s.ok())
+    return s.error() == DriverError::NothingFits ? reportNothingFits(options, result.planner)
+                                                 : s.exitCode();
+  const mlir::cleave::PlannerResult &plan = result.planner;
+  const Candidate &chosen = *result.chosen;
+  const std::string &json = result.strategyJson;
   if (!options.strategyPath.empty() &&
       !writeAtomically(options.strategyPath, [&](llvm::raw_ostream &os) { os << json; }))
     return 1;
   if (!options.irPath.empty()) {
-    mlir::cleave::annotateStrategy(func, *plan, chosen);
+    annotateModel(model, result);
     // With locations: module scopes are how layers are found again when the
     // annotated IR is planned or lowered.
     mlir::OpPrintingFlags flags;
     flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
     if (!writeAtomically(options.irPath,
-                         [&](llvm::raw_ostream &os) { (*module)->print(os, flags); }))
+                         [&](llvm::raw_ostream &os) { model.module->print(os, flags); }))
       return 1;
   }
   if (options.json) {
     llvm::outs() << json;
     return 0;
   }
-  printPlan(options, spec, *plan, chosen);
+  printPlan(options, spec, plan, chosen);
   if (search.top > 1 || options.explain)
-    printTop(*plan, options.explain);
+    printTop(plan, options.explain);
   llvm::outs() << llvm::formatv("\nsearched {0} candidates, evaluated {1}, in {2} (layer splits "
                                 "{3})\n",
-                                plan->search.candidatesConsidered,
-                                plan->search.candidatesEvaluated,
-                                humanSeconds(plan->search.searchSeconds),
-                                humanSeconds(plan->splitSeconds));
+                                plan.search.candidatesConsidered,
+                                plan.search.candidatesEvaluated,
+                                humanSeconds(plan.search.searchSeconds),
+                                humanSeconds(plan.splitSeconds));
   return 0;
 }
 

@@ -100,7 +100,7 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
       std::string mode = value ? value : "";
       if (mode != "train" && mode != "infer")
         return usageError("--mode must be train or infer", usage);
-      search.training = mode == "train";
+      o.mode = mode == "train" ? CompileMode::Train : CompileMode::Infer;
     } else if (optionValue(argc, argv, i, "--precision", &value)) {
       std::string p = value ? value : "";
       if (p != "mixed" && p != "fp32")
@@ -178,49 +178,27 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
     return usageError("no cluster spec given (--cluster SPEC.json)", usage);
   if (!haveBatch)
     return usageError("no global batch given (--global-batch B)", usage);
-  if (search.training && search.objective != planner::Objective::StepTime)
+  if (o.isTraining() && search.objective != planner::Objective::StepTime)
     return usageError("--objective applies to --mode infer; training minimizes step time",
                       usage);
-  if (!search.training && search.sharding)
+  if (!o.isTraining() && search.sharding)
     return usageError("--zero applies to --mode train: inference keeps no gradients or "
                       "optimizer state",
                       usage);
-  if (!search.training && (search.schedule || search.virtualStages))
+  if (!o.isTraining() && (search.schedule || search.virtualStages))
     return usageError("--schedule and --virtual-stages apply to --mode train: inference "
                       "pipelines forward passes only",
                       usage);
   if (search.virtualStages && *search.virtualStages > 1 && search.schedule &&
       *search.schedule != cost::Schedule::Interleaved)
     return usageError("--virtual-stages above 1 needs --schedule interleaved", usage);
-  if (!search.training && search.objective == planner::Objective::StepTime)
+  if (!o.isTraining() && search.objective == planner::Objective::StepTime)
     search.objective = planner::Objective::Latency;
   return -1;
 }
 
 
-int setUpSearch(PlanCliOptions &options, cost::ClusterSpec &spec) {
-  auto &search = options.planner.search;
-  runtime::Status status = cost::loadClusterSpec(options.cluster, spec);
-  if (!status.ok()) {
-    llvm::errs() << "cleave: error: " << status.message() << "\n";
-    return 1;
-  }
-  if (std::string error = mlir::cleave::useDevices(spec, options.devices); !error.empty()) {
-    llvm::errs() << "cleave: error: " << error << "\n";
-    return 1;
-  }
-  search.devices = spec.deviceCount();
-  search.memoryBudget =
-      options.memory ? *options.memory : mlir::cleave::defaultMemoryBudget(spec.device);
-  bool mixed = options.mixed.value_or(search.training);
-  search.mixedPrecision = mixed && search.training;
-  search.paramDType = mixed ? runtime::DType::BF16 : runtime::DType::F32;
-  options.planner.computeDType = search.paramDType;
-
-  return -1;
-}
-
-int reportNothingFits(const PlanCliOptions &options, const mlir::cleave::PlannerResult &plan) {
+int reportNothingFits(const CompileRequest &options, const mlir::cleave::PlannerResult &plan) {
   const auto &search = options.planner.search;
   llvm::errs() << llvm::formatv("cleave: error: no plan for {0} fits in {1} per device\n",
                                 options.model, humanBytes(search.memoryBudget));

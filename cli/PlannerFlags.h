@@ -1,16 +1,15 @@
 //===- PlannerFlags.h - the planner's flags, shared by plan and compile -===//
 //
 // `cleave plan` and `cleave compile --cluster` take the same planner flags
-// (cluster, devices, batch, mode, budget, pins); they are parsed, checked
-// and turned into a search set-up here, once.
+// (cluster, devices, batch, mode, budget, pins); they are parsed into a
+// CompileRequest (compiler/CompileDriver.h) and checked here, once.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CLEAVE_CLI_PLANNERFLAGS_H
 #define CLEAVE_CLI_PLANNERFLAGS_H
 
-#include "compiler/Importer.h"
-#include "cost/ClusterSpec.h"
+#include "compiler/CompileDriver.h"
 #include "cost/MemoryModel.h"
 #include "passes/Planner.h"
 
@@ -20,17 +19,13 @@
 
 namespace cleave {
 
-struct PlanCliOptions {
-  std::string model, cluster, strategyPath, irPath;
-  int devices = 0;
+/// The request the planner flags describe (training by default), and
+/// `cleave plan`'s own output flags.
+struct PlanCliOptions : CompileRequest {
+  PlanCliOptions() { mode = CompileMode::Train; }
+  std::string strategyPath, irPath;
   bool json = false, explain = false, splits = false;
-  bool fuseAttention = true; ///< --no-fuse-attention turns -cleave-fuse-attention off
-  std::optional<double> memory;
-  std::optional<bool> mixed;
-  ImportOptions import;
-  mlir::cleave::PlannerOptions planner;
 };
-
 
 /// What a command's own flag parser returns for a flag that is not its own.
 constexpr int kNotMine = -2;
@@ -41,13 +36,9 @@ constexpr int kNotMine = -2;
 int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *usage,
                           const std::function<int(int &, const std::string &)> &extra);
 
-/// Loads the cluster spec, sizes it to the devices and sets the budget and
-/// dtypes of the search. Returns -1 to go on, or the exit status.
-int setUpSearch(PlanCliOptions &options, cost::ClusterSpec &spec);
-
 /// Reports that no candidate fits, with the least memory any needs and its
 /// largest category. Returns exit status 3.
-int reportNothingFits(const PlanCliOptions &options, const mlir::cleave::PlannerResult &plan);
+int reportNothingFits(const CompileRequest &request, const mlir::cleave::PlannerResult &plan);
 
 std::optional<double> parseBytes(llvm::StringRef text);
 std::string memoryLine(const cost::MemoryBreakdown &m);

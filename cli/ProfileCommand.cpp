@@ -23,7 +23,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Pass/PassManager.h"
+#include "compiler/CompileDriver.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -188,9 +188,7 @@ rt::Status measureOp(mlir::MLIRContext &context, const std::string &mlir,
   int setupKernels = 0;
   if (sweepElements > 0)
     setupKernels = insertCacheSweep(*module, sweepElements, /*warmInputs=*/expectedKernels == 1);
-  mlir::PassManager pm(&context);
-  mlir::cleave::addSingleDevicePlanPipeline(pm);
-  if (mlir::failed(pm.run(*module)))
+  if (!lowerForOneDevice(*module).ok())
     return CLEAVE_ERROR("internal: profile kernel does not compile:\n", mlir);
 
   // Weights: random data for every param.

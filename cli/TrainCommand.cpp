@@ -181,7 +181,7 @@ int runTrain(int argc, char **argv) {
     if (first < 0)
       first = r.step;
     if (!terminal) {
-      llvm::outs() << llvm::formatv("step {0}/{1}  loss {2}  {3:f1} ms  {4:f1} samples/s\n",
+      llvm::outs() << llvm::formatv("step {0}/{1}  loss {2}  {3:f2} ms  {4:f1} samples/s\n",
                                     r.step, total, lossText(r.loss), r.seconds * 1e3, r.samplesPerSecond);
       llvm::outs().flush();
       return;
@@ -193,7 +193,7 @@ int runTrain(int argc, char **argv) {
     constexpr int kWidth = 24;
     int filled = static_cast<int>(kWidth * r.step / std::max<int64_t>(1, total));
     std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
-    llvm::outs() << llvm::formatv("\r[{0}] {1}/{2}  loss {3}  {4:f1} ms  {5:f1} samples/s  "
+    llvm::outs() << llvm::formatv("\r[{0}] {1}/{2}  loss {3}  {4:f2} ms  {5:f1} samples/s  "
                                   "ETA {6}  ",
                                   bar, r.step, total, lossText(r.loss), r.seconds * 1e3,
                                   r.samplesPerSecond, clock(eta));

@@ -382,12 +382,40 @@ Result linear(Importer &imp, jit::Node *, Inputs in) {
   return one(imp.create<mlir::cleave::LinearOp>(*x, *w, *bias));
 }
 
+/// embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse).
+/// `F.embedding` passes a negative padding_idx as -1 (none) after making a
+/// given one positive; the padding row gets no gradient in training.
 Result embedding(Importer &imp, jit::Node *, Inputs in) {
   auto w = imp.tensor(in[0]), ids = imp.tensor(in[1]);
   if (failed(w) || failed(ids))
     return failure();
+  mlir::IntegerAttr padding;
+  if (in.size() > 2 && !imp.isNone(in[2])) {
+    auto index = imp.integer(in[2]);
+    if (failed(index))
+      return failure();
+    int64_t rows = typeOf(*w).getDimSize(0);
+    if (*index >= rows) {
+      imp.error() << "padding_idx " << *index << " is outside the table's " << rows << " rows";
+      return failure();
+    }
+    if (*index >= 0)
+      padding = imp.builder.getI64IntegerAttr(*index);
+  }
+  for (auto [i, what] : {std::pair{3, "scale_grad_by_freq=True"}, {4, "sparse=True"}}) {
+    if (int64_t(in.size()) <= i || imp.isNone(in[i]))
+      continue;
+    auto flag = imp.boolean(in[i]);
+    if (failed(flag))
+      return failure();
+    if (*flag) {
+      imp.error() << "embedding with " << what
+                  << " is not supported (cleave's embedding gradient is dense and unscaled)";
+      return failure();
+    }
+  }
   return one(imp.create<mlir::cleave::EmbeddingOp>(*w, *ids, /*row_offset=*/mlir::IntegerAttr(),
-                                                   /*padding_idx=*/mlir::IntegerAttr()));
+                                                   padding));
 }
 
 Result layerNorm(Importer &imp, jit::Node *, Inputs in) {
@@ -414,11 +442,27 @@ Result batchNorm(Importer &imp, jit::Node *, Inputs in) {
     return failure();
   }
   auto mean = imp.tensor(in[3]), var = imp.tensor(in[4]);
-  if (failed(mean) || failed(var))
+  auto momentum = imp.real(in[6]);
+  if (failed(mean) || failed(var) || failed(momentum))
     return failure();
-  return one(imp.create<mlir::cleave::BatchNormOp>(*x, *mean,
-                                                     *var, *weight, *bias,
-                                                     imp.builder.getF64FloatAttr(*eps)));
+  // momentum=None makes PyTorch's running statistics a cumulative average
+  // (factor 1 / num_batches_tracked). A scripted module still says so; a
+  // traced one recorded the factor of the traced step as a number.
+  bool cumulative = imp.currentModule && imp.currentModule->hasattr("momentum") &&
+                    imp.currentModule->attr("momentum").isNone();
+  if (cumulative && imp.training) {
+    imp.error() << "batch norm with momentum=None (a cumulative average of the batch "
+                   "statistics) cannot be trained; give the module a momentum";
+    return failure();
+  }
+  auto norm = imp.create<mlir::cleave::BatchNormOp>(*x, *mean, *var, *weight, *bias,
+                                                     imp.builder.getF64FloatAttr(*eps));
+  if (failed(norm))
+    return failure();
+  // The running statistics' update factor, for -cleave-training-mode.
+  if (!cumulative)
+    norm->getDefiningOp()->setAttr("momentum", imp.builder.getF64FloatAttr(*momentum));
+  return one(norm);
 }
 
 template <typename OpTy>
@@ -986,6 +1030,284 @@ Result addOrConcatLists(Importer &imp, jit::Node *node, Inputs in) {
   return addSub<mlir::cleave::AddOp>()(imp, node, in);
 }
 
+//===----------------------------------------------------------------------===//
+// Losses, decomposed into log_softmax, nll_loss and elementwise ops: the
+// training passes differentiate those.
+//===----------------------------------------------------------------------===//
+
+/// PyTorch's reduction enum (at::Reduction): 0 none, 1 mean, 2 sum.
+FailureOr<StringRef> reductionArg(Importer &imp, const Val &val) {
+  auto code = imp.integer(val);
+  if (failed(code))
+    return failure();
+  switch (*code) {
+  case 0: return StringRef("none");
+  case 1: return StringRef("mean");
+  case 2: return StringRef("sum");
+  }
+  imp.error() << "unknown reduction " << *code << " (expected 0 none, 1 mean or 2 sum)";
+  return failure();
+}
+
+/// The mean or the sum of every element of `losses`, or `losses` itself.
+FailureOr<Value> reduceLoss(Importer &imp, Value losses, StringRef reduction) {
+  int64_t rank = typeOf(losses).getRank();
+  if (reduction == "none" || rank == 0)
+    return losses;
+  auto dims = imp.builder.getDenseI64ArrayAttr(llvm::to_vector(llvm::seq<int64_t>(0, rank)));
+  if (reduction == "mean")
+    return imp.create<mlir::cleave::ReduceMeanOp>(losses, dims, false);
+  return imp.create<mlir::cleave::ReduceSumOp>(losses, dims, false);
+}
+
+LogicalResult rejectClassWeights(Importer &imp, const Val &weight) {
+  if (imp.isNone(weight))
+    return success();
+  imp.error() << "class weights are not supported (weight must be None)";
+  return failure();
+}
+
+/// The class-index loss inputs as cleave.nll_loss takes them: scores
+/// `[N, C, d1, ...]` (class dim 1; `[C]` unbatched) become `[N·d1·..., C]`
+/// with the class dim last, targets `[N, d1, ...]` become `[N·d1·...]`.
+struct FlatClasses {
+  Value scores, target;
+  SmallVector<int64_t> targetShape; ///< what reduction=none gives back
+};
+
+FailureOr<FlatClasses> flattenClasses(Importer &imp, Value scores, Value target) {
+  auto type = typeOf(scores), targetType = typeOf(target);
+  int64_t rank = type.getRank();
+  if (rank < 1 || !llvm::isa<FloatType>(type.getElementType())) {
+    imp.error() << "expects float scores [N, C, ...] or [C], got " << type;
+    return failure();
+  }
+  SmallVector<int64_t> expected(type.getShape());
+  expected.erase(expected.begin() + (rank == 1 ? 0 : 1));
+  if (targetType.getShape() != ArrayRef<int64_t>(expected)) {
+    imp.error() << "target " << targetType << " does not fit scores " << type
+                << ": class indices need the scores' shape without the class dim";
+    return failure();
+  }
+  if (!llvm::isa<IntegerType>(targetType.getElementType()) ||
+      targetType.getElementType().isInteger(1)) {
+    imp.error() << "class-index targets must be integers, got " << targetType;
+    return failure();
+  }
+  FlatClasses flat;
+  flat.targetShape = expected;
+  int64_t classes = type.getDimSize(rank == 1 ? 0 : 1);
+  int64_t rows = type.getNumElements() / std::max<int64_t>(1, classes);
+  if (rank > 2) {
+    SmallVector<int64_t> order{0};
+    for (int64_t d = 2; d < rank; ++d)
+      order.push_back(d);
+    order.push_back(1);
+    auto moved = imp.create<mlir::cleave::PermuteOp>(scores,
+                                                     imp.builder.getDenseI64ArrayAttr(order));
+    if (failed(moved))
+      return failure();
+    scores = *moved;
+  }
+  flat.scores = imp.reshape(scores, {rows, classes});
+  Value index = target;
+  if (!targetType.getElementType().isInteger(64) && !targetType.getElementType().isInteger(32))
+    index = imp.cast(index, imp.builder.getI64Type());
+  flat.target = imp.reshape(index, {rows});
+  return flat;
+}
+
+/// cleave.nll_loss of flattened log-probabilities; reduction=none gives the
+/// losses the target's shape back.
+FailureOr<Value> nllOf(Importer &imp, const FlatClasses &flat, StringRef reduction,
+                       int64_t ignoreIndex) {
+  auto logp = typeOf(flat.scores);
+  SmallVector<int64_t> shape;
+  if (reduction == "none")
+    shape.push_back(logp.getDimSize(0));
+  auto &b = imp.builder;
+  auto loss = imp.create<mlir::cleave::NllLossOp>(
+      RankedTensorType::get(shape, logp.getElementType()), flat.scores, flat.target,
+      b.getStringAttr(reduction), b.getIntegerAttr(b.getIntegerType(64, /*isSigned=*/true),
+                                                   ignoreIndex));
+  if (failed(loss) || reduction != "none")
+    return loss;
+  return imp.reshape(*loss, flat.targetShape);
+}
+
+/// nll_loss / nll_loss_nd / nll_loss2d(self, target, weight, reduction, ignore_index).
+Result nllLoss(Importer &imp, jit::Node *, Inputs in) {
+  auto logp = imp.tensor(in[0]), target = imp.tensor(in[1]);
+  auto reduction = reductionArg(imp, in[3]);
+  auto ignore = imp.integer(in[4]);
+  if (failed(logp) || failed(target) || failed(reduction) || failed(ignore) ||
+      failed(rejectClassWeights(imp, in[2])))
+    return failure();
+  auto flat = flattenClasses(imp, *logp, *target);
+  if (failed(flat))
+    return failure();
+  return one(nllOf(imp, *flat, *reduction, *ignore));
+}
+
+/// cross_entropy_loss(self, target, weight, reduction, ignore_index,
+/// label_smoothing): log_softmax over the classes, then nll_loss for class
+/// indices or -Σ target·logp for class probabilities; label smoothing as
+/// PyTorch's cross_entropy_loss_label_smoothing (LossNLL.cpp).
+Result crossEntropyLoss(Importer &imp, jit::Node *, Inputs in) {
+  auto scores = imp.tensor(in[0]), target = imp.tensor(in[1]);
+  auto reduction = reductionArg(imp, in[3]);
+  auto ignore = imp.integer(in[4]);
+  auto smoothing = imp.real(in[5]);
+  if (failed(scores) || failed(target) || failed(reduction) || failed(ignore) ||
+      failed(smoothing) || failed(rejectClassWeights(imp, in[2])))
+    return failure();
+  if (!(*smoothing >= 0.0 && *smoothing <= 1.0)) {
+    imp.error() << "label_smoothing must be in [0, 1], got " << *smoothing;
+    return failure();
+  }
+  auto type = typeOf(*scores);
+  if (type.getRank() < 1 || !llvm::isa<FloatType>(type.getElementType())) {
+    imp.error() << "expects float scores [N, C, ...] or [C], got " << type;
+    return failure();
+  }
+  Type et = type.getElementType();
+  int64_t classDim = type.getRank() == 1 ? 0 : 1;
+  int64_t classes = type.getDimSize(classDim);
+  double eps = *smoothing;
+
+  // Class probabilities: a float target of the scores' shape.
+  if (llvm::isa<FloatType>(typeOf(*target).getElementType())) {
+    if (typeOf(*target).getShape() != type.getShape()) {
+      imp.error() << "probability target " << typeOf(*target) << " must have the scores' shape "
+                  << type;
+      return failure();
+    }
+    auto logp = imp.create<mlir::cleave::LogSoftmaxOp>(*scores, classDim);
+    if (failed(logp))
+      return failure();
+    Value p = imp.cast(*target, et);
+    if (eps > 0) {
+      auto scaled = imp.create<mlir::cleave::MulOp>(p, imp.splat(1.0 - eps, et));
+      if (failed(scaled))
+        return failure();
+      auto shifted = imp.create<mlir::cleave::AddOp>(*scaled, imp.splat(eps / classes, et));
+      if (failed(shifted))
+        return failure();
+      p = *shifted;
+    }
+    auto product = imp.create<mlir::cleave::MulOp>(*logp, p);
+    if (failed(product))
+      return failure();
+    auto summed = imp.create<mlir::cleave::ReduceSumOp>(
+        *product, imp.builder.getDenseI64ArrayAttr({classDim}), false);
+    if (failed(summed))
+      return failure();
+    auto losses = imp.create<mlir::cleave::NegOp>(*summed);
+    if (failed(losses))
+      return failure();
+    return one(reduceLoss(imp, *losses, *reduction));
+  }
+
+  auto flat = flattenClasses(imp, *scores, *target);
+  if (failed(flat))
+    return failure();
+  auto logp = imp.create<mlir::cleave::LogSoftmaxOp>(flat->scores, 1);
+  if (failed(logp))
+    return failure();
+  flat->scores = *logp;
+  auto nll = nllOf(imp, *flat, *reduction, *ignore);
+  if (failed(nll) || eps == 0)
+    return one(nll);
+
+  // Label smoothing: (1 - eps)·nll + eps/C · smooth, smooth_i = -Σ_c logp[i, c],
+  // zero on ignored rows; mean divides by the rows not ignored.
+  auto &b = imp.builder;
+  auto total = imp.create<mlir::cleave::ReduceSumOp>(*logp, b.getDenseI64ArrayAttr({1}), false);
+  if (failed(total))
+    return failure();
+  auto smooth = imp.create<mlir::cleave::NegOp>(*total);
+  if (failed(smooth))
+    return failure();
+  Type targetType = typeOf(flat->target).getElementType();
+  auto kept = imp.create<mlir::cleave::CompareOp>(mlir::cleave::ComparePredicate::ne,
+                                                  flat->target, imp.splat(*ignore, targetType));
+  if (failed(kept))
+    return failure();
+  auto masked = imp.create<mlir::cleave::WhereOp>(*kept, *smooth, imp.splat(0.0, et));
+  if (failed(masked))
+    return failure();
+  FailureOr<Value> smoothLoss = *masked;
+  if (*reduction == "none") {
+    smoothLoss = imp.reshape(*masked, flat->targetShape);
+  } else {
+    smoothLoss = imp.create<mlir::cleave::ReduceSumOp>(*masked, b.getDenseI64ArrayAttr({0}),
+                                                       false);
+    if (succeeded(smoothLoss) && *reduction == "mean") {
+      auto count = imp.create<mlir::cleave::ReduceSumOp>(imp.cast(*kept, et),
+                                                         b.getDenseI64ArrayAttr({0}), false);
+      if (failed(count))
+        return failure();
+      smoothLoss = imp.create<mlir::cleave::DivOp>(*smoothLoss, *count);
+    }
+  }
+  if (failed(smoothLoss))
+    return failure();
+  auto lhs = imp.create<mlir::cleave::MulOp>(*nll, imp.splat(1.0 - eps, et));
+  auto rhs = imp.create<mlir::cleave::MulOp>(*smoothLoss, imp.splat(eps / classes, et));
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  return one(imp.create<mlir::cleave::AddOp>(*lhs, *rhs));
+}
+
+/// mse_loss(self, target, reduction) = reduce((self - target)²).
+Result mseLoss(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0], in[1]});
+  auto reduction = reductionArg(imp, in[2]);
+  if (failed(values) || failed(reduction))
+    return failure();
+  if (!llvm::isa<FloatType>(typeOf((*values)[0]).getElementType())) {
+    imp.error() << "mse_loss of integer tensors (PyTorch rejects it too)";
+    return failure();
+  }
+  auto diff = imp.create<mlir::cleave::SubOp>((*values)[0], (*values)[1]);
+  if (failed(diff))
+    return failure();
+  auto squared = imp.create<mlir::cleave::MulOp>(*diff, *diff);
+  if (failed(squared))
+    return failure();
+  return one(reduceLoss(imp, *squared, *reduction));
+}
+
+/// broadcast_tensors(tensors): every tensor expanded to their common shape.
+Result broadcastTensors(Importer &imp, jit::Node *, Inputs in) {
+  auto items = imp.list(in[0]);
+  if (failed(items))
+    return failure();
+  std::vector<Value> values;
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (const Val &item : *items) {
+    auto value = imp.tensor(item);
+    if (failed(value))
+      return failure();
+    values.push_back(*value);
+  }
+  for (Value value : values)
+    shapes.push_back(typeOf(value).getShape());
+  auto shape = mlir::cleave::broadcastShapes(shapes);
+  if (!shape) {
+    imp.error() << "shapes do not broadcast";
+    return failure();
+  }
+  std::vector<Val> results;
+  for (Value value : values) {
+    auto expanded = broadcastTo(imp, value, *shape);
+    if (failed(expanded))
+      return failure();
+    results.push_back(expanded->front());
+  }
+  return std::vector<Val>{Val::ofList(std::move(results))};
+}
+
 struct Registry {
   llvm::StringMap<Converter> converters;
 
@@ -1096,6 +1418,12 @@ struct Registry {
     r["aten::cat"] = concat(false);
     r["aten::concat"] = concat(false);
     r["aten::stack"] = concat(true);
+    r["aten::broadcast_tensors"] = broadcastTensors;
+    r["aten::cross_entropy_loss"] = crossEntropyLoss;
+    r["aten::nll_loss"] = nllLoss;
+    r["aten::nll_loss_nd"] = nllLoss;
+    r["aten::nll_loss2d"] = nllLoss;
+    r["aten::mse_loss"] = mseLoss;
     r["aten::tril"] = triangle<mlir::cleave::TrilOp>();
     r["aten::triu"] = triangle<mlir::cleave::TriuOp>();
   }

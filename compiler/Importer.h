@@ -33,11 +33,26 @@ struct ParamData {
   std::shared_ptr<void> owner; ///< keeps `data` alive
 };
 
+/// One entry of the TorchScript module's `state_dict` (a parameter or a
+/// buffer, under its recursive name `blocks.0.ln1.weight`).
+struct StateDictItem {
+  std::string name;
+  /// The `cleave.param` that holds the tensor in the imported IR (tied
+  /// entries name the same one), or empty when the IR never reads it.
+  std::string param;
+  /// The tensor's data (null for meta-device exports): a plan keeps the
+  /// entries its program no longer reads (folded buffers) from it.
+  ParamData data;
+};
+
 /// The result of an import: the IR and the data of every `cleave.param` in
 /// it, keyed by the param's name.
 struct ImportedModel {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   llvm::MapVector<std::string, ParamData, std::map<std::string, unsigned>> params;
+  /// Every entry of the model's state_dict, in its order (the order of
+  /// `torch.jit.load(path).state_dict()`).
+  std::vector<StateDictItem> stateDict;
   bool meta = false; ///< parameters have no data (meta-device export)
 };
 
@@ -49,6 +64,11 @@ struct ImportOptions {
   /// every input of rank >= 1, after `inputShapes`; shapes inside the model
   /// follow, since the importer folds shape arithmetic from the inputs.
   std::optional<int64_t> batchSize;
+  /// Imports for a training step (`cleave compile --mode train`): in-place
+  /// updates of the model's buffers (a batch norm's `num_batches_tracked.add_(1)`)
+  /// become `cleave.assign`, and what training cannot reproduce (a batch
+  /// norm with momentum=None) is an error. Inference drops such updates.
+  bool training = false;
 };
 
 /// Exit codes of a failed import, for the CLI.

@@ -592,7 +592,9 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
   }
   extra.file = "weights/state_dict_extra.safetensors";
   for (const StateDictEntry &entry : info.stateDict) {
-    if (!entry.tensor.empty()) {
+    // An entry whose weight the passes removed (nothing reads it any more)
+    // is kept from its data, as one the program never read.
+    if (!entry.tensor.empty() && (program.weightNames.count(entry.tensor) || !entry.data)) {
       if (!program.weightNames.count(entry.tensor))
         return func.emitError("state_dict entry '")
                << entry.name << "' names '" << entry.tensor << "', which the program does not hold";
@@ -610,7 +612,7 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
   }
   training = Json{{"loss", info.loss},
                   {"labels", info.labels ? Json("labels") : Json(nullptr)},
-                  {"batch_size", batch},
+                  {"batch_size", batch >= 0 ? Json(batch) : Json(nullptr)}, // null: no inputs
                   {"dtype", info.dtype},
                   {"seed", info.seed},
                   {"optimizer", info.optimizer},

@@ -395,8 +395,11 @@ FailureOr<Val> Importer::getAttr(jit::Node *node, const Val &owner) {
   // (the same tensor under two paths) stay one value.
   const at::Tensor &data = value.toTensor();
   const void *identity = data.unsafeGetTensorImpl();
-  if (auto it = paramsByTensor.find(identity); it != paramsByTensor.end())
+  if (auto it = paramsByTensor.find(identity); it != paramsByTensor.end()) {
+    if (auto assign = assigns.find(it->second); assign != assigns.end())
+      return Val::ofTensor(assign->second->getOperand(1)); // updated in place before
     return Val::ofTensor(it->second);
+  }
   auto et = elementType(data.scalar_type());
   if (failed(et))
     return failure();
@@ -410,6 +413,10 @@ FailureOr<Val> Importer::getAttr(jit::Node *node, const Val &owner) {
     paramLoc = NameLoc::get(builder.getStringAttr(owner.path), paramLoc);
   auto param = builder.create<mlir::cleave::ParamOp>(paramLoc,
       RankedTensorType::get(data.sizes().vec(), *et), path, isBuffer);
+  // A parameter with requires_grad=False is not trained (passes/Training.cpp,
+  // isTrainable); it still is a parameter of the state_dict.
+  if (!isBuffer && !data.requires_grad())
+    param->setAttr("frozen", builder.getUnitAttr());
   paramsByTensor[identity] = param;
 
   ParamData record;
@@ -432,6 +439,13 @@ FailureOr<Val> Importer::getAttr(jit::Node *node, const Val &owner) {
   }
   result.params[path] = std::move(record);
   return Val::ofTensor(param);
+}
+
+std::optional<std::string> Importer::paramName(const at::Tensor &tensor) const {
+  auto it = paramsByTensor.find(tensor.unsafeGetTensorImpl());
+  if (it == paramsByTensor.end())
+    return std::nullopt;
+  return it->second.getDefiningOp<mlir::cleave::ParamOp>().getName().str();
 }
 
 std::optional<std::vector<Val>> Importer::tryFold(jit::Node *node,
@@ -521,6 +535,23 @@ FailureOr<std::vector<Val>> Importer::importLoop(jit::Node *node, ArrayRef<Val> 
   return carried;
 }
 
+std::optional<int64_t> Importer::batchesTracked(Value value) const {
+  auto param = value.getDefiningOp<mlir::cleave::ParamOp>();
+  int64_t increments = 0;
+  for (auto &[buffer, assign] : assigns)
+    if (assign->getOperand(1) == value) {
+      param = buffer.getDefiningOp<mlir::cleave::ParamOp>();
+      increments = 1;
+    }
+  if (!param || !(param.getName() == "num_batches_tracked" ||
+                  param.getName().ends_with(".num_batches_tracked")))
+    return std::nullopt;
+  auto it = result.params.find(param.getName().str());
+  if (it == result.params.end() || !it->second.data || it->second.dtype != "i64")
+    return std::nullopt;
+  return *static_cast<const int64_t *>(it->second.data) + increments;
+}
+
 /// Tensor-to-scalar reads: their result depends on data, not shapes.
 static bool readsTensorData(jit::Node *node) {
   static const std::set<std::string> kinds = {
@@ -533,7 +564,12 @@ FailureOr<std::vector<Val>> Importer::convert(jit::Node *node, std::vector<Val> 
                                               const std::string &scope) {
   const std::string kind = node->kind().toQualString();
   if (node->kind() == c10::prim::Constant) {
-    c10::IValue value = *jit::toIValue(node->output());
+    // Function constants (`F.batch_norm` called from scripted code) have no
+    // IValue; prim::CallFunction reads the function from the value's type.
+    std::optional<c10::IValue> constant = jit::toIValue(node->output());
+    if (!constant)
+      return std::vector<Val>{Val::ofConstant(c10::IValue())};
+    c10::IValue value = *constant;
     // Meta-device exports bake `device='meta'` into constants; values cleave
     // evaluates at compile time live on the CPU.
     if (value.isDevice())
@@ -558,8 +594,12 @@ FailureOr<std::vector<Val>> Importer::convert(jit::Node *node, std::vector<Val> 
               << node->s(c10::attr::name);
       return failure();
     }
-    return importGraph(*jit::toGraphFunction(method->function()).graph(), inputs,
-                       inputs[0].path);
+    auto caller = currentModule;
+    currentModule = inputs[0].module;
+    auto outputs = importGraph(*jit::toGraphFunction(method->function()).graph(), inputs,
+                               inputs[0].path);
+    currentModule = caller;
+    return outputs;
   }
   if (node->kind() == c10::prim::CallFunction) {
     auto function = node->input(0)->type()->expect<c10::FunctionType>()->function();
@@ -621,6 +661,8 @@ FailureOr<std::vector<Val>> Importer::convert(jit::Node *node, std::vector<Val> 
       return std::vector<Val>{Val::ofConstant(value)};
     }
     if (readsTensorData(node)) {
+      if (auto count = batchesTracked(inputs[0].tensor); count && kind == "aten::Float")
+        return std::vector<Val>{Val::ofConstant(c10::IValue(double(*count)))};
       Val dynamic;
       dynamic.kind = Val::Kind::Dynamic;
       dynamic.path = describe(currentLoc);
@@ -708,9 +750,58 @@ FailureOr<std::vector<Val>> Importer::convert(jit::Node *node, std::vector<Val> 
             << node->outputs().size() << " outputs";
     return failure();
   }
-  if (inPlace)
+  if (inPlace) {
+    if (failed(updateInPlace(inputs[0], (*outputs)[0])))
+      return failure();
     env[node->input(0)] = (*outputs)[0];
+  }
   return outputs;
+}
+
+/// An in-place op on a parameter or buffer of the model (a batch norm's
+/// `num_batches_tracked.add_(1)`): the graph reads the new value from then on
+/// (the caller rebinds it). Inference computes with the weights as they are,
+/// so the update is dropped; a training step keeps it as `cleave.assign`,
+/// which writes the buffer once per step.
+LogicalResult Importer::updateInPlace(const Val &target, const Val &value) {
+  if (!training || !target.isTensor() || !value.isTensor())
+    return success();
+  // The target is the buffer itself or its value after an earlier update.
+  mlir::cleave::ParamOp param = target.tensor.getDefiningOp<mlir::cleave::ParamOp>();
+  for (auto &[buffer, assign] : assigns)
+    if (assign->getOperand(1) == target.tensor)
+      param = buffer.getDefiningOp<mlir::cleave::ParamOp>();
+  if (!param)
+    return success();
+  if (!param.getBuffer()) {
+    error() << "updates the parameter '" << param.getName()
+            << "' in place; training cannot combine that with the optimizer's update";
+    return failure();
+  }
+  Value updated = value.tensor;
+  if (updated.getType() != param.getType()) {
+    auto type = llvm::cast<RankedTensorType>(param.getType());
+    if (llvm::cast<RankedTensorType>(updated.getType()).getShape() != type.getShape()) {
+      error() << "updates the buffer '" << param.getName() << "' in place with a value of type "
+              << updated.getType() << "; the buffer is " << type;
+      return failure();
+    }
+    updated = cast(updated, type.getElementType());
+  }
+  auto assign = builder.create<mlir::cleave::AssignOp>(loc(), param.getResult(), updated);
+  if (failed(verify(assign))) {
+    assign->erase();
+    hadError = true;
+    return failure();
+  }
+  // One write per step, of the last value: a module called twice (two
+  // increments) keeps only the second assign.
+  auto [it, inserted] = assigns.try_emplace(param.getResult(), assign);
+  if (!inserted) {
+    it->second->erase();
+    it->second = assign;
+  }
+  return success();
 }
 
 LogicalResult Importer::importNode(jit::Node *node, const std::string &scope) {
@@ -827,6 +918,65 @@ Type elementTypeOf(Builder &builder, const std::string &dtype) {
   if (dtype == "i64") return builder.getI64Type();
   if (dtype == "i32") return builder.getI32Type();
   return builder.getI1Type();
+}
+
+/// The data of a parameter or buffer, as ImportedModel records it.
+ParamData paramDataOf(const at::Tensor &tensor) {
+  ParamData record;
+  record.shape = tensor.sizes().vec();
+  switch (tensor.scalar_type()) {
+  case c10::ScalarType::Float: record.dtype = "f32"; break;
+  case c10::ScalarType::BFloat16: record.dtype = "bf16"; break;
+  case c10::ScalarType::Half: record.dtype = "f16"; break;
+  case c10::ScalarType::Long: record.dtype = "i64"; break;
+  case c10::ScalarType::Int: record.dtype = "i32"; break;
+  case c10::ScalarType::Bool: record.dtype = "i1"; break;
+  default: record.dtype = c10::toString(tensor.scalar_type()); break;
+  }
+  record.bytes = size_t(tensor.numel()) * tensor.element_size();
+  if (!tensor.is_meta()) {
+    auto owned = std::make_shared<at::Tensor>(tensor.contiguous());
+    record.data = owned->data_ptr();
+    record.owner = owned;
+  }
+  return record;
+}
+
+/// Appends the state_dict entries of `object` under `prefix`, as
+/// `nn.Module.state_dict` walks a scripted module: its parameters, its
+/// buffers, then its submodules, each in the order of the module's slots
+/// (registration order). Parameters and buffers that are None are skipped.
+void appendStateDict(const Importer &imp, const c10::intrusive_ptr<c10::ivalue::Object> &object,
+                     const std::string &prefix, std::vector<StateDictItem> &out) {
+  const c10::ClassTypePtr &type = object->type();
+  size_t slots = type->numAttributes();
+  auto add = [&](size_t i) {
+    StateDictItem item;
+    item.name = prefix + type->getAttributeName(i);
+    const at::Tensor &tensor = object->getSlot(i).toTensor();
+    if (auto name = imp.paramName(tensor))
+      item.param = *name;
+    item.data = paramDataOf(tensor);
+    out.push_back(std::move(item));
+  };
+  for (size_t i = 0; i < slots; ++i)
+    if (type->is_parameter(i) && object->getSlot(i).isTensor())
+      add(i);
+  for (size_t i = 0; i < slots; ++i)
+    if (type->is_buffer(i) && object->getSlot(i).isTensor())
+      add(i);
+  for (size_t i = 0; i < slots; ++i) {
+    const c10::IValue &slot = object->getSlot(i);
+    if (slot.isObject() && slot.toObjectRef().type()->is_module())
+      appendStateDict(imp, slot.toObject(), prefix + type->getAttributeName(i) + ".", out);
+  }
+}
+
+std::vector<StateDictItem> stateDictOf(const Importer &imp,
+                                       const c10::intrusive_ptr<c10::ivalue::Object> &root) {
+  std::vector<StateDictItem> items;
+  appendStateDict(imp, root, "", items);
+  return items;
 }
 
 /// Flattens the graph outputs (a tensor, or nested tuples and lists of them).
@@ -953,6 +1103,7 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
 
   Importer imp(context, builder, result);
   imp.entry = entry;
+  imp.training = options.training;
   // Params go first in the entry block; the computation follows them.
   Block *body = new Block();
   func.getBody().push_back(body);
@@ -961,6 +1112,7 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
   Val self;
   self.kind = Val::Kind::Module;
   self.module = std::make_shared<jit::Object>(module._ivalue());
+  imp.currentModule = self.module;
   std::vector<Val> graphInputs{self};
   for (BlockArgument arg : entry->getArguments())
     graphInputs.push_back(Val::ofTensor(arg));
@@ -1009,6 +1161,7 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
     emitError(fileLoc) << "internal error: the imported IR does not verify";
     return fail(ImportFailure::Unsupported);
   }
+  result.stateDict = stateDictOf(imp, module._ivalue());
   return result;
 }
 

@@ -165,6 +165,16 @@ public:
   /// The block where `cleave.param` ops go (the function entry).
   mlir::Block *entry = nullptr;
 
+  /// Importing for a training step (ImportOptions::training).
+  bool training = false;
+
+  /// The module whose method is being imported (null in free functions
+  /// called from the top level only if the model has none).
+  std::shared_ptr<torch::jit::Object> currentModule;
+
+  /// The name of the `cleave.param` imported for `tensor`, if it was read.
+  std::optional<std::string> paramName(const at::Tensor &tensor) const;
+
 private:
   mlir::FailureOr<std::vector<Val>> importBlock(torch::jit::Block *block,
                                                 std::vector<Val> inputs,
@@ -184,9 +194,18 @@ private:
                                                llvm::ArrayRef<Val> inputs,
                                                const std::string &scope);
   mlir::Location locationOf(torch::jit::Node *node, const std::string &scope);
+  /// A scripted batch norm with momentum=None reads `float(num_batches_tracked)`
+  /// for its update factor: the count the model holds (after this step's
+  /// increment), so the import goes on; the factor only matters in training,
+  /// which rejects momentum=None (the batch_norm converter).
+  std::optional<int64_t> batchesTracked(mlir::Value value) const;
+  mlir::LogicalResult updateInPlace(const Val &target, const Val &value);
 
   std::unordered_map<const torch::jit::Value *, Val> env;
   std::unordered_map<const void *, mlir::Value> paramsByTensor;
+  /// Training: the `cleave.assign` that writes a buffer updated in place
+  /// (reads after it see the value it writes), by the buffer's param.
+  llvm::DenseMap<mlir::Value, mlir::Operation *> assigns;
   mlir::Location currentLoc = mlir::UnknownLoc::get(&context);
   torch::jit::Node *currentNode = nullptr;
 };

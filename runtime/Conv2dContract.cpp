@@ -5,6 +5,48 @@
 
 namespace cleave::runtime {
 
+Status parseConv2dAttrs(const KernelSignature &sig, const TensorDesc &x, const char *xName,
+                        const TensorDesc &w, const char *wName, Conv2dAttrs *out) {
+  std::vector<int64_t> &stride = out->stride, &padding = out->padding, &dilation = out->dilation;
+  int64_t &groups = out->groups;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("groups", &groups)));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
+  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
+  if (groups < 1)
+    return CLEAVE_ERROR(sig.kernel, ": groups must be >= 1, got ", groups);
+  const int64_t channels = x.shape[1], filters = w.shape[0];
+  if (channels % groups != 0)
+    return CLEAVE_ERROR(sig.kernel, ": ", xName, " ", describe(x.shape, x.dtype), " has ",
+                        channels, " channels, not divisible by groups = ", groups);
+  if (channels / groups != w.shape[1])
+    return CLEAVE_ERROR(sig.kernel, ": ", wName, " ", describe(w.shape, w.dtype), " needs ",
+                        w.shape[1], " input channels per group, ", xName, " ",
+                        describe(x.shape, x.dtype), " has ", channels / groups,
+                        " (groups = ", groups, ")");
+  if (filters % groups != 0)
+    return CLEAVE_ERROR(sig.kernel, ": ", wName, " ", describe(w.shape, w.dtype), " has ",
+                        filters, " filters, not divisible by groups = ", groups);
+  return {};
+}
+
+Status conv2dOutputSize(const KernelSignature &sig, const TensorDesc &x, const TensorDesc &w,
+                        const Conv2dAttrs &a, int64_t *oh, int64_t *ow) {
+  const int64_t kh = w.shape[2], kw = w.shape[3];
+  const int64_t spanH = x.shape[2] + 2 * a.padding[0] - a.dilation[0] * (kh - 1) - 1;
+  const int64_t spanW = x.shape[3] + 2 * a.padding[1] - a.dilation[1] * (kw - 1) - 1;
+  if (spanH < 0 || spanW < 0)
+    return CLEAVE_ERROR(sig.kernel, ": kernel ", kh, "x", kw, " (dilation ",
+                        formatList(a.dilation), ") is larger than the padded input ",
+                        describe(x.shape, x.dtype));
+  *oh = spanH / a.stride[0] + 1;
+  *ow = spanW / a.stride[1] + 1;
+  return {};
+}
+
 Status parseConv2d(const KernelSignature &sig, const char *backend,
                    std::initializer_list<DType> dtypes, Conv2dParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
@@ -20,29 +62,13 @@ Status parseConv2d(const KernelSignature &sig, const char *backend,
                         ": needs a 4-D input [N, C, H, W] and a 4-D weight "
                         "[F, C/groups, KH, KW], got ",
                         describe(x.shape, x.dtype), " and ", describe(w.shape, w.dtype));
-  std::vector<int64_t> stride, padding, dilation;
-  int64_t groups = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("groups", &groups)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
-  if (groups < 1)
-    return CLEAVE_ERROR(sig.kernel, ": groups must be >= 1, got ", groups);
+  Conv2dAttrs attrs;
+  CLEAVE_RETURN_IF_ERROR(parseConv2dAttrs(sig, x, "input", w, "weight", &attrs));
+  const std::vector<int64_t> &stride = attrs.stride, &padding = attrs.padding,
+                             &dilation = attrs.dilation;
+  const int64_t groups = attrs.groups;
   const int64_t batch = x.shape[0], channels = x.shape[1];
   const int64_t filters = w.shape[0];
-  if (channels % groups != 0)
-    return CLEAVE_ERROR(sig.kernel, ": input ", describe(x.shape, x.dtype), " has ", channels,
-                        " channels, not divisible by groups = ", groups);
-  if (channels / groups != w.shape[1])
-    return CLEAVE_ERROR(sig.kernel, ": weight ", describe(w.shape, w.dtype), " needs ", w.shape[1],
-                        " input channels per group, input ", describe(x.shape, x.dtype), " has ",
-                        channels / groups, " (groups = ", groups, ")");
-  if (filters % groups != 0)
-    return CLEAVE_ERROR(sig.kernel, ": weight ", describe(w.shape, w.dtype), " has ", filters,
-                        " filters, not divisible by groups = ", groups);
   if (g.hasBias) {
     const TensorDesc &bias = *sig.inputs[2];
     CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "weight", w, "bias", bias));
@@ -64,14 +90,7 @@ Status parseConv2d(const KernelSignature &sig, const char *backend,
   g.pw = padding[1];
   g.dh = dilation[0];
   g.dw = dilation[1];
-  int64_t spanH = g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1;
-  int64_t spanW = g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1;
-  if (spanH < 0 || spanW < 0)
-    return CLEAVE_ERROR(sig.kernel, ": kernel ", g.kh, "x", g.kw, " (dilation ",
-                        formatList(dilation), ") is larger than the padded input ",
-                        describe(x.shape, x.dtype));
-  g.oh = spanH / g.sh + 1;
-  g.ow = spanW / g.sw + 1;
+  CLEAVE_RETURN_IF_ERROR(conv2dOutputSize(sig, x, w, attrs, &g.oh, &g.ow));
   Shape outShape = {batch, filters, g.oh, g.ow};
   CLEAVE_RETURN_IF_ERROR(
       checkOutput(sig, {x.dtype, outShape}, "from the input, weight and attributes"));

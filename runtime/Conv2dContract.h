@@ -9,6 +9,8 @@
 
 #include "runtime/KernelContract.h"
 
+#include <vector>
+
 namespace cleave::runtime {
 
 struct Conv2dParams {
@@ -20,6 +22,24 @@ struct Conv2dParams {
   /// A 1x1, stride 1, unpadded convolution: a GEMM over the image as is.
   bool directGemm = false;
 };
+
+/// conv2d's attributes, as the forward and backward kernels read them.
+struct Conv2dAttrs {
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups = 0;
+};
+
+/// Reads and checks stride, padding, dilation and groups, and that groups
+/// divides the channels of `x` [N, C, H, W] and the filters of `w`
+/// [F, C/groups, KH, KW] and gives w's channels per group; the messages call
+/// them `xName` and `wName` (a backward kernel's result is one of them).
+Status parseConv2dAttrs(const KernelSignature &sig, const TensorDesc &x, const char *xName,
+                        const TensorDesc &w, const char *wName, Conv2dAttrs *out);
+
+/// The output height and width of `x` convolved with `w` under `a`; an
+/// error where the dilated kernel is larger than the padded input.
+Status conv2dOutputSize(const KernelSignature &sig, const TensorDesc &x, const TensorDesc &w,
+                        const Conv2dAttrs &a, int64_t *oh, int64_t *ow);
 
 /// Validates a conv2d signature (dtypes among `dtypes`, named for
 /// `backend`) and the scratch the plan reserved (the size of the op's

@@ -14,19 +14,8 @@ namespace cleave::runtime {
 // Pooling
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// Reads and checks the window attributes of a pooling op and computes its
-/// output shape. `hasDilation` is false for avg_pool2d (dilation 1).
-Status parsePool(const KernelSignature &sig, const char *backend,
-                 std::initializer_list<DType> dtypes, bool hasDilation, PoolParams *g) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
-  if (x.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
-                        describe(x.shape, x.dtype));
+Status parsePoolWindow(const KernelSignature &sig, const TensorDesc &x, bool hasDilation,
+                       PoolParams *g) {
   std::vector<int64_t> kernel, stride, padding, dilation = {1, 1};
   bool ceilMode = false;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("kernel", &kernel)));
@@ -60,6 +49,23 @@ Status parsePool(const KernelSignature &sig, const char *backend,
     return CLEAVE_ERROR(sig.kernel, ": kernel ", formatList(kernel), " (dilation ",
                         formatList(dilation), ") is larger than the padded input ",
                         describe(x.shape, x.dtype));
+  return {};
+}
+
+namespace {
+
+/// Checks a pooling op's input and output; `hasDilation` is false for
+/// avg_pool2d (dilation 1).
+Status parsePool(const KernelSignature &sig, const char *backend,
+                 std::initializer_list<DType> dtypes, bool hasDilation, PoolParams *g) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  if (x.rank() != 4)
+    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
+                        describe(x.shape, x.dtype));
+  CLEAVE_RETURN_IF_ERROR(parsePoolWindow(sig, x, hasDilation, g));
   return checkOutput(sig, {x.dtype, {x.shape[0], x.shape[1], g->oh, g->ow}},
                      "from the input and the window attributes");
 }
@@ -400,10 +406,8 @@ Status checkBroadcastTo(const KernelSignature &sig) {
   return {};
 }
 
-Status parseSlice(const KernelSignature &sig, SliceParams *out) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
+Status parseSliceRange(const KernelSignature &sig, const TensorDesc &x, const char *xName,
+                       SliceParams *out) {
   int64_t dim = 0, start = 0, end = 0, step = 1;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("start", &start)));
@@ -413,22 +417,28 @@ Status parseSlice(const KernelSignature &sig, SliceParams *out) {
   const int64_t size = x.shape[dim];
   if (start < 0 || start > end || end > size || step < 1)
     return CLEAVE_ERROR(sig.kernel, ": [", start, ":", end, ":", step, "] is not within dim ", dim,
-                        " of size ", size, " of ", describe(x.shape, x.dtype),
+                        " of size ", size, " of ", xName, describe(x.shape, x.dtype),
                         " (needs 0 <= start <= end <= size, step >= 1)");
-  const int64_t count = end == start ? 0 : 1 + (end - start - 1) / step;
-  Shape outShape = x.shape;
-  outShape[dim] = count;
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape},
-                                     "the input with dim " + std::to_string(dim) + " sliced"));
   out->dim = dim;
   out->start = start;
   out->end = end;
   out->step = step;
   out->size = size;
-  out->count = count;
+  out->count = end == start ? 0 : 1 + (end - start - 1) / step;
   out->outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
   out->inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
   return {};
+}
+
+Status parseSlice(const KernelSignature &sig, SliceParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(parseSliceRange(sig, x, "", out));
+  Shape outShape = x.shape;
+  outShape[out->dim] = out->count;
+  return checkOutput(sig, {x.dtype, outShape},
+                     "the input with dim " + std::to_string(out->dim) + " sliced");
 }
 
 Status parseConcat(const KernelSignature &sig, ConcatParams *out) {

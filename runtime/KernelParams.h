@@ -28,6 +28,13 @@ struct PoolParams {
   int64_t kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
+/// The window attributes of a pooling over the 4-D [N, C, H, W] tensor `x`
+/// (kernel, stride, padding, ceil_mode, and dilation when `hasDilation`,
+/// else 1), checked, and the pooled size OH, OW they give: every field of
+/// *out. The forward poolings and their backward kernels read them alike.
+Status parsePoolWindow(const KernelSignature &sig, const TensorDesc &x, bool hasDilation,
+                       PoolParams *out);
+
 /// max_pool2d: kernel, stride, padding, dilation, ceil_mode.
 Status parseMaxPool2d(const KernelSignature &sig, const char *backend,
                       std::initializer_list<DType> dtypes, PoolParams *out);
@@ -148,6 +155,12 @@ struct SliceParams {
   int64_t size = 0, count = 0, outer = 0, inner = 0;
 };
 Status parseSlice(const KernelSignature &sig, SliceParams *out);
+
+/// slice's attributes checked against `x` (the input; slice_backward's
+/// result), whose name `xName` ("" or "output ") the messages put before
+/// its shape: every field of *out.
+Status parseSliceRange(const KernelSignature &sig, const TensorDesc &x, const char *xName,
+                       SliceParams *out);
 
 /// concat along `dim`: every input viewed as [outer, its dim, inner].
 struct ConcatParams {

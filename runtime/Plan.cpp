@@ -912,7 +912,9 @@ Status parseTraining(const Node &top, Plan *plan) {
   if (training.labels.empty() != (training.loss == "model"))
     return CLEAVE_ERROR(node->child("labels").where(), ": loss '", training.loss, "' ",
                         training.loss == "model" ? "reads no labels" : "needs a labels input");
-  CLEAVE_RETURN_IF_ERROR(getInt(*node, "batch_size", &training.batchSize, 1));
+  // null when the step reads no inputs (all it computes comes from weights).
+  if (!plan->inputs.empty() || !node->child("batch_size").json.is_null())
+    CLEAVE_RETURN_IF_ERROR(getInt(*node, "batch_size", &training.batchSize, 1));
   CLEAVE_RETURN_IF_ERROR(getString(*node, "dtype", &training.dtype));
   if (training.dtype != "f32" && training.dtype != "bf16")
     return CLEAVE_ERROR(node->child("dtype").where(), ": unknown dtype '", training.dtype,

@@ -12,6 +12,7 @@
 
 #include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
+#include "runtime/cpu/Im2col.h"
 #include "runtime/Conv2dContract.h"
 #include "runtime/cpu/Registry.h"
 
@@ -164,52 +165,6 @@ Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
 // conv2d
 //===----------------------------------------------------------------------===//
 
-struct ConvGeometry {
-  int64_t channels, height, width;        // per group: channels = C / groups
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-  int64_t oh, ow;
-};
-
-/// The im2col matrix of one image group: row (c, i, j) holds, for every
-/// output position, the input element under kernel tap (i, j) of channel c
-/// (zero in the padding).
-void im2col(const ConvGeometry &g, const float *image, float *col) {
-  const int64_t rows = g.channels * g.kh * g.kw, ohw = g.oh * g.ow;
-  parallelRange(rows, ohw, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t c = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
-      const float *plane = image + c * g.height * g.width;
-      float *dst = col + r * ohw;
-      // Output columns whose input column is inside the image:
-      // 0 <= ox * sw + off < width.
-      const int64_t off = j * g.dw - g.pw;
-      int64_t oxBegin = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
-      int64_t oxEnd = g.width - off <= 0 ? 0 : (g.width - off + g.sw - 1) / g.sw;
-      oxBegin = std::min(oxBegin, g.ow);
-      oxEnd = std::clamp(oxEnd, oxBegin, g.ow);
-      for (int64_t oy = 0; oy < g.oh; ++oy) {
-        float *d = dst + oy * g.ow;
-        const int64_t iy = oy * g.sh - g.ph + i * g.dh;
-        if (iy < 0 || iy >= g.height) {
-          std::memset(d, 0, sizeof(float) * g.ow);
-          continue;
-        }
-        const float *src = plane + iy * g.width + off;
-        for (int64_t ox = 0; ox < oxBegin; ++ox)
-          d[ox] = 0.0f;
-        if (g.sw == 1) {
-          std::memcpy(d + oxBegin, src + oxBegin, sizeof(float) * (oxEnd - oxBegin));
-        } else {
-          for (int64_t ox = oxBegin; ox < oxEnd; ++ox)
-            d[ox] = src[ox * g.sw];
-        }
-        for (int64_t ox = oxEnd; ox < g.ow; ++ox)
-          d[ox] = 0.0f;
-      }
-    }
-  });
-}
-
 Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
   Conv2dParams params;
   CLEAVE_RETURN_IF_ERROR(parseConv2d(sig, "cpu", {DType::F32}, &params));
@@ -259,6 +214,39 @@ Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
 }
 
 } // namespace
+
+void im2col(const ConvGeometry &g, const float *image, float *col) {
+  const int64_t rows = g.channels * g.kh * g.kw, ohw = g.oh * g.ow;
+  parallelRange(rows, ohw, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t c = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
+      const float *plane = image + c * g.height * g.width;
+      float *dst = col + r * ohw;
+      const int64_t off = j * g.dw - g.pw;
+      int64_t oxBegin, oxEnd;
+      validColumns(g, j, &oxBegin, &oxEnd);
+      for (int64_t oy = 0; oy < g.oh; ++oy) {
+        float *d = dst + oy * g.ow;
+        const int64_t iy = oy * g.sh - g.ph + i * g.dh;
+        if (iy < 0 || iy >= g.height) {
+          std::memset(d, 0, sizeof(float) * g.ow);
+          continue;
+        }
+        const float *src = plane + iy * g.width + off;
+        for (int64_t ox = 0; ox < oxBegin; ++ox)
+          d[ox] = 0.0f;
+        if (g.sw == 1) {
+          std::memcpy(d + oxBegin, src + oxBegin, sizeof(float) * (oxEnd - oxBegin));
+        } else {
+          for (int64_t ox = oxBegin; ox < oxEnd; ++ox)
+            d[ox] = src[ox * g.sw];
+        }
+        for (int64_t ox = oxEnd; ox < g.ow; ++ox)
+          d[ox] = 0.0f;
+      }
+    }
+  });
+}
 
 void registerContractionKernels(KernelTable &table) {
   table["matmul"] = buildMatmul;

@@ -7,6 +7,7 @@
 
 #include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
+#include "runtime/cpu/LayerNormStats.h"
 #include "runtime/cpu/Registry.h"
 #include "runtime/cpu/VecMath.h"
 
@@ -26,18 +27,8 @@ namespace {
 CLEAVE_CLONES void layerNormRow(const float *__restrict x, float *__restrict y, int64_t d,
                                 const float *__restrict w, const float *__restrict b,
                                 float eps) {
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < d; ++i)
-    sum += x[i];
-  const float mean = sum / static_cast<float>(d);
-  float sq = 0.0f;
-#pragma omp simd reduction(+ : sq)
-  for (int64_t i = 0; i < d; ++i) {
-    float c = x[i] - mean;
-    sq += c * c;
-  }
-  const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(d) + eps);
+  float mean, rstd;
+  layerNormStats(x, d, eps, &mean, &rstd);
   if (w && b) {
     for (int64_t i = 0; i < d; ++i)
       y[i] = (x[i] - mean) * rstd * w[i] + b[i];

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/KernelParams.h"
+#include "runtime/cpu/AvgPoolSpan.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 
@@ -96,20 +97,11 @@ Status buildAvgPool(const KernelSignature &sig, KernelFn *fn) {
         const float *plane = x + p * g.h * g.w;
         float *out = y + p * g.oh * g.ow;
         for (int64_t oy = 0; oy < g.oh; ++oy) {
-          // PyTorch: the window is clipped to the padded input for the
-          // count_include_pad divisor (so ceil_mode's overhang never counts),
-          // then to the input for the sum.
-          int64_t y0 = oy * g.sh - g.ph;
-          int64_t y1 = std::min(y0 + g.kh, g.h + g.ph);
-          const int64_t padH = y1 - y0;
-          y0 = std::max<int64_t>(y0, 0);
-          y1 = std::min(y1, g.h);
+          int64_t y0, y1;
+          const int64_t padH = avgPoolSpan(oy, g.sh, g.ph, g.kh, g.h, &y0, &y1);
           for (int64_t ox = 0; ox < g.ow; ++ox) {
-            int64_t x0 = ox * g.sw - g.pw;
-            int64_t x1 = std::min(x0 + g.kw, g.w + g.pw);
-            const int64_t poolSize = padH * (x1 - x0);
-            x0 = std::max<int64_t>(x0, 0);
-            x1 = std::min(x1, g.w);
+            int64_t x0, x1;
+            const int64_t poolSize = padH * avgPoolSpan(ox, g.sw, g.pw, g.kw, g.w, &x0, &x1);
             float sum = 0.0f;
             for (int64_t iy = y0; iy < y1; ++iy)
               for (int64_t ix = x0; ix < x1; ++ix)

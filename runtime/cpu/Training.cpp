@@ -18,6 +18,7 @@
 
 #include "runtime/Philox.h"
 #include "runtime/cpu/Common.h"
+#include "runtime/cpu/LayerNormStats.h"
 #include "runtime/cpu/Registry.h"
 #include "runtime/cpu/VecMath.h"
 
@@ -690,18 +691,8 @@ CLEAVE_CLONES void layerNormBackwardRow(const float *__restrict g, const float *
                                         int64_t d, float eps, double *__restrict accW,
                                         double *__restrict accB) {
   // The forward's statistics (Normalization.cpp, layerNormRow).
-  float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t i = 0; i < d; ++i)
-    sum += x[i];
-  const float mean = sum / static_cast<float>(d);
-  float sq = 0.0f;
-#pragma omp simd reduction(+ : sq)
-  for (int64_t i = 0; i < d; ++i) {
-    float c = x[i] - mean;
-    sq += c * c;
-  }
-  const float rstd = 1.0f / std::sqrt(sq / static_cast<float>(d) + eps);
+  float mean, rstd;
+  layerNormStats(x, d, eps, &mean, &rstd);
   float sumG = 0.0f, sumGX = 0.0f;
   if (w) {
 #pragma omp simd reduction(+ : sumG, sumGX)

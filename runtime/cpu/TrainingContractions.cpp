@@ -20,9 +20,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/WindowShape.h"
+#include "runtime/Conv2dContract.h"
+#include "runtime/KernelParams.h"
+#include "runtime/cpu/AvgPoolSpan.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/ConvScratch.h"
+#include "runtime/cpu/Im2col.h"
 #include "runtime/cpu/Registry.h"
 #include "runtime/cpu/VecMath.h"
 
@@ -118,12 +121,6 @@ Status buildLinearBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
 // conv2d_backward_input, conv2d_backward_weight
 //===----------------------------------------------------------------------===//
 
-struct ConvGeometry {
-  int64_t channels, height, width; // per group: channels = C / groups
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-  int64_t oh, ow;
-};
-
 struct ConvBackward {
   ConvGeometry g;
   int64_t batch = 0, groups = 1, filtersPerGroup = 0;
@@ -151,31 +148,13 @@ Status parseConvBackward(const KernelSignature &sig, bool forInput, ConvBackward
                                      result, 4,
                                      forInput ? "[N, C, H, W]" : "[F, C/groups, KH, KW]"));
   const TensorDesc &x = forInput ? result : known, &w = forInput ? known : result;
-  std::vector<int64_t> stride, padding, dilation;
-  int64_t groups = 0;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("groups", &groups)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
-  if (groups < 1)
-    return CLEAVE_ERROR(sig.kernel, ": groups must be >= 1, got ", groups);
-  const char *xName = forInput ? "output" : "input";
-  const char *wName = forInput ? "weight" : "output";
+  Conv2dAttrs attrs;
+  CLEAVE_RETURN_IF_ERROR(parseConv2dAttrs(sig, x, forInput ? "output" : "input", w,
+                                          forInput ? "weight" : "output", &attrs));
+  const std::vector<int64_t> &stride = attrs.stride, &padding = attrs.padding,
+                             &dilation = attrs.dilation;
+  const int64_t groups = attrs.groups;
   const int64_t channels = x.shape[1], filters = w.shape[0];
-  if (channels % groups != 0)
-    return CLEAVE_ERROR(sig.kernel, ": ", xName, " ", describe(x.shape, x.dtype), " has ",
-                        channels, " channels, not divisible by groups = ", groups);
-  if (channels / groups != w.shape[1])
-    return CLEAVE_ERROR(sig.kernel, ": ", wName, " ", describe(w.shape, w.dtype), " needs ",
-                        w.shape[1], " input channels per group, ", xName, " ",
-                        describe(x.shape, x.dtype), " has ", channels / groups,
-                        " (groups = ", groups, ")");
-  if (filters % groups != 0)
-    return CLEAVE_ERROR(sig.kernel, ": ", wName, " ", describe(w.shape, w.dtype), " has ",
-                        filters, " filters, not divisible by groups = ", groups);
   ConvGeometry g;
   g.channels = channels / groups;
   g.height = x.shape[2];
@@ -188,14 +167,7 @@ Status parseConvBackward(const KernelSignature &sig, bool forInput, ConvBackward
   g.pw = padding[1];
   g.dh = dilation[0];
   g.dw = dilation[1];
-  const int64_t spanH = g.height + 2 * g.ph - g.dh * (g.kh - 1) - 1;
-  const int64_t spanW = g.width + 2 * g.pw - g.dw * (g.kw - 1) - 1;
-  if (spanH < 0 || spanW < 0)
-    return CLEAVE_ERROR(sig.kernel, ": kernel ", g.kh, "x", g.kw, " (dilation ",
-                        formatList(dilation), ") is larger than the padded input ",
-                        describe(x.shape, x.dtype));
-  g.oh = spanH / g.sh + 1;
-  g.ow = spanW / g.sw + 1;
+  CLEAVE_RETURN_IF_ERROR(conv2dOutputSize(sig, x, w, attrs, &g.oh, &g.ow));
   const Shape outShape = {x.shape[0], filters, g.oh, g.ow};
   if (grad.shape != outShape)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(grad.shape, grad.dtype),
@@ -218,52 +190,6 @@ Status parseConvBackward(const KernelSignature &sig, bool forInput, ConvBackward
   out->filtersPerGroup = filters / groups;
   out->direct = conv2dIsDirectGemm(w.shape, stride, padding, dilation);
   return {};
-}
-
-/// For kernel column j, the output columns [*begin, *end) whose input column
-/// ox * sw + j * dw - pw lies inside the image.
-void validColumns(const ConvGeometry &g, int64_t j, int64_t *begin, int64_t *end) {
-  const int64_t off = j * g.dw - g.pw;
-  int64_t b = off >= 0 ? 0 : (-off + g.sw - 1) / g.sw;
-  int64_t e = g.width - off <= 0 ? 0 : (g.width - off + g.sw - 1) / g.sw;
-  *begin = std::min(b, g.ow);
-  *end = std::clamp(e, *begin, g.ow);
-}
-
-/// The im2col matrix of one image group (as Contractions.cpp): row (c, i, j)
-/// holds, for every output position, the input element under kernel tap
-/// (i, j) of channel c (zero in the padding).
-void im2col(const ConvGeometry &g, const float *image, float *col) {
-  const int64_t rows = g.channels * g.kh * g.kw, ohw = g.oh * g.ow;
-  parallelRange(rows, ohw, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      const int64_t c = r / (g.kh * g.kw), i = (r / g.kw) % g.kh, j = r % g.kw;
-      const float *plane = image + c * g.height * g.width;
-      float *dst = col + r * ohw;
-      const int64_t off = j * g.dw - g.pw;
-      int64_t oxBegin, oxEnd;
-      validColumns(g, j, &oxBegin, &oxEnd);
-      for (int64_t oy = 0; oy < g.oh; ++oy) {
-        float *d = dst + oy * g.ow;
-        const int64_t iy = oy * g.sh - g.ph + i * g.dh;
-        if (iy < 0 || iy >= g.height) {
-          std::memset(d, 0, sizeof(float) * g.ow);
-          continue;
-        }
-        const float *src = plane + iy * g.width + off;
-        for (int64_t ox = 0; ox < oxBegin; ++ox)
-          d[ox] = 0.0f;
-        if (g.sw == 1) {
-          std::memcpy(d + oxBegin, src + oxBegin, sizeof(float) * (oxEnd - oxBegin));
-        } else {
-          for (int64_t ox = oxBegin; ox < oxEnd; ++ox)
-            d[ox] = src[ox * g.sw];
-        }
-        for (int64_t ox = oxEnd; ox < g.ow; ++ox)
-          d[ox] = 0.0f;
-      }
-    }
-  });
 }
 
 /// The adjoint of im2col: image = sum over the column matrix's rows of
@@ -416,54 +342,17 @@ Status buildConv2dBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
 // Pooling backward
 //===----------------------------------------------------------------------===//
 
-struct Window {
-  int64_t planes, h, w, oh, ow;
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
-};
-
 /// grad [N, C, OH, OW] and the result [N, C, H, W] (the forward input's
 /// shape) with the window attributes; OH and OW must be what the forward
 /// computes from H, W.
-Status parseWindowBackward(const KernelSignature &sig, bool hasDilation, Window *g) {
+Status parseWindowBackward(const KernelSignature &sig, bool hasDilation, PoolParams *g) {
   const TensorDesc &grad = *sig.inputs[0];
   const TensorDesc &x = sig.outputs[0];
   CLEAVE_RETURN_IF_ERROR(checkDType(sig, "grad", grad, {DType::F32}));
   CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", grad, "output", x));
   CLEAVE_RETURN_IF_ERROR(requireRank(sig, "grad", grad, 4, "[N, C, OH, OW]"));
   CLEAVE_RETURN_IF_ERROR(requireRank(sig, "output", x, 4, "[N, C, H, W]"));
-  std::vector<int64_t> kernel, stride, padding, dilation = {1, 1};
-  bool ceilMode = false;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("kernel", &kernel)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("stride", &stride)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("padding", &padding)));
-  if (hasDilation)
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("dilation", &dilation)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("ceil_mode", &ceilMode, false)));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "kernel", kernel, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "stride", stride, 1));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "padding", padding, 0));
-  CLEAVE_RETURN_IF_ERROR(checkPair(sig, "dilation", dilation, 1));
-  for (int i = 0; i < 2; ++i)
-    if (2 * padding[i] > kernel[i])
-      return CLEAVE_ERROR(sig.kernel, ": padding ", formatList(padding),
-                          " must be at most half the kernel ", formatList(kernel));
-  g->planes = x.shape[0] * x.shape[1];
-  g->h = x.shape[2];
-  g->w = x.shape[3];
-  g->kh = kernel[0];
-  g->kw = kernel[1];
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->ph = padding[0];
-  g->pw = padding[1];
-  g->dh = dilation[0];
-  g->dw = dilation[1];
-  g->oh = windowOutputSize(g->h, g->kh, g->sh, g->ph, g->dh, ceilMode);
-  g->ow = windowOutputSize(g->w, g->kw, g->sw, g->pw, g->dw, ceilMode);
-  if (g->oh < 1 || g->ow < 1)
-    return CLEAVE_ERROR(sig.kernel, ": kernel ", formatList(kernel), " (dilation ",
-                        formatList(dilation), ") is larger than the padded input ",
-                        describe(x.shape, x.dtype));
+  CLEAVE_RETURN_IF_ERROR(parsePoolWindow(sig, x, hasDilation, g));
   const Shape expected = {x.shape[0], x.shape[1], g->oh, g->ow};
   if (grad.shape != expected)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(grad.shape, grad.dtype),
@@ -507,7 +396,7 @@ Status buildMaxPoolBackward(const KernelSignature &sig, KernelFn *fn) {
   if (x != sig.outputs[0])
     return CLEAVE_ERROR(sig.kernel, ": output ", describe(sig.outputs[0].shape, sig.outputs[0].dtype),
                         " must be the input's shape ", describe(x.shape, x.dtype));
-  Window g;
+  PoolParams g;
   CLEAVE_RETURN_IF_ERROR(parseWindowBackward(sig, /*hasDilation=*/true, &g));
   if (g.h * g.w > std::numeric_limits<int32_t>::max())
     return CLEAVE_ERROR(sig.kernel, ": planes of more than 2^31 elements are not supported: ",
@@ -582,7 +471,7 @@ Status buildMaxPoolBackward(const KernelSignature &sig, KernelFn *fn) {
 Status buildAvgPoolBackward(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  Window g;
+  PoolParams g;
   CLEAVE_RETURN_IF_ERROR(parseWindowBackward(sig, /*hasDilation=*/false, &g));
   bool countIncludePad = true;
   CLEAVE_RETURN_IF_ERROR(
@@ -597,19 +486,11 @@ Status buildAvgPoolBackward(const KernelSignature &sig, KernelFn *fn) {
         float *dp = dx + p * hw;
         std::memset(dp, 0, sizeof(float) * hw);
         for (int64_t oy = 0; oy < g.oh; ++oy) {
-          // The forward's divisor (Pooling.cpp): the window clipped to the
-          // padded input counts with count_include_pad, else to the input.
-          int64_t y0 = oy * g.sh - g.ph;
-          int64_t y1 = std::min(y0 + g.kh, g.h + g.ph);
-          const int64_t padH = y1 - y0;
-          y0 = std::max<int64_t>(y0, 0);
-          y1 = std::min(y1, g.h);
+          int64_t y0, y1;
+          const int64_t padH = avgPoolSpan(oy, g.sh, g.ph, g.kh, g.h, &y0, &y1);
           for (int64_t ox = 0; ox < g.ow; ++ox) {
-            int64_t x0 = ox * g.sw - g.pw;
-            int64_t x1 = std::min(x0 + g.kw, g.w + g.pw);
-            const int64_t poolSize = padH * (x1 - x0);
-            x0 = std::max<int64_t>(x0, 0);
-            x1 = std::min(x1, g.w);
+            int64_t x0, x1;
+            const int64_t poolSize = padH * avgPoolSpan(ox, g.sw, g.pw, g.kw, g.w, &x0, &x1);
             const int64_t divisor = countIncludePad ? poolSize : (y1 - y0) * (x1 - x0);
             if (y0 >= y1 || x0 >= x1)
               continue;
@@ -1078,26 +959,16 @@ Status buildSliceBackward(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   const TensorDesc &g = *sig.inputs[0], &x = sig.outputs[0];
   CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", g, "output", x));
-  int64_t dim = 0, start = 0, end = 0, step = 1;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("start", &start)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("end", &end)));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("step", &step, 1)));
-  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
-  const int64_t size = x.shape[dim];
-  if (start < 0 || start > end || end > size || step < 1)
-    return CLEAVE_ERROR(sig.kernel, ": [", start, ":", end, ":", step, "] is not within dim ", dim,
-                        " of size ", size, " of output ", describe(x.shape, x.dtype),
-                        " (needs 0 <= start <= end <= size, step >= 1)");
-  const int64_t count = end == start ? 0 : 1 + (end - start - 1) / step;
+  SliceParams sp;
+  CLEAVE_RETURN_IF_ERROR(parseSliceRange(sig, x, "output ", &sp));
+  const int64_t dim = sp.dim, start = sp.start, end = sp.end, step = sp.step;
+  const int64_t size = sp.size, count = sp.count, outer = sp.outer, inner = sp.inner;
   Shape expected = x.shape;
   expected[dim] = count;
   if (g.shape != expected)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(g.shape, g.dtype), " must be ",
                         describe(expected, g.dtype), " (the output with dim ", dim, " sliced [",
                         start, ":", end, ":", step, "])");
-  const int64_t outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
-  const int64_t inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
   const size_t elem = dtypeBytes(x.dtype);
   *fn = [=](const KernelCall &call) -> Status {
     const char *src = static_cast<const char *>(call.inputs[0]);

@@ -118,6 +118,14 @@ Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor 
   fs::create_directories(root, ec);
   if (ec)
     return CLEAVE_ERROR(root, ": cannot create the checkpoint directory: ", ec.message());
+  // A writer that crashed left its temporary directory: the checkpoint it
+  // was writing never became one, so it goes.
+  for (const fs::directory_entry &entry : fs::directory_iterator(root, ec)) {
+    std::string leaf = entry.path().filename().string();
+    if (leaf.rfind(".ckpt-", 0) == 0 && leaf.find(".tmp-") != std::string::npos)
+      fs::remove_all(entry.path(), ec);
+  }
+  ec.clear();
   std::string name = "ckpt-" + std::to_string(info.step);
   std::string final = root + "/" + name;
   std::string temp = root + "/." + name + ".tmp-" + std::to_string(::getpid());

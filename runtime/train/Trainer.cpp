@@ -74,6 +74,24 @@ const Binding *findOutput(const ProgramSpec &program, const std::string &name) {
   return nullptr;
 }
 
+/// "samples 8..15 of DATA" (rows of the batch in order), or the list of
+/// indices under --shuffle: where a bad sample that fails a step lies.
+std::string describeBatch(const TrainingData &data, int64_t step,
+                          std::optional<uint64_t> shuffleSeed) {
+  std::vector<int64_t> indices = data.batchIndices(step, shuffleSeed);
+  bool contiguous = true;
+  for (size_t j = 1; j < indices.size(); ++j)
+    contiguous &= indices[j] == indices[j - 1] + 1;
+  std::string text = "rows 0.." + std::to_string(indices.size() - 1) + " are samples ";
+  if (contiguous && !indices.empty()) {
+    text += std::to_string(indices.front()) + ".." + std::to_string(indices.back());
+  } else {
+    for (size_t j = 0; j < indices.size(); ++j)
+      text += (j ? ", " : "") + std::to_string(indices[j]);
+  }
+  return text + " of " + data.path();
+}
+
 } // namespace
 
 Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path) {
@@ -172,7 +190,9 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor)
                                .prepend("step " + std::to_string(step)));
     for (size_t index : phases)
-      CLEAVE_RETURN_IF_ERROR(executor->runPhase(index).prepend("step " + std::to_string(step)));
+      if (Status s = executor->runPhase(index); !s.ok())
+        return s.prepend("step " + std::to_string(step) + " (" +
+                         describeBatch(data, step - 1, options.shuffleSeed) + ")");
     float value = 0;
     CLEAVE_RETURN_IF_ERROR(executor->getOutput("loss", &value, sizeof(value)));
     StepRecord record;

@@ -38,6 +38,9 @@ def plan(kind, src, dst):
     shutil.copytree(src, dst)
     manifest, program, weights = (os.path.join(dst, p) for p in ("manifest.json", PROGRAM, WEIGHTS))
     if kind == "version":
+        edit_json(manifest, lambda m: m.update(version=3))
+    elif kind == "version-2":
+        # A training plan's version on an inference plan: the forward schedule gives it away.
         edit_json(manifest, lambda m: m.update(version=2))
     elif kind == "no-manifest":
         os.remove(manifest)

@@ -4,7 +4,8 @@ memory report check.
 usage:
   training_files.py bad-data KIND GOOD.safetensors OUT.safetensors
       KIND: missing (drop the first tensor), dtype (first tensor to f16 or i32), shape (the
-      highest-rank tensor's last dim + 1), few (keep one sample), extra (add a tensor), garbage (not safetensors),
+      highest-rank tensor's last dim + 1), few (keep one sample), label (sample 13's label
+      out of range), extra (add a tensor), garbage (not safetensors),
       truncated (the file cut short)
   training_files.py damage KIND FILE
       KIND: flip (one byte of the data changed), truncate (the last byte cut)
@@ -12,6 +13,8 @@ usage:
       every step in B is in A with a bit-identical loss (and B is not empty)
   training_files.py same-tensors A.safetensors B.safetensors
       the same names, dtypes, shapes and bytes
+  training_files.py inspect INSPECT.json
+      cleave inspect --json of a training plan: its memory categories add up to the allocation
   training_files.py memory REPORT.json PLAN_DIR
       cleave train's allocation equals the plan's predicted total, and the predicted categories
       add up to it
@@ -58,6 +61,9 @@ def bad_data(kind, good, out):
         tensors[name] = torch.cat([t, pad], dim=-1)
     elif kind == "few":
         tensors = {k: v[:1].clone() for k, v in tensors.items()}
+    elif kind == "label":
+        # Sample 13's class is out of range: the step that reads it fails.
+        tensors["labels"][13] = 1000
     elif kind == "extra":
         tensors["unexpected"] = torch.zeros(3)
     else:
@@ -126,12 +132,29 @@ def memory(report_path, plan_dir):
     print(f"allocated {m['allocated']} bytes = predicted: ok")
 
 
+def inspect(path):
+    """cleave inspect --json of a training plan: the categories next to the allocation."""
+    with open(path) as f:
+        j = json.load(f)
+    categories = j["training"]["predicted_memory_by_category"]
+    program = j["programs"][0]
+    allocated = program["arena_bytes"] + program["weight_bytes"] + program["state_bytes"]
+    if program["allocated_bytes"] != allocated:
+        fail(f"inspect: allocated {program['allocated_bytes']}, the regions add to {allocated}")
+    if sum(categories.values()) != program["allocated_bytes"]:
+        fail(f"inspect: the categories add to {sum(categories.values())}, "
+             f"the plan allocates {program['allocated_bytes']}")
+    if j["training"]["predicted_total_bytes"] != program["allocated_bytes"]:
+        fail("inspect: predicted total differs from the allocation")
+    print(f"inspect: {len(categories)} categories add up to the {allocated} bytes allocated: ok")
+
+
 def main():
     if len(sys.argv) < 2:
         fail(__doc__)
     command, args = sys.argv[1], sys.argv[2:]
     {"bad-data": bad_data, "damage": damage, "same-losses": same_losses,
-     "same-tensors": same_tensors, "memory": memory}[command](*args)
+     "same-tensors": same_tensors, "memory": memory, "inspect": inspect}[command](*args)
 
 
 if __name__ == "__main__":

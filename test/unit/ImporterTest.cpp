@@ -42,10 +42,12 @@ protected:
   /// Saves `module` and imports it with the given input shapes.
   FailureOr<::cleave::ImportedModel> import(torch::jit::Module &module,
                                           std::vector<::cleave::InputSpec> shapes,
-                                          ::cleave::ImportFailure *kind = nullptr) {
+                                          ::cleave::ImportFailure *kind = nullptr,
+                                          bool training = false) {
     module.save(path());
     ::cleave::ImportOptions options;
     options.inputShapes = std::move(shapes);
+    options.training = training;
     return ::cleave::importTorchScript(context, path(), options, kind);
   }
 
@@ -232,6 +234,109 @@ TEST_F(ImporterTest, MissingInputShapeNamesTheInput) {
   EXPECT_TRUE(failed(model));
   EXPECT_EQ(kind, ::cleave::ImportFailure::BadInput);
   EXPECT_NE(errors.find("input 'tokens' has no shape"), std::string::npos) << errors;
+}
+
+/// A module with a counter buffer that forward increments in place, as a
+/// batch norm in training mode does with num_batches_tracked.
+torch::jit::Module counting(int increments) {
+  torch::jit::Module m("Counting");
+  m.register_parameter("weight", torch::randn({3, 3}), false);
+  m.register_buffer("num_batches_tracked", torch::tensor(int64_t(5)));
+  std::string body = "def forward(self, x):\n";
+  for (int i = 0; i < increments; ++i)
+    body += "    self.num_batches_tracked.add_(1)\n";
+  body += "    return torch.linear(x, self.weight)\n";
+  m.define(body);
+  return m;
+}
+
+TEST_F(ImporterTest, InPlaceBufferUpdatesAreDroppedForInference) {
+  auto m = counting(1);
+  auto model = import(m, {{"x", {2, 3}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_EQ(count<mlir::cleave::AssignOp>(*model), 0);
+}
+
+TEST_F(ImporterTest, InPlaceBufferUpdatesAreAssignedForTraining) {
+  auto m = counting(2);
+  auto model = import(m, {{"x", {2, 3}, "f32"}}, nullptr, /*training=*/true);
+  ASSERT_TRUE(succeeded(model)) << errors;
+  // Two increments, one write of the final value: assign(n, (n + 1) + 1).
+  mlir::cleave::AssignOp assign;
+  int assigns = 0;
+  model->module->walk([&](mlir::cleave::AssignOp op) {
+    assign = op;
+    ++assigns;
+  });
+  ASSERT_EQ(assigns, 1);
+  auto target = assign.getTarget().getDefiningOp<mlir::cleave::ParamOp>();
+  ASSERT_TRUE(target);
+  EXPECT_EQ(target.getName(), "num_batches_tracked");
+  auto second = assign.getValue().getDefiningOp<mlir::cleave::AddOp>();
+  ASSERT_TRUE(second);
+  auto first = second.getLhs().getDefiningOp<mlir::cleave::AddOp>();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first.getLhs(), assign.getTarget());
+}
+
+TEST_F(ImporterTest, InPlaceUpdateOfATrainedParameterIsAnErrorInTraining) {
+  torch::jit::Module m("M");
+  m.register_parameter("weight", torch::randn({3}), false);
+  m.define("def forward(self, x):\n    self.weight.mul_(2)\n    return x * self.weight\n");
+  auto model = import(m, {{"x", {3}, "f32"}}, nullptr, /*training=*/true);
+  EXPECT_TRUE(failed(model));
+  EXPECT_NE(errors.find("updates the parameter 'weight' in place"), std::string::npos) << errors;
+}
+
+TEST_F(ImporterTest, FrozenParametersAreMarked) {
+  torch::jit::Module m("M");
+  // LibTorch's C++ tensors do not require grad unless asked; nn.Parameter's do.
+  m.register_parameter("weight", torch::randn({3, 3}).requires_grad_(true), false);
+  m.register_parameter("bias", torch::randn({3}), false);
+  m.define("def forward(self, x):\n    return torch.linear(x, self.weight, self.bias)\n");
+  auto model = import(m, {{"x", {2, 3}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  std::map<std::string, bool> frozen;
+  model->module->walk([&](mlir::cleave::ParamOp param) {
+    frozen[param.getName().str()] = param->hasAttr("frozen");
+  });
+  EXPECT_EQ(frozen, (std::map<std::string, bool>{{"weight", false}, {"bias", true}}));
+}
+
+TEST_F(ImporterTest, StateDictListsEveryEntryInOrder) {
+  at::Tensor shared = torch::randn({8, 4});
+  torch::jit::Module enc("Enc"), dec("Dec"), top("Top");
+  enc.register_parameter("weight", shared, false);
+  enc.register_buffer("mask", torch::ones({4}));
+  enc.define("def forward(self, x):\n    return torch.linear(x, self.weight)\n");
+  dec.register_parameter("weight", shared, false);
+  dec.register_parameter("bias", torch::zeros({8}), false);
+  dec.define("def forward(self, x):\n    return torch.linear(x, self.weight, self.bias)\n");
+  top.register_buffer("scale", torch::full({1}, 2.0));
+  top.register_module("enc", enc);
+  top.register_module("dec", dec);
+  top.define(R"(
+def forward(self, x):
+    return self.dec.forward(self.enc.forward(x)[:, :4]) * self.scale
+)");
+  auto model = import(top, {{"x", {2, 4}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  // Each module's parameters, then its buffers, then its submodules; tied
+  // entries name one param; enc.mask is never read.
+  std::vector<std::pair<std::string, std::string>> entries;
+  for (const ::cleave::StateDictItem &item : model->stateDict)
+    entries.emplace_back(item.name, item.param);
+  EXPECT_EQ(entries, (std::vector<std::pair<std::string, std::string>>{
+                         {"scale", "scale"},
+                         {"enc.weight", "enc.weight"},
+                         {"enc.mask", ""},
+                         {"dec.weight", "enc.weight"},
+                         {"dec.bias", "dec.bias"}}));
+  const ::cleave::ParamData &mask = model->stateDict[2].data;
+  EXPECT_EQ(mask.shape, (std::vector<int64_t>{4}));
+  EXPECT_EQ(mask.dtype, "f32");
+  ASSERT_NE(mask.data, nullptr);
+  EXPECT_EQ(static_cast<const float *>(mask.data)[3], 1.0f);
 }
 
 } // namespace

@@ -1,0 +1,458 @@
+//===- CompileDriver.cpp - cleave's compile pipeline, as a library --------===//
+
+#include "compiler/CompileDriver.h"
+#include "dialects/cleave/CleaveDialect.h"
+#include "runtime/Plan.h"
+#include "runtime/PlanVerify.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseSet.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+namespace cleave {
+namespace {
+
+/// Reports a driver error as a diagnostic without a location (printed as
+/// `cleave: error: MESSAGE` by the CLI).
+mlir::InFlightDiagnostic error(mlir::MLIRContext &context) {
+  return mlir::emitError(mlir::UnknownLoc::get(&context));
+}
+
+/// Runs the passes `add` puts in a fresh pass manager on `module`.
+mlir::LogicalResult runPasses(mlir::ModuleOp module,
+                              llvm::function_ref<void(mlir::PassManager &)> add) {
+  mlir::PassManager pm(module.getContext());
+  add(pm);
+  return pm.run(module);
+}
+
+void progress(const CompileRequest &request, const char *phase) {
+  if (request.progress)
+    request.progress(phase);
+}
+
+std::string printIR(mlir::ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  mlir::OpPrintingFlags flags;
+  flags.enableDebugInfo(/*enable=*/true, /*prettyForm=*/false);
+  flags.elideLargeElementsAttrs(16);
+  module.print(os, flags);
+  return text;
+}
+
+/// The IR snapshot of each compile step in ir/, numbered in order.
+struct Snapshots {
+  std::vector<std::pair<std::string, std::string>> list;
+  void add(const std::string &step, mlir::ModuleOp module) {
+    list.push_back({std::to_string(list.size()) + "-" + step, printIR(module)});
+  }
+};
+
+/// Imports `request.model`, at `batch` samples when set.
+DriverStatus import(mlir::MLIRContext &context, const CompileRequest &request,
+                    std::optional<int64_t> batch, LoadedModel &model) {
+  ImportOptions options = request.import;
+  if (batch)
+    options.batchSize = batch;
+  options.training = request.isTraining();
+  ImportFailure kind = ImportFailure::BadInput;
+  auto imported = importTorchScript(context, request.model, options, &kind);
+  if (mlir::failed(imported))
+    return DriverStatus::failure(static_cast<DriverError>(kind));
+  model.module = std::move(imported->module);
+  model.params = std::move(imported->params);
+  model.meta = imported->meta;
+  model.stateDict = std::move(imported->stateDict);
+  return {};
+}
+
+/// Bytes of the weights a plan of `module` stores: its params at their IR
+/// type (bf16 after --dtype bf16).
+size_t paramBytes(mlir::ModuleOp module) {
+  size_t bytes = 0;
+  llvm::DenseSet<llvm::StringRef> seen;
+  module.walk([&](mlir::cleave::ParamOp param) {
+    if (seen.insert(param.getName()).second)
+      bytes += mlir::cleave::tensorBytes(param.getType());
+  });
+  return bytes;
+}
+
+/// Imports and prepares the model for a partitioned plan, at `batch`
+/// samples when set, and converts it to `request.dtype`; records the IR as
+/// prepared and, for bf16, as converted.
+DriverStatus importForPlan(mlir::MLIRContext &context, const CompileRequest &request,
+                           std::optional<int64_t> batch, LoadedModel &model,
+                           Snapshots &snapshots) {
+  model = LoadedModel();
+  if (DriverStatus s = import(context, request, batch, model); !s.ok())
+    return s;
+  mlir::cleave::PrepareOptions prepare;
+  prepare.fuseAttention = request.fuseAttention;
+  prepare.paramData = paramDataOf(model.params);
+  if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
+        mlir::cleave::addPreparePipeline(pm, prepare);
+      })))
+    return DriverStatus::failure();
+  snapshots = Snapshots();
+  snapshots.add("imported", *model.module);
+  if (request.dtype != "f32") {
+    if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
+          mlir::cleave::addPrecisionPipeline(pm, request.dtype);
+        })))
+      return DriverStatus::failure();
+    snapshots.add(request.dtype, *model.module);
+  }
+  return {};
+}
+
+/// One device: the preparation (with the precision conversion and, for
+/// training, model.train() semantics), the training step's passes, memory
+/// planning, emission.
+DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileRequest &request,
+                                 CompileResult &result) {
+  LoadedModel &model = result.model;
+  if (DriverStatus s = import(context, request, std::nullopt, model); !s.ok())
+    return s;
+  if (model.meta) {
+    error(context) << request.model
+                   << ": the model was exported on the meta device and has no weight data; "
+                      "compile needs real weights ('cleave import --summary' works on meta "
+                      "models)";
+    return DriverStatus::failure();
+  }
+
+  PlanEmitOptions emitOptions;
+  emitOptions.modelSource = request.model;
+  Snapshots snapshots;
+  snapshots.add("imported", *model.module);
+  // The steps of cleave-single-device-plan, run apart for their snapshots.
+  mlir::cleave::PrepareOptions prepare;
+  prepare.fuseAttention = request.fuseAttention;
+  prepare.paramData = paramDataOf(model.params);
+  prepare.dtype = request.dtype;
+  prepare.training = request.isTraining();
+  prepare.seed = request.seed;
+  if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
+        mlir::cleave::addPreparePipeline(pm, prepare);
+      })))
+    return DriverStatus::failure();
+  if (request.dtype != "f32")
+    snapshots.add(request.dtype, *model.module);
+  if (request.isTraining()) {
+    if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
+          mlir::cleave::addTrainingPipeline(pm, request.training);
+        })))
+      return DriverStatus::failure();
+    snapshots.add("training-step", *model.module);
+    emitOptions.training = trainingEmitInfo(request.training, request.dtype, request.seed);
+    for (const StateDictItem &item : model.stateDict)
+      emitOptions.training->stateDict.push_back(StateDictEntry{item.name, item.param, &item.data});
+  }
+  if (mlir::failed(runPasses(*model.module, [](mlir::PassManager &pm) {
+        pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
+      })))
+    return DriverStatus::failure();
+  snapshots.add("memory-planned", *model.module);
+  emitOptions.irSnapshots = snapshots.list;
+  if (mlir::failed(emitSingleDevicePlan(*model.module, model.params, request.output,
+                                        emitOptions)))
+    return DriverStatus::failure();
+
+  auto func = model.forward();
+  result.arenaBytes = func->getAttrOfType<mlir::IntegerAttr>("cleave.arena_bytes").getInt();
+  result.peakLiveBytes = func->getAttrOfType<mlir::IntegerAttr>("cleave.peak_live_bytes").getInt();
+  result.weightBytes = paramBytes(*model.module);
+  if (auto state = func->getAttrOfType<mlir::IntegerAttr>("cleave.state_bytes"))
+    result.stateBytes = state.getInt();
+  return {};
+}
+
+/// What the manifest records of a partitioned plan: the chosen strategy,
+/// the model's names and parameters, the predicted step.
+PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &request,
+                            const PlanResult &plan) {
+  const planner::Candidate &chosen = *plan.chosen;
+  const auto &search = request.planner.search;
+  auto func = model.forward();
+  PartitionInfo info;
+  info.pp = chosen.pp;
+  info.tp = chosen.tp;
+  info.dp = chosen.dp;
+  info.schedule = cost::scheduleName(chosen.schedule);
+  info.virtualStages = chosen.virtualStages;
+  info.microbatches = chosen.microbatches;
+  info.microbatchSize = chosen.microbatchSize;
+  info.globalBatch = search.globalBatch;
+  info.batchDim = request.planner.batchDim;
+  info.withWeights = !model.meta;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, "cleave.name"))
+      info.inputNames.push_back(name.str());
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    auto name = func.getResultAttrOfType<mlir::StringAttr>(i, "cleave.name");
+    info.outputNames.push_back(name ? name.str() : "output_" + std::to_string(i));
+  }
+  func.walk([&](mlir::cleave::ParamOp param) {
+    auto type = llvm::cast<mlir::RankedTensorType>(param.getType());
+    runtime::TensorDesc desc;
+    desc.dtype = tensorDescOf(type).dtype; // as stored: bf16 after --dtype bf16
+    desc.shape.assign(type.getShape().begin(), type.getShape().end());
+    info.parameters.push_back({param.getName().str(), desc});
+  });
+  auto strategy = nlohmann::json::parse(plan.strategyJson);
+  const auto &p = strategy["predicted"];
+  double bubble = p["pipeline_seconds"].get<double>() * p["bubble_fraction"].get<double>();
+  double communication = p["tp_comm_seconds"].get<double>() + p["dp_comm_seconds"].get<double>();
+  double step = p["step_seconds"].get<double>();
+  info.predicted = nlohmann::ordered_json{
+      {"step_seconds", step},
+      {"compute_seconds", std::max(0.0, step - bubble - communication)},
+      {"communication_seconds", communication},
+      {"bubble_seconds", bubble},
+      {"memory_budget_bytes", static_cast<int64_t>(search.memoryBudget)}};
+  return info;
+}
+
+/// A cluster: plan, import again at the microbatch size, lower the strategy
+/// step by step (a snapshot after each), emit and verify.
+DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest &original,
+                               const cost::ClusterSpec &spec, CompileResult &result) {
+  // The pins and ZeRO level change below as choices are fixed.
+  CompileRequest request = original;
+  auto &search = request.planner.search;
+  LoadedModel &model = result.model;
+  Snapshots snapshots;
+  if (DriverStatus s = importForPlan(context, request, std::nullopt, model, snapshots); !s.ok())
+    return s;
+  progress(request, "imported");
+  result.plan.emplace();
+  if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok())
+    return s;
+  planner::Candidate chosen = *result.plan->chosen;
+  if (chosen.sharding == cost::ShardingLevel::Parameters) {
+    // Forward programs with parameters gathered per layer are not emitted yet.
+    search.sharding = cost::ShardingLevel::Gradients;
+    if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok())
+      return s;
+    chosen = *result.plan->chosen;
+  }
+  progress(request, "planned");
+
+  // The programs run one microbatch: import again at that size and plan it
+  // with every choice pinned, so the IR's shapes are the ones that run.
+  if (chosen.microbatchSize != result.plan->planner.profile.tracedBatch) {
+    if (request.planner.batchDim != 0) {
+      error(context) << "compiling at another microbatch size than the traced batch needs "
+                        "the batch in dim 0 of the inputs";
+      return DriverStatus::failure().withUsage();
+    }
+    if (DriverStatus s =
+            importForPlan(context, request, chosen.microbatchSize, model, snapshots);
+        !s.ok())
+      return s;
+    search.tp = chosen.tp;
+    search.pp = chosen.pp;
+    search.dp = chosen.dp;
+    search.microbatchSize = chosen.microbatchSize;
+    search.virtualStages = chosen.virtualStages;
+    if (search.training) {
+      search.schedule = chosen.schedule;
+      search.sharding = chosen.sharding;
+    }
+    if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok()) {
+      if (s.error() == DriverError::NothingFits)
+        error(context) << "the plan (" << chosen.label()
+                       << ") no longer fits when planned again at its microbatch size";
+      return s;
+    }
+    chosen = *result.plan->chosen;
+    progress(request, "re-imported");
+  }
+
+  PlanEmitOptions emitOptions;
+  emitOptions.modelSource = request.model;
+  emitOptions.strategyJson = result.plan->strategyJson;
+  result.partition = partitionInfo(model, request, *result.plan);
+
+  annotateModel(model, *result.plan);
+  snapshots.add("planned", *model.module);
+  struct Step {
+    const char *name;
+    std::function<void(mlir::PassManager &)> add;
+  };
+  std::vector<Step> steps = {
+      {"collectives",
+       [](mlir::PassManager &pm) {
+         pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createInsertCollectives());
+       }},
+      {"stages", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createOutlineStages()); }},
+      {"local-shapes",
+       [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createLocalShapes()); }},
+      {"ranks", [](mlir::PassManager &pm) { pm.addPass(mlir::cleave::createSpecializeRanks()); }},
+      {"recompute",
+       [](mlir::PassManager &pm) {
+         pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createMarkRecompute());
+       }},
+      {"memory-planned",
+       [](mlir::PassManager &pm) {
+         pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
+       }},
+  };
+  for (const Step &step : steps) {
+    if (mlir::failed(runPasses(*model.module, step.add))) {
+      error(context) << "lowering failed at step " << snapshots.list.size() << "-" << step.name
+                     << "; the IR before it is what " << request.output << "/ir/ would hold";
+      return DriverStatus::failure();
+    }
+    snapshots.add(step.name, *model.module);
+  }
+  emitOptions.irSnapshots = snapshots.list;
+  progress(request, "lowered");
+  // What `cleave verify` checks, on the directory before it appears.
+  runtime::VerifyResult verified;
+  emitOptions.check = [&](const std::string &dir) -> mlir::LogicalResult {
+    runtime::Plan written;
+    if (runtime::Status s = runtime::loadPlan(dir, &written); !s.ok()) {
+      error(context) << "the compiled plan does not load: " << s.message();
+      return mlir::failure();
+    }
+    verified = runtime::verifyPlan(written);
+    for (const std::string &e : verified.errors)
+      error(context) << "the compiled plan fails verification: " << e;
+    return mlir::success(verified.ok());
+  };
+  if (mlir::failed(emitPartitionedPlan(*model.module, model.params, request.output, emitOptions,
+                                       result.partition)))
+    return DriverStatus::failure();
+  result.transfers = verified.transfers;
+  result.collectives = verified.collectives;
+  progress(request, "verified, written");
+  return {};
+}
+
+} // namespace
+
+mlir::cleave::ParamDataLookup paramDataOf(const decltype(ImportedModel::params) &params) {
+  return [&params](llvm::StringRef name) -> const void * {
+    auto it = params.find(name.str());
+    return it == params.end() ? nullptr : it->second.data;
+  };
+}
+
+DriverStatus setUpCluster(mlir::MLIRContext &context, CompileRequest &request,
+                          cost::ClusterSpec &spec) {
+  auto &search = request.planner.search;
+  runtime::Status status = cost::loadClusterSpec(request.cluster, spec, request.nodes);
+  if (!status.ok()) {
+    error(context) << status.message();
+    return DriverStatus::failure();
+  }
+  if (std::string e = mlir::cleave::useDevices(spec, request.devices); !e.empty()) {
+    error(context) << e;
+    return DriverStatus::failure();
+  }
+  search.training = request.isTraining();
+  search.devices = spec.deviceCount();
+  search.memoryBudget =
+      request.memory ? *request.memory : mlir::cleave::defaultMemoryBudget(spec.device);
+  bool mixed = request.mixed.value_or(search.training);
+  search.mixedPrecision = mixed && search.training;
+  search.paramDType = mixed ? runtime::DType::BF16 : runtime::DType::F32;
+  request.planner.computeDType = search.paramDType;
+  return {};
+}
+
+DriverStatus loadModel(mlir::MLIRContext &context, const CompileRequest &request,
+                       LoadedModel &model) {
+  context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
+  model = LoadedModel();
+  mlir::cleave::PrepareOptions prepare;
+  prepare.fuseAttention = request.fuseAttention;
+  if (llvm::StringRef(request.model).ends_with(".mlir")) {
+    if (request.import.batchSize || !request.import.inputShapes.empty()) {
+      error(context) << "--batch and --input-shape need a TorchScript model: the shapes of "
+                        "cleave IR are fixed";
+      return DriverStatus::failure();
+    }
+    model.module = mlir::parseSourceFile<mlir::ModuleOp>(request.model, &context);
+    if (!model.module)
+      return DriverStatus::failure();
+  } else {
+    if (DriverStatus s = import(context, request, std::nullopt, model); !s.ok())
+      return s;
+    // The buffers' data stays in `model` while the preparation reads it.
+    prepare.paramData = paramDataOf(model.params);
+  }
+  if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
+        mlir::cleave::addPreparePipeline(pm, prepare);
+      })))
+    return DriverStatus::failure();
+  if (!model.forward()) {
+    error(context) << request.model << ": no function @forward";
+    return DriverStatus::failure();
+  }
+  return {};
+}
+
+DriverStatus costModel(const LoadedModel &model, const cost::ClusterSpec &spec,
+                       mlir::cleave::ModelEstimate &estimate) {
+  auto result = mlir::cleave::estimateModel(model.forward(), spec.device);
+  if (mlir::failed(result))
+    return DriverStatus::failure();
+  estimate = std::move(*result);
+  return {};
+}
+
+DriverStatus planModel(const LoadedModel &model, const CompileRequest &request,
+                       const cost::ClusterSpec &spec, PlanResult &plan) {
+  plan = PlanResult();
+  auto result = mlir::cleave::planModel(model.forward(), spec, request.planner);
+  if (mlir::failed(result))
+    return DriverStatus::failure();
+  plan.planner = std::move(*result);
+  if (plan.planner.search.best.empty())
+    return DriverStatus::failure(DriverError::NothingFits);
+  plan.chosen = plan.planner.search.best.front();
+  plan.strategyJson = mlir::cleave::strategyJson(plan.planner, *plan.chosen, spec,
+                                                 request.planner, request.model);
+  return {};
+}
+
+void annotateModel(LoadedModel &model, const PlanResult &plan) {
+  mlir::cleave::annotateStrategy(model.forward(), plan.planner, *plan.chosen);
+}
+
+DriverStatus compilePlan(mlir::MLIRContext &context, const CompileRequest &request,
+                         const cost::ClusterSpec *cluster, CompileResult &result) {
+  result = CompileResult();
+  return cluster ? compileForCluster(context, request, *cluster, result)
+                 : compileForOneDevice(context, request, result);
+}
+
+DriverStatus summarizeModel(mlir::ModuleOp module, unsigned depth) {
+  mlir::cleave::PrintModelSummaryOptions options;
+  options.depth = depth;
+  if (mlir::failed(runPasses(module, [&](mlir::PassManager &pm) {
+        pm.addPass(mlir::cleave::createPrintModelSummary(options));
+      })))
+    return DriverStatus::failure();
+  return {};
+}
+
+DriverStatus lowerForOneDevice(mlir::ModuleOp module) {
+  if (mlir::failed(runPasses(module, [](mlir::PassManager &pm) {
+        mlir::cleave::addSingleDevicePlanPipeline(pm);
+      })))
+    return DriverStatus::failure();
+  return {};
+}
+
+} // namespace cleave

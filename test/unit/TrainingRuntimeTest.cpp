@@ -1,0 +1,295 @@
+//===- TrainingRuntimeTest.cpp - plan version 2, the trainer, checkpoints -===//
+//
+// A training plan written by hand into a temporary directory: one weight w
+// that each step replaces with w + x (an in-place update through `assign`),
+// the loss sum(w + x), and a state region. Checks the loader's version-2
+// rules, the executor's state region and persistent tensors, the data
+// order, and checkpoints (round trip, damage, another plan's).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Executor.h"
+#include "runtime/Plan.h"
+#include "runtime/Safetensors.h"
+#include "runtime/train/Checkpoint.h"
+#include "runtime/train/Trainer.h"
+#include "runtime/train/TrainingData.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+using namespace cleave::runtime;
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+#define ASSERT_OK(expr)                                                        \
+  do {                                                                         \
+    Status s_ = (expr);                                                        \
+    ASSERT_TRUE(s_.ok()) << s_.message();                                      \
+  } while (0)
+
+void expectError(const Status &status, const std::string &part) {
+  ASSERT_FALSE(status.ok()) << "expected an error mentioning '" << part << "'";
+  EXPECT_NE(status.message().find(part), std::string::npos) << status.message();
+}
+
+class TrainingPlan : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = (fs::temp_directory_path() /
+           ("cleave-training-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name()))
+              .string();
+    fs::remove_all(dir);
+    fs::create_directories(dir + "/programs");
+    fs::create_directories(dir + "/weights");
+    manifest = Json{
+        {"format", "cleave-plan"},
+        {"version", 2},
+        {"model", {{"source", "handwritten"}}},
+        {"inputs", Json::array({{{"name", "x"}, {"shape", {2, 3}}, {"dtype", "f32"}}})},
+        {"outputs", Json::array({{{"name", "loss"}, {"shape", Json::array()}, {"dtype", "f32"}}})},
+        {"mesh", {{"pp", 1}, {"tp", 1}, {"dp", 1}}},
+        {"schedule", {{"kind", "train"}, {"microbatches", 1}}},
+        {"devices", Json::array({{{"rank", 0}, {"backend", "cpu"}, {"stage", 0}, {"tp", 0},
+                                  {"dp", 0}, {"program", "stage0_tp0"}}})},
+        {"programs",
+         {{"stage0_tp0",
+           {{"file", "programs/stage0_tp0.json"}, {"weights", "weights/stage0_tp0.safetensors"},
+            {"arena_bytes", 256}, {"weight_bytes", 24}, {"state_bytes", 128}}}}},
+        {"training",
+         {{"loss", "model"}, {"labels", nullptr}, {"batch_size", 2}, {"dtype", "f32"},
+          {"seed", 5}, {"optimizer", {{"kind", "none"}}}, {"parameters", {"w"}},
+          {"state_dict", Json::array({{{"name", "w"}, {"tensor", "w"}}})}}},
+        {"predicted", {{"memory_bytes", {{"arena", 256}, {"weights", 24}, {"state", 128},
+                                         {"total", 408}}}}}};
+    program = Json{
+        {"format", "cleave-program"},
+        {"version", 2},
+        {"name", "stage0_tp0"},
+        {"arena_bytes", 256},
+        {"state_bytes", 128},
+        {"inputs", Json::array({{{"name", "x"}, {"buffer", 0}}})},
+        {"outputs", Json::array({{{"name", "loss"}, {"buffer", 3}}})},
+        {"buffers",
+         Json::array({
+             {{"id", 0}, {"name", "x"}, {"shape", {2, 3}}, {"dtype", "f32"}, {"arena_offset", 0}},
+             {{"id", 1}, {"name", "w"}, {"shape", {2, 3}}, {"dtype", "f32"}, {"weight", "w"}},
+             {{"id", 2}, {"name", "moment"}, {"shape", {2, 3}}, {"dtype", "f32"},
+              {"state", "moment"}, {"state_offset", 0}},
+             {{"id", 3}, {"name", "loss"}, {"shape", Json::array()}, {"dtype", "f32"},
+              {"arena_offset", 64}},
+             {{"id", 4}, {"name", "sum"}, {"shape", {2, 3}}, {"dtype", "f32"},
+              {"arena_offset", 128}},
+             {{"id", 5}, {"name", "step"}, {"shape", Json::array()}, {"dtype", "i64"},
+              {"state", "step"}, {"state_offset", 64}},
+         })},
+        {"phases",
+         Json::array({
+             {{"name", "forward"},
+              {"instructions",
+               Json::array({{{"kernel", "add"}, {"inputs", {0, 1}}, {"outputs", {4}}},
+                            {{"kernel", "reduce_sum"}, {"inputs", {4}}, {"outputs", {3}},
+                             {"attrs", {{"dims", {0, 1}}}}}})}},
+             {{"name", "optimizer"},
+              {"instructions",
+               Json::array({{{"kernel", "assign"}, {"inputs", {4}}, {"outputs", {1}}}})}},
+         })}};
+  }
+  void TearDown() override { fs::remove_all(dir); }
+
+  void write() {
+    std::ofstream(dir + "/manifest.json") << manifest.dump(1);
+    std::ofstream(dir + "/programs/stage0_tp0.json") << program.dump(1);
+    std::vector<float> w = {1, 2, 3, 4, 5, 6};
+    ASSERT_OK(writeSafetensors(dir + "/weights/stage0_tp0.safetensors",
+                               {{"w", TensorDesc{DType::F32, {2, 3}}, w.data()}}));
+  }
+  Status load(Plan *plan) {
+    write();
+    return loadPlan(dir, plan);
+  }
+  /// A data file of `samples` rows of x: row i is (i, i, i).
+  std::string data(int64_t samples) {
+    std::vector<float> x;
+    for (int64_t i = 0; i < samples; ++i)
+      x.insert(x.end(), 3, static_cast<float>(i));
+    std::string path = dir + "/data.safetensors";
+    Status s = writeSafetensors(path, {{"x", TensorDesc{DType::F32, {samples, 3}}, x.data()}});
+    EXPECT_TRUE(s.ok()) << s.message();
+    return path;
+  }
+
+  std::string dir;
+  Json manifest, program;
+};
+
+TEST_F(TrainingPlan, LoadsStateBuffersTheTrainingSectionAndInPlaceUpdates) {
+  Plan plan;
+  ASSERT_OK(load(&plan));
+  EXPECT_EQ(plan.version, 2);
+  ASSERT_TRUE(plan.training.has_value());
+  EXPECT_EQ(plan.training->batchSize, 2);
+  EXPECT_EQ(plan.training->seed, 5);
+  EXPECT_EQ(plan.training->optimizer.kind, "none");
+  const ProgramSpec &p = plan.programs.at("stage0_tp0");
+  EXPECT_EQ(p.stateBytes, 128u);
+  EXPECT_EQ(p.predictedBytes(), 408u);
+  ASSERT_TRUE(p.buffers[2].state.has_value());
+  EXPECT_EQ(*p.buffers[2].stateOffset, 0u);
+  EXPECT_TRUE(p.buffers[1].persistent());
+  // Every phase runs once per step, in order.
+  ASSERT_EQ(plan.stageSlots[0].size(), 2u);
+  EXPECT_EQ(plan.stageSlots[0][1].phase, "optimizer");
+}
+
+TEST_F(TrainingPlan, RejectsStateOutsideVersion2AndOverlappingStates) {
+  program["buffers"][5]["state_offset"] = 16; // inside "moment"'s 24 bytes
+  Plan plan;
+  expectError(load(&plan), "overlaps state 'moment'");
+
+  SetUp();
+  program["buffers"][5]["state_offset"] = 128; // past the region
+  expectError(load(&plan), "past the state region's 128 bytes");
+
+  SetUp();
+  manifest["programs"]["stage0_tp0"]["state_bytes"] = 64;
+  expectError(load(&plan), "predicts a state region of 64 bytes");
+
+  SetUp();
+  manifest["version"] = 1;
+  program["version"] = 1;
+  manifest["schedule"]["kind"] = "forward";
+  manifest.erase("training");
+  expectError(load(&plan), "state buffers need plan format version 2");
+
+  SetUp();
+  program["version"] = 1;
+  expectError(load(&plan), "version 1, the manifest's is 2");
+
+  SetUp();
+  manifest["training"]["state_dict"][0]["tensor"] = "nothing";
+  expectError(load(&plan), "names 'nothing', which is not a weight");
+}
+
+TEST_F(TrainingPlan, VersionOneRejectsWritesToWeights) {
+  // The same in-place update in an inference plan: not allowed there.
+  manifest["version"] = 1;
+  program["version"] = 1;
+  manifest["schedule"]["kind"] = "forward";
+  manifest.erase("training");
+  program.erase("state_bytes");
+  manifest["programs"]["stage0_tp0"].erase("state_bytes");
+  for (auto [id, offset] : {std::pair{2, 192}, {5, 224}}) {
+    program["buffers"][id].erase("state");
+    program["buffers"][id].erase("state_offset");
+    program["buffers"][id]["arena_offset"] = offset;
+  }
+  Plan plan;
+  expectError(load(&plan), "writes to weight buffer 1");
+}
+
+TEST_F(TrainingPlan, ExecutorAllocatesTheStateZeroedAndUpdatesInPlace) {
+  Plan plan;
+  ASSERT_OK(load(&plan));
+  std::unique_ptr<Backend> cpu = createCpuBackend();
+  std::unique_ptr<Executor> ex;
+  ASSERT_OK(Executor::create(plan.programs.at("stage0_tp0"), *cpu, &ex));
+  EXPECT_EQ(ex->allocatedBytes(), 408u);
+  std::vector<float> moment(6, -1);
+  ASSERT_OK(ex->readState("moment", moment.data(), 24));
+  EXPECT_EQ(moment, std::vector<float>(6, 0.0f));
+  int64_t step = -1;
+  ASSERT_OK(ex->readState("step", &step, 8));
+  EXPECT_EQ(step, 0);
+  expectError(ex->readState("moment", moment.data(), 20), "has 24 bytes, not 20");
+  expectError(ex->readState("nothing", moment.data(), 24), "no state 'nothing'");
+
+  std::vector<float> x = {1, 1, 1, 1, 1, 1};
+  ASSERT_OK(ex->setInput("x", x.data(), 24));
+  for (size_t p = 0; p < plan.programs.at("stage0_tp0").phases.size(); ++p)
+    ASSERT_OK(ex->runPhase(p));
+  float loss = 0;
+  ASSERT_OK(ex->getOutput("loss", &loss, 4));
+  EXPECT_EQ(loss, 27.0f); // sum(w + 1)
+  std::vector<float> w(6);
+  ASSERT_OK(ex->readWeight("w", w.data(), 24));
+  EXPECT_EQ(w, (std::vector<float>{2, 3, 4, 5, 6, 7}));
+}
+
+TEST_F(TrainingPlan, DataOrderWrapsAndShufflesByEpoch) {
+  Plan plan;
+  ASSERT_OK(load(&plan));
+  TrainingData d;
+  ASSERT_OK(TrainingData::load(data(5), plan, &d));
+  EXPECT_EQ(d.batchIndices(0, std::nullopt), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(d.batchIndices(2, std::nullopt), (std::vector<int64_t>{4, 0}));
+  // Under a shuffle each epoch is a permutation of the samples, the same for
+  // the same seed, another for another epoch or seed.
+  auto epoch = [&](uint64_t seed, int64_t e) {
+    std::vector<int64_t> order;
+    for (int64_t g = e * 5; g < (e + 1) * 5; ++g) {
+      std::vector<int64_t> b = d.batchIndices(g / 2, seed);
+      order.push_back(b[g % 2]);
+    }
+    return order;
+  };
+  std::vector<int64_t> first = epoch(7, 0), sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(epoch(7, 0), first);
+  std::set<std::vector<int64_t>> orders;
+  for (int64_t e = 0; e < 6; ++e)
+    orders.insert(epoch(7, e));
+  EXPECT_GT(orders.size(), 1u);
+
+  TrainingData few;
+  expectError(TrainingData::load(data(1), plan, &few), "fewer than one batch of 2");
+}
+
+TEST_F(TrainingPlan, TrainerRunsStepsAndCheckpointsRoundTrip) {
+  Plan plan;
+  ASSERT_OK(load(&plan));
+  std::unique_ptr<Backend> cpu = createCpuBackend();
+  TrainOptions options;
+  options.dataPath = data(4);
+  options.steps = 3;
+  options.checkpointDir = dir + "/ck";
+  options.checkpointEvery = 2;
+  TrainReport full;
+  ASSERT_OK(train(plan, *cpu, options, &full));
+  ASSERT_EQ(full.steps.size(), 3u);
+  // w0 = 1..6, then w += x each step: rows (0,0,0),(1,1,1), then (2,2,2),(3,3,3), ...
+  EXPECT_EQ(full.steps[0].loss, 21.0f + 3.0f);
+  EXPECT_EQ(full.allocatedBytes, full.predictedBytes);
+  EXPECT_TRUE(fs::exists(dir + "/ck/ckpt-2/checkpoint.json"));
+  EXPECT_TRUE(fs::exists(dir + "/ck/ckpt-3/checkpoint.json"));
+
+  TrainOptions resume = options;
+  resume.resumePath = dir + "/ck/ckpt-2";
+  resume.checkpointDir.clear();
+  TrainReport resumed;
+  ASSERT_OK(train(plan, *cpu, resume, &resumed));
+  ASSERT_EQ(resumed.steps.size(), 1u);
+  EXPECT_EQ(resumed.steps[0].step, 3);
+  EXPECT_EQ(resumed.steps[0].loss, full.steps[2].loss);
+
+  // A changed byte in the state file is found before anything is restored.
+  std::string state = dir + "/ck/ckpt-2/state.safetensors";
+  {
+    std::fstream f(state, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(-1, std::ios::end);
+    f.put('\x7f');
+  }
+  TrainReport damaged;
+  expectError(train(plan, *cpu, resume, &damaged), "state.safetensors: damaged: checksum");
+}
+
+} // namespace

@@ -2,11 +2,12 @@
 # The main job, end to end: export example models with PyTorch, import them
 # into cleave IR and summarize them, compile one into a plan and run it against
 # PyTorch's own outputs; compile it for 4 devices, inspect the plan, run it on 4
-# local ranks and compare with one device and PyTorch; import a
+# local ranks and compare with one device and PyTorch; train it for 20 steps
+# against PyTorch's training, with a checkpoint and a resume; import a
 # 145.6B-parameter GPT exported on the meta device (shapes only).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/build.sh" --target cleave cleave-opt
+bash "$root/scripts/build.sh" --target cleave cleave-opt cleave-train
 cleave="$root/build/bin/cleave"
 out="$root/build/demo"
 mkdir -p "$out"
@@ -59,6 +60,25 @@ echo "4 ranks against one device:"
 echo "4 ranks against PyTorch:"
 /usr/bin/python3 "$root/test/e2e/compare_outputs.py" "$out/gpt4-io/outputs.safetensors" \
   "$out/gpt4.outputs.safetensors"
+
+step "Train it: cleave compile --mode train (loss, gradients, AdamW in the IR), cleave train"
+/usr/bin/python3 "$root/examples/export.py" gpt --config tiny --dropout 0 --train -o "$out/gpt-train.pt" \
+  --data "$out/gpt-train.data.safetensors" --samples 64 --labels cross_entropy
+"$cleave" compile "$out/gpt-train.pt" --mode train --loss cross_entropy --optimizer adamw --lr 3e-3 \
+  -o "$out/gpt.train"
+"$cleave" inspect "$out/gpt.train" | sed -n '/^training/,/total/p'
+rm -rf "$out/gpt.ckpt"
+"$cleave" train "$out/gpt.train" --data "$out/gpt-train.data.safetensors" --steps 20 \
+  --log "$out/gpt.train.jsonl" --checkpoint "$out/gpt.ckpt" --checkpoint-every 10 \
+  --save-weights "$out/gpt.trained.safetensors"
+echo "PyTorch training the same TorchScript file on the same data, step by step:"
+/usr/bin/python3 "$root/test/train/reference.py" "$out/gpt-train.pt" --data "$out/gpt-train.data.safetensors" \
+  --steps 20 --loss cross_entropy --lr 3e-3 --losses "$out/gpt.train.ref.jsonl"
+/usr/bin/python3 "$root/test/train/compare_training.py" "$out/gpt.train.ref.jsonl" "$out/gpt.train.jsonl" | tail -3
+echo "Resumed from the step-10 checkpoint: steps 11..20 again, bit-identical:"
+"$cleave" train "$out/gpt.train" --data "$out/gpt-train.data.safetensors" --steps 20 -q \
+  --resume "$out/gpt.ckpt/ckpt-10" --log "$out/gpt.resumed.jsonl"
+/usr/bin/python3 "$root/test/train/training_files.py" same-losses "$out/gpt.train.jsonl" "$out/gpt.resumed.jsonl"
 
 step "A 145.6B-parameter GPT (80 layers, hidden 12288) exported on the meta device"
 /usr/bin/python3 "$root/examples/export.py" gpt-145.6b -o "$out/gpt-145.6b.pt"

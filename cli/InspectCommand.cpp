@@ -541,9 +541,9 @@ void printTrainingMemory(const Facts &facts, llvm::raw_ostream &os) {
   int64_t sum = 0;
   for (const auto &[name, bytes] : c)
     sum += bytes;
-  os << "predicted memory by category          | allocated\n";
+  os << "predicted memory by category        | allocated\n";
   auto row = [&](const std::string &left, int64_t a, const std::string &right, int64_t b) {
-    os << llvm::formatv("  {0,-14} {1,10}          | {2,-8} {3,10}\n", left, formatBytes(a),
+    os << llvm::formatv("  {0,-16} {1,10}        | {2,-8} {3,10}\n", left, formatBytes(a),
                         right, right.empty() ? std::string() : formatBytes(b));
   };
   auto get = [&](const char *k) { return c.count(k) ? c.at(k) : 0; };

@@ -54,6 +54,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
 CLEAVE = os.path.join(ROOT, "build", "bin", "cleave")
@@ -225,15 +228,9 @@ def _fail(message, log=None):
 
 
 def _machine():
-    model = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
     with open("/proc/meminfo") as f:
         mem = int(f.readline().split()[1]) / 1048576
-    return f"{model}, {os.cpu_count()} cores, {mem:.0f} GiB"
+    return f"{benchlib.machine()}, {mem:.0f} GiB"
 
 
 def _mib(n):

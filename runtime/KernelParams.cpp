@@ -54,10 +54,9 @@ Status parsePoolWindow(const KernelSignature &sig, const TensorDesc &x, bool has
 
 namespace {
 
-/// Checks a pooling op's input and output; `hasDilation` is false for
-/// avg_pool2d (dilation 1).
-Status parsePool(const KernelSignature &sig, const char *backend,
-                 std::initializer_list<DType> dtypes, bool hasDilation, PoolParams *g) {
+/// The one input of a pooling op: present, of an allowed dtype, 4-D.
+Status checkPoolInput(const KernelSignature &sig, const char *backend,
+                      std::initializer_list<DType> dtypes) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
   const TensorDesc &x = *sig.inputs[0];
@@ -65,6 +64,15 @@ Status parsePool(const KernelSignature &sig, const char *backend,
   if (x.rank() != 4)
     return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
                         describe(x.shape, x.dtype));
+  return {};
+}
+
+/// Checks a pooling op's input and output; `hasDilation` is false for
+/// avg_pool2d (dilation 1).
+Status parsePool(const KernelSignature &sig, const char *backend,
+                 std::initializer_list<DType> dtypes, bool hasDilation, PoolParams *g) {
+  CLEAVE_RETURN_IF_ERROR(checkPoolInput(sig, backend, dtypes));
+  const TensorDesc &x = *sig.inputs[0];
   CLEAVE_RETURN_IF_ERROR(parsePoolWindow(sig, x, hasDilation, g));
   return checkOutput(sig, {x.dtype, {x.shape[0], x.shape[1], g->oh, g->ow}},
                      "from the input and the window attributes");
@@ -85,13 +93,8 @@ Status parseAvgPool2d(const KernelSignature &sig, const char *backend,
 
 Status parseAdaptiveAvgPool2d(const KernelSignature &sig, const char *backend,
                               std::initializer_list<DType> dtypes, AdaptivePoolParams *out) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(checkPoolInput(sig, backend, dtypes));
   const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
-  if (x.rank() != 4)
-    return CLEAVE_ERROR(sig.kernel, ": needs a 4-D input [N, C, H, W], got ",
-                        describe(x.shape, x.dtype));
   std::vector<int64_t> size;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("output_size", &size)));
   CLEAVE_RETURN_IF_ERROR(checkPair(sig, "output_size", size, 1));

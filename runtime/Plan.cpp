@@ -888,15 +888,6 @@ Status parsePredicted(const Node &top, PredictedCost *predicted) {
   return {};
 }
 
-/// Reads a number (or null, when `nullable`) that may be negative.
-Status getNumber(const Node &node, const std::string &key, double *out) {
-  Node child = node.child(key);
-  if (!child.json.is_number())
-    return CLEAVE_ERROR(child.where(), ": expected a number");
-  *out = child.json.get<double>();
-  return {};
-}
-
 /// manifest.json `training` (version 2): what `cleave train` needs beyond
 /// the programs. Names are checked against the program by checkTraining.
 Status parseTraining(const Node &top, Plan *plan) {

@@ -182,14 +182,11 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   report->loadSeconds = since(loadStart);
   report->firstStep = done + 1;
 
-  std::vector<size_t> phases(program.phases.size());
-  for (size_t i = 0; i < phases.size(); ++i)
-    phases[i] = i;
   for (int64_t step = done + 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor)
                                .prepend("step " + std::to_string(step)));
-    for (size_t index : phases)
+    for (size_t index = 0; index < program.phases.size(); ++index)
       if (Status s = executor->runPhase(index); !s.ok())
         return s.prepend("step " + std::to_string(step) + " (" +
                          describeBatch(data, step - 1, options.shuffleSeed) + ")");

@@ -3,6 +3,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Safetensors.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <set>
@@ -62,6 +63,8 @@ Status TrainingData::load(const std::string &path, const Plan &plan, TrainingDat
     column.sampleBytes = TensorDesc{got.dtype, sample}.bytes();
     column.data.resize(got.bytes());
     CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(index, *entry, column.data.data()));
+    data.staging_.resize(std::max(data.staging_.size(),
+                                  column.sampleBytes * static_cast<size_t>(data.batch_)));
     data.columns_.push_back(std::move(column));
   }
   for (const SafetensorsEntry &entry : index.entries)
@@ -105,13 +108,12 @@ std::vector<int64_t> TrainingData::batchIndices(int64_t step,
 Status TrainingData::setBatch(int64_t step, std::optional<uint64_t> shuffleSeed,
                               Executor &executor) const {
   std::vector<int64_t> indices = batchIndices(step, shuffleSeed);
-  std::vector<char> batch;
   for (const Column &column : columns_) {
-    batch.resize(column.sampleBytes * indices.size());
     for (size_t j = 0; j < indices.size(); ++j)
-      std::memcpy(batch.data() + j * column.sampleBytes,
+      std::memcpy(staging_.data() + j * column.sampleBytes,
                   column.data.data() + indices[j] * column.sampleBytes, column.sampleBytes);
-    CLEAVE_RETURN_IF_ERROR(executor.setInput(column.name, batch.data(), batch.size()));
+    CLEAVE_RETURN_IF_ERROR(
+        executor.setInput(column.name, staging_.data(), column.sampleBytes * indices.size()));
   }
   return {};
 }

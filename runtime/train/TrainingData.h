@@ -51,6 +51,9 @@ private:
   std::vector<Column> columns_;
   mutable int64_t permutationEpoch_ = -1;
   mutable std::vector<int64_t> permutation_;
+  /// One batch of the widest column, sized once by load(), that setBatch
+  /// gathers each column's samples into.
+  mutable std::vector<char> staging_;
 };
 
 } // namespace cleave::runtime

@@ -1,11 +1,17 @@
 #include "cli/Args.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <csignal>
+#include <sstream>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char **environ;
 
 namespace cleave {
 
@@ -45,6 +51,105 @@ std::string selfPath() {
   char buffer[4096];
   ssize_t n = readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
   return n > 0 ? std::string(buffer, n) : std::string("cleave");
+}
+
+std::string findOnPath(const std::string &program) {
+  const char *path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    if (access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+  }
+  return "";
+}
+
+std::vector<std::string> mpirunEnvironment() {
+  std::vector<std::string> env;
+  for (char **e = environ; *e; ++e)
+    env.push_back(*e);
+  const char *defaults[][2] = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
+                               {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
+                               {"OMPI_MCA_plm", "isolated"}};
+  for (auto &[name, value] : defaults)
+    if (!std::getenv(name))
+      env.push_back(std::string(name) + "=" + value);
+  return env;
+}
+
+bool launchedAsRanks() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char *v = std::getenv(name); v && std::atoi(v) > 1)
+      return true;
+  return false;
+}
+
+int localRank() {
+  const char *v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  return v ? std::max(0, std::atoi(v)) : 0;
+}
+
+int localRanks() {
+  const char *v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return v ? std::max(1, std::atoi(v)) : 1;
+}
+
+namespace {
+pid_t launchedJob = 0;
+void forwardSignal(int sig) {
+  if (launchedJob > 0)
+    kill(-launchedJob, sig);
+}
+} // namespace
+
+int launchLocal(int ranks, const std::vector<std::string> &args) {
+  std::string mpirun = findOnPath("mpirun");
+  if (mpirun.empty()) {
+    std::fprintf(stderr, "cleave: error: --local needs mpirun, which is not on PATH (install "
+                         "openmpi-bin)\n");
+    return 1;
+  }
+  std::vector<std::string> argv = {mpirun,       "-np",    std::to_string(ranks),
+                                   "--oversubscribe", "--bind-to", "none",
+                                   selfPath()};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<std::string> env = mpirunEnvironment();
+  std::vector<char *> cArgv, cEnv;
+  for (std::string &a : argv)
+    cArgv.push_back(a.data());
+  cArgv.push_back(nullptr);
+  for (std::string &e : env)
+    cEnv.push_back(e.data());
+  cEnv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::fprintf(stderr, "cleave: error: cannot start mpirun: %s\n", std::strerror(errno));
+    return 1;
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    execve(cArgv[0], cArgv.data(), cEnv.data());
+    _exit(127);
+  }
+  setpgid(pid, pid);
+  launchedJob = pid;
+  struct sigaction action {};
+  action.sa_handler = forwardSignal;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  launchedJob = 0;
+  kill(-pid, SIGKILL); // a rank mpirun left behind
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (code != 0)
+    std::fprintf(stderr, "cleave: error: the %d-rank run failed (mpirun exit status %d)\n", ranks,
+                 code);
+  return code;
 }
 
 } // namespace cleave

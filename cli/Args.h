@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cleave {
 
@@ -29,6 +30,24 @@ bool parseInteger(const char *text, int64_t &out, int64_t min, int64_t max);
 /// The path of the running executable (for starting it, or a tool beside
 /// it).
 std::string selfPath();
+
+/// The first executable named `program` on PATH, or "".
+std::string findOnPath(const std::string &program);
+/// This environment plus Open MPI settings a container needs, unless the
+/// user set them: running as root, and launching ranks locally without ssh.
+std::vector<std::string> mpirunEnvironment();
+
+/// True under mpirun (or another launcher that sets a world size above 1).
+bool launchedAsRanks();
+/// This process's index among the ranks on its machine, and their number
+/// (0 and 1 outside mpirun).
+int localRank();
+int localRanks();
+
+/// `--local N`: runs `mpirun -np N <this executable> ARGS...` in its own
+/// process group with stdio passed through. Ctrl-C reaches every rank; a
+/// rank that dies makes mpirun end the others, and its status is ours.
+int launchLocal(int ranks, const std::vector<std::string> &args);
 
 /// `cleave train` (cli/TrainCommand.cpp, in the runtime-only cleave-train).
 int runTrain(int argc, char **argv);

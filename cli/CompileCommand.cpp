@@ -24,8 +24,11 @@ one CPU device. With --cluster, cleave plans the model for the cluster (as
 (collectives, pipeline stages, per-rank shapes, one program per stage and tp
 index, memory plans), writes one program and one weight shard per (stage, tp
 index), the strategy, and the IR after each step, and verifies the plan.
-Plans hold forward passes: for inference, or the forward order of a training
-schedule. A meta-device model gives a plan without weights, for inspection.
+With --mode train, the plan holds a training step that every data-parallel
+rank runs on its share of the batch, the gradients averaged in fused buckets
+(pipelines, tensor splits, gradient accumulation, ZeRO and recomputation in
+training are refused with the pin that avoids them). A meta-device model
+gives a plan without weights, for inspection.
 Inputs keep the names of the model's forward arguments; outputs are output_0,
 output_1, ... PLAN_DIR appears complete or not at all; an earlier plan there
 is replaced.
@@ -39,7 +42,7 @@ planner options (with --cluster): --devices N, --global-batch B (required),
   --sequence-parallel auto|off, --batch-dim 0
   (see 'cleave plan --help')
 
-training (one device; docs/training.md):
+training (docs/training.md):
   --mode train|infer               train: one training step (forward, loss,
                                    backward, optimizer) for `cleave train`;
                                    infer (default): the forward pass
@@ -109,6 +112,7 @@ int runPartitionedCompile(int argc, char **argv) {
   PlanCliOptions o;
   std::string output, dtype = "f32";
   bool timing = false;
+  TrainingFlags training;
   int status = parsePlannerArguments(argc, argv, o, kCompileUsage,
                                      [&](int &i, const std::string &arg) -> int {
     const char *value = nullptr;
@@ -120,12 +124,9 @@ int runPartitionedCompile(int argc, char **argv) {
       return parseDType(value, dtype, kCompileUsage);
     } else if (arg == "--timing") {
       timing = true;
-    } else if (TrainingFlags ignored;
-               parseTrainingFlag(argc, argv, i, ignored, kCompileUsage) != kNotMine) {
-      return usageError(arg + ": training steps are compiled for one device so far; drop "
-                              "--cluster to train on one device (--cluster --mode train plans "
-                              "the forward order of a training schedule)",
-                        kCompileUsage);
+    } else if (int taken = parseTrainingFlag(argc, argv, i, training, kCompileUsage);
+               taken != kNotMine) {
+      return taken;
     } else {
       return kNotMine;
     }
@@ -158,6 +159,14 @@ int runPartitionedCompile(int argc, char **argv) {
                       kCompileUsage);
   o.dtype = dtype;
   o.output = output;
+  if (!o.isTraining() && !training.firstFlag.empty())
+    return usageError(training.firstFlag + " applies to --mode train", kCompileUsage);
+  if (o.isTraining()) {
+    if (int status = checkTrainingFlags(training, kCompileUsage); status >= 0)
+      return status;
+    o.training = training.options;
+    o.seed = training.seed;
+  }
 
   mlir::MLIRContext context;
   context.disableMultithreading();
@@ -175,6 +184,19 @@ int runPartitionedCompile(int argc, char **argv) {
     if (s.error() == DriverError::NothingFits)
       return reportNothingFits(o, result.plan->planner);
     return s.exitCode();
+  }
+  if (o.isTraining()) {
+    const planner::Candidate &chosen = *result.plan->chosen;
+    llvm::outs() << llvm::formatv(
+        "cleave: wrote {0}: {1} data-parallel ranks, training step ({2}, loss {3}) on {4} "
+        "samples each, arena {5:f2} MiB, weights {6:f2} MiB, optimizer state {7:f2} MiB per "
+        "rank\n",
+        output, chosen.dp, o.training.optimizer, o.training.loss, chosen.microbatchSize,
+        result.arenaBytes / 1048576.0, result.weightBytes / 1048576.0,
+        result.stateBytes / 1048576.0);
+    if (timing)
+      printTiming("compile", secondsSince(start));
+    return 0;
   }
   const PartitionInfo &info = result.partition;
   llvm::outs() << llvm::formatv(

@@ -357,33 +357,6 @@ Status measureAll(rt::Communicator &world, const WorkerArgs &args) {
 
 } // namespace
 
-std::string findOnPath(const std::string &program) {
-  const char *path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
-    if (access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-  }
-  return "";
-}
-
-/// This environment plus Open MPI settings a container needs, unless the
-/// user set them: running as root, and launching ranks locally without ssh.
-std::vector<std::string> mpirunEnvironment() {
-  std::vector<std::string> env;
-  for (char **e = environ; *e; ++e)
-    env.push_back(*e);
-  const char *defaults[][2] = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
-                               {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
-                               {"OMPI_MCA_plm", "isolated"}};
-  for (auto &[name, value] : defaults)
-    if (!std::getenv(name))
-      env.push_back(std::string(name) + "=" + value);
-  return env;
-}
-
 namespace {
 
 struct ChildOutcome {

@@ -17,6 +17,7 @@
 #ifndef CLEAVE_CLI_PROFILECOMM_H
 #define CLEAVE_CLI_PROFILECOMM_H
 
+#include "cli/Args.h"
 #include "runtime/Status.h"
 
 #include <functional>
@@ -89,11 +90,6 @@ profileCollectives(const std::string &cleaveBinary, int ranks,
                    std::function<void(const std::string &)> progress,
                    CommProfile &out, const CommProfileOptions &options = {});
 
-/// The first executable named `program` on PATH, or "".
-std::string findOnPath(const std::string &program);
-/// This environment plus Open MPI settings a container needs, unless the
-/// user set them: running as root, and launching ranks locally without ssh.
-std::vector<std::string> mpirunEnvironment();
 
 /// `cleave profile-comm-worker --output FILE [--min-bytes N] [--max-bytes N]`,
 /// run on every rank by mpirun; rank 0 writes the samples as JSON to FILE.

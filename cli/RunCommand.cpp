@@ -80,72 +80,6 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 
-pid_t launchedJob = 0;
-void forwardSignal(int sig) {
-  if (launchedJob > 0)
-    kill(-launchedJob, sig);
-}
-
-/// `cleave run --local N ...`: mpirun -np N this-cleave run ..., in its own
-/// process group with stdio passed through. Ctrl-C reaches every rank; a
-/// rank that dies makes mpirun end the others, and its status is ours.
-int launchLocal(int ranks, const std::vector<std::string> &args) {
-  std::string mpirun = findOnPath("mpirun");
-  if (mpirun.empty()) {
-    llvm::errs() << "cleave: error: --local needs mpirun, which is not on PATH (install "
-                    "openmpi-bin)\n";
-    return 1;
-  }
-  std::vector<std::string> argv = {
-      mpirun,     "-np", std::to_string(ranks), "--oversubscribe", "--bind-to", "none",
-      selfPath(), "run"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  std::vector<std::string> env = mpirunEnvironment();
-  std::vector<char *> cArgv, cEnv;
-  for (std::string &a : argv)
-    cArgv.push_back(a.data());
-  cArgv.push_back(nullptr);
-  for (std::string &e : env)
-    cEnv.push_back(e.data());
-  cEnv.push_back(nullptr);
-  llvm::outs().flush();
-  llvm::errs().flush();
-  pid_t pid = fork();
-  if (pid < 0) {
-    llvm::errs() << "cleave: error: cannot start mpirun: " << std::strerror(errno) << "\n";
-    return 1;
-  }
-  if (pid == 0) {
-    setpgid(0, 0);
-    execve(cArgv[0], cArgv.data(), cEnv.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);
-  launchedJob = pid;
-  struct sigaction action {};
-  action.sa_handler = forwardSignal;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  launchedJob = 0;
-  kill(-pid, SIGKILL); // a rank mpirun left behind
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (code != 0)
-    llvm::errs() << "cleave: error: the " << ranks << "-rank run failed (mpirun exit status "
-                 << code << ")\n";
-  return code;
-}
-
-/// True under mpirun (or another launcher that sets a world size above 1).
-bool launchedAsRanks() {
-  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
-    if (const char *v = std::getenv(name); v && std::atoi(v) > 1)
-      return true;
-  return false;
-}
-
 double ms(double seconds) { return seconds * 1e3; }
 double mib(int64_t bytes) { return bytes / 1048576.0; }
 
@@ -189,17 +123,6 @@ struct Devices {
   rt::BackendChoice choice = rt::BackendChoice::Auto;
   rt::BackendOptions options;
 };
-
-/// This process's index among the ranks on its machine, and their number
-/// (0 and 1 outside mpirun).
-int localRank() {
-  const char *v = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  return v ? std::max(0, std::atoi(v)) : 0;
-}
-int localRanks() {
-  const char *v = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  return v ? std::max(1, std::atoi(v)) : 1;
-}
 
 /// The backend `devices` asks for; with `say`, one line on stderr naming it
 /// (and why auto did not take a GPU).
@@ -350,7 +273,11 @@ int runRun(int argc, char **argv) {
     if (devices != local)
       return fail(CLEAVE_ERROR(planDir, ": the plan has ", devices, " devices; --local ", local,
                                " would start ", local, " ranks"));
-    return launchLocal(local, rankArgs);
+    {
+      std::vector<std::string> args = {"run"};
+      args.insert(args.end(), rankArgs.begin(), rankArgs.end());
+      return launchLocal(local, args);
+    }
   }
   int64_t devices = 1;
   bool hasWeights = true;

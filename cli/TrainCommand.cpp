@@ -10,11 +10,15 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/DeviceBackends.h"
 #include "runtime/Plan.h"
+#include "runtime/comm/CommKernels.h"
+#include "runtime/comm/MpiCommunicator.h"
+#include "runtime/comm/RankRunner.h"
 #include "runtime/train/Trainer.h"
 
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <thread>
 #include <unistd.h>
 
 namespace cleave {
@@ -24,8 +28,13 @@ namespace rt = cleave::runtime;
 
 constexpr const char *kTrainUsage =
     R"(usage: cleave train PLAN_DIR --data DATA.safetensors --steps N [options]
+       mpirun -np N cleave train PLAN_DIR ...   (a plan for N data-parallel ranks)
+       cleave train --local N PLAN_DIR ...      (the same, N ranks started here)
 
-Trains a plan compiled with 'cleave compile --mode train' on one device. DATA
+Trains a plan compiled with 'cleave compile --mode train': on one device, or
+on the data-parallel ranks of a plan compiled with --cluster, each rank on
+its share of every batch (rank r of N: rows [r*B/N, (r+1)*B/N)), the loss
+reported being the whole batch's. DATA
 holds one tensor per plan input (the model's inputs, and 'labels' when the
 loss was appended), dim 0 indexing the samples; step i (from 1) takes samples
 [(i-1)*B, i*B) modulo their number, B being the plan's batch. One line per
@@ -49,7 +58,9 @@ options:
   --shuffle SEED         take each epoch's samples in an order drawn from SEED
   --backend B            cpu, cuda or auto (default cpu)
   --threads N            CPU threads for kernels (default: OMP_NUM_THREADS,
-                         else one per core)
+                         else the cores shared among the ranks on this machine)
+  --local N              start N ranks on this machine through mpirun (N must
+                         be the plan's device count)
   --report FILE          a JSON report: per-step losses and times, memory
                          allocated next to the plan's prediction
   -q, --quiet            no per-step lines
@@ -57,7 +68,9 @@ options:
 
 Outputs (--log, --save-weights, --report) appear complete when training
 succeeds and not at all when it fails; checkpoints written before a failure
-stay, each complete.
+stay, each complete. On many ranks the first writes them (the ranks hold the
+same weights and state, so a checkpoint resumes on any number of ranks, one
+device included); a rank that fails mid-run ends the job.
 
 exit status: 0 success, 1 bad arguments, plan, data or checkpoint, or a failed
 step.
@@ -87,6 +100,97 @@ std::string clock(double seconds) {
   return text;
 }
 
+/// One line per step ("step 3/10  loss ...  ms  samples/s").
+void printStep(const rt::StepRecord &r, int64_t total) {
+  std::printf("step %lld/%lld  loss %s  %.2f ms  %.1f samples/s\n",
+              static_cast<long long>(r.step), static_cast<long long>(total),
+              lossText(r.loss).c_str(), r.seconds * 1e3, r.samplesPerSecond);
+  std::fflush(stdout);
+}
+
+/// One rank of a data-parallel training job under mpirun. Errors that every
+/// rank meets alike (the plan, the data, a checkpoint, the world size) are
+/// agreed on and printed once by rank 0; a rank that fails mid-run prints
+/// its own error and ends the job, since the others wait for it in a
+/// collective.
+int trainRank(const std::string &planDir, rt::TrainOptions options,
+              const std::string &reportPath, rt::BackendChoice choice, int threads, bool quiet) {
+  std::unique_ptr<rt::Communicator> world;
+  if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
+    return fail(s);
+  const int rank = world->rank();
+  auto agreed = [&](const rt::Status &s) {
+    if (rank == 0)
+      fail(s);
+    return 1;
+  };
+  rt::Plan plan;
+  rt::Status loaded = [&]() -> rt::Status {
+    int64_t devices = 0;
+    CLEAVE_RETURN_IF_ERROR(rt::readPlanDeviceCount(planDir, &devices));
+    if (devices != world->size())
+      return CLEAVE_ERROR(planDir, ": the plan has ", devices, " devices, the job ",
+                          world->size(), " ranks: run it with mpirun -np ", devices,
+                          " or cleave train --local ", devices);
+    CLEAVE_RETURN_IF_ERROR(rt::loadPlan(planDir, &plan).prepend(planDir));
+    if (!plan.training)
+      return CLEAVE_ERROR(planDir, ": not a training plan (schedule '", plan.schedule,
+                          "'); compile it with 'cleave compile --mode train'");
+    return {};
+  }();
+  if (rt::Status s = rt::agreeAcrossRanks(*world, loaded); !s.ok())
+    return agreed(s);
+  if (threads == 0 && !std::getenv("OMP_NUM_THREADS"))
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / localRanks());
+  rt::setCpuThreads(threads);
+  std::unique_ptr<rt::Backend> compute;
+  std::string why;
+  rt::Status created = rt::createBackend(choice, localRank(), localRanks(), {}, &compute, &why);
+  if (created.ok() && !compute->sharesHostMemory())
+    created = CLEAVE_ERROR("training on many ranks runs on the CPU backend so far (--backend "
+                           "cpu); ",
+                           compute->name(), " ranks are not supported yet");
+  if (rt::Status s = rt::agreeAcrossRanks(*world, created); !s.ok())
+    return agreed(s);
+
+  // A data-parallel plan: the world is the dp group.
+  const rt::DeviceSpec &me = plan.devices[rank];
+  rt::CommBackend backend(*compute, plan, rank, rt::RankComms{world.get(), nullptr, world.get()});
+  options.dataShare = me.dp;
+  options.dataShares = plan.dp;
+  options.writesFiles = rank == 0;
+  options.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
+  rt::TrainReport report;
+  auto onStep = [&](const rt::StepRecord &r) {
+    if (!quiet && rank == 0)
+      printStep(r, options.steps);
+  };
+  rt::Status status = rt::train(plan, backend, options, &report, onStep);
+  if (!status.ok()) {
+    if (!report.stepping)
+      return agreed(status);
+    fail(status.prepend("rank " + std::to_string(rank)));
+    std::fflush(stderr);
+    world->abortJob(1); // the others may wait on this rank forever
+  }
+  if (rank == 0) {
+    if (!reportPath.empty())
+      if (rt::Status s = rt::writeFileAtomically(reportPath,
+                                                 rt::trainReportJson(plan, options, report));
+          !s.ok())
+        return fail(s);
+    if (!quiet)
+      std::printf("cleave train: steps %lld..%lld on %d data-parallel ranks (%s), memory %.2f "
+                  "MiB allocated per rank (%.2f MiB predicted)%s%s\n",
+                  static_cast<long long>(report.firstStep),
+                  static_cast<long long>(options.steps), world->size(), compute->name(),
+                  report.allocatedBytes / 1048576.0, report.predictedBytes / 1048576.0,
+                  report.resumedFrom.empty() ? "" : ", resumed from ",
+                  report.resumedFrom.c_str());
+  }
+  return 0;
+}
+
 } // namespace
 
 int runTrain(int argc, char **argv) {
@@ -94,11 +198,14 @@ int runTrain(int argc, char **argv) {
   rt::TrainOptions options;
   std::string reportPath;
   int threads = 0;
+  int64_t local = 0;
+  std::vector<std::string> rankArgs; // what --local passes on to every rank
   bool quiet = false, haveSteps = false;
   rt::BackendChoice backend = rt::BackendChoice::Cpu;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     const char *value = nullptr;
+    const int first = i;
     auto file = [&](const char *option, std::string &out) {
       if (!value)
         return usageError(std::string(option) + " needs a path", kTrainUsage);
@@ -143,6 +250,10 @@ int runTrain(int argc, char **argv) {
       if (!parseInteger(value, count, 1, INT32_MAX))
         return usageError("--threads needs a positive integer", kTrainUsage);
       threads = static_cast<int>(count);
+    } else if (optionValue(argc, argv, i, "--local", &value)) {
+      if (!parseInteger(value, local, 1, 4096))
+        return usageError("--local needs a positive number of ranks", kTrainUsage);
+      continue; // not passed on to the ranks
     } else if (arg == "-q" || arg == "--quiet") {
       quiet = true;
     } else if (!arg.empty() && arg[0] == '-') {
@@ -155,6 +266,8 @@ int runTrain(int argc, char **argv) {
     }
     if (status >= 0)
       return status;
+    for (int k = first; k <= i; ++k)
+      rankArgs.push_back(argv[k]);
   }
   if (planDir.empty())
     return usageError("no plan directory given", kTrainUsage);
@@ -165,9 +278,29 @@ int runTrain(int argc, char **argv) {
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return usageError("--checkpoint-every needs --checkpoint DIR", kTrainUsage);
 
+  if (local > 0) {
+    if (launchedAsRanks())
+      return usageError("--local starts ranks itself; under mpirun leave it out", kTrainUsage);
+    int64_t devices = 0;
+    if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices); !s.ok())
+      return fail(s.prepend(planDir));
+    if (devices != local)
+      return fail(CLEAVE_ERROR(planDir, ": the plan has ", devices, " devices; --local ", local,
+                               " would start ", local, " ranks"));
+    std::vector<std::string> args = {"train"};
+    args.insert(args.end(), rankArgs.begin(), rankArgs.end());
+    return launchLocal(static_cast<int>(local), args);
+  }
+  if (launchedAsRanks())
+    return trainRank(planDir, options, reportPath, backend, threads, quiet);
+
   rt::Plan plan;
   if (rt::Status s = rt::loadPlan(planDir, &plan); !s.ok())
     return fail(s.prepend(planDir));
+  if (plan.devices.size() > 1)
+    return fail(CLEAVE_ERROR(planDir, ": the plan is for ", plan.devices.size(),
+                             " ranks: run it with mpirun -np ", plan.devices.size(),
+                             " or cleave train --local ", plan.devices.size()));
   if (!plan.training)
     return fail(CLEAVE_ERROR(planDir, ": not a training plan (schedule '", plan.schedule,
                              "'); compile it with 'cleave compile --mode train'"));
@@ -187,10 +320,7 @@ int runTrain(int argc, char **argv) {
     if (first < 0)
       first = r.step;
     if (!terminal) {
-      std::printf("step %lld/%lld  loss %s  %.2f ms  %.1f samples/s\n",
-                  static_cast<long long>(r.step), static_cast<long long>(total),
-                  lossText(r.loss).c_str(), r.seconds * 1e3, r.samplesPerSecond);
-      std::fflush(stdout);
+      printStep(r, total);
       return;
     }
     double elapsed =

@@ -113,13 +113,43 @@ DriverStatus importForPlan(mlir::MLIRContext &context, const CompileRequest &req
   return {};
 }
 
+/// What data-parallel training does not run yet, refused before it would
+/// silently differ from one device.
+DriverStatus checkDataParallelTraining(mlir::MLIRContext &context, const LoadedModel &model,
+                                       int64_t ranks) {
+  mlir::Operation *refused = nullptr;
+  std::string why;
+  model.forward().walk([&](mlir::Operation *op) {
+    if (refused)
+      return;
+    if (llvm::isa<mlir::cleave::BatchNormTrainOp>(op)) {
+      refused = op;
+      why = "batch norm in training mode: its statistics would cover one rank's share of the "
+            "batch, and synchronizing them across data-parallel ranks is not implemented yet";
+    } else if (auto dropout = llvm::dyn_cast<mlir::cleave::DropoutTrainOp>(op)) {
+      refused = op;
+      why = "dropout in training mode: every rank would draw the same masks for its share of "
+            "the batch, not one device's masks; data-parallel dropout is not implemented yet "
+            "(export with dropout 0)";
+    }
+  });
+  if (!refused)
+    return {};
+  mlir::emitError(refused->getLoc())
+      << "cannot train on " << ranks << " data-parallel ranks: " << why;
+  return DriverStatus::failure();
+}
+
 /// One device: the preparation (with the precision conversion and, for
 /// training, model.train() semantics), the training step's passes, memory
 /// planning, emission.
 DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileRequest &request,
-                                 CompileResult &result) {
+                                 CompileResult &result,
+                                 const std::optional<PlanEmitOptions::DataParallel> &dataParallel =
+                                     std::nullopt,
+                                 std::optional<int64_t> batch = std::nullopt) {
   LoadedModel &model = result.model;
-  if (DriverStatus s = import(context, request, std::nullopt, model); !s.ok())
+  if (DriverStatus s = import(context, request, batch, model); !s.ok())
     return s;
   if (model.meta) {
     error(context) << request.model
@@ -131,6 +161,7 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
 
   PlanEmitOptions emitOptions;
   emitOptions.modelSource = request.model;
+  emitOptions.dataParallel = dataParallel;
   Snapshots snapshots;
   snapshots.add("imported", *model.module);
   // The steps of cleave-single-device-plan, run apart for their snapshots.
@@ -147,8 +178,14 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
   if (request.dtype != "f32")
     snapshots.add(request.dtype, *model.module);
   if (request.isTraining()) {
+    mlir::cleave::TrainingOptions training = request.training;
+    if (dataParallel) {
+      if (DriverStatus s = checkDataParallelTraining(context, model, dataParallel->ranks); !s.ok())
+        return s;
+      training.dataParallel = dataParallel->ranks;
+    }
     if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
-          mlir::cleave::addTrainingPipeline(pm, request.training);
+          mlir::cleave::addTrainingPipeline(pm, training);
         })))
       return DriverStatus::failure();
     snapshots.add("training-step", *model.module);
@@ -221,6 +258,61 @@ PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &requ
   return info;
 }
 
+/// A training plan for the chosen mesh. Data parallelism runs: every rank
+/// holds the whole step (the one-device program at its share of the batch)
+/// and the gradients are averaged over the ranks. Pipelines, tensor splits,
+/// gradient accumulation, ZeRO and recomputation in training are refused
+/// with the pins that avoid them.
+DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const CompileRequest &request,
+                                         const planner::Candidate &chosen, PlanResult plan,
+                                         CompileResult &result) {
+  auto refuse = [&](const std::string &what, const std::string &pin) {
+    error(context) << "the plan for training (" << chosen.label() << ") " << what
+                   << ", which cleave cannot run yet (training runs data parallelism only so "
+                      "far); "
+                   << pin;
+    return DriverStatus::failure();
+  };
+  const auto &search = request.planner.search;
+  if (chosen.pp > 1 || chosen.tp > 1)
+    return refuse("has pipeline stages or tensor splits", "pin --pp 1 --tp 1");
+  if (chosen.microbatches > 1)
+    return refuse("accumulates gradients over " + std::to_string(chosen.microbatches) +
+                      " microbatches",
+                  "pin --microbatch " + std::to_string(search.globalBatch / chosen.dp));
+  if (chosen.sharding != cost::ShardingLevel::None)
+    return refuse("shards with ZeRO", "pin --zero none");
+  for (const auto &stage : chosen.stages)
+    if (!stage.recomputed.empty())
+      return refuse("recomputes " + std::to_string(stage.recomputed.size()) + " layers",
+                    "pin --recompute none");
+  if (request.planner.batchDim != 0) {
+    error(context) << "data-parallel training splits the batch in dim 0 of every input";
+    return DriverStatus::failure().withUsage();
+  }
+  PlanEmitOptions::DataParallel dataParallel;
+  dataParallel.ranks = chosen.dp;
+  auto strategy = nlohmann::json::parse(plan.strategyJson);
+  const auto &p = strategy["predicted"];
+  double communication = p["tp_comm_seconds"].get<double>() + p["dp_comm_seconds"].get<double>();
+  double step = p["step_seconds"].get<double>();
+  dataParallel.predicted = nlohmann::ordered_json{
+      {"step_seconds", step},
+      {"compute_seconds", std::max(0.0, step - communication)},
+      {"communication_seconds", communication},
+      {"bubble_seconds", 0.0},
+      {"memory_budget_bytes", static_cast<int64_t>(search.memoryBudget)}};
+  CompileResult compiled;
+  if (DriverStatus s = compileForOneDevice(context, request, compiled, dataParallel,
+                                           chosen.microbatchSize);
+      !s.ok())
+    return s;
+  compiled.plan = std::move(plan);
+  result = std::move(compiled);
+  progress(request, "training step, written");
+  return {};
+}
+
 /// A cluster: plan, import again at the microbatch size, lower the strategy
 /// step by step (a snapshot after each), emit and verify.
 DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest &original,
@@ -245,6 +337,8 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
     chosen = *result.plan->chosen;
   }
   progress(request, "planned");
+  if (search.training)
+    return compileDataParallelTraining(context, request, chosen, *result.plan, result);
 
   // The programs run one microbatch: import again at that size and plan it
   // with every choice pinned, so the IR's shapes are the ones that run.

@@ -552,7 +552,7 @@ int64_t intAttr(mlir::Operation *op, llvm::StringRef name) {
 /// The manifest's `training` section, the trainable parameters and the
 /// state_dict's extra tensors of a training program.
 mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmitInfo &info,
-                                     const ProgramBuilder &program, Json &training,
+                                     const ProgramBuilder &program, int64_t ranks, Json &training,
                                      ExtraWeights &extra, int64_t &parameterBytes) {
   // Every input holds the samples of one step in dim 0.
   int64_t batch = -1;
@@ -612,7 +612,7 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
   }
   training = Json{{"loss", info.loss},
                   {"labels", info.labels ? Json("labels") : Json(nullptr)},
-                  {"batch_size", batch >= 0 ? Json(batch) : Json(nullptr)}, // null: no inputs
+                  {"batch_size", batch >= 0 ? Json(batch * ranks) : Json(nullptr)}, // null: no inputs
                   {"dtype", info.dtype},
                   {"seed", info.seed},
                   {"optimizer", info.optimizer},
@@ -675,6 +675,7 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
   int64_t weightBytes = static_cast<int64_t>(weightBytesOf(program.builder));
   int64_t stateBytes = intAttr(func, "cleave.state_bytes");
   bool training = options.training.has_value();
+  const int64_t ranks = options.dataParallel ? options.dataParallel->ranks : 1;
   // Training plans are version 2: state, in-place updates and phases that
   // a version-1 reader would silently skip.
   int version = training ? 2 : rt::kPlanFormatVersion;
@@ -702,8 +703,8 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
     programEntry["state_bytes"] = stateBytes;
     ExtraWeights extra;
     int64_t parameterBytes = 0;
-    if (mlir::failed(trainingManifest(func, *options.training, program.builder, trainingJson,
-                                      extra, parameterBytes)))
+    if (mlir::failed(trainingManifest(func, *options.training, program.builder, ranks,
+                                      trainingJson, extra, parameterBytes)))
       return mlir::failure();
     if (!extra.tensors.empty())
       extras.push_back(std::move(extra));
@@ -726,20 +727,52 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
   } else {
     memory["total"] = arenaBytes.getInt() + weightBytes;
   }
+  Json devices = Json::array();
+  for (int64_t r = 0; r < ranks; ++r)
+    devices.push_back(Json{{"rank", r}, {"backend", "cpu"}, {"stage", 0}, {"tp", 0}, {"dp", r},
+                           {"program", kProgram}});
   Json manifest{
       {"format", "cleave-plan"},
       {"version", version},
       {"model", Json{{"source", options.modelSource}}},
       {"inputs", modelInputs},
       {"outputs", modelOutputs},
-      {"mesh", Json{{"pp", 1}, {"tp", 1}, {"dp", 1}}},
-      {"schedule", Json{{"kind", training ? "train" : "forward"}, {"microbatches", 1}}},
-      {"devices", Json::array({Json{{"rank", 0}, {"backend", "cpu"}, {"stage", 0},
-                                    {"tp", 0}, {"dp", 0}, {"program", kProgram}}})},
-      {"programs", Json{{kProgram, programEntry}}}};
+      {"mesh", Json{{"pp", 1}, {"tp", 1}, {"dp", ranks}}}};
+  if (options.dataParallel) {
+    // Every rank runs the program on its share of the batch (dim 0); the
+    // outputs (the loss, averaged) are alike on every rank.
+    int64_t local = -1;
+    for (Json &t : manifest["inputs"]) {
+      auto shape = t["shape"].get<std::vector<int64_t>>();
+      local = shape.at(0);
+      shape[0] *= ranks;
+      t["shape"] = shape;
+      t["batch_dim"] = 0;
+    }
+    for (Json &t : manifest["outputs"])
+      t["batch_dim"] = nullptr;
+    if (local < 0)
+      return func.emitError("a data-parallel training plan needs inputs to split");
+    manifest["batch"] = Json{{"global", local * ranks}, {"microbatch_size", local},
+                             {"microbatches", 1}};
+  }
+  manifest["schedule"] = Json{{"kind", training ? "train" : "forward"}, {"microbatches", 1}};
+  manifest["devices"] = devices;
+  if (options.dataParallel) {
+    Json list = Json::array();
+    for (int64_t r = 0; r < ranks; ++r)
+      list.push_back(r);
+    Json singles = Json::array();
+    for (int64_t r = 0; r < ranks; ++r)
+      singles.push_back(Json::array({r}));
+    manifest["groups"] = Json{{"tp", singles}, {"dp", Json::array({list})}, {"pipeline", singles}};
+  }
+  manifest["programs"] = Json{{kProgram, programEntry}};
   if (training)
     manifest["training"] = trainingJson;
-  manifest["predicted"] = Json{{"memory_bytes", memory}};
+  Json predicted = options.dataParallel ? Json(options.dataParallel->predicted) : Json::object();
+  predicted["memory_bytes"] = memory;
+  manifest["predicted"] = predicted;
   return writePlanDirectory(func.getLoc(), dir, manifest, programs, /*withWeights=*/true, options,
                             extras);
 }

@@ -64,6 +64,14 @@ struct PlanEmitOptions {
   std::function<mlir::LogicalResult(const std::string &dir)> check;
   /// Set for a training plan (format version 2).
   std::optional<TrainingEmitInfo> training;
+  /// Set for a data-parallel training plan: `ranks` replicas of the one
+  /// program, each training on 1/ranks of the batch, and the planner's
+  /// predictions (manifest JSON) for the manifest.
+  struct DataParallel {
+    int64_t ranks = 1;
+    nlohmann::ordered_json predicted = nlohmann::ordered_json::object();
+  };
+  std::optional<DataParallel> dataParallel;
 };
 
 /// The plan's description (dtype, shape) of a ranked tensor type of cleave.

@@ -61,6 +61,11 @@ struct TrainingOptions {
   /// Update each parameter as soon as its gradient is final (one
   /// microbatch, no clipping): gradients are never all live at once.
   bool earlyUpdates = true;
+  /// Data-parallel ranks the gradients are averaged over
+  /// (-cleave-reduce-gradients); 1: none.
+  int64_t dataParallel = 1;
+  /// The most bytes one gradient all_reduce carries.
+  int64_t bucketBytes = 25 << 20;
 };
 
 /// Canonicalize and CSE: fold what the importer left.

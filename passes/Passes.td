@@ -313,6 +313,36 @@ def Differentiate : Pass<"cleave-differentiate", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def ReduceGradients : Pass<"cleave-reduce-gradients", "mlir::func::FuncOp"> {
+  let summary = "Average the gradients and the loss over the data-parallel ranks, in fused buckets";
+  let description = [{
+    Runs between `-cleave-differentiate` and `-cleave-add-optimizer` when
+    `ranks` data-parallel ranks each compute the step on their share of the
+    batch. The `grad.<parameter>` results are taken in the order backward
+    makes them final and packed into buckets of at most `bucket-bytes` (one
+    dtype each; a larger gradient is a bucket alone), Horovod's tensor
+    fusion: each bucket is flattened into one buffer, summed over `group`
+    with one `cleave.all_reduce` placed right after its last gradient (so
+    the reduction of early buckets can overlap the rest of backward), scaled
+    by 1/ranks and cut back into the gradients, which replace the results.
+    The loss (result 0, an f32 scalar) is averaged the same way, so every
+    rank reports the loss of the whole batch. Averaging is what PyTorch's
+    DistributedDataParallel does; it equals one device on the whole batch
+    for a loss that is a mean over equal shares. Every gradient is reduced
+    dense, including an embedding's. With `ranks` 1 nothing changes.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1", "data-parallel ranks">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"25 << 20",
+           "the most bytes of gradients one all_reduce carries">,
+    Option<"group", "group", "std::string", /*default=*/"\"dp\"", "the group reduced over">,
+  ];
+  let statistics = [
+    Statistic<"buckets", "buckets", "all_reduce ops the gradients were packed into">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def AddOptimizer : Pass<"cleave-add-optimizer", "mlir::func::FuncOp"> {
   let summary = "Append the optimizer phase: clipping, the step counter and one update per parameter";
   let description = [{

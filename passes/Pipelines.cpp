@@ -42,6 +42,12 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   loss.loss = options.loss;
   pm.addNestedPass<func::FuncOp>(createAppendLoss(loss));
   pm.addNestedPass<func::FuncOp>(createDifferentiate());
+  if (options.dataParallel > 1) {
+    ReduceGradientsOptions reduce;
+    reduce.ranks = options.dataParallel;
+    reduce.bucketBytes = options.bucketBytes;
+    pm.addNestedPass<func::FuncOp>(createReduceGradients(reduce));
+  }
   if (options.optimizer == "none")
     return;
   AddOptimizerOptions optimizer;

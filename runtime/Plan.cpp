@@ -675,7 +675,9 @@ Status parseBatch(const Node &top, Plan *plan) {
   for (auto [noun, specs] : {std::pair{"input", &plan->inputs}, {"output", &plan->outputs}})
     for (const TensorSpec &spec : *specs) {
       if (!spec.batchDim) {
-        if (plan->dp > 1 || microbatches > 1)
+        // A training step's outputs (the loss) are reduced over the batch.
+        bool reduced = noun == std::string("output") && plan->schedule == "train";
+        if (!reduced && (plan->dp > 1 || microbatches > 1))
           return CLEAVE_ERROR("manifest.json: ", noun, " '", spec.name,
                               "' has no batch_dim, but the batch is split into ",
                               plan->dp * microbatches, " microbatches");
@@ -1161,8 +1163,11 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
     return CLEAVE_ERROR("manifest.json: schedule.kind '", plan.schedule, "' in a version ",
                         plan.version, " plan (training plans, and only they, are version ",
                         kTrainingPlanFormatVersion, ")");
-  if (training && (plan.pp != 1 || plan.tp != 1 || plan.dp != 1))
-    return CLEAVE_ERROR("manifest.json: schedule.kind 'train' runs on one device; the mesh is pp ",
+  // Data parallelism replicates the one program; pipelines and tensor
+  // splits of a training step are not run yet.
+  if (training && (plan.pp != 1 || plan.tp != 1))
+    return CLEAVE_ERROR("manifest.json: schedule.kind 'train' runs one program on every rank "
+                        "(pp 1, tp 1); the mesh is pp ",
                         plan.pp, " tp ", plan.tp, " dp ", plan.dp);
   CLEAVE_RETURN_IF_ERROR(getInt(*schedule, "microbatches", &plan.microbatches, 1));
   CLEAVE_RETURN_IF_ERROR(getOptionalInt(*schedule, "virtual_stages", 1, &plan.virtualStages, 1));

@@ -136,51 +136,63 @@ Status saveStateDict(const Plan &plan, const Executor &executor, const std::stri
 
 Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
              TrainReport *report, const std::function<void(const StepRecord &)> &onStep) {
+  auto agree = [&](const Status &mine) { return options.agree ? options.agree(mine) : mine; };
   if (!plan.training)
-    return CLEAVE_ERROR(plan.dir, ": not a training plan (compile it with --mode train)");
+    return agree(CLEAVE_ERROR(plan.dir, ": not a training plan (compile it with --mode train)"));
   if (!plan.hasWeights)
-    return planWithoutWeights(plan.dir, plan.modelSource);
+    return agree(planWithoutWeights(plan.dir, plan.modelSource));
   const TrainingSpec &training = *plan.training;
   auto loadStart = std::chrono::steady_clock::now();
 
-  // Everything that can be checked is checked before the first step.
+  // Everything that can be checked is checked before the first step, and
+  // on every rank before any steps.
   TrainingData data;
-  CLEAVE_RETURN_IF_ERROR(TrainingData::load(options.dataPath, plan, &data).prepend("training data"));
   const ProgramSpec &program = plan.programs.begin()->second;
-  const Binding *loss = findOutput(program, "loss");
-  if (!loss || program.buffers[loss->buffer].desc.dtype != DType::F32 ||
-      program.buffers[loss->buffer].desc.numel() != 1)
-    return CLEAVE_ERROR(program.file, ": a training program outputs 'loss', one f32 value");
   std::unique_ptr<Executor> executor;
-  CLEAVE_RETURN_IF_ERROR(Executor::create(program, backend, &executor));
-  report->allocatedBytes = executor->allocatedBytes();
-  report->predictedBytes = program.predictedBytes();
-  report->workspaceBytes = backend.workspaceBytes();
-
   int64_t done = 0;
-  if (!options.resumePath.empty()) {
-    CheckpointInfo info;
-    CLEAVE_RETURN_IF_ERROR(
-        loadCheckpoint(options.resumePath, plan, *executor, &info, &report->resumedFrom));
-    if (info.dataSamples != data.samples() || info.dataBytes != data.fileBytes())
-      return CLEAVE_ERROR(report->resumedFrom, ": was trained on data of ", info.dataSamples,
-                          " samples (", info.dataBytes, " bytes), ", options.dataPath, " has ",
-                          data.samples(), " (", data.fileBytes(),
-                          " bytes): resuming needs the same data");
-    if (info.shuffleSeed != options.shuffleSeed)
-      return CLEAVE_ERROR(report->resumedFrom, ": was trained ",
-                          info.shuffleSeed ? "with --shuffle " + std::to_string(*info.shuffleSeed)
-                                           : std::string("without --shuffle"),
-                          "; resume with the same");
-    done = info.step;
-  }
-  if (done > options.steps)
-    return CLEAVE_ERROR(report->resumedFrom, ": already at step ", done, ", past --steps ",
-                        options.steps, " (--steps counts all steps, the checkpoint's included)");
   StepLog log;
-  CLEAVE_RETURN_IF_ERROR(log.open(options.logPath));
+  Status setup = [&]() -> Status {
+    CLEAVE_RETURN_IF_ERROR(
+        TrainingData::load(options.dataPath, plan, &data).prepend("training data"));
+    data.takeShare(options.dataShare, options.dataShares);
+    const Binding *loss = findOutput(program, "loss");
+    if (!loss || program.buffers[loss->buffer].desc.dtype != DType::F32 ||
+        program.buffers[loss->buffer].desc.numel() != 1)
+      return CLEAVE_ERROR(program.file, ": a training program outputs 'loss', one f32 value");
+    CLEAVE_RETURN_IF_ERROR(Executor::create(program, backend, &executor));
+    report->allocatedBytes = executor->allocatedBytes();
+    report->predictedBytes = program.predictedBytes();
+    report->workspaceBytes = backend.workspaceBytes();
+
+    if (!options.resumePath.empty()) {
+      CheckpointInfo info;
+      CLEAVE_RETURN_IF_ERROR(
+          loadCheckpoint(options.resumePath, plan, *executor, &info, &report->resumedFrom));
+      if (info.dataSamples != data.samples() || info.dataBytes != data.fileBytes())
+        return CLEAVE_ERROR(report->resumedFrom, ": was trained on data of ", info.dataSamples,
+                            " samples (", info.dataBytes, " bytes), ", options.dataPath, " has ",
+                            data.samples(), " (", data.fileBytes(),
+                            " bytes): resuming needs the same data");
+      if (info.shuffleSeed != options.shuffleSeed)
+        return CLEAVE_ERROR(report->resumedFrom, ": was trained ",
+                            info.shuffleSeed
+                                ? "with --shuffle " + std::to_string(*info.shuffleSeed)
+                                : std::string("without --shuffle"),
+                            "; resume with the same");
+      done = info.step;
+    }
+    if (done > options.steps)
+      return CLEAVE_ERROR(report->resumedFrom, ": already at step ", done, ", past --steps ",
+                          options.steps,
+                          " (--steps counts all steps, the checkpoint's included)");
+    if (options.writesFiles)
+      CLEAVE_RETURN_IF_ERROR(log.open(options.logPath));
+    return {};
+  }();
+  CLEAVE_RETURN_IF_ERROR(agree(setup));
   report->loadSeconds = since(loadStart);
   report->firstStep = done + 1;
+  report->stepping = true;
 
   for (int64_t step = done + 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
@@ -202,7 +214,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     if (onStep)
       onStep(record);
     bool last = step == options.steps;
-    if (!options.checkpointDir.empty() &&
+    if (options.writesFiles && !options.checkpointDir.empty() &&
         ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) || last)) {
       CheckpointInfo info;
       info.step = step;
@@ -216,9 +228,14 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
       report->checkpoints.push_back(written);
     }
   }
-  if (!options.saveWeightsPath.empty())
-    CLEAVE_RETURN_IF_ERROR(saveStateDict(plan, *executor, options.saveWeightsPath));
-  return log.commit();
+  Status end;
+  if (options.writesFiles && !options.saveWeightsPath.empty())
+    end = saveStateDict(plan, *executor, options.saveWeightsPath);
+  if (end.ok())
+    end = log.commit();
+  // Every rank has finished its steps: the ranks can agree again.
+  report->stepping = false;
+  return agree(end);
 }
 
 std::string trainReportJson(const Plan &plan, const TrainOptions &options,

@@ -36,6 +36,15 @@ struct TrainOptions {
   int64_t checkpointEvery = 0; // steps between checkpoints (0: only at the end)
   std::string resumePath;      // a checkpoint, or a directory whose `latest` names one
   std::optional<uint64_t> shuffleSeed;
+  /// Data parallelism: this rank trains on share `dataShare` of
+  /// `dataShares` of every batch. Only the rank with `writesFiles` writes
+  /// the log, checkpoints and weights (the ranks hold the same ones).
+  int64_t dataShare = 0, dataShares = 1;
+  bool writesFiles = true;
+  /// Set on a multi-rank job: makes every rank see one status (all ok, or
+  /// the failures), collectively. train() calls it once its setup is done
+  /// and once at the end, so an error there stops every rank alike.
+  std::function<Status(const Status &)> agree;
 };
 
 struct StepRecord {
@@ -54,6 +63,9 @@ struct TrainReport {
   size_t allocatedBytes = 0, predictedBytes = 0;
   size_t workspaceBytes = 0;
   double loadSeconds = 0;
+  /// Set once the first step began: a failure after it may leave other
+  /// ranks waiting in a collective, so a job must be ended, not agreed on.
+  bool stepping = false;
 };
 
 /// Trains `plan` on `backend`. `onStep` sees every step as it completes

@@ -34,6 +34,14 @@ public:
   /// The file's size, to recognize the same data on resume.
   uint64_t fileBytes() const { return fileBytes_; }
 
+  /// Data parallelism: from now on setBatch copies only share `share` of
+  /// `shares` equal runs of each batch's rows (the batch divides evenly:
+  /// the plan splits it so).
+  void takeShare(int64_t share, int64_t shares) {
+    share_ = share;
+    shares_ = shares;
+  }
+
   /// The sample indices of step `step` (from 0).
   std::vector<int64_t> batchIndices(int64_t step, std::optional<uint64_t> shuffleSeed) const;
   /// Copies step `step`'s batch into the executor's inputs.
@@ -48,6 +56,7 @@ private:
   std::string path_;
   uint64_t fileBytes_ = 0;
   int64_t samples_ = 0, batch_ = 0;
+  int64_t share_ = 0, shares_ = 1;
   std::vector<Column> columns_;
   mutable int64_t permutationEpoch_ = -1;
   mutable std::vector<int64_t> permutation_;

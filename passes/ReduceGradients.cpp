@@ -1,0 +1,149 @@
+//===- ReduceGradients.cpp - data-parallel gradient averaging --------------===//
+//
+// Each data-parallel rank differentiates the loss of its share of the batch;
+// the step's gradient is their mean. The reduction is IR like the rest of
+// the step, so the memory plan, the cost model and the programs all see the
+// buckets the runtime sends.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/cleave/CleaveDialect.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::cleave {
+#define GEN_PASS_DEF_REDUCEGRADIENTS
+#include "passes/Passes.h.inc"
+
+namespace {
+
+/// A rank-0 constant `value` of `element`'s float type.
+Value scalar(OpBuilder &b, Location loc, FloatType element, double value) {
+  APFloat v(value);
+  bool lost;
+  v.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+  auto type = RankedTensorType::get({}, element);
+  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, FloatAttr::get(element, v)));
+}
+
+/// Where `v` is final: its defining op, or the block's start for an argument.
+Operation *readyAt(Value v) { return v.getDefiningOp(); }
+
+struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
+  using ReduceGradientsBase::ReduceGradientsBase;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || ranks <= 1)
+      return;
+    if (ranks < 1 || bucketBytes < 1) {
+      func.emitError("cleave-reduce-gradients needs ranks >= 1 and bucket-bytes >= 1");
+      return signalPassFailure();
+    }
+    Block &body = func.front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    MLIRContext *context = func.getContext();
+    Location loc = NameLoc::get(StringAttr::get(context, "data_parallel"), func.getLoc());
+
+    // The gradients in the order backward finishes them.
+    SmallVector<unsigned> gradients;
+    for (unsigned i = 0; i < ret.getNumOperands(); ++i)
+      if (func.getResultAttr(i, "cleave.gradient_of"))
+        gradients.push_back(i);
+    if (gradients.empty()) {
+      func.emitError("no gradients to reduce: run -cleave-differentiate first");
+      return signalPassFailure();
+    }
+    for (unsigned i : gradients) {
+      auto type = dyn_cast<RankedTensorType>(ret.getOperand(i).getType());
+      if (!type || !isa<FloatType>(type.getElementType()) || !readyAt(ret.getOperand(i))) {
+        func.emitError("result ") << i << " (a gradient) is not a float tensor an op computes";
+        return signalPassFailure();
+      }
+    }
+    llvm::stable_sort(gradients, [&](unsigned a, unsigned b) {
+      return readyAt(ret.getOperand(a))->isBeforeInBlock(readyAt(ret.getOperand(b)));
+    });
+
+    // Buckets: consecutive gradients of one dtype up to bucketBytes.
+    SmallVector<SmallVector<unsigned>> bucketList;
+    int64_t filled = 0;
+    Type bucketElement;
+    for (unsigned i : gradients) {
+      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+      int64_t bytes = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+      if (bucketList.empty() || type.getElementType() != bucketElement ||
+          filled + bytes > bucketBytes) {
+        bucketList.emplace_back();
+        filled = 0;
+        bucketElement = type.getElementType();
+      }
+      bucketList.back().push_back(i);
+      filled += bytes;
+    }
+
+    StringAttr groupAttr = StringAttr::get(context, group);
+    double mean = 1.0 / static_cast<double>(ranks);
+    llvm::DenseMap<Value, Value> reduced; // a value returned twice is reduced once
+    for (ArrayRef<unsigned> bucket : bucketList) {
+      Operation *last = readyAt(ret.getOperand(bucket.front()));
+      for (unsigned i : bucket)
+        if (last->isBeforeInBlock(readyAt(ret.getOperand(i))))
+          last = readyAt(ret.getOperand(i));
+      OpBuilder b(context);
+      b.setInsertionPointAfter(last);
+      auto element = cast<FloatType>(
+          cast<RankedTensorType>(ret.getOperand(bucket.front()).getType()).getElementType());
+      SmallVector<Value> flats;
+      SmallVector<unsigned> members;
+      for (unsigned i : bucket) {
+        Value g = ret.getOperand(i);
+        if (reduced.count(g))
+          continue;
+        auto type = cast<RankedTensorType>(g.getType());
+        auto flat = RankedTensorType::get({type.getNumElements()}, element);
+        flats.push_back(type == flat ? g : b.create<ReshapeOp>(loc, flat, g).getResult());
+        members.push_back(i);
+      }
+      if (flats.empty())
+        continue;
+      Value packed = flats.size() == 1 ? flats.front()
+                                       : b.create<ConcatOp>(loc, flats, 0).getResult();
+      Value sum = b.create<AllReduceOp>(loc, packed.getType(), packed, groupAttr);
+      Value average = b.create<MulOp>(loc, sum, scalar(b, loc, element, mean));
+      int64_t offset = 0;
+      for (unsigned i : members) {
+        Value g = ret.getOperand(i);
+        auto type = cast<RankedTensorType>(g.getType());
+        int64_t n = type.getNumElements();
+        Value piece = average;
+        if (members.size() > 1)
+          piece = b.create<SliceOp>(loc, average, 0, offset, offset + n, 1);
+        if (piece.getType() != type)
+          piece = b.create<ReshapeOp>(loc, type, piece);
+        reduced[g] = piece;
+        offset += n;
+      }
+      ++buckets;
+    }
+    for (unsigned i : gradients)
+      ret.setOperand(i, reduced.at(ret.getOperand(i)));
+
+    // The loss every rank reports: the mean over the ranks.
+    if (ret.getNumOperands() > 0 && !func.getResultAttr(0, "cleave.gradient_of")) {
+      Value loss = ret.getOperand(0);
+      auto type = dyn_cast<RankedTensorType>(loss.getType());
+      if (type && type.getRank() == 0 && isa<FloatType>(type.getElementType())) {
+        OpBuilder b(ret);
+        Value sum = b.create<AllReduceOp>(loc, type, loss, groupAttr);
+        ret.setOperand(0, b.create<MulOp>(loc, sum,
+                                          scalar(b, loc, cast<FloatType>(type.getElementType()),
+                                                 mean)));
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::cleave

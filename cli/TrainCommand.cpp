@@ -173,6 +173,12 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
     std::fflush(stderr);
     world->abortJob(1); // the others may wait on this rank forever
   }
+  // Every rank's allocation, for the report: each must be its prediction.
+  std::vector<int64_t> allocated(world->size());
+  int64_t mine = static_cast<int64_t>(report.allocatedBytes);
+  if (rt::Status s = world->allGather(&mine, allocated.data(), 1, rt::DType::I64); !s.ok())
+    return fail(s);
+  report.rankAllocatedBytes.assign(allocated.begin(), allocated.end());
   if (rank == 0) {
     if (!reportPath.empty())
       if (rt::Status s = rt::writeFileAtomically(reportPath,

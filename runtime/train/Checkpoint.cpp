@@ -56,10 +56,29 @@ std::vector<const BufferSpec *> statesOf(const ProgramSpec &program) {
   return states;
 }
 
+/// The weights a checkpoint keeps: the model's tensors the program holds
+/// (trained parameters and state_dict entries), in the weights file's order.
+std::vector<const SafetensorsEntry *> modelWeightsOf(const Plan &plan,
+                                                     const ProgramSpec &program) {
+  std::set<std::string> model;
+  if (plan.training) {
+    model.insert(plan.training->parameters.begin(), plan.training->parameters.end());
+    for (const StateDictEntry &entry : plan.training->stateDict)
+      if (!entry.tensor.empty())
+        model.insert(entry.tensor);
+  }
+  std::vector<const SafetensorsEntry *> kept;
+  for (const SafetensorsEntry &entry : program.weights.entries)
+    if (model.count(entry.name))
+      kept.push_back(&entry);
+  return kept;
+}
+
 /// Every tensor of `index` against what the plan expects (`want`: name to
-/// desc), both ways.
+/// desc), both ways; names in `ignored` (a program's constants, which
+/// checkpoints of earlier versions kept) may be there and are not read.
 Status checkTensors(const SafetensorsIndex &index, const std::map<std::string, TensorDesc> &want,
-                    const char *what) {
+                    const char *what, const std::set<std::string> &ignored = {}) {
   for (const auto &[name, desc] : want) {
     const SafetensorsEntry *entry = index.find(name);
     if (!entry)
@@ -71,7 +90,7 @@ Status checkTensors(const SafetensorsIndex &index, const std::map<std::string, T
                           describe(desc.shape, desc.dtype));
   }
   for (const SafetensorsEntry &entry : index.entries)
-    if (!want.count(entry.name))
+    if (!want.count(entry.name) && !ignored.count(entry.name))
       return CLEAVE_ERROR(index.path, ": ", what, " '", entry.name,
                           "' is not in the plan (the checkpoint is not of this plan)");
   return {};
@@ -143,12 +162,12 @@ Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor 
   std::vector<std::vector<char>> data;
   std::vector<SafetensorsTensor> weights, states;
   data.reserve(program.weights.entries.size() + program.buffers.size());
-  for (const SafetensorsEntry &entry : program.weights.entries) {
-    data.emplace_back(entry.desc.bytes());
-    Status s = executor.readWeight(entry.name, data.back().data(), data.back().size());
+  for (const SafetensorsEntry *entry : modelWeightsOf(plan, program)) {
+    data.emplace_back(entry->desc.bytes());
+    Status s = executor.readWeight(entry->name, data.back().data(), data.back().size());
     if (!s.ok())
       return abandon(s);
-    weights.push_back({entry.name, entry.desc, data.back().data()});
+    weights.push_back({entry->name, entry->desc, data.back().data()});
   }
   for (const BufferSpec *buffer : statesOf(program)) {
     data.emplace_back(buffer->desc.bytes());
@@ -285,17 +304,23 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(dir + "/" + kWeightsFile, &weights));
   CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(dir + "/" + kStateFile, &states));
   std::map<std::string, TensorDesc> wantWeights, wantStates;
+  for (const SafetensorsEntry *entry : modelWeightsOf(plan, program))
+    wantWeights[entry->name] = entry->desc;
+  std::set<std::string> constants;
   for (const SafetensorsEntry &entry : program.weights.entries)
-    wantWeights[entry.name] = entry.desc;
+    if (!wantWeights.count(entry.name))
+      constants.insert(entry.name);
   for (const BufferSpec *buffer : statesOf(program))
     wantStates[*buffer->state] = buffer->desc;
-  CLEAVE_RETURN_IF_ERROR(checkTensors(weights, wantWeights, "weight"));
+  CLEAVE_RETURN_IF_ERROR(checkTensors(weights, wantWeights, "weight", constants));
   CLEAVE_RETURN_IF_ERROR(checkTensors(states, wantStates, "state"));
 
   // Read everything, then write into the executor.
   std::vector<std::pair<const SafetensorsEntry *, std::vector<char>>> weightData, stateData;
   for (auto [index, out] : {std::pair{&weights, &weightData}, {&states, &stateData}})
     for (const SafetensorsEntry &entry : index->entries) {
+      if (index == &weights && !wantWeights.count(entry.name))
+        continue; // a constant an earlier checkpoint kept: the plan's own stands
       std::vector<char> bytes(entry.desc.bytes());
       CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(*index, entry, bytes.data()));
       out->emplace_back(&entry, std::move(bytes));

@@ -2,7 +2,11 @@
 //
 // A checkpoint directory DIR holds one subdirectory per saved step,
 // ckpt-<step>/, and a file `latest` naming the newest. Each ckpt-<step>/ has
-//   weights.safetensors   every weight of the program (parameters, buffers)
+//   weights.safetensors   the model's tensors the program holds: its
+//                         parameters and state_dict buffers (not the plan's
+//                         constants, which never change and whose names
+//                         depend on how the plan was compiled: a checkpoint
+//                         resumes in a plan for another mesh)
 //   state.safetensors     every state: optimizer moments, the step counter
 //   checkpoint.json       the step, the seed (the dropout generator is a
 //                         function of seed and step, so this is its whole

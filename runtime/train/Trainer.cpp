@@ -261,6 +261,8 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   for (const auto &[name, bytes] : plan.predicted.byCategory)
     byCategory[name] = bytes;
   memory["predicted_by_category"] = byCategory;
+  if (!report.rankAllocatedBytes.empty())
+    memory["allocated_per_rank"] = report.rankAllocatedBytes;
   Json json{{"plan", plan.dir},
             {"data", options.dataPath},
             {"batch_size", plan.training ? plan.training->batchSize : 0},

@@ -66,6 +66,9 @@ struct TrainReport {
   /// Set once the first step began: a failure after it may leave other
   /// ranks waiting in a collective, so a job must be ended, not agreed on.
   bool stepping = false;
+  /// On a multi-rank job (gathered on the first rank): each rank's
+  /// allocation, in rank order.
+  std::vector<size_t> rankAllocatedBytes;
 };
 
 /// Trains `plan` on `backend`. `onStep` sees every step as it completes

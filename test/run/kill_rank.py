@@ -10,8 +10,9 @@ import sys
 import time
 
 
-def rank_processes(plan):
-    """pid -> world rank of the ranks of this job (mpirun sets OMPI_COMM_WORLD_RANK)."""
+def rank_processes(plan, command="run"):
+    """pid -> world rank of the ranks of this job running `cleave COMMAND PLAN`
+    (mpirun sets OMPI_COMM_WORLD_RANK)."""
     found = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -20,7 +21,7 @@ def rank_processes(plan):
         except OSError:
             continue
         args = [a.decode(errors="replace") for a in cmdline]
-        if "run" not in args or plan not in args or "--local" in args:
+        if command not in args or plan not in args or "--local" in args:
             continue
         for entry in env:
             if entry.startswith(b"OMPI_COMM_WORLD_RANK="):

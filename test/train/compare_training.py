@@ -1,9 +1,9 @@
 """Compares cleave's training with PyTorch's, step by step.
 
-usage: compare_training.py REF.jsonl CLEAVE.jsonl [--rtol 1e-4]
+usage: compare_training.py REF.jsonl CLEAVE.jsonl [--rtol 1e-4] [--from-step N]
            [--weights REF.safetensors CLEAVE.safetensors [--wtol 1e-4]]
 
-Losses: one JSON object per line with "step" (from 1) and "loss"; every step of REF must be in
+Losses: one JSON object per line with "step" (from 1) and "loss"; every step of REF (from N) must be in
 CLEAVE with |cleave - ref| <= rtol * |ref|. Weights: the same names, shapes and dtypes, and per
 tensor max|cleave - ref| <= wtol * max(1, max|ref|); integer buffers (num_batches_tracked) exact.
 Prints one line per step and tensor; exits 1 on any failure.
@@ -30,6 +30,8 @@ def main():
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--weights", nargs=2, metavar=("REF", "CLEAVE"))
     p.add_argument("--wtol", type=float, default=1e-4)
+    p.add_argument("--from-step", type=int, default=1,
+                   help="compare from this step on (a run resumed from a checkpoint)")
     a = p.parse_args()
     ok = True
     ref, got = losses(a.reference), losses(a.actual)
@@ -37,6 +39,8 @@ def main():
         print("no reference losses")
         ok = False
     for step in sorted(ref):
+        if step < a.from_step:
+            continue
         if step not in got:
             print(f"step {step}: missing from {a.actual}: FAIL")
             ok = False

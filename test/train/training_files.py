@@ -126,10 +126,14 @@ def memory(report_path, plan_dir):
         fail(f"allocated {m['allocated']} bytes, the program's regions add to {m['predicted']}")
     if predicted["total"] != predicted["arena"] + predicted["weights"] + predicted["state"]:
         fail("the predicted regions do not add up to the total")
+    for rank, allocated in enumerate(m.get("allocated_per_rank", [])):
+        if allocated != predicted["total"]:
+            fail(f"rank {rank} allocated {allocated} bytes, the plan predicts {predicted['total']}")
     categories = sum(predicted["by_category"].values())
     if categories != predicted["total"]:
         fail(f"the categories add up to {categories}, the total is {predicted['total']}")
-    print(f"allocated {m['allocated']} bytes = predicted: ok")
+    ranks = len(m.get("allocated_per_rank", [])) or 1
+    print(f"allocated {m['allocated']} bytes = predicted on {ranks} rank(s): ok")
 
 
 def inspect(path):

@@ -24,6 +24,8 @@ one CPU device. With --cluster, cleave plans the model for the cluster (as
 (collectives, pipeline stages, per-rank shapes, one program per stage and tp
 index, memory plans), writes one program and one weight shard per (stage, tp
 index), the strategy, and the IR after each step, and verifies the plan.
+Without --mode, the planner plans a training schedule and the plan holds its
+forward passes in the schedule's order (for 'cleave run' and inspection).
 With --mode train, the plan holds a training step that every data-parallel
 rank runs on its share of the batch, the gradients averaged in fused buckets
 (pipelines, tensor splits, gradient accumulation, ZeRO and recomputation in
@@ -45,7 +47,10 @@ planner options (with --cluster): --devices N, --global-batch B (required),
 training (docs/training.md):
   --mode train|infer               train: one training step (forward, loss,
                                    backward, optimizer) for `cleave train`;
-                                   infer (default): the forward pass
+                                   infer (default): the forward pass;
+                                   with --cluster and no --mode: the
+                                   forward passes of a planned training
+                                   schedule, in its order
   --loss model|cross_entropy|mse   model (default): forward returns the loss;
                                    cross_entropy: forward returns logits [..., C]
                                    and the plan takes `labels` (i64, [...]);
@@ -159,9 +164,12 @@ int runPartitionedCompile(int argc, char **argv) {
                       kCompileUsage);
   o.dtype = dtype;
   o.output = output;
-  if (!o.isTraining() && !training.firstFlag.empty())
+  // Without --mode the plan holds the forward passes of a training
+  // schedule (the planner's default mode); --mode train compiles the step.
+  o.forwardOnly = o.isTraining() && !o.modeGiven;
+  if ((!o.isTraining() || o.forwardOnly) && !training.firstFlag.empty())
     return usageError(training.firstFlag + " applies to --mode train", kCompileUsage);
-  if (o.isTraining()) {
+  if (o.isTraining() && !o.forwardOnly) {
     if (int status = checkTrainingFlags(training, kCompileUsage); status >= 0)
       return status;
     o.training = training.options;
@@ -185,7 +193,7 @@ int runPartitionedCompile(int argc, char **argv) {
       return reportNothingFits(o, result.plan->planner);
     return s.exitCode();
   }
-  if (o.isTraining()) {
+  if (o.isTraining() && !o.forwardOnly) {
     const planner::Candidate &chosen = *result.plan->chosen;
     llvm::outs() << llvm::formatv(
         "cleave: wrote {0}: {1} data-parallel ranks, training step ({2}, loss {3}) on {4} "

@@ -101,6 +101,7 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
       if (mode != "train" && mode != "infer")
         return usageError("--mode must be train or infer", usage);
       o.mode = mode == "train" ? CompileMode::Train : CompileMode::Infer;
+      o.modeGiven = true;
     } else if (optionValue(argc, argv, i, "--precision", &value)) {
       std::string p = value ? value : "";
       if (p != "mixed" && p != "fp32")

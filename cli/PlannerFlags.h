@@ -25,6 +25,9 @@ struct PlanCliOptions : CompileRequest {
   PlanCliOptions() { mode = CompileMode::Train; }
   std::string strategyPath, irPath;
   bool json = false, explain = false, splits = false;
+  /// Whether --mode was given (compile --cluster tells a training step from
+  /// the forward order of a training schedule by it).
+  bool modeGiven = false;
 };
 
 /// What a command's own flag parser returns for a flag that is not its own.

@@ -337,7 +337,7 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
     chosen = *result.plan->chosen;
   }
   progress(request, "planned");
-  if (search.training)
+  if (search.training && !request.forwardOnly)
     return compileDataParallelTraining(context, request, chosen, *result.plan, result);
 
   // The programs run one microbatch: import again at that size and plan it

@@ -90,8 +90,13 @@ struct CompileRequest {
 
   /// Train: on one device, a training step (the training pipeline,
   /// passes/Pipelines addTrainingPipeline); with a cluster, the planner
-  /// plans a training schedule (setUpCluster sets planner.search.training).
+  /// plans a training schedule (setUpCluster sets planner.search.training)
+  /// and the plan holds the training step of every rank.
   CompileMode mode = CompileMode::Infer;
+  /// With a cluster and Train: emit only the forward passes of the planned
+  /// training schedule, in its order (what `cleave compile --cluster` does
+  /// without --mode), instead of the training step.
+  bool forwardOnly = false;
   /// Loss, optimizer and schedule of a one-device training step.
   mlir::cleave::TrainingOptions training;
   /// The dropout masks' seed, for training.

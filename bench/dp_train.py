@@ -11,8 +11,8 @@ model), then for each rank count N compiles `cleave compile --cluster SPEC --dev
 --zero none --mode train` and runs `cleave train --local N PLAN --steps S --report R` (one
 process for N = 1), ranks sharing the machine's cores (`cleave train` gives each rank
 cores/N threads). Prints per run: the measured step (mean of the steps after the first, from the
-report), the plan's predicted step, their ratio, and the memory each rank allocated next to the
-plan's prediction. The cluster spec describes one device of all the machine's cores; with N
+report; the slowest rank's), its compute (kernels) and communication (collectives) time, each
+next to the plan's prediction, and the memory each rank allocated next to the plan's prediction. The cluster spec describes one device of all the machine's cores; with N
 ranks each rank has 1/N of them, which the prediction (N devices of the spec's speed) does not
 know: the table says so where it misses.
 """
@@ -61,8 +61,8 @@ def main():
     print(f"machine: {benchlib.machine()}")
     print(f"model: {a.model} --config {a.config}, global batch {a.batch}, AdamW, {a.steps} steps "
           f"(the first left out of the mean)")
-    print(f"{'ranks':>5} {'measured ms':>12} {'predicted ms':>13} {'ratio':>6} "
-          f"{'allocated MiB/rank':>19} {'predicted MiB':>14}")
+    print(f"{'ranks':>5} | {'step ms':>8} {'pred':>7} {'ratio':>5} | {'compute':>8} {'pred':>7} | "
+          f"{'comm':>7} {'pred':>7} | {'MiB/rank':>8} {'pred':>7}")
     rows = []
     for n in [int(x) for x in a.ranks.split(",")]:
         plan = os.path.join(work, f"plan.dp{n}")
@@ -78,18 +78,23 @@ def main():
         with open(report) as f:
             r = json.load(f)
         with open(os.path.join(plan, "manifest.json")) as f:
-            predicted = json.load(f)["predicted"]
-        measured = r["mean_step_seconds"]
-        step = r["predicted_step_seconds"]
-        per_rank = r["memory_bytes"].get("allocated_per_rank", [r["memory_bytes"]["allocated"]])
-        row = {"ranks": n, "measured_step_seconds": measured, "predicted_step_seconds": step,
-               "ratio": measured / step if step else None,
-               "allocated_bytes_per_rank": per_rank,
-               "predicted_bytes": predicted["memory_bytes"]["total"]}
+            memory = json.load(f)["predicted"]["memory_bytes"]["total"]
+        ranks = r["ranks"] or [{"rank": 0, "step_seconds": r["mean_step_seconds"],
+                                "compute_seconds": r["mean_compute_seconds"],
+                                "communication_seconds": r["mean_communication_seconds"],
+                                "allocated_bytes": r["memory_bytes"]["allocated"]}]
+        slowest = max(ranks, key=lambda x: x["step_seconds"])
+        p = r["predicted"]
+        row = {"ranks": n, "measured": ranks, "predicted": p, "predicted_bytes": memory}
         rows.append(row)
-        print(f"{n:>5} {measured * 1e3:>12.2f} {step * 1e3:>13.2f} {row['ratio']:>6.2f} "
-              f"{max(per_rank) / 2**20:>19.2f} {row['predicted_bytes'] / 2**20:>14.2f}"
-              f"{'' if all(b == row['predicted_bytes'] for b in per_rank) else '  MISMATCH'}")
+        exact = all(x["allocated_bytes"] == memory for x in ranks)
+        print(f"{n:>5} | {slowest['step_seconds'] * 1e3:>8.2f} {p['step_seconds'] * 1e3:>7.2f} "
+              f"{slowest['step_seconds'] / p['step_seconds']:>5.2f} | "
+              f"{slowest['compute_seconds'] * 1e3:>8.2f} {p['compute_seconds'] * 1e3:>7.2f} | "
+              f"{slowest['communication_seconds'] * 1e3:>7.2f} "
+              f"{p['communication_seconds'] * 1e3:>7.2f} | "
+              f"{max(x['allocated_bytes'] for x in ranks) / 2**20:>8.2f} {memory / 2**20:>7.2f}"
+              f"{'' if exact else '  MISMATCH'}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"machine": benchlib.machine(), "rows": rows}, f, indent=1)

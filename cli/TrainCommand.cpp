@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <cstdio>
 #include <thread>
 #include <unistd.h>
@@ -173,12 +174,25 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
     std::fflush(stderr);
     world->abortJob(1); // the others may wait on this rank forever
   }
-  // Every rank's allocation, for the report: each must be its prediction.
-  std::vector<int64_t> allocated(world->size());
-  int64_t mine = static_cast<int64_t>(report.allocatedBytes);
-  if (rt::Status s = world->allGather(&mine, allocated.data(), 1, rt::DType::I64); !s.ok())
+  // Every rank's times and allocation, for the report (each allocation must
+  // be its program's prediction).
+  constexpr int kFields = 4;
+  rt::RankMeasure measure = rt::measureOf(report);
+  int64_t mine[kFields] = {0, 0, 0, static_cast<int64_t>(measure.allocatedBytes)};
+  double times[3] = {measure.stepSeconds, measure.computeSeconds, measure.communicationSeconds};
+  std::memcpy(mine, times, sizeof(times));
+  std::vector<int64_t> all(kFields * world->size());
+  if (rt::Status s = world->allGather(mine, all.data(), kFields, rt::DType::I64); !s.ok())
     return fail(s);
-  report.rankAllocatedBytes.assign(allocated.begin(), allocated.end());
+  for (int r = 0; r < world->size(); ++r) {
+    rt::RankMeasure m;
+    std::memcpy(times, &all[r * kFields], sizeof(times));
+    m.stepSeconds = times[0];
+    m.computeSeconds = times[1];
+    m.communicationSeconds = times[2];
+    m.allocatedBytes = static_cast<size_t>(all[r * kFields + 3]);
+    report.ranks.push_back(m);
+  }
   if (rank == 0) {
     if (!reportPath.empty())
       if (rt::Status s = rt::writeFileAtomically(reportPath,

@@ -14,7 +14,10 @@
 
 #include <functional>
 #include <optional>
+#include <algorithm>
+#include <iterator>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cleave::runtime {
@@ -43,5 +46,16 @@ using KernelFn = std::function<Status(const KernelCall &)>;
 /// Validates `signature` and, if it is well-formed, stores the prepared
 /// kernel in `*fn`.
 using KernelBuilder = Status (*)(const KernelSignature &signature, KernelFn *fn);
+
+/// The kernels that move data between ranks (a CommBackend's).
+inline constexpr std::string_view kCommKernels[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                                    "all_to_all", "send",       "recv"};
+
+/// Whether `kernel` moves data between ranks; reports count its time as
+/// communication.
+inline bool isCommKernel(std::string_view kernel) {
+  return std::find(std::begin(kCommKernels), std::end(kCommKernels), kernel) !=
+         std::end(kCommKernels);
+}
 
 } // namespace cleave::runtime

@@ -10,9 +10,6 @@ namespace cleave::runtime {
 
 namespace {
 
-constexpr std::string_view kCommKernels[] = {"all_reduce", "all_gather", "reduce_scatter",
-                                             "all_to_all", "send",       "recv"};
-
 /// Part `part` of a dim seen as [outer][blocks][parts][part * inner]: `runs`
 /// contiguous runs of `runBytes`, run i at i * parts * runBytes (plus the
 /// part's offset) in the whole and at i * runBytes in the part.
@@ -64,10 +61,6 @@ void insertPart(const void *in, const Shape &shape, int64_t dim, int64_t blocks,
                 static_cast<const char *>(in) + i * r.runBytes, r.runBytes);
 }
 
-bool isCommKernel(std::string_view kernel) {
-  return std::find(std::begin(kCommKernels), std::end(kCommKernels), kernel) !=
-         std::end(kCommKernels);
-}
 
 /// What the comm kernels share: the rank's place and groups, and the
 /// buffers they keep in the compute backend's memory.

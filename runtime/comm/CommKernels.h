@@ -19,6 +19,7 @@
 #pragma once
 
 #include "runtime/Backend.h"
+#include "runtime/Kernel.h"
 #include "runtime/Plan.h"
 #include "runtime/comm/Communicator.h"
 
@@ -32,9 +33,6 @@ struct RankComms {
   Communicator *tp = nullptr;    // ordered by tp index
   Communicator *dp = nullptr;    // ordered by dp index
 };
-
-/// Whether `kernel` moves data between ranks (and so is a CommBackend's).
-bool isCommKernel(std::string_view kernel);
 
 class CommBackend : public Backend {
 public:

@@ -3,6 +3,7 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/BFloat16.h"
 #include "runtime/Executor.h"
+#include "runtime/Kernel.h"
 #include "runtime/Safetensors.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/TrainingData.h"
@@ -190,6 +191,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     return {};
   }();
   CLEAVE_RETURN_IF_ERROR(agree(setup));
+  executor->setProfiling(true);
   report->loadSeconds = since(loadStart);
   report->firstStep = done + 1;
   report->stepping = true;
@@ -198,13 +200,19 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     auto start = std::chrono::steady_clock::now();
     CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor)
                                .prepend("step " + std::to_string(step)));
-    for (size_t index = 0; index < program.phases.size(); ++index)
+    StepRecord record;
+    for (size_t index = 0; index < program.phases.size(); ++index) {
       if (Status s = executor->runPhase(index); !s.ok())
         return s.prepend("step " + std::to_string(step) + " (" +
                          describeBatch(data, step - 1, options.shuffleSeed) + ")");
+      const std::vector<double> &seconds = executor->lastRunSeconds();
+      const std::vector<InstructionSpec> &instructions = program.phases[index].instructions;
+      for (size_t i = 0; i < seconds.size() && i < instructions.size(); ++i)
+        (isCommKernel(instructions[i].kernel) ? record.communicationSeconds
+                                              : record.computeSeconds) += seconds[i];
+    }
     float value = 0;
     CLEAVE_RETURN_IF_ERROR(executor->getOutput("loss", &value, sizeof(value)));
-    StepRecord record;
     record.step = step;
     record.loss = value;
     record.seconds = since(start);
@@ -238,6 +246,20 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   return agree(end);
 }
 
+RankMeasure measureOf(const TrainReport &report) {
+  RankMeasure m;
+  m.allocatedBytes = report.allocatedBytes;
+  // The first step warms caches; the means leave it out when there are more.
+  size_t first = report.steps.size() > 1 ? 1 : 0;
+  size_t n = report.steps.size() - first;
+  for (size_t i = first; i < report.steps.size(); ++i) {
+    m.stepSeconds += report.steps[i].seconds / n;
+    m.computeSeconds += report.steps[i].computeSeconds / n;
+    m.communicationSeconds += report.steps[i].communicationSeconds / n;
+  }
+  return m;
+}
+
 std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                             const TrainReport &report) {
   Json steps = Json::array();
@@ -261,17 +283,35 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   for (const auto &[name, bytes] : plan.predicted.byCategory)
     byCategory[name] = bytes;
   memory["predicted_by_category"] = byCategory;
-  if (!report.rankAllocatedBytes.empty())
-    memory["allocated_per_rank"] = report.rankAllocatedBytes;
+  RankMeasure mine = measureOf(report);
+  Json ranks = Json::array();
+  std::vector<size_t> perRank;
+  for (size_t r = 0; r < report.ranks.size(); ++r) {
+    const RankMeasure &m = report.ranks[r];
+    ranks.push_back(Json{{"rank", r},
+                         {"step_seconds", m.stepSeconds},
+                         {"compute_seconds", m.computeSeconds},
+                         {"communication_seconds", m.communicationSeconds},
+                         {"allocated_bytes", m.allocatedBytes}});
+    perRank.push_back(m.allocatedBytes);
+  }
+  if (!perRank.empty())
+    memory["allocated_per_rank"] = perRank;
+  auto predicted = [](const std::optional<double> &v) { return v ? Json(*v) : Json(nullptr); };
   Json json{{"plan", plan.dir},
             {"data", options.dataPath},
             {"batch_size", plan.training ? plan.training->batchSize : 0},
             {"first_step", report.firstStep},
             {"steps", steps},
             {"mean_step_seconds", steady},
-            {"predicted_step_seconds", plan.predicted.stepSeconds ? Json(*plan.predicted.stepSeconds)
-                                                                   : Json(nullptr)},
-            {"ranks", plan.devices.size()},
+            {"mean_compute_seconds", mine.computeSeconds},
+            {"mean_communication_seconds", mine.communicationSeconds},
+            {"predicted", Json{{"step_seconds", predicted(plan.predicted.stepSeconds)},
+                               {"compute_seconds", predicted(plan.predicted.computeSeconds)},
+                               {"communication_seconds",
+                                predicted(plan.predicted.communicationSeconds)},
+                               {"bubble_seconds", predicted(plan.predicted.bubbleSeconds)}}},
+            {"ranks", ranks},
             {"load_seconds", report.loadSeconds},
             {"memory_bytes", memory},
             {"checkpoints", report.checkpoints},

@@ -52,6 +52,15 @@ struct StepRecord {
   double loss = 0;
   double seconds = 0;
   double samplesPerSecond = 0;
+  /// The step's time in kernels that compute, and in collectives (on one
+  /// device: none); the rest is copying the batch in and the loss out.
+  double computeSeconds = 0, communicationSeconds = 0;
+};
+
+/// One rank's means over the steps after the first (or the only one).
+struct RankMeasure {
+  double stepSeconds = 0, computeSeconds = 0, communicationSeconds = 0;
+  size_t allocatedBytes = 0;
 };
 
 struct TrainReport {
@@ -67,9 +76,13 @@ struct TrainReport {
   /// ranks waiting in a collective, so a job must be ended, not agreed on.
   bool stepping = false;
   /// On a multi-rank job (gathered on the first rank): each rank's
-  /// allocation, in rank order.
-  std::vector<size_t> rankAllocatedBytes;
+  /// measurements, in rank order.
+  std::vector<RankMeasure> ranks;
 };
+
+/// This run's means over the steps after the first (or the only one), and
+/// its allocation.
+RankMeasure measureOf(const TrainReport &report);
 
 /// Trains `plan` on `backend`. `onStep` sees every step as it completes
 /// (for progress output).

@@ -55,8 +55,10 @@ def main():
     env = dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""))
     model = os.path.join(work, f"{a.model}.pt")
     data = os.path.join(work, f"{a.model}.safetensors")
+    # Data-parallel training refuses dropout: models that have it export without.
+    dropout = ["--dropout", "0"] if a.model in ("gpt", "bert-cls", "vit") else []
     run(["/usr/bin/python3", os.path.join(ROOT, "examples", "export.py"), a.model, "--config",
-         a.config, "--dropout", "0", "--train", "--batch", str(a.batch), "--loss-in-model",
+         a.config] + dropout + ["--train", "--batch", str(a.batch), "--loss-in-model",
          "cross_entropy", "-o", model, "--data", data, "--samples", str(2 * a.batch)], env=env)
     print(f"machine: {benchlib.machine()}")
     print(f"model: {a.model} --config {a.config}, global batch {a.batch}, AdamW, {a.steps} steps "

@@ -27,9 +27,10 @@ index), the strategy, and the IR after each step, and verifies the plan.
 Without --mode, the planner plans a training schedule and the plan holds its
 forward passes in the schedule's order (for 'cleave run' and inspection).
 With --mode train, the plan holds a training step that every data-parallel
-rank runs on its share of the batch, the gradients averaged in fused buckets
-(pipelines, tensor splits, gradient accumulation, ZeRO and recomputation in
-training are refused with the pin that avoids them). A meta-device model
+rank runs on its share of the batch, in the planned microbatches (gradients
+accumulated), the gradients averaged in fused buckets (pipelines, tensor
+splits, ZeRO and recomputation in training are refused with the pin that
+avoids them). A meta-device model
 gives a plan without weights, for inspection.
 Inputs keep the names of the model's forward arguments; outputs are output_0,
 output_1, ... PLAN_DIR appears complete or not at all; an earlier plan there
@@ -196,11 +197,11 @@ int runPartitionedCompile(int argc, char **argv) {
   if (o.isTraining() && !o.forwardOnly) {
     const planner::Candidate &chosen = *result.plan->chosen;
     llvm::outs() << llvm::formatv(
-        "cleave: wrote {0}: {1} data-parallel ranks, training step ({2}, loss {3}) on {4} "
-        "samples each, arena {5:f2} MiB, weights {6:f2} MiB, optimizer state {7:f2} MiB per "
-        "rank\n",
-        output, chosen.dp, o.training.optimizer, o.training.loss, chosen.microbatchSize,
-        result.arenaBytes / 1048576.0, result.weightBytes / 1048576.0,
+        "cleave: wrote {0}: {1} data-parallel rank(s), training step ({2}, loss {3}) on {4} "
+        "microbatch(es) of {5} samples per rank, arena {6:f2} MiB, weights {7:f2} MiB, state "
+        "{8:f2} MiB per rank\n",
+        output, chosen.dp, o.training.optimizer, o.training.loss, chosen.microbatches,
+        chosen.microbatchSize, result.arenaBytes / 1048576.0, result.weightBytes / 1048576.0,
         result.stateBytes / 1048576.0);
     if (timing)
       printTiming("compile", secondsSince(start));

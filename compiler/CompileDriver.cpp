@@ -183,6 +183,7 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
       if (DriverStatus s = checkDataParallelTraining(context, model, dataParallel->ranks); !s.ok())
         return s;
       training.dataParallel = dataParallel->ranks;
+      training.microbatches = dataParallel->microbatches;
     }
     if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
           mlir::cleave::addTrainingPipeline(pm, training);
@@ -259,10 +260,10 @@ PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &requ
 }
 
 /// A training plan for the chosen mesh. Data parallelism runs: every rank
-/// holds the whole step (the one-device program at its share of the batch)
-/// and the gradients are averaged over the ranks. Pipelines, tensor splits,
-/// gradient accumulation, ZeRO and recomputation in training are refused
-/// with the pins that avoid them.
+/// holds the whole step (the one-device program at one microbatch of its
+/// share of the batch, gradients accumulated over its microbatches) and the
+/// gradients are averaged over the ranks. Pipelines, tensor splits, ZeRO
+/// and recomputation in training are refused with the pins that avoid them.
 DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const CompileRequest &request,
                                          const planner::Candidate &chosen, PlanResult plan,
                                          CompileResult &result) {
@@ -276,10 +277,6 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
   const auto &search = request.planner.search;
   if (chosen.pp > 1 || chosen.tp > 1)
     return refuse("has pipeline stages or tensor splits", "pin --pp 1 --tp 1");
-  if (chosen.microbatches > 1)
-    return refuse("accumulates gradients over " + std::to_string(chosen.microbatches) +
-                      " microbatches",
-                  "pin --microbatch " + std::to_string(search.globalBatch / chosen.dp));
   if (chosen.sharding != cost::ShardingLevel::None)
     return refuse("shards with ZeRO", "pin --zero none");
   for (const auto &stage : chosen.stages)
@@ -292,6 +289,7 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
   }
   PlanEmitOptions::DataParallel dataParallel;
   dataParallel.ranks = chosen.dp;
+  dataParallel.microbatches = chosen.microbatches;
   auto strategy = nlohmann::json::parse(plan.strategyJson);
   const auto &p = strategy["predicted"];
   double communication = p["tp_comm_seconds"].get<double>() + p["dp_comm_seconds"].get<double>();

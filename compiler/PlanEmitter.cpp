@@ -676,6 +676,7 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
   int64_t stateBytes = intAttr(func, "cleave.state_bytes");
   bool training = options.training.has_value();
   const int64_t ranks = options.dataParallel ? options.dataParallel->ranks : 1;
+  const int64_t microbatches = options.dataParallel ? options.dataParallel->microbatches : 1;
   // Training plans are version 2: state, in-place updates and phases that
   // a version-1 reader would silently skip.
   int version = training ? 2 : rt::kPlanFormatVersion;
@@ -703,8 +704,8 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
     programEntry["state_bytes"] = stateBytes;
     ExtraWeights extra;
     int64_t parameterBytes = 0;
-    if (mlir::failed(trainingManifest(func, *options.training, program.builder, ranks,
-                                      trainingJson, extra, parameterBytes)))
+    if (mlir::failed(trainingManifest(func, *options.training, program.builder,
+                                      ranks * microbatches, trainingJson, extra, parameterBytes)))
       return mlir::failure();
     if (!extra.tensors.empty())
       extras.push_back(std::move(extra));
@@ -717,11 +718,17 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
     int64_t activations = peak ? peakPart("activations") : peakLive;
     memory["state"] = stateBytes;
     memory["total"] = arenaBytes.getInt() + weightBytes + stateBytes;
+    // Gradient accumulators live in the state region but hold gradients.
+    int64_t accumulatorBytes = 0;
+    func.walk([&](mlir::cleave::StateOp state) {
+      if (state.getName().starts_with("gradient_accumulator."))
+        accumulatorBytes += static_cast<int64_t>(mlir::cleave::tensorBytes(state.getType()));
+    });
     memory["by_category"] = Json{{"parameters", parameterBytes},
                                  {"buffers", weightBytes - parameterBytes},
-                                 {"optimizer_state", stateBytes},
+                                 {"optimizer_state", stateBytes - accumulatorBytes},
                                  {"activations", activations},
-                                 {"gradients", peakPart("gradients")},
+                                 {"gradients", peakPart("gradients") + accumulatorBytes},
                                  {"temporaries", peakPart("temporaries")},
                                  {"arena_unused", arenaBytes.getInt() - peakLive}};
   } else {
@@ -745,7 +752,7 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
     for (Json &t : manifest["inputs"]) {
       auto shape = t["shape"].get<std::vector<int64_t>>();
       local = shape.at(0);
-      shape[0] *= ranks;
+      shape[0] *= ranks * microbatches;
       t["shape"] = shape;
       t["batch_dim"] = 0;
     }
@@ -753,10 +760,12 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
       t["batch_dim"] = nullptr;
     if (local < 0)
       return func.emitError("a data-parallel training plan needs inputs to split");
-    manifest["batch"] = Json{{"global", local * ranks}, {"microbatch_size", local},
-                             {"microbatches", 1}};
+    manifest["batch"] = Json{{"global", local * ranks * microbatches},
+                             {"microbatch_size", local},
+                             {"microbatches", microbatches}};
   }
-  manifest["schedule"] = Json{{"kind", training ? "train" : "forward"}, {"microbatches", 1}};
+  manifest["schedule"] = Json{{"kind", training ? "train" : "forward"},
+                              {"microbatches", microbatches}};
   manifest["devices"] = devices;
   if (options.dataParallel) {
     Json list = Json::array();

@@ -69,6 +69,9 @@ struct PlanEmitOptions {
   /// predictions (manifest JSON) for the manifest.
   struct DataParallel {
     int64_t ranks = 1;
+    /// Microbatches each rank runs forward and backward on per step, its
+    /// gradients accumulated (the program is compiled for one of them).
+    int64_t microbatches = 1;
     nlohmann::ordered_json predicted = nlohmann::ordered_json::object();
   };
   std::optional<DataParallel> dataParallel;

@@ -28,7 +28,9 @@ namespace mlir::cleave {
 namespace {
 
 /// An op that updates a persistent tensor in place must be its last reader:
-/// a later reader of the same SSA value would see the new contents.
+/// a later reader of the same SSA value would see the new contents. A later
+/// assign that overwrites the tensor whole does not read it (a gradient
+/// accumulator is added to in backward and zeroed after the update).
 LogicalResult checkUpdates(func::FuncOp func) {
   for (Operation &op : func.front()) {
     auto executable = dyn_cast<ExecutableOpInterface>(op);
@@ -36,13 +38,17 @@ LogicalResult checkUpdates(func::FuncOp func) {
       continue;
     for (unsigned index : executable.getUpdatedOperands()) {
       Value target = op.getOperand(index);
-      for (Operation *user : target.getUsers())
+      for (Operation *user : target.getUsers()) {
+        auto assign = dyn_cast<AssignOp>(user);
+        if (assign && assign.getTarget() == target && assign.getValue() != target)
+          continue;
         if (user != &op && op.isBeforeInBlock(user)) {
           InFlightDiagnostic diag = op.emitOpError()
                                     << "overwrites a tensor that a later op reads";
           diag.attachNote(user->getLoc()) << "read here";
           return failure();
         }
+      }
     }
   }
   return success();

@@ -61,6 +61,9 @@ struct TrainingOptions {
   /// Update each parameter as soon as its gradient is final (one
   /// microbatch, no clipping): gradients are never all live at once.
   bool earlyUpdates = true;
+  /// Microbatches a step accumulates gradients over
+  /// (-cleave-accumulate-gradients); 1: none.
+  int64_t microbatches = 1;
   /// Data-parallel ranks the gradients are averaged over
   /// (-cleave-reduce-gradients); 1: none.
   int64_t dataParallel = 1;

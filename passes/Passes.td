@@ -313,6 +313,29 @@ def Differentiate : Pass<"cleave-differentiate", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def AccumulateGradients : Pass<"cleave-accumulate-gradients", "mlir::func::FuncOp"> {
+  let summary = "Accumulate the gradients over the microbatches of a step";
+  let description = [{
+    Runs after `-cleave-differentiate` when a step runs its forward and
+    backward phases once per microbatch (`microbatches` of them) and its
+    optimizer once. Each `grad.<parameter>` result gets a zeroed
+    `cleave.state "gradient_accumulator.<parameter>"`: backward adds the
+    microbatch's gradient to it (`sum = acc + g`, `cleave.assign acc, sum`)
+    as soon as the gradient is final. The optimizer phase, which starts
+    after the last backward op, returns `sum * (1 / microbatches)` (the
+    mean over the microbatches: the whole batch's gradient for a loss that
+    is a mean over equal microbatches) and sets the accumulator back to
+    zero for the next step. Data-parallel reduction
+    (`-cleave-reduce-gradients`) then runs once per step on the
+    accumulated gradients. With `microbatches` 1 nothing changes.
+  }];
+  let options = [
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"1",
+           "microbatches per step">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def ReduceGradients : Pass<"cleave-reduce-gradients", "mlir::func::FuncOp"> {
   let summary = "Average the gradients and the loss over the data-parallel ranks, in fused buckets";
   let description = [{
@@ -325,8 +348,9 @@ def ReduceGradients : Pass<"cleave-reduce-gradients", "mlir::func::FuncOp"> {
     with one `cleave.all_reduce` placed right after its last gradient (so
     the reduction of early buckets can overlap the rest of backward), scaled
     by 1/ranks and cut back into the gradients, which replace the results.
-    The loss (result 0, an f32 scalar) is averaged the same way, so every
-    rank reports the loss of the whole batch. Averaging is what PyTorch's
+    The loss (result 0, an f32 scalar) is averaged the same way right after
+    it is computed, so every rank reports the loss of the whole batch (of
+    each microbatch, when gradients accumulate over microbatches). Averaging is what PyTorch's
     DistributedDataParallel does; it equals one device on the whole batch
     for a loss that is a mean over equal shares. Every gradient is reduced
     dense, including an embedding's. With `ranks` 1 nothing changes.

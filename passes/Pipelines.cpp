@@ -42,6 +42,11 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   loss.loss = options.loss;
   pm.addNestedPass<func::FuncOp>(createAppendLoss(loss));
   pm.addNestedPass<func::FuncOp>(createDifferentiate());
+  if (options.microbatches > 1) {
+    AccumulateGradientsOptions accumulate;
+    accumulate.microbatches = options.microbatches;
+    pm.addNestedPass<func::FuncOp>(createAccumulateGradients(accumulate));
+  }
   if (options.dataParallel > 1) {
     ReduceGradientsOptions reduce;
     reduce.ranks = options.dataParallel;

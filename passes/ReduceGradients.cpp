@@ -135,7 +135,10 @@ struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
       Value loss = ret.getOperand(0);
       auto type = dyn_cast<RankedTensorType>(loss.getType());
       if (type && type.getRank() == 0 && isa<FloatType>(type.getElementType())) {
+        // Right where it is computed: with microbatches, in every forward.
         OpBuilder b(ret);
+        if (Operation *def = loss.getDefiningOp())
+          b.setInsertionPointAfter(def);
         Value sum = b.create<AllReduceOp>(loc, type, loss, groupAttr);
         ret.setOperand(0, b.create<MulOp>(loc, sum,
                                           scalar(b, loc, cast<FloatType>(type.getElementType()),

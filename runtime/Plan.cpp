@@ -1216,10 +1216,17 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
   }
   if (training && !onlyRank) {
     CLEAVE_RETURN_IF_ERROR(checkTraining(plan));
-    // A training step runs every phase of its program, in order.
+    // A training step runs forward and backward on each microbatch in turn,
+    // then the optimizer once.
     plan.stageSlots[0].clear();
-    for (const Phase &phase : plan.programs.begin()->second.phases)
-      plan.stageSlots[0].push_back({phase.name, phase.chunk, 0});
+    const std::vector<Phase> &phases = plan.programs.begin()->second.phases;
+    for (int64_t m = 0; m < plan.microbatches; ++m)
+      for (const Phase &phase : phases)
+        if (phase.name != "optimizer")
+          plan.stageSlots[0].push_back({phase.name, phase.chunk, m});
+    for (const Phase &phase : phases)
+      if (phase.name == "optimizer")
+        plan.stageSlots[0].push_back({phase.name, phase.chunk, 0});
   }
   CLEAVE_RETURN_IF_ERROR(checkScheduleAgainstPrograms(plan));
 

@@ -51,7 +51,10 @@ std::vector<const BufferSpec *> statesOf(const ProgramSpec &program) {
   std::vector<const BufferSpec *> states;
   std::set<std::string> seen;
   for (const BufferSpec &b : program.buffers)
-    if (b.state && seen.insert(*b.state).second)
+    // Gradient accumulators are zero between steps (and absent from a plan
+    // without microbatches): nothing to keep.
+    if (b.state && b.state->rfind("gradient_accumulator.", 0) != 0 &&
+        seen.insert(*b.state).second)
       states.push_back(&b);
   return states;
 }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -192,16 +193,15 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   }();
   CLEAVE_RETURN_IF_ERROR(agree(setup));
   executor->setProfiling(true);
+  const int64_t microbatches = std::max<int64_t>(1, plan.microbatches);
   report->loadSeconds = since(loadStart);
   report->firstStep = done + 1;
   report->stepping = true;
 
   for (int64_t step = done + 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
-    CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor)
-                               .prepend("step " + std::to_string(step)));
     StepRecord record;
-    for (size_t index = 0; index < program.phases.size(); ++index) {
+    auto runPhase = [&](size_t index) -> Status {
       if (Status s = executor->runPhase(index); !s.ok())
         return s.prepend("step " + std::to_string(step) + " (" +
                          describeBatch(data, step - 1, options.shuffleSeed) + ")");
@@ -210,11 +210,28 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
       for (size_t i = 0; i < seconds.size() && i < instructions.size(); ++i)
         (isCommKernel(instructions[i].kernel) ? record.communicationSeconds
                                               : record.computeSeconds) += seconds[i];
+      return {};
+    };
+    // Forward and backward per microbatch (the gradients accumulate in the
+    // program's state), then the optimizer once; the step's loss is the
+    // microbatches' mean.
+    double loss = 0;
+    for (int64_t m = 0; m < microbatches; ++m) {
+      CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor, m,
+                                           microbatches)
+                                 .prepend("step " + std::to_string(step)));
+      for (size_t index = 0; index < program.phases.size(); ++index)
+        if (program.phases[index].name != "optimizer")
+          CLEAVE_RETURN_IF_ERROR(runPhase(index));
+      float value = 0;
+      CLEAVE_RETURN_IF_ERROR(executor->getOutput("loss", &value, sizeof(value)));
+      loss += value;
     }
-    float value = 0;
-    CLEAVE_RETURN_IF_ERROR(executor->getOutput("loss", &value, sizeof(value)));
+    for (size_t index = 0; index < program.phases.size(); ++index)
+      if (program.phases[index].name == "optimizer")
+        CLEAVE_RETURN_IF_ERROR(runPhase(index));
     record.step = step;
-    record.loss = value;
+    record.loss = microbatches > 1 ? loss / static_cast<double>(microbatches) : loss;
     record.seconds = since(start);
     record.samplesPerSecond = record.seconds > 0 ? training.batchSize / record.seconds : 0;
     report->steps.push_back(record);

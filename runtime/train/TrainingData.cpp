@@ -106,12 +106,14 @@ std::vector<int64_t> TrainingData::batchIndices(int64_t step,
 }
 
 Status TrainingData::setBatch(int64_t step, std::optional<uint64_t> shuffleSeed,
-                              Executor &executor) const {
+                              Executor &executor, int64_t microbatch,
+                              int64_t microbatches) const {
   std::vector<int64_t> indices = batchIndices(step, shuffleSeed);
-  if (shares_ > 1) {
-    const size_t part = indices.size() / static_cast<size_t>(shares_);
-    indices = std::vector<int64_t>(indices.begin() + share_ * part,
-                                   indices.begin() + (share_ + 1) * part);
+  const int64_t pieces = shares_ * microbatches, piece = share_ * microbatches + microbatch;
+  if (pieces > 1) {
+    const size_t part = indices.size() / static_cast<size_t>(pieces);
+    indices = std::vector<int64_t>(indices.begin() + piece * part,
+                                   indices.begin() + (piece + 1) * part);
   }
   for (const Column &column : columns_) {
     for (size_t j = 0; j < indices.size(); ++j)

@@ -44,8 +44,11 @@ public:
 
   /// The sample indices of step `step` (from 0).
   std::vector<int64_t> batchIndices(int64_t step, std::optional<uint64_t> shuffleSeed) const;
-  /// Copies step `step`'s batch into the executor's inputs.
-  Status setBatch(int64_t step, std::optional<uint64_t> shuffleSeed, Executor &executor) const;
+  /// Copies step `step`'s batch (this rank's share of it) into the
+  /// executor's inputs; with `microbatches` > 1, microbatch `microbatch`
+  /// of that share (equal runs of its rows, in order).
+  Status setBatch(int64_t step, std::optional<uint64_t> shuffleSeed, Executor &executor,
+                  int64_t microbatch = 0, int64_t microbatches = 1) const;
 
 private:
   struct Column {

@@ -3,11 +3,16 @@
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=1" | FileCheck %s --check-prefix=ONE
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=4 bucket-bytes=48" -cleave-add-optimizer="early-updates=true" | FileCheck %s --check-prefix=EARLY
 
-// One bucket: both gradients flattened into one buffer after the later of
-// them (b's, which backward finishes first, then w's), summed over the dp
-// group, scaled by 1/4 and cut back; the loss is averaged the same way.
+// The loss is averaged right where it is computed. One bucket: both
+// gradients flattened into one buffer after the later of them (b's, which
+// backward finishes first, then w's), summed over the dp group, scaled by
+// 1/4 and cut back.
 // FUSED-LABEL: func.func @step
-// FUSED: %[[GB:.*]] = cleave.neg %{{.*}} {cleave.phase = "backward"} : tensor<4xf32>
+// FUSED: %[[L:.*]] = cleave.reduce_sum
+// FUSED-NEXT: %[[LSUM:.*]] = cleave.all_reduce %[[L]] {group = "dp"} : tensor<f32> -> tensor<f32>
+// FUSED-NEXT: %[[Q2:.*]] = cleave.constant dense<2.500000e-01> : tensor<f32>
+// FUSED-NEXT: %[[LOSS:.*]] = cleave.mul %[[LSUM]], %[[Q2]]
+// FUSED-NEXT: %[[GB:.*]] = cleave.neg %{{.*}} {cleave.phase = "backward"} : tensor<4xf32>
 // FUSED: %[[GW:.*]] = cleave.relu
 // FUSED-NEXT: %[[FW:.*]] = cleave.reshape %[[GW]] : tensor<4x3xf32> to tensor<12xf32>
 // FUSED-NEXT: %[[PACK:.*]] = cleave.concat %[[GB]], %[[FW]] {dim = 0 : i64} : (tensor<4xf32>, tensor<12xf32>) -> tensor<16xf32>
@@ -17,9 +22,6 @@
 // FUSED-NEXT: %[[B:.*]] = cleave.slice %[[MEAN]] {dim = 0 : i64, end = 4 : i64, start = 0 : i64}
 // FUSED-NEXT: %[[W0:.*]] = cleave.slice %[[MEAN]] {dim = 0 : i64, end = 16 : i64, start = 4 : i64}
 // FUSED-NEXT: %[[W:.*]] = cleave.reshape %[[W0]] : tensor<12xf32> to tensor<4x3xf32>
-// FUSED-NEXT: %[[LSUM:.*]] = cleave.all_reduce %[[L:.*]] {group = "dp"} : tensor<f32> -> tensor<f32>
-// FUSED-NEXT: %[[Q2:.*]] = cleave.constant dense<2.500000e-01> : tensor<f32>
-// FUSED-NEXT: %[[LOSS:.*]] = cleave.mul %[[LSUM]], %[[Q2]]
 // FUSED-NEXT: return %[[LOSS]], %[[W]], %[[B]]
 
 // Buckets of at most 48 bytes: b's gradient (16 bytes) goes alone as soon
@@ -39,7 +41,7 @@
 
 // The updates follow the reduced gradients, each right after its bucket.
 // EARLY-LABEL: func.func @step
-// EARLY: %[[SB:.*]] = cleave.all_reduce
+// EARLY: %[[SB:.*]] = cleave.all_reduce %{{.*}} {group = "dp"} : tensor<4xf32>
 // EARLY-NEXT: cleave.constant
 // EARLY-NEXT: %[[B:.*]] = cleave.mul %[[SB]]
 // EARLY: cleave.adamw %{{.*}}, %[[B]],

@@ -116,7 +116,9 @@ DriverStatus importForPlan(mlir::MLIRContext &context, const CompileRequest &req
 /// What data-parallel training does not run yet, refused before it would
 /// silently differ from one device.
 DriverStatus checkDataParallelTraining(mlir::MLIRContext &context, const LoadedModel &model,
-                                       int64_t ranks) {
+                                       int64_t ranks, int64_t microbatches) {
+  if (ranks * microbatches == 1)
+    return {};
   mlir::Operation *refused = nullptr;
   std::string why;
   model.forward().walk([&](mlir::Operation *op) {
@@ -124,19 +126,21 @@ DriverStatus checkDataParallelTraining(mlir::MLIRContext &context, const LoadedM
       return;
     if (llvm::isa<mlir::cleave::BatchNormTrainOp>(op)) {
       refused = op;
-      why = "batch norm in training mode: its statistics would cover one rank's share of the "
-            "batch, and synchronizing them across data-parallel ranks is not implemented yet";
+      why = "batch norm in training mode: its statistics would cover one microbatch of one "
+            "rank's share of the batch, not the whole batch, and synchronizing them across "
+            "ranks and microbatches is not implemented yet";
     } else if (auto dropout = llvm::dyn_cast<mlir::cleave::DropoutTrainOp>(op)) {
       refused = op;
-      why = "dropout in training mode: every rank would draw the same masks for its share of "
-            "the batch, not one device's masks; data-parallel dropout is not implemented yet "
-            "(export with dropout 0)";
+      why = "dropout in training mode: every rank and microbatch would draw the same masks "
+            "for its rows, not one device's masks over the batch; dropout with data "
+            "parallelism or microbatches is not implemented yet (export with dropout 0)";
     }
   });
   if (!refused)
     return {};
   mlir::emitError(refused->getLoc())
-      << "cannot train on " << ranks << " data-parallel ranks: " << why;
+      << "cannot train on " << ranks << " data-parallel rank(s) of " << microbatches
+      << " microbatch(es): " << why;
   return DriverStatus::failure();
 }
 
@@ -180,7 +184,9 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
   if (request.isTraining()) {
     mlir::cleave::TrainingOptions training = request.training;
     if (dataParallel) {
-      if (DriverStatus s = checkDataParallelTraining(context, model, dataParallel->ranks); !s.ok())
+      if (DriverStatus s = checkDataParallelTraining(context, model, dataParallel->ranks,
+                                                     dataParallel->microbatches);
+          !s.ok())
         return s;
       training.dataParallel = dataParallel->ranks;
       training.microbatches = dataParallel->microbatches;

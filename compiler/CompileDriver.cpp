@@ -124,11 +124,13 @@ DriverStatus checkDataParallelTraining(mlir::MLIRContext &context, const LoadedM
   model.forward().walk([&](mlir::Operation *op) {
     if (refused)
       return;
-    if (llvm::isa<mlir::cleave::BatchNormTrainOp>(op)) {
+    if (llvm::isa<mlir::cleave::BatchNormTrainOp>(op) && microbatches > 1) {
+      // Across data-parallel ranks the statistics are synchronized
+      // (-cleave-sync-batch-norm); across microbatches they cannot be
+      // before every microbatch's forward has run.
       refused = op;
-      why = "batch norm in training mode: its statistics would cover one microbatch of one "
-            "rank's share of the batch, not the whole batch, and synchronizing them across "
-            "ranks and microbatches is not implemented yet";
+      why = "batch norm in training mode: its statistics would cover one microbatch, not "
+            "the whole batch (pin --microbatch to the batch per rank)";
     } else if (auto dropout = llvm::dyn_cast<mlir::cleave::DropoutTrainOp>(op)) {
       refused = op;
       why = "dropout in training mode: every rank and microbatch would draw the same masks "

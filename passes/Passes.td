@@ -313,6 +313,30 @@ def Differentiate : Pass<"cleave-differentiate", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def SyncBatchNorm : Pass<"cleave-sync-batch-norm", "mlir::func::FuncOp"> {
+  let summary = "Batch statistics over every data-parallel rank's share of the batch";
+  let description = [{
+    Runs before `-cleave-differentiate` when `ranks` data-parallel ranks each
+    hold a share of the batch. Each `cleave.batch_norm_train` becomes the
+    statistics of the whole batch, as `torch.nn.SyncBatchNorm`: the
+    per-channel sum of the rank's values is summed over `group`
+    (`cleave.all_reduce`), the mean divides it by the global count, the
+    centered squares are summed the same way (two passes, as numerically
+    sound as the fused kernel's), and the normalization, weight and bias
+    follow as elementwise ops. Differentiation then builds the backward from
+    these ops' rules; the all_reduce's rule (its gradient is the all_reduce
+    of its result's gradient) sums the statistics' gradients over the ranks,
+    which is the synchronized backward. The running statistics' update
+    counts the global number of values (its unbiased correction). f32 only;
+    with `ranks` 1 nothing changes.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1", "data-parallel ranks">,
+    Option<"group", "group", "std::string", /*default=*/"\"dp\"", "the group reduced over">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def AccumulateGradients : Pass<"cleave-accumulate-gradients", "mlir::func::FuncOp"> {
   let summary = "Accumulate the gradients over the microbatches of a step";
   let description = [{

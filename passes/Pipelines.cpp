@@ -38,6 +38,11 @@ void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options) {
 }
 
 void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
+  if (options.dataParallel > 1) {
+    SyncBatchNormOptions sync;
+    sync.ranks = options.dataParallel;
+    pm.addNestedPass<func::FuncOp>(createSyncBatchNorm(sync));
+  }
   AppendLossOptions loss;
   loss.loss = options.loss;
   pm.addNestedPass<func::FuncOp>(createAppendLoss(loss));

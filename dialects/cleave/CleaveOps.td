@@ -586,15 +586,16 @@ def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [],
 // larger than its operand.
 //===----------------------------------------------------------------------===//
 
-class Cleave_LayoutChangeOp<string mnemonic, dag layoutArgs>
-    : Cleave_Op<mnemonic, [], [], ["getCost", "getSavedForBackward"]> {
+class Cleave_LayoutChangeOp<string mnemonic, dag layoutArgs,
+                            list<string> gradientOverrides = []>
+    : Cleave_Op<mnemonic, [], [], ["getCost", "getSavedForBackward"], [], gradientOverrides> {
   let arguments = !con((ins Cleave_Tensor:$input, StrAttr:$group), layoutArgs);
   let results = (outs Cleave_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
-def Cleave_AllReduceOp : Cleave_LayoutChangeOp<"all_reduce", (ins)> {
+def Cleave_AllReduceOp : Cleave_LayoutChangeOp<"all_reduce", (ins), Cleave_HasGradient> {
   let summary = "sum partial values over a group: partial -> replicated";
   let description = [{
     Every rank of `group` ("tp" or "dp") holds a partial sum of the tensor;

@@ -239,6 +239,17 @@ LogicalResult AddOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
   return success();
 }
 
+LogicalResult AllReduceOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  // Every rank's result is the sum of every rank's input, so each input's
+  // gradient is the sum over the group of the results' gradients (a
+  // synchronized batch norm's backward sums its statistics' gradients so).
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  og[0] = builder.create<AllReduceOp>(getLoc(), rg[0].getType(), rg[0], getGroupAttr());
+  return success();
+}
+
 LogicalResult SubOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                     SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getResult()))

@@ -63,7 +63,14 @@ options:
   --local N              start N ranks on this machine through mpirun (N must
                          be the plan's device count)
   --report FILE          a JSON report: per-step losses and times, memory
-                         allocated next to the plan's prediction
+                         allocated next to the plan's prediction; on many
+                         ranks each rank's step, compute and communication
+                         time and allocation, and the plan's predictions
+  --trace FILE           the last step's measured timeline as Chrome trace
+                         events: a process per rank, its phase runs ('F mb0
+                         chunk0', 'B mb0 chunk0', 'optimizer') and kernels,
+                         laid out as 'cleave inspect --trace' lays out the
+                         predicted one
   -q, --quiet            no per-step lines
   -h, --help             show this help
 
@@ -109,13 +116,45 @@ void printStep(const rt::StepRecord &r, int64_t total) {
   std::fflush(stdout);
 }
 
+/// Collective: every rank's trace events, on rank 0 in rank order (empty
+/// elsewhere). Each rank's events travel as JSON text, padded to whole
+/// 32-bit words.
+rt::Status gatherTraces(rt::Communicator &world, const std::vector<rt::TraceEvent> &mine,
+                        std::vector<std::vector<rt::TraceEvent>> *all) {
+  std::string text = rt::traceEventsJson(mine);
+  int64_t length = static_cast<int64_t>(text.size());
+  std::vector<int64_t> lengths(world.size());
+  CLEAVE_RETURN_IF_ERROR(world.allGather(&length, lengths.data(), 1, rt::DType::I64));
+  auto words = [](int64_t bytes) { return static_cast<size_t>((bytes + 3) / 4); };
+  all->clear();
+  if (world.rank() != 0) {
+    text.resize(words(length) * 4, ' ');
+    return world.send(text.data(), words(length), rt::DType::I32, 0, 7);
+  }
+  for (int r = 0; r < world.size(); ++r) {
+    std::string received = text;
+    if (r != 0) {
+      received.assign(words(lengths[r]) * 4, ' ');
+      CLEAVE_RETURN_IF_ERROR(
+          world.recv(received.data(), words(lengths[r]), rt::DType::I32, r, 7));
+      received.resize(static_cast<size_t>(lengths[r]));
+    }
+    std::vector<rt::TraceEvent> events;
+    CLEAVE_RETURN_IF_ERROR(rt::parseTraceEvents(received, &events).prepend(
+        "rank " + std::to_string(r)));
+    all->push_back(std::move(events));
+  }
+  return {};
+}
+
 /// One rank of a data-parallel training job under mpirun. Errors that every
 /// rank meets alike (the plan, the data, a checkpoint, the world size) are
 /// agreed on and printed once by rank 0; a rank that fails mid-run prints
 /// its own error and ends the job, since the others wait for it in a
 /// collective.
 int trainRank(const std::string &planDir, rt::TrainOptions options,
-              const std::string &reportPath, rt::BackendChoice choice, int threads, bool quiet) {
+              const std::string &reportPath, const std::string &tracePath,
+              rt::BackendChoice choice, int threads, bool quiet) {
   std::unique_ptr<rt::Communicator> world;
   if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
     return fail(s);
@@ -193,10 +232,19 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
     m.allocatedBytes = static_cast<size_t>(all[r * kFields + 3]);
     report.ranks.push_back(m);
   }
+  std::vector<std::vector<rt::TraceEvent>> traces;
+  if (!tracePath.empty())
+    if (rt::Status s = gatherTraces(*world, report.trace, &traces); !s.ok())
+      return fail(s);
   if (rank == 0) {
     if (!reportPath.empty())
       if (rt::Status s = rt::writeFileAtomically(reportPath,
                                                  rt::trainReportJson(plan, options, report));
+          !s.ok())
+        return fail(s);
+    if (!tracePath.empty())
+      if (rt::Status s = rt::writeFileAtomically(tracePath,
+                                                 rt::chromeTrace(plan, traces, options.steps));
           !s.ok())
         return fail(s);
     if (!quiet)
@@ -216,7 +264,7 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
 int runTrain(int argc, char **argv) {
   std::string planDir;
   rt::TrainOptions options;
-  std::string reportPath;
+  std::string reportPath, tracePath;
   int threads = 0;
   int64_t local = 0;
   std::vector<std::string> rankArgs; // what --local passes on to every rank
@@ -260,6 +308,9 @@ int runTrain(int argc, char **argv) {
       options.shuffleSeed = static_cast<uint64_t>(seed);
     } else if (optionValue(argc, argv, i, "--report", &value)) {
       status = file("--report", reportPath);
+    } else if (optionValue(argc, argv, i, "--trace", &value)) {
+      status = file("--trace", tracePath);
+      options.trace = true;
     } else if (optionValue(argc, argv, i, "--backend", &value)) {
       if (!value)
         return usageError("--backend needs cpu, cuda or auto", kTrainUsage);
@@ -312,7 +363,7 @@ int runTrain(int argc, char **argv) {
     return launchLocal(static_cast<int>(local), args);
   }
   if (launchedAsRanks())
-    return trainRank(planDir, options, reportPath, backend, threads, quiet);
+    return trainRank(planDir, options, reportPath, tracePath, backend, threads, quiet);
 
   rt::Plan plan;
   if (rt::Status s = rt::loadPlan(planDir, &plan); !s.ok())
@@ -367,6 +418,11 @@ int runTrain(int argc, char **argv) {
   if (!reportPath.empty())
     if (rt::Status s = rt::writeFileAtomically(reportPath,
                                                rt::trainReportJson(plan, options, report));
+        !s.ok())
+      return fail(s);
+  if (!tracePath.empty())
+    if (rt::Status s = rt::writeFileAtomically(
+            tracePath, rt::chromeTrace(plan, {report.trace}, options.steps));
         !s.ok())
       return fail(s);
   if (!quiet) {

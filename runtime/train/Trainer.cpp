@@ -201,15 +201,43 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   for (int64_t step = done + 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     StepRecord record;
+    const bool tracing = options.trace && step == options.steps;
+    int64_t microbatch = 0;
     auto runPhase = [&](size_t index) -> Status {
+      double phaseStart = since(start);
       if (Status s = executor->runPhase(index); !s.ok())
         return s.prepend("step " + std::to_string(step) + " (" +
                          describeBatch(data, step - 1, options.shuffleSeed) + ")");
       const std::vector<double> &seconds = executor->lastRunSeconds();
-      const std::vector<InstructionSpec> &instructions = program.phases[index].instructions;
+      const Phase &phase = program.phases[index];
+      const std::vector<InstructionSpec> &instructions = phase.instructions;
       for (size_t i = 0; i < seconds.size() && i < instructions.size(); ++i)
         (isCommKernel(instructions[i].kernel) ? record.communicationSeconds
                                               : record.computeSeconds) += seconds[i];
+      if (tracing) {
+        TraceEvent event;
+        event.phase = phase.name;
+        event.chunk = phase.chunk;
+        event.microbatch = phase.name == "optimizer" ? 0 : microbatch;
+        event.name = phase.name == "optimizer"
+                         ? "optimizer"
+                         : std::string(phase.name == "backward" ? "B" : "F") + " mb" +
+                               std::to_string(microbatch) + " chunk" + std::to_string(phase.chunk);
+        event.start = phaseStart;
+        event.seconds = since(start) - phaseStart;
+        report->trace.push_back(event);
+        double at = phaseStart;
+        for (size_t i = 0; i < seconds.size() && i < instructions.size(); ++i) {
+          TraceEvent k = event;
+          k.kernel = true;
+          k.name = instructions[i].kernel;
+          k.loc = instructions[i].loc;
+          k.start = at;
+          k.seconds = seconds[i];
+          report->trace.push_back(k);
+          at += seconds[i];
+        }
+      }
       return {};
     };
     // Forward and backward per microbatch (the gradients accumulate in the
@@ -217,6 +245,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     // microbatches' mean.
     double loss = 0;
     for (int64_t m = 0; m < microbatches; ++m) {
+      microbatch = m;
       CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor, m,
                                            microbatches)
                                  .prepend("step " + std::to_string(step)));
@@ -261,6 +290,85 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   // Every rank has finished its steps: the ranks can agree again.
   report->stepping = false;
   return agree(end);
+}
+
+std::string traceEventsJson(const std::vector<TraceEvent> &events) {
+  Json list = Json::array();
+  for (const TraceEvent &e : events)
+    list.push_back(Json{{"name", e.name},
+                        {"phase", e.phase},
+                        {"loc", e.loc},
+                        {"kernel", e.kernel},
+                        {"microbatch", e.microbatch},
+                        {"chunk", e.chunk},
+                        {"start", e.start},
+                        {"seconds", e.seconds}});
+  return list.dump();
+}
+
+Status parseTraceEvents(const std::string &text, std::vector<TraceEvent> *events) {
+  Json list = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array())
+    return CLEAVE_ERROR("a rank's trace events are not a JSON array");
+  events->clear();
+  for (const Json &j : list) {
+    if (!j.is_object() || !j["name"].is_string() || !j["start"].is_number() ||
+        !j["seconds"].is_number())
+      return CLEAVE_ERROR("a rank's trace event is malformed: ", j.dump().substr(0, 200));
+    TraceEvent e;
+    e.name = j["name"].get<std::string>();
+    e.phase = j.value("phase", "");
+    e.loc = j.value("loc", "");
+    e.kernel = j.value("kernel", false);
+    e.microbatch = j.value("microbatch", int64_t(0));
+    e.chunk = j.value("chunk", int64_t(0));
+    e.start = j["start"].get<double>();
+    e.seconds = j["seconds"].get<double>();
+    events->push_back(std::move(e));
+  }
+  return {};
+}
+
+std::string chromeTrace(const Plan &plan, const std::vector<std::vector<TraceEvent>> &perRank,
+                        int64_t step) {
+  auto microseconds = [](double seconds) { return std::round(seconds * 1e9) / 1e3; };
+  Json events = Json::array();
+  for (size_t r = 0; r < perRank.size(); ++r) {
+    const DeviceSpec *d = r < plan.devices.size() ? &plan.devices[r] : nullptr;
+    std::string name = "rank " + std::to_string(r);
+    if (d)
+      name += " (stage " + std::to_string(d->stage) + ", tp " + std::to_string(d->tp) +
+              ", dp " + std::to_string(d->dp) + ")";
+    int64_t pid = static_cast<int64_t>(r);
+    events.push_back(Json{{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0},
+                          {"args", Json{{"name", name}}}});
+    events.push_back(Json{{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid},
+                          {"tid", 0}, {"args", Json{{"sort_index", pid}}}});
+    events.push_back(Json{{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 0},
+                          {"args", Json{{"name", "schedule"}}}});
+    events.push_back(Json{{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", 1},
+                          {"args", Json{{"name", "kernels"}}}});
+    for (const TraceEvent &e : perRank[r]) {
+      Json args{{"phase", e.phase}, {"chunk", e.chunk}, {"microbatch", e.microbatch}};
+      if (e.kernel && !e.loc.empty())
+        args["loc"] = e.loc;
+      events.push_back(Json{{"ph", "X"},
+                            {"name", e.name},
+                            {"cat", e.kernel ? (isCommKernel(e.name) ? "communication" : "compute")
+                                             : e.phase},
+                            {"pid", pid},
+                            {"tid", e.kernel ? 1 : 0},
+                            {"ts", microseconds(e.start)},
+                            {"dur", microseconds(e.seconds)},
+                            {"args", args}});
+    }
+  }
+  Json other{{"plan", plan.dir}, {"measured_step", step}};
+  std::string out = "{\"displayTimeUnit\": \"ms\", \"otherData\": " + other.dump() +
+                    ",\n \"traceEvents\": [\n";
+  for (size_t i = 0; i < events.size(); ++i)
+    out += "  " + events[i].dump() + (i + 1 < events.size() ? ",\n" : "\n");
+  return out + "]}\n";
 }
 
 RankMeasure measureOf(const TrainReport &report) {

@@ -36,6 +36,8 @@ struct TrainOptions {
   int64_t checkpointEvery = 0; // steps between checkpoints (0: only at the end)
   std::string resumePath;      // a checkpoint, or a directory whose `latest` names one
   std::optional<uint64_t> shuffleSeed;
+  /// Record the last step's timeline (TrainReport::trace).
+  bool trace = false;
   /// Data parallelism: this rank trains on share `dataShare` of
   /// `dataShares` of every batch. Only the rank with `writesFiles` writes
   /// the log, checkpoints and weights (the ranks hold the same ones).
@@ -55,6 +57,18 @@ struct StepRecord {
   /// The step's time in kernels that compute, and in collectives (on one
   /// device: none); the rest is copying the batch in and the loss out.
   double computeSeconds = 0, communicationSeconds = 0;
+};
+
+/// One event of a step's measured timeline: a phase run (`kernel` false:
+/// "F mb0 chunk0", "B mb0 chunk0", "optimizer") or one of its kernels, in
+/// seconds from the step's start. A phase's start and length are measured;
+/// its kernels are laid back to back from the phase's start, each as long
+/// as it measured (the gaps between them are the executor's loop).
+struct TraceEvent {
+  std::string name, phase, loc;
+  bool kernel = false;
+  int64_t microbatch = 0, chunk = 0;
+  double start = 0, seconds = 0;
 };
 
 /// One rank's means over the steps after the first (or the only one).
@@ -78,7 +92,21 @@ struct TrainReport {
   /// On a multi-rank job (gathered on the first rank): each rank's
   /// measurements, in rank order.
   std::vector<RankMeasure> ranks;
+  /// With TrainOptions::trace: the last step's timeline.
+  std::vector<TraceEvent> trace;
 };
+
+/// The events as a JSON array (to gather them from the ranks), and back.
+std::string traceEventsJson(const std::vector<TraceEvent> &events);
+Status parseTraceEvents(const std::string &json, std::vector<TraceEvent> *events);
+
+/// Chrome trace events (chrome://tracing, Perfetto) of every rank's last
+/// step (`perRank[r]`), laid out as `cleave inspect --trace` lays out the
+/// predicted timeline: a process per rank named after its place in the
+/// mesh, the phase runs on thread 0 ("schedule"), their kernels on
+/// thread 1 ("kernels"), microseconds from the step's start.
+std::string chromeTrace(const Plan &plan, const std::vector<std::vector<TraceEvent>> &perRank,
+                        int64_t step);
 
 /// This run's means over the steps after the first (or the only one), and
 /// its allocation.

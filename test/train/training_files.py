@@ -136,6 +136,40 @@ def memory(report_path, plan_dir):
     print(f"allocated {m['allocated']} bytes = predicted on {ranks} rank(s): ok")
 
 
+def trace(path, ranks, microbatches):
+    """cleave train --trace: every rank's last step, its phase runs in order and their kernels."""
+    with open(path) as f:
+        j = json.load(f)
+    ranks, microbatches = int(ranks), int(microbatches)
+    names = {e["pid"]: e["args"]["name"] for e in j["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    if sorted(names) != list(range(ranks)):
+        fail(f"trace processes {sorted(names)}, expected ranks 0..{ranks - 1}")
+    expected = []
+    for m in range(microbatches):
+        expected += [f"F mb{m} chunk0", f"B mb{m} chunk0"]
+    expected.append("optimizer")
+    for rank in range(ranks):
+        events = [e for e in j["traceEvents"] if e["ph"] == "X" and e["pid"] == rank]
+        phases = sorted((e for e in events if e["tid"] == 0), key=lambda e: e["ts"])
+        if [e["name"] for e in phases] != expected:
+            fail(f"rank {rank}: phases {[e['name'] for e in phases]}, expected {expected}")
+        for a, b in zip(phases, phases[1:]):
+            if b["ts"] < a["ts"] + a["dur"] - 1e-3:
+                fail(f"rank {rank}: {b['name']} starts before {a['name']} ends")
+        kernels = [e for e in events if e["tid"] == 1]
+        for k in kernels:
+            inside = [p for p in phases if p["args"]["phase"] == k["args"]["phase"]
+                      and p["args"]["microbatch"] == k["args"]["microbatch"]]
+            if not inside or k["ts"] < inside[0]["ts"] - 1e-3 or \
+                    k["ts"] + k["dur"] > inside[0]["ts"] + inside[0]["dur"] + 1e-3:
+                fail(f"rank {rank}: kernel {k['name']} lies outside its phase")
+        comm = sum(1 for k in kernels if k["cat"] == "communication")
+        print(f"rank {rank} ({names[rank]}): {len(phases)} phases, {len(kernels)} kernels, "
+              f"{comm} collectives")
+    print("trace: ok")
+
+
 def inspect(path):
     """cleave inspect --json of a training plan: the categories next to the allocation."""
     with open(path) as f:
@@ -157,7 +191,7 @@ def main():
     if len(sys.argv) < 2:
         fail(__doc__)
     command, args = sys.argv[1], sys.argv[2:]
-    {"bad-data": bad_data, "damage": damage, "same-losses": same_losses,
+    {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace,
      "same-tensors": same_tensors, "memory": memory, "inspect": inspect}[command](*args)
 
 

@@ -1,4 +1,5 @@
 #include "cli/Args.h"
+#include "runtime/Plan.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -150,6 +151,25 @@ int launchLocal(int ranks, const std::vector<std::string> &args) {
     std::fprintf(stderr, "cleave: error: the %d-rank run failed (mpirun exit status %d)\n", ranks,
                  code);
   return code;
+}
+
+int launchPlanRanks(int ranks, const std::string &planDir, const std::string &command,
+                    const std::vector<std::string> &rankArgs, const char *usage) {
+  if (launchedAsRanks())
+    return usageError("--local starts ranks itself; under mpirun leave it out", usage);
+  int64_t devices = 0;
+  runtime::Status status = runtime::readPlanDeviceCount(planDir, &devices);
+  if (status.ok() && devices != ranks)
+    status = CLEAVE_ERROR("the plan has ", devices, " devices; --local ", ranks, " would start ",
+                          ranks, " ranks");
+  if (!status.ok()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "cleave: error: %s\n", status.prepend(planDir).message().c_str());
+    return 1;
+  }
+  std::vector<std::string> args = {command};
+  args.insert(args.end(), rankArgs.begin(), rankArgs.end());
+  return launchLocal(ranks, args);
 }
 
 } // namespace cleave

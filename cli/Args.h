@@ -49,6 +49,13 @@ int localRanks();
 /// rank that dies makes mpirun end the others, and its status is ours.
 int launchLocal(int ranks, const std::vector<std::string> &args);
 
+/// `cleave COMMAND --local N PLAN_DIR ...`: checks that N is the plan's
+/// device count and that no launcher started this process, then runs
+/// `COMMAND RANK_ARGS...` on N ranks through launchLocal. Returns the exit
+/// status (errors printed).
+int launchPlanRanks(int ranks, const std::string &planDir, const std::string &command,
+                    const std::vector<std::string> &rankArgs, const char *usage);
+
 /// `cleave train` (cli/TrainCommand.cpp, in the runtime-only cleave-train).
 int runTrain(int argc, char **argv);
 

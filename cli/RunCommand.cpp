@@ -264,21 +264,8 @@ int runRun(int argc, char **argv) {
   if (outputsPath.empty())
     return usageError("no output file given (--outputs OUT.safetensors)", kRunUsage);
 
-  if (local > 0) {
-    if (launchedAsRanks())
-      return usageError("--local starts ranks itself; under mpirun leave it out", kRunUsage);
-    int64_t devices = 0;
-    if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices); !s.ok())
-      return fail(s.prepend(planDir));
-    if (devices != local)
-      return fail(CLEAVE_ERROR(planDir, ": the plan has ", devices, " devices; --local ", local,
-                               " would start ", local, " ranks"));
-    {
-      std::vector<std::string> args = {"run"};
-      args.insert(args.end(), rankArgs.begin(), rankArgs.end());
-      return launchLocal(local, args);
-    }
-  }
+  if (local > 0)
+    return launchPlanRanks(local, planDir, "run", rankArgs, kRunUsage);
   int64_t devices = 1;
   bool hasWeights = true;
   std::string modelSource;

@@ -116,6 +116,20 @@ void printStep(const rt::StepRecord &r, int64_t total) {
   std::fflush(stdout);
 }
 
+/// --report and --trace, each written whole or not at all.
+rt::Status writeOutputs(const rt::Plan &plan, const rt::TrainOptions &options,
+                        const rt::TrainReport &report, const std::string &reportPath,
+                        const std::string &tracePath,
+                        const std::vector<std::vector<rt::TraceEvent>> &traces) {
+  if (!reportPath.empty())
+    CLEAVE_RETURN_IF_ERROR(
+        rt::writeFileAtomically(reportPath, rt::trainReportJson(plan, options, report)));
+  if (!tracePath.empty())
+    CLEAVE_RETURN_IF_ERROR(
+        rt::writeFileAtomically(tracePath, rt::chromeTrace(plan, traces, options.steps)));
+  return {};
+}
+
 /// Collective: every rank's trace events, on rank 0 in rank order (empty
 /// elsewhere). Each rank's events travel as JSON text, padded to whole
 /// 32-bit words.
@@ -237,16 +251,9 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
     if (rt::Status s = gatherTraces(*world, report.trace, &traces); !s.ok())
       return fail(s);
   if (rank == 0) {
-    if (!reportPath.empty())
-      if (rt::Status s = rt::writeFileAtomically(reportPath,
-                                                 rt::trainReportJson(plan, options, report));
-          !s.ok())
-        return fail(s);
-    if (!tracePath.empty())
-      if (rt::Status s = rt::writeFileAtomically(tracePath,
-                                                 rt::chromeTrace(plan, traces, options.steps));
-          !s.ok())
-        return fail(s);
+    if (rt::Status s = writeOutputs(plan, options, report, reportPath, tracePath, traces);
+        !s.ok())
+      return fail(s);
     if (!quiet)
       std::printf("cleave train: steps %lld..%lld on %d data-parallel ranks (%s), memory %.2f "
                   "MiB allocated per rank (%.2f MiB predicted)%s%s\n",
@@ -349,19 +356,8 @@ int runTrain(int argc, char **argv) {
   if (options.checkpointEvery > 0 && options.checkpointDir.empty())
     return usageError("--checkpoint-every needs --checkpoint DIR", kTrainUsage);
 
-  if (local > 0) {
-    if (launchedAsRanks())
-      return usageError("--local starts ranks itself; under mpirun leave it out", kTrainUsage);
-    int64_t devices = 0;
-    if (rt::Status s = rt::readPlanDeviceCount(planDir, &devices); !s.ok())
-      return fail(s.prepend(planDir));
-    if (devices != local)
-      return fail(CLEAVE_ERROR(planDir, ": the plan has ", devices, " devices; --local ", local,
-                               " would start ", local, " ranks"));
-    std::vector<std::string> args = {"train"};
-    args.insert(args.end(), rankArgs.begin(), rankArgs.end());
-    return launchLocal(static_cast<int>(local), args);
-  }
+  if (local > 0)
+    return launchPlanRanks(static_cast<int>(local), planDir, "train", rankArgs, kTrainUsage);
   if (launchedAsRanks())
     return trainRank(planDir, options, reportPath, tracePath, backend, threads, quiet);
 
@@ -415,16 +411,10 @@ int runTrain(int argc, char **argv) {
     std::printf("\n");
   if (!status.ok())
     return fail(status);
-  if (!reportPath.empty())
-    if (rt::Status s = rt::writeFileAtomically(reportPath,
-                                               rt::trainReportJson(plan, options, report));
-        !s.ok())
-      return fail(s);
-  if (!tracePath.empty())
-    if (rt::Status s = rt::writeFileAtomically(
-            tracePath, rt::chromeTrace(plan, {report.trace}, options.steps));
-        !s.ok())
-      return fail(s);
+  if (rt::Status s =
+          writeOutputs(plan, options, report, reportPath, tracePath, {report.trace});
+      !s.ok())
+    return fail(s);
   if (!quiet) {
     std::printf("cleave train: steps %lld..%lld on %s, memory %.2f MiB allocated (%.2f MiB "
                 "predicted)",

@@ -20,15 +20,6 @@ namespace mlir::cleave {
 
 namespace {
 
-/// A rank-0 constant `value` of the float type `element`.
-Value floatScalar(OpBuilder &b, Location loc, FloatType element, double value) {
-  APFloat v(value);
-  bool lost;
-  v.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-  auto type = RankedTensorType::get({}, element);
-  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, FloatAttr::get(element, v)));
-}
-
 struct AccumulateGradientsPass : impl::AccumulateGradientsBase<AccumulateGradientsPass> {
   using AccumulateGradientsBase::AccumulateGradientsBase;
 

@@ -9,6 +9,7 @@
 
 #include "dialects/cleave/CleaveDialect.h"
 #include "passes/Passes.h"
+#include "passes/Training.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -18,16 +19,7 @@ namespace mlir::cleave {
 
 namespace {
 
-/// A rank-0 constant `value` of `element`'s float type.
-Value scalar(OpBuilder &b, Location loc, FloatType element, double value) {
-  APFloat v(value);
-  bool lost;
-  v.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-  auto type = RankedTensorType::get({}, element);
-  return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, FloatAttr::get(element, v)));
-}
-
-/// Where `v` is final: its defining op, or the block's start for an argument.
+/// Where `v` is final: its defining op (null for an argument, refused).
 Operation *readyAt(Value v) { return v.getDefiningOp(); }
 
 struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
@@ -111,7 +103,7 @@ struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
       Value packed = flats.size() == 1 ? flats.front()
                                        : b.create<ConcatOp>(loc, flats, 0).getResult();
       Value sum = b.create<AllReduceOp>(loc, packed.getType(), packed, groupAttr);
-      Value average = b.create<MulOp>(loc, sum, scalar(b, loc, element, mean));
+      Value average = b.create<MulOp>(loc, sum, floatScalar(b, loc, element, mean));
       int64_t offset = 0;
       for (unsigned i : members) {
         Value g = ret.getOperand(i);
@@ -141,8 +133,8 @@ struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
           b.setInsertionPointAfter(def);
         Value sum = b.create<AllReduceOp>(loc, type, loss, groupAttr);
         ret.setOperand(0, b.create<MulOp>(loc, sum,
-                                          scalar(b, loc, cast<FloatType>(type.getElementType()),
-                                                 mean)));
+                                          floatScalar(b, loc, cast<FloatType>(type.getElementType()),
+                                                      mean)));
       }
     }
   }

@@ -9,6 +9,7 @@
 
 #include "dialects/cleave/CleaveDialect.h"
 #include "passes/Passes.h"
+#include "passes/Training.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -50,10 +51,7 @@ struct SyncBatchNormPass : impl::SyncBatchNormBase<SyncBatchNormPass> {
       count *= type.getDimSize(d);
     }
     const int64_t globalCount = count * ranks;
-    auto scalar = [&](double v) -> Value {
-      auto t = RankedTensorType::get({}, b.getF32Type());
-      return b.create<ConstantOp>(loc, DenseElementsAttr::get(t, b.getF32FloatAttr(v)));
-    };
+    auto scalar = [&](double v) { return floatScalar(b, loc, b.getF32Type(), v); };
     // The per-channel statistic of `x` summed over the whole batch,
     // divided by its count: [1, C, 1, ...].
     auto globalMean = [&](Value x) -> Value {

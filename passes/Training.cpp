@@ -52,6 +52,14 @@ bool markPhaseStart(Block &body, Operation *after, StringRef phase) {
   return false;
 }
 
+Value floatScalar(OpBuilder &builder, Location loc, FloatType element, double value) {
+  APFloat v(value);
+  bool lost;
+  v.convert(element.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+  auto type = RankedTensorType::get({}, element);
+  return builder.create<ConstantOp>(loc, DenseElementsAttr::get(type, FloatAttr::get(element, v)));
+}
+
 std::vector<StringRef> phasesOf(Block &body) {
   std::vector<StringRef> phases;
   StringRef current = kForwardPhase;

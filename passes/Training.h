@@ -44,6 +44,10 @@ bool isTrainable(ParamOp param);
 /// `phase`. Returns false when there is none.
 bool markPhaseStart(Block &body, Operation *after, StringRef phase);
 
+/// A rank-0 `cleave.constant` holding `value` in the float type `element`
+/// (a scale such as 1/ranks or 1/microbatches).
+Value floatScalar(OpBuilder &builder, Location loc, FloatType element, double value);
+
 /// The phase of every op of `body`, in order (docs/training.md).
 std::vector<StringRef> phasesOf(Block &body);
 

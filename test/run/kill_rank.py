@@ -29,18 +29,19 @@ def rank_processes(plan, command="run"):
     return found
 
 
-def main(cleave, plan, inputs, ranks, victim):
-    ranks, victim = int(ranks), int(victim)
-    job = subprocess.Popen([cleave, "run", "--local", str(ranks), plan, "--inputs", inputs,
-                            "--outputs", os.devnull + ".never", "--repeat", "100000000"],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def kill_and_wait(job, plan, command, ranks, victim, ready=lambda: True):
+    """Waits until `ranks` ranks of `cleave COMMAND PLAN` run and `ready()` holds, kills rank
+    `victim`, and checks that the job ends within seconds; prints what happened and the job's
+    output. Exits 1 if the ranks never start or the job hangs."""
     deadline = time.time() + 60
-    while len(rank_processes(plan)) < ranks and time.time() < deadline:
+    while (len(rank_processes(plan, command)) < ranks or not ready()) \
+            and time.time() < deadline and job.poll() is None:
         time.sleep(0.2)
-    running = rank_processes(plan)
-    if len(running) < ranks:
+    running = rank_processes(plan, command)
+    if len(running) < ranks or not ready():
         job.kill()
-        print(f"only {len(running)} of {ranks} ranks started")
+        print(f"{len(running)} of {ranks} ranks started, ready: {ready()}")
+        print(job.communicate()[0])
         sys.exit(1)
     time.sleep(1)  # let every rank get into its schedule
     pid = next(p for p, r in running.items() if r == victim)
@@ -53,10 +54,18 @@ def main(cleave, plan, inputs, ranks, victim):
         print("the job hung after a rank was killed")
         sys.exit(1)
     seconds = time.time() - killed
-    left = rank_processes(plan)
+    left = rank_processes(plan, command)
     print(f"killed rank {victim}: job ended with exit {job.returncode} "
           f"{'within 10 s' if seconds < 10 else f'after {seconds:.1f} s'}; ranks left: {len(left)}")
     print(output)
+
+
+def main(cleave, plan, inputs, ranks, victim):
+    ranks, victim = int(ranks), int(victim)
+    job = subprocess.Popen([cleave, "run", "--local", str(ranks), plan, "--inputs", inputs,
+                            "--outputs", os.devnull + ".never", "--repeat", "100000000"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    kill_and_wait(job, plan, "run", ranks, victim)
 
 
 if __name__ == "__main__":

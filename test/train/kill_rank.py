@@ -7,13 +7,11 @@ usage: kill_rank.py CLEAVE PLAN_DIR DATA RANKS VICTIM CHECKPOINT_DIR PLAN_AFTER
 """
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "run"))
-from kill_rank import rank_processes  # noqa: E402
+from kill_rank import kill_and_wait  # noqa: E402
 
 
 def main(cleave, plan, data, ranks, victim, checkpoints, plan_after):
@@ -22,31 +20,8 @@ def main(cleave, plan, data, ranks, victim, checkpoints, plan_after):
                             "--steps", "100000000", "--checkpoint", checkpoints,
                             "--checkpoint-every", "20", "-q"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 60
     latest = os.path.join(checkpoints, "latest")
-    while (len(rank_processes(plan, "train")) < ranks or not os.path.exists(latest)) \
-            and time.time() < deadline and job.poll() is None:
-        time.sleep(0.2)
-    running = rank_processes(plan, "train")
-    if len(running) < ranks or not os.path.exists(latest):
-        job.kill()
-        print(f"{len(running)} of {ranks} ranks started, checkpoint: {os.path.exists(latest)}")
-        print(job.communicate()[0])
-        sys.exit(1)
-    pid = next(p for p, r in running.items() if r == victim)
-    os.kill(pid, signal.SIGKILL)
-    killed = time.time()
-    try:
-        output, _ = job.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        job.kill()
-        print("the job hung after a rank was killed")
-        sys.exit(1)
-    seconds = time.time() - killed
-    left = rank_processes(plan, "train")
-    print(f"killed rank {victim}: job ended with exit {job.returncode} "
-          f"{'within 10 s' if seconds < 10 else f'after {seconds:.1f} s'}; ranks left: {len(left)}")
-    print(output)
+    kill_and_wait(job, plan, "train", ranks, victim, ready=lambda: os.path.exists(latest))
 
     with open(latest) as f:
         name = f.read().strip()

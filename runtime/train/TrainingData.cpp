@@ -105,16 +105,23 @@ std::vector<int64_t> TrainingData::batchIndices(int64_t step,
   return indices;
 }
 
+std::vector<int64_t> TrainingData::microbatchIndices(int64_t step,
+                                                     std::optional<uint64_t> shuffleSeed,
+                                                     int64_t microbatch,
+                                                     int64_t microbatches) const {
+  std::vector<int64_t> indices = batchIndices(step, shuffleSeed);
+  const int64_t pieces = shares_ * microbatches, piece = share_ * microbatches + microbatch;
+  if (pieces <= 1)
+    return indices;
+  const size_t part = indices.size() / static_cast<size_t>(pieces);
+  return std::vector<int64_t>(indices.begin() + piece * part,
+                              indices.begin() + (piece + 1) * part);
+}
+
 Status TrainingData::setBatch(int64_t step, std::optional<uint64_t> shuffleSeed,
                               Executor &executor, int64_t microbatch,
                               int64_t microbatches) const {
-  std::vector<int64_t> indices = batchIndices(step, shuffleSeed);
-  const int64_t pieces = shares_ * microbatches, piece = share_ * microbatches + microbatch;
-  if (pieces > 1) {
-    const size_t part = indices.size() / static_cast<size_t>(pieces);
-    indices = std::vector<int64_t>(indices.begin() + piece * part,
-                                   indices.begin() + (piece + 1) * part);
-  }
+  std::vector<int64_t> indices = microbatchIndices(step, shuffleSeed, microbatch, microbatches);
   for (const Column &column : columns_) {
     for (size_t j = 0; j < indices.size(); ++j)
       std::memcpy(staging_.data() + j * column.sampleBytes,

@@ -44,6 +44,11 @@ public:
 
   /// The sample indices of step `step` (from 0).
   std::vector<int64_t> batchIndices(int64_t step, std::optional<uint64_t> shuffleSeed) const;
+  /// Those this rank's microbatch `microbatch` of `microbatches` takes:
+  /// the run of them for piece share·microbatches + microbatch of
+  /// shares·microbatches equal pieces.
+  std::vector<int64_t> microbatchIndices(int64_t step, std::optional<uint64_t> shuffleSeed,
+                                         int64_t microbatch, int64_t microbatches) const;
   /// Copies step `step`'s batch (this rank's share of it) into the
   /// executor's inputs; with `microbatches` > 1, microbatch `microbatch`
   /// of that share (equal runs of its rows, in order).

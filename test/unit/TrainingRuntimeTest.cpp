@@ -292,4 +292,64 @@ TEST_F(TrainingPlan, TrainerRunsStepsAndCheckpointsRoundTrip) {
   expectError(train(plan, *cpu, resume, &damaged), "state.safetensors: damaged: checksum");
 }
 
+TEST_F(TrainingPlan, DataParallelSharesAndMicrobatchesTakeTheirRows) {
+  Plan plan;
+  ASSERT_OK(load(&plan));
+  TrainingData d;
+  ASSERT_OK(TrainingData::load(data(5), plan, &d));
+  // Batch 2 of one device: share 1 of 2 takes the second row of each batch.
+  d.takeShare(1, 2);
+  EXPECT_EQ(d.microbatchIndices(0, std::nullopt, 0, 1), (std::vector<int64_t>{1}));
+  EXPECT_EQ(d.microbatchIndices(2, std::nullopt, 0, 1), (std::vector<int64_t>{0}));
+  d.takeShare(0, 1);
+  EXPECT_EQ(d.microbatchIndices(1, std::nullopt, 1, 2), (std::vector<int64_t>{3}));
+  // Under a shuffle the rows are the shuffled batch's, split the same way.
+  std::vector<int64_t> whole = d.batchIndices(3, 11);
+  d.takeShare(1, 2);
+  EXPECT_EQ(d.microbatchIndices(3, 11, 0, 1), (std::vector<int64_t>{whole[1]}));
+}
+
+TEST_F(TrainingPlan, MicrobatchesRunForwardEachAndTheOptimizerOnce) {
+  // The global batch of 4 in 2 microbatches of 2: the program binds one.
+  manifest["inputs"][0]["shape"] = {4, 3};
+  manifest["inputs"][0]["batch_dim"] = 0;
+  manifest["outputs"][0]["batch_dim"] = nullptr;
+  manifest["batch"] = {{"global", 4}, {"microbatch_size", 2}, {"microbatches", 2}};
+  manifest["schedule"]["microbatches"] = 2;
+  manifest["training"]["batch_size"] = 4;
+  Plan plan;
+  ASSERT_OK(load(&plan));
+  std::vector<std::string> slots;
+  for (const ScheduleSlot &slot : plan.stageSlots[0])
+    slots.push_back(slot.phase + std::to_string(slot.microbatch));
+  EXPECT_EQ(slots, (std::vector<std::string>{"forward0", "forward1", "optimizer0"}));
+
+  std::unique_ptr<Backend> cpu = createCpuBackend();
+  TrainOptions options;
+  options.dataPath = data(8);
+  options.steps = 1;
+  options.trace = true;
+  TrainReport report;
+  ASSERT_OK(train(plan, *cpu, options, &report));
+  // Rows (0,0,0),(1,1,1) give sum(w + x) = 21 + 3, rows 2 and 3 give 21 + 15:
+  // the step's loss is their mean; the optimizer ran once, after the second.
+  ASSERT_EQ(report.steps.size(), 1u);
+  EXPECT_EQ(report.steps[0].loss, 30.0);
+  // The last step's trace: each phase run, then its kernels.
+  std::vector<std::string> phases;
+  for (const TraceEvent &e : report.trace)
+    if (!e.kernel)
+      phases.push_back(e.name);
+  EXPECT_EQ(phases, (std::vector<std::string>{"F mb0 chunk0", "F mb1 chunk0", "optimizer"}));
+  std::vector<TraceEvent> back;
+  ASSERT_OK(parseTraceEvents(traceEventsJson(report.trace), &back));
+  ASSERT_EQ(back.size(), report.trace.size());
+  EXPECT_EQ(back[1].name, report.trace[1].name);
+  EXPECT_EQ(back[1].kernel, true);
+  EXPECT_DOUBLE_EQ(back[1].start, report.trace[1].start);
+  Json chrome = Json::parse(chromeTrace(plan, {report.trace}, 1));
+  EXPECT_EQ(chrome["otherData"]["measured_step"], 1);
+  expectError(parseTraceEvents("{\"not\": \"a list\"}", &back), "not a JSON array");
+}
+
 } // namespace

@@ -3,7 +3,8 @@
 # into cleave IR and summarize them, compile one into a plan and run it against
 # PyTorch's own outputs; compile it for 4 devices, inspect the plan, run it on 4
 # local ranks and compare with one device and PyTorch; train it for 20 steps
-# against PyTorch's training, with a checkpoint and a resume; import a
+# against PyTorch's training, with a checkpoint and a resume, and on 2
+# data-parallel ranks against one device; import a
 # 145.6B-parameter GPT exported on the meta device (shapes only).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -79,6 +80,17 @@ echo "Resumed from the step-10 checkpoint: steps 11..20 again, bit-identical:"
 "$cleave" train "$out/gpt.train" --data "$out/gpt-train.data.safetensors" --steps 20 -q \
   --resume "$out/gpt.ckpt/ckpt-10" --log "$out/gpt.resumed.jsonl"
 /usr/bin/python3 "$root/test/train/training_files.py" same-losses "$out/gpt.train.jsonl" "$out/gpt.resumed.jsonl"
+
+step "Train it on 2 data-parallel ranks: each takes half of every batch, gradients averaged"
+"$cleave" compile "$out/gpt-train.pt" --cluster "$root/examples/clusters/cpu-2core.json" --devices 2 \
+  --global-batch 2 --dp 2 --zero none --mode train --loss cross_entropy --optimizer adamw --lr 3e-3 \
+  -o "$out/gpt.train.dp2"
+"$cleave" train --local 2 "$out/gpt.train.dp2" --data "$out/gpt-train.data.safetensors" --steps 20 -q \
+  --log "$out/gpt.train.dp2.jsonl" --report "$out/gpt.train.dp2.report.json"
+echo "2 ranks against one device:"
+/usr/bin/python3 "$root/test/train/compare_training.py" "$out/gpt.train.jsonl" "$out/gpt.train.dp2.jsonl" \
+  --names "1-device,2-ranks" | tail -3
+/usr/bin/python3 "$root/test/train/training_files.py" memory "$out/gpt.train.dp2.report.json" "$out/gpt.train.dp2"
 
 step "A 145.6B-parameter GPT (80 layers, hidden 12288) exported on the meta device"
 /usr/bin/python3 "$root/examples/export.py" gpt-145.6b -o "$out/gpt-145.6b.pt"

@@ -30,10 +30,13 @@ def main():
     p.add_argument("--rtol", type=float, default=1e-4)
     p.add_argument("--weights", nargs=2, metavar=("REF", "CLEAVE"))
     p.add_argument("--wtol", type=float, default=1e-4)
+    p.add_argument("--names", default="torch,cleave", metavar="REF,ACTUAL",
+                   help="what the two runs are called in the lines printed")
     p.add_argument("--from-step", type=int, default=1,
                    help="compare from this step on (a run resumed from a checkpoint)")
     a = p.parse_args()
     ok = True
+    ref_name, got_name = (a.names.split(",") + ["cleave"])[:2]
     ref, got = losses(a.reference), losses(a.actual)
     if not ref:
         print("no reference losses")
@@ -47,7 +50,7 @@ def main():
             continue
         err = abs(got[step] - ref[step])
         bad = not (err <= a.rtol * abs(ref[step])) or math.isnan(got[step])
-        print(f"step {step}: torch {ref[step]:.7g} cleave {got[step]:.7g} rel {err / max(abs(ref[step]), 1e-30):.2e}"
+        print(f"step {step}: {ref_name} {ref[step]:.7g} {got_name} {got[step]:.7g} rel {err / max(abs(ref[step]), 1e-30):.2e}"
               f": {'FAIL' if bad else 'ok'}")
         ok = ok and not bad
     if a.weights:

@@ -131,7 +131,11 @@ Status RankRunner::create(const std::string &dir, Communicator &world, Backend &
   }
 
   Status prepared;
-  for (size_t p = 0; p < r->program_->phases.size(); ++p) {
+  if (plan.training)
+    prepared = CLEAVE_ERROR(dir, ": a training plan (schedule 'train', ", plan.devices.size(),
+                            " ranks): run it with 'cleave train --local ", plan.devices.size(),
+                            "' or 'mpirun -np ", plan.devices.size(), " cleave train'");
+  for (size_t p = 0; prepared.ok() && p < r->program_->phases.size(); ++p) {
     const Phase &phase = r->program_->phases[p];
     if (phase.name != "forward") {
       prepared = CLEAVE_ERROR(r->program_->file, ": phase '", phase.name,

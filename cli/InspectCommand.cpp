@@ -98,6 +98,9 @@ struct Facts {
   std::vector<ProgramFacts> programs;
   std::optional<int64_t> budget; // bytes per device
   std::optional<Predicted> predicted;
+  /// A training step's optimizer update and data-parallel gradient
+  /// reduction, per step (strategy.json predicted; 0 when absent).
+  double optimizerSeconds = 0, dpCommSeconds = 0;
   std::vector<Transfer> transfers;
 
   int64_t largestProgramBytes() const {
@@ -273,6 +276,11 @@ bool readStrategy(Facts &facts, std::string *error) {
     return false;
   }
   facts.hasStrategy = true;
+  for (auto [key, out] : {std::pair{"optimizer_seconds", &facts.optimizerSeconds},
+                          {"dp_comm_seconds", &facts.dpCommSeconds}})
+    if (json.contains("predicted") && json["predicted"].is_object() &&
+        json["predicted"].contains(key) && json["predicted"][key].is_number())
+      *out = json["predicted"][key].get<double>();
   StrategyNode stages = top["stages"];
   if (!stages.json.is_array()) {
     *error = strategyError(facts, stages, "a list");
@@ -702,6 +710,10 @@ bool writeTrace(const Facts &facts, llvm::raw_ostream &os, std::string *error) {
       training |= slot.phase == "backward";
   double v = static_cast<double>(plan.virtualStages);
   auto duration = [&](int64_t stage, const std::string &phase) {
+    // A training step's update (with the gradients' data-parallel
+    // reduction, which the program runs before it) happens once per step.
+    if (phase == "optimizer")
+      return facts.optimizerSeconds + facts.dpCommSeconds;
     const auto &sec = facts.stages[stage].seconds;
     double tpShare = training ? sec.at("tp_comm") / 2 : sec.at("tp_comm");
     double work =
@@ -788,9 +800,11 @@ bool writeTrace(const Facts &facts, llvm::raw_ostream &os, std::string *error) {
     for (const rt::DeviceSpec &d : plan.devices) {
       if (d.stage != e.stage)
         continue;
-      std::string name = std::string(e.slot.phase == "backward" ? "B" : "F") + " mb" +
-                         std::to_string(e.slot.microbatch) + " chunk" +
-                         std::to_string(e.slot.chunk);
+      std::string name = e.slot.phase == "optimizer"
+                             ? std::string("optimizer")
+                             : std::string(e.slot.phase == "backward" ? "B" : "F") + " mb" +
+                                   std::to_string(e.slot.microbatch) + " chunk" +
+                                   std::to_string(e.slot.chunk);
       trace.push_back(
           {{"ph", "X"},
            {"name", name},

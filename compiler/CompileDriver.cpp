@@ -168,6 +168,8 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
   PlanEmitOptions emitOptions;
   emitOptions.modelSource = request.model;
   emitOptions.dataParallel = dataParallel;
+  if (dataParallel)
+    emitOptions.strategyJson = dataParallel->strategyJson;
   Snapshots snapshots;
   snapshots.add("imported", *model.module);
   // The steps of cleave-single-device-plan, run apart for their snapshots.
@@ -298,6 +300,7 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
   PlanEmitOptions::DataParallel dataParallel;
   dataParallel.ranks = chosen.dp;
   dataParallel.microbatches = chosen.microbatches;
+  dataParallel.strategyJson = plan.strategyJson;
   auto strategy = nlohmann::json::parse(plan.strategyJson);
   const auto &p = strategy["predicted"];
   double communication = p["tp_comm_seconds"].get<double>() + p["dp_comm_seconds"].get<double>();

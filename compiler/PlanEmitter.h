@@ -73,6 +73,9 @@ struct PlanEmitOptions {
     /// gradients accumulated (the program is compiled for one of them).
     int64_t microbatches = 1;
     nlohmann::ordered_json predicted = nlohmann::ordered_json::object();
+    /// The planner's strategy, written to strategy.json (what `cleave
+    /// inspect --trace` lays the predicted timeline out from).
+    std::string strategyJson;
   };
   std::optional<DataParallel> dataParallel;
 };

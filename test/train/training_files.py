@@ -170,6 +170,25 @@ def trace(path, ranks, microbatches):
     print("trace: ok")
 
 
+def same_slots(predicted, measured):
+    """cleave inspect --trace and cleave train --trace name the same slots, rank by rank, in
+    the same order."""
+    def slots(path):
+        with open(path) as f:
+            j = json.load(f)
+        by_rank = {}
+        for e in sorted((e for e in j["traceEvents"] if e["ph"] == "X" and e["tid"] == 0),
+                        key=lambda e: e["ts"]):
+            by_rank.setdefault(e["pid"], []).append(e["name"])
+        return by_rank
+    p, m = slots(predicted), slots(measured)
+    if p != m:
+        fail(f"predicted slots {p}, measured {m}")
+    for rank, names in sorted(p.items()):
+        print(f"rank {rank}: {', '.join(names)}")
+    print("same slots: ok")
+
+
 def inspect(path):
     """cleave inspect --json of a training plan: the categories next to the allocation."""
     with open(path) as f:
@@ -191,7 +210,7 @@ def main():
     if len(sys.argv) < 2:
         fail(__doc__)
     command, args = sys.argv[1], sys.argv[2:]
-    {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace,
+    {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace, "same-slots": same_slots,
      "same-tensors": same_tensors, "memory": memory, "inspect": inspect}[command](*args)
 
 

@@ -800,11 +800,7 @@ bool writeTrace(const Facts &facts, llvm::raw_ostream &os, std::string *error) {
     for (const rt::DeviceSpec &d : plan.devices) {
       if (d.stage != e.stage)
         continue;
-      std::string name = e.slot.phase == "optimizer"
-                             ? std::string("optimizer")
-                             : std::string(e.slot.phase == "backward" ? "B" : "F") + " mb" +
-                                   std::to_string(e.slot.microbatch) + " chunk" +
-                                   std::to_string(e.slot.chunk);
+      std::string name = rt::slotName(e.slot);
       trace.push_back(
           {{"ph", "X"},
            {"name", name},

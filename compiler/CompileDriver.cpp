@@ -115,8 +115,8 @@ DriverStatus importForPlan(mlir::MLIRContext &context, const CompileRequest &req
 
 /// What data-parallel training does not run yet, refused before it would
 /// silently differ from one device.
-DriverStatus checkDataParallelTraining(mlir::MLIRContext &context, const LoadedModel &model,
-                                       int64_t ranks, int64_t microbatches) {
+DriverStatus checkDataParallelTraining(const LoadedModel &model, int64_t ranks,
+                                       int64_t microbatches) {
   if (ranks * microbatches == 1)
     return {};
   mlir::Operation *refused = nullptr;
@@ -131,7 +131,7 @@ DriverStatus checkDataParallelTraining(mlir::MLIRContext &context, const LoadedM
       refused = op;
       why = "batch norm in training mode: its statistics would cover one microbatch, not "
             "the whole batch (pin --microbatch to the batch per rank)";
-    } else if (auto dropout = llvm::dyn_cast<mlir::cleave::DropoutTrainOp>(op)) {
+    } else if (llvm::isa<mlir::cleave::DropoutTrainOp>(op)) {
       refused = op;
       why = "dropout in training mode: every rank and microbatch would draw the same masks "
             "for its rows, not one device's masks over the batch; dropout with data "
@@ -188,8 +188,8 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
   if (request.isTraining()) {
     mlir::cleave::TrainingOptions training = request.training;
     if (dataParallel) {
-      if (DriverStatus s = checkDataParallelTraining(context, model, dataParallel->ranks,
-                                                     dataParallel->microbatches);
+      if (DriverStatus s =
+              checkDataParallelTraining(model, dataParallel->ranks, dataParallel->microbatches);
           !s.ok())
         return s;
       training.dataParallel = dataParallel->ranks;
@@ -221,6 +221,22 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
   if (auto state = func->getAttrOfType<mlir::IntegerAttr>("cleave.state_bytes"))
     result.stateBytes = state.getInt();
   return {};
+}
+
+/// The manifest's `predicted` step of the chosen strategy: its step split
+/// into compute, communication (tp and dp) and bubble, and the budget.
+nlohmann::ordered_json predictedStep(const PlanResult &plan, double memoryBudget) {
+  auto strategy = nlohmann::json::parse(plan.strategyJson);
+  const auto &p = strategy["predicted"];
+  double bubble = p["pipeline_seconds"].get<double>() * p["bubble_fraction"].get<double>();
+  double communication = p["tp_comm_seconds"].get<double>() + p["dp_comm_seconds"].get<double>();
+  double step = p["step_seconds"].get<double>();
+  return nlohmann::ordered_json{
+      {"step_seconds", step},
+      {"compute_seconds", std::max(0.0, step - bubble - communication)},
+      {"communication_seconds", communication},
+      {"bubble_seconds", bubble},
+      {"memory_budget_bytes", static_cast<int64_t>(memoryBudget)}};
 }
 
 /// What the manifest records of a partitioned plan: the chosen strategy,
@@ -255,17 +271,7 @@ PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &requ
     desc.shape.assign(type.getShape().begin(), type.getShape().end());
     info.parameters.push_back({param.getName().str(), desc});
   });
-  auto strategy = nlohmann::json::parse(plan.strategyJson);
-  const auto &p = strategy["predicted"];
-  double bubble = p["pipeline_seconds"].get<double>() * p["bubble_fraction"].get<double>();
-  double communication = p["tp_comm_seconds"].get<double>() + p["dp_comm_seconds"].get<double>();
-  double step = p["step_seconds"].get<double>();
-  info.predicted = nlohmann::ordered_json{
-      {"step_seconds", step},
-      {"compute_seconds", std::max(0.0, step - bubble - communication)},
-      {"communication_seconds", communication},
-      {"bubble_seconds", bubble},
-      {"memory_budget_bytes", static_cast<int64_t>(search.memoryBudget)}};
+  info.predicted = predictedStep(plan, search.memoryBudget);
   return info;
 }
 
@@ -301,16 +307,7 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
   dataParallel.ranks = chosen.dp;
   dataParallel.microbatches = chosen.microbatches;
   dataParallel.strategyJson = plan.strategyJson;
-  auto strategy = nlohmann::json::parse(plan.strategyJson);
-  const auto &p = strategy["predicted"];
-  double communication = p["tp_comm_seconds"].get<double>() + p["dp_comm_seconds"].get<double>();
-  double step = p["step_seconds"].get<double>();
-  dataParallel.predicted = nlohmann::ordered_json{
-      {"step_seconds", step},
-      {"compute_seconds", std::max(0.0, step - communication)},
-      {"communication_seconds", communication},
-      {"bubble_seconds", 0.0},
-      {"memory_budget_bytes", static_cast<int64_t>(search.memoryBudget)}};
+  dataParallel.predicted = predictedStep(plan, search.memoryBudget);
   CompileResult compiled;
   if (DriverStatus s = compileForOneDevice(context, request, compiled, dataParallel,
                                            chosen.microbatchSize);

@@ -19,9 +19,6 @@ namespace mlir::cleave {
 
 namespace {
 
-/// Where `v` is final: its defining op (null for an argument, refused).
-Operation *readyAt(Value v) { return v.getDefiningOp(); }
-
 struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
   using ReduceGradientsBase::ReduceGradientsBase;
 
@@ -47,15 +44,17 @@ struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
       func.emitError("no gradients to reduce: run -cleave-differentiate first");
       return signalPassFailure();
     }
+    // Where gradient result i is final: the op that computes it.
+    auto readyAt = [&](unsigned i) { return ret.getOperand(i).getDefiningOp(); };
     for (unsigned i : gradients) {
       auto type = dyn_cast<RankedTensorType>(ret.getOperand(i).getType());
-      if (!type || !isa<FloatType>(type.getElementType()) || !readyAt(ret.getOperand(i))) {
+      if (!type || !isa<FloatType>(type.getElementType()) || !readyAt(i)) {
         func.emitError("result ") << i << " (a gradient) is not a float tensor an op computes";
         return signalPassFailure();
       }
     }
     llvm::stable_sort(gradients, [&](unsigned a, unsigned b) {
-      return readyAt(ret.getOperand(a))->isBeforeInBlock(readyAt(ret.getOperand(b)));
+      return readyAt(a)->isBeforeInBlock(readyAt(b));
     });
 
     // Buckets: consecutive gradients of one dtype up to bucketBytes.
@@ -79,10 +78,10 @@ struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
     double mean = 1.0 / static_cast<double>(ranks);
     llvm::DenseMap<Value, Value> reduced; // a value returned twice is reduced once
     for (ArrayRef<unsigned> bucket : bucketList) {
-      Operation *last = readyAt(ret.getOperand(bucket.front()));
+      Operation *last = readyAt(bucket.front());
       for (unsigned i : bucket)
-        if (last->isBeforeInBlock(readyAt(ret.getOperand(i))))
-          last = readyAt(ret.getOperand(i));
+        if (last->isBeforeInBlock(readyAt(i)))
+          last = readyAt(i);
       OpBuilder b(context);
       b.setInsertionPointAfter(last);
       auto element = cast<FloatType>(

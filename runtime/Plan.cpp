@@ -1248,6 +1248,13 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
 
 } // namespace
 
+std::string slotName(const ScheduleSlot &slot) {
+  if (slot.phase == "optimizer")
+    return "optimizer";
+  return std::string(slot.phase == "backward" ? "B" : "F") + " mb" +
+         std::to_string(slot.microbatch) + " chunk" + std::to_string(slot.chunk);
+}
+
 Status loadPlan(const std::string &dir, Plan *out) { return loadPlanImpl(dir, std::nullopt, out); }
 
 Status loadPlanForRank(const std::string &dir, int64_t rank, Plan *out) {

@@ -136,6 +136,11 @@ struct ScheduleSlot {
   int64_t microbatch = 0;
 };
 
+/// How timelines name a slot: "F mb0 chunk1", "B mb0 chunk1" or
+/// "optimizer" (cleave inspect --trace predicts them, cleave train --trace
+/// measures them).
+std::string slotName(const ScheduleSlot &slot);
+
 /// The compiler's predictions (manifest.json "predicted"); what a plan does
 /// not record stays absent.
 struct PredictedCost {

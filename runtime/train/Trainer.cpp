@@ -202,27 +202,38 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     auto start = std::chrono::steady_clock::now();
     StepRecord record;
     const bool tracing = options.trace && step == options.steps;
-    int64_t microbatch = 0;
-    auto runPhase = [&](size_t index) -> Status {
+    // The schedule the plan loader built: forward and backward on each
+    // microbatch in turn (the gradients accumulate in the program's state),
+    // then the optimizer once. The step's loss is the microbatches' mean.
+    double loss = 0;
+    const std::vector<ScheduleSlot> &slots = plan.stageSlots[0];
+    for (size_t n = 0; n < slots.size(); ++n) {
+      const ScheduleSlot &slot = slots[n];
+      const bool update = slot.phase == "optimizer";
+      auto sameMicrobatch = [&](size_t other) {
+        return other < slots.size() && slots[other].phase != "optimizer" &&
+               slots[other].microbatch == slot.microbatch;
+      };
+      if (!update && (n == 0 || !sameMicrobatch(n - 1)))
+        CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor,
+                                             slot.microbatch, microbatches)
+                                   .prepend("step " + std::to_string(step)));
+      const int64_t index = program.phaseIndex(slot.phase);
       double phaseStart = since(start);
-      if (Status s = executor->runPhase(index); !s.ok())
+      if (Status s = executor->runPhase(static_cast<size_t>(index)); !s.ok())
         return s.prepend("step " + std::to_string(step) + " (" +
                          describeBatch(data, step - 1, options.shuffleSeed) + ")");
       const std::vector<double> &seconds = executor->lastRunSeconds();
-      const Phase &phase = program.phases[index];
-      const std::vector<InstructionSpec> &instructions = phase.instructions;
+      const std::vector<InstructionSpec> &instructions = program.phases[index].instructions;
       for (size_t i = 0; i < seconds.size() && i < instructions.size(); ++i)
         (isCommKernel(instructions[i].kernel) ? record.communicationSeconds
                                               : record.computeSeconds) += seconds[i];
       if (tracing) {
         TraceEvent event;
-        event.phase = phase.name;
-        event.chunk = phase.chunk;
-        event.microbatch = phase.name == "optimizer" ? 0 : microbatch;
-        event.name = phase.name == "optimizer"
-                         ? "optimizer"
-                         : std::string(phase.name == "backward" ? "B" : "F") + " mb" +
-                               std::to_string(microbatch) + " chunk" + std::to_string(phase.chunk);
+        event.name = slotName(slot);
+        event.phase = slot.phase;
+        event.chunk = slot.chunk;
+        event.microbatch = slot.microbatch;
         event.start = phaseStart;
         event.seconds = since(start) - phaseStart;
         report->trace.push_back(event);
@@ -238,27 +249,12 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
           at += seconds[i];
         }
       }
-      return {};
-    };
-    // Forward and backward per microbatch (the gradients accumulate in the
-    // program's state), then the optimizer once; the step's loss is the
-    // microbatches' mean.
-    double loss = 0;
-    for (int64_t m = 0; m < microbatches; ++m) {
-      microbatch = m;
-      CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor, m,
-                                           microbatches)
-                                 .prepend("step " + std::to_string(step)));
-      for (size_t index = 0; index < program.phases.size(); ++index)
-        if (program.phases[index].name != "optimizer")
-          CLEAVE_RETURN_IF_ERROR(runPhase(index));
-      float value = 0;
-      CLEAVE_RETURN_IF_ERROR(executor->getOutput("loss", &value, sizeof(value)));
-      loss += value;
+      if (!update && !sameMicrobatch(n + 1)) {
+        float value = 0;
+        CLEAVE_RETURN_IF_ERROR(executor->getOutput("loss", &value, sizeof(value)));
+        loss += value;
+      }
     }
-    for (size_t index = 0; index < program.phases.size(); ++index)
-      if (program.phases[index].name == "optimizer")
-        CLEAVE_RETURN_IF_ERROR(runPhase(index));
     record.step = step;
     record.loss = microbatches > 1 ? loss / static_cast<double>(microbatches) : loss;
     record.seconds = since(start);
@@ -388,17 +384,8 @@ RankMeasure measureOf(const TrainReport &report) {
 std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                             const TrainReport &report) {
   Json steps = Json::array();
-  double total = 0;
-  for (const StepRecord &r : report.steps) {
+  for (const StepRecord &r : report.steps)
     steps.push_back(Json{{"step", r.step}, {"loss", r.loss}, {"seconds", r.seconds}});
-    total += r.seconds;
-  }
-  // The first step warms caches; the mean leaves it out when there are more.
-  double steady = 0;
-  if (report.steps.size() > 1)
-    steady = (total - report.steps.front().seconds) / (report.steps.size() - 1);
-  else if (!report.steps.empty())
-    steady = total;
   Json memory{{"allocated", report.allocatedBytes},
               {"predicted", report.predictedBytes},
               {"backend_workspace", report.workspaceBytes}};
@@ -428,7 +415,7 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
             {"batch_size", plan.training ? plan.training->batchSize : 0},
             {"first_step", report.firstStep},
             {"steps", steps},
-            {"mean_step_seconds", steady},
+            {"mean_step_seconds", mine.stepSeconds},
             {"mean_compute_seconds", mine.computeSeconds},
             {"mean_communication_seconds", mine.communicationSeconds},
             {"predicted", Json{{"step_seconds", predicted(plan.predicted.stepSeconds)},

@@ -58,4 +58,19 @@ inline bool isCommKernel(std::string_view kernel) {
          std::end(kCommKernels);
 }
 
+/// The collectives: every rank of the kernel's `group` ("tp" or "dp") runs
+/// them together.
+inline bool isCollective(std::string_view kernel) {
+  return kernel == "all_reduce" || kernel == "all_gather" || kernel == "reduce_scatter" ||
+         kernel == "all_to_all";
+}
+
+/// The kernels that name a `group` of the mesh: the collectives, and
+/// `shard`, which keeps this rank's part of a tensor every rank of the
+/// group holds whole (its index in the group says which part; nothing is
+/// sent). A CommBackend runs them.
+inline bool isGroupKernel(std::string_view kernel) {
+  return isCollective(kernel) || kernel == "shard";
+}
+
 } // namespace cleave::runtime

@@ -1,4 +1,5 @@
 #include "runtime/Plan.h"
+#include "runtime/Kernel.h"
 
 #include <nlohmann/json.hpp>
 
@@ -106,6 +107,35 @@ std::string rankList(const std::vector<int64_t> &ranks) {
   for (size_t i = 0; i < ranks.size(); ++i)
     text += (i ? ", " : "") + std::to_string(ranks[i]);
   return text + "]";
+}
+
+/// A state's "shard": {"group": "dp", "ranks": dp, "shape": [...]}, the
+/// whole tensor whose ZeRO part the buffer holds.
+Status parseStateShard(const Plan &plan, const Node &item, BufferSpec *buffer) {
+  std::optional<Node> shard, shape;
+  CLEAVE_RETURN_IF_ERROR(getObject(item, "shard", &shard));
+  std::string group;
+  int64_t ranks = 0;
+  CLEAVE_RETURN_IF_ERROR(getString(*shard, "group", &group));
+  CLEAVE_RETURN_IF_ERROR(getInt(*shard, "ranks", &ranks, 1));
+  CLEAVE_RETURN_IF_ERROR(getArray(*shard, "shape", &shape));
+  if (group != "dp" || ranks != plan.dp)
+    return CLEAVE_ERROR(shard->where(), ": a state is sharded over the dp group of ", plan.dp,
+                        " ranks, not '", group, "' of ", ranks);
+  Shape whole;
+  for (size_t i = 0; i < shape->json.size(); ++i) {
+    Node dim = shape->element(i);
+    if (!dim.json.is_number_integer() || dim.json.get<int64_t>() < 0)
+      return CLEAVE_ERROR(dim.where(), ": expected a size >= 0");
+    whole.push_back(dim.json.get<int64_t>());
+  }
+  int64_t numel = numElements(whole), part = (numel + ranks - 1) / ranks;
+  if (buffer->desc.shape != Shape{part})
+    return CLEAVE_ERROR(item.where(), ": a part of ", describe(whole, buffer->desc.dtype),
+                        " over ", ranks, " ranks is ", describe(Shape{part}, buffer->desc.dtype),
+                        ", the buffer is ", describe(buffer->desc.shape, buffer->desc.dtype));
+  buffer->shardOf = whole;
+  return {};
 }
 
 Status getTensorDesc(const Node &node, TensorDesc *desc) {
@@ -270,6 +300,8 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
       }
       buffer.state = state;
       buffer.stateOffset = static_cast<size_t>(offset);
+      if (has(item, "shard"))
+        CLEAVE_RETURN_IF_ERROR(parseStateShard(plan, item, &buffer));
     } else if (inArena) {
       int64_t offset = 0;
       CLEAVE_RETURN_IF_ERROR(getInt(item, "arena_offset", &offset));
@@ -316,18 +348,13 @@ Status bufferId(const ProgramSpec &program, const Node &node, int64_t *id) {
   return {};
 }
 
-bool isCollective(const std::string &kernel) {
-  return kernel == "all_reduce" || kernel == "all_gather" || kernel == "reduce_scatter" ||
-         kernel == "all_to_all";
-}
-
 /// The kernels partitioning adds: their operand counts and the attributes
 /// that say who they talk to, checked against the mesh. Shapes against the
 /// group size are verifyPlan's (runtime/PlanVerify.h).
 Status checkPartitionKernel(const Plan &plan, const std::string &label,
                             const InstructionSpec &inst) {
   bool isSend = inst.kernel == "send", isRecv = inst.kernel == "recv";
-  if (!isSend && !isRecv && !isCollective(inst.kernel))
+  if (!isSend && !isRecv && !isGroupKernel(inst.kernel))
     return {};
   size_t wantInputs = isRecv ? 0 : 1, wantOutputs = isSend ? 0 : 1;
   if (inst.inputs.size() != wantInputs || inst.outputs.size() != wantOutputs ||
@@ -913,6 +940,12 @@ Status parseTraining(const Node &top, Plan *plan) {
     return CLEAVE_ERROR(node->child("dtype").where(), ": unknown dtype '", training.dtype,
                         "' (expected f32 or bf16)");
   CLEAVE_RETURN_IF_ERROR(getInt(*node, "seed", &training.seed));
+  if (has(*node, "zero")) {
+    CLEAVE_RETURN_IF_ERROR(getString(*node, "zero", &training.zero));
+    if (training.zero != "none" && training.zero != "optimizer" && training.zero != "gradients")
+      return CLEAVE_ERROR(node->child("zero").where(), ": unknown ZeRO level '", training.zero,
+                          "' (expected none, optimizer or gradients)");
+  }
 
   std::optional<Node> opt;
   CLEAVE_RETURN_IF_ERROR(getObject(*node, "optimizer", &opt));

@@ -49,6 +49,11 @@ struct BufferSpec {
   /// in the program's state region (optimizer moments, the step counter).
   std::optional<std::string> state;
   std::optional<size_t> stateOffset;
+  /// Set for a state that holds this rank's ZeRO part of a tensor of this
+  /// shape: the tensor flattened and zero-padded to dp * k elements (k =
+  /// this buffer's elements), of which rank r of the dp group holds
+  /// [r*k, (r+1)*k).
+  std::optional<Shape> shardOf;
 
   /// Weights and states outlive a step; arena buffers do not.
   bool persistent() const { return !arenaOffset; }
@@ -184,6 +189,9 @@ struct TrainingSpec {
   int64_t batchSize = 0;
   std::string dtype = "f32";
   int64_t seed = 0;
+  /// ZeRO over the dp group: "none", "optimizer" or "gradients" (absent in
+  /// older plans: none).
+  std::string zero = "none";
   OptimizerSpec optimizer;
   std::vector<std::string> parameters;
   std::vector<StateDictEntry> stateDict;

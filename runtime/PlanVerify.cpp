@@ -1,4 +1,5 @@
 #include "runtime/PlanVerify.h"
+#include "runtime/Kernel.h"
 
 #include <algorithm>
 #include <map>
@@ -17,11 +18,6 @@ std::string rankList(const std::vector<int64_t> &ranks) {
   for (size_t i = 0; i < ranks.size(); ++i)
     text += (i ? ", " : "") + std::to_string(ranks[i]);
   return text + "]";
-}
-
-bool isCollective(const std::string &kernel) {
-  return kernel == "all_reduce" || kernel == "all_gather" || kernel == "reduce_scatter" ||
-         kernel == "all_to_all";
 }
 
 /// "instruction 7 (recv at model.py:40 (in blocks.2))".
@@ -97,7 +93,7 @@ Status expectedCollectiveShape(const InstructionSpec &inst, const TensorDesc &in
     *how = "summed";
     return {};
   }
-  if (inst.kernel == "all_gather" || inst.kernel == "reduce_scatter") {
+  if (inst.kernel == "all_gather" || inst.kernel == "reduce_scatter" || inst.kernel == "shard") {
     int64_t dim = 0, blocks = 1;
     CLEAVE_RETURN_IF_ERROR(checkDim("dim", &dim));
     bool gather = inst.kernel == "all_gather";
@@ -106,7 +102,10 @@ Status expectedCollectiveShape(const InstructionSpec &inst, const TensorDesc &in
                           " ways");
     (*out)[dim] = gather ? in.shape[dim] * n : in.shape[dim] / n;
     CLEAVE_RETURN_IF_ERROR(checkBlocks("blocks", (*out)[dim], &blocks));
-    *how = std::string(gather ? "gathered" : "scattered") + " along dim " + std::to_string(dim);
+    *how = std::string(gather                       ? "gathered"
+                       : inst.kernel == "shard" ? "cut to this rank's part"
+                                                : "scattered") +
+           " along dim " + std::to_string(dim);
     return {};
   }
   // all_to_all: the split moves from from_dim (which grows) to to_dim.
@@ -501,7 +500,7 @@ bool checkStructure(const Plan &plan, Reporter &report) {
           if (id < 0 || id >= count)
             fail(label + "missing buffer " + std::to_string(id));
         bool isSend = inst.kernel == "send", isRecv = inst.kernel == "recv";
-        if (!isSend && !isRecv && !isCollective(inst.kernel))
+        if (!isSend && !isRecv && !isGroupKernel(inst.kernel))
           continue;
         size_t wantIn = isRecv ? 0 : 1, wantOut = isSend ? 0 : 1;
         if (inst.inputs.size() != wantIn || inst.outputs.size() != wantOut ||
@@ -531,7 +530,7 @@ void checkCollectiveShapes(const Plan &plan, Reporter &report) {
     for (const Phase &phase : program.phases)
       for (size_t i = 0; i < phase.instructions.size(); ++i) {
         const InstructionSpec &inst = phase.instructions[i];
-        if (!isCollective(inst.kernel))
+        if (!isGroupKernel(inst.kernel))
           continue;
         std::string label = programLabel(plan, program) + ", " +
                             slotLabel(phase.name, phase.chunk) + ", " + instructionLabel(i, inst) +

@@ -103,14 +103,20 @@ CommBackend::~CommBackend() {
   (void)compute_.synchronize();
 }
 
+namespace {
+/// The kernels this backend adds to the compute backend's.
+bool ownsKernel(std::string_view kernel) { return isCommKernel(kernel) || isGroupKernel(kernel); }
+} // namespace
+
 bool CommBackend::hasKernel(std::string_view kernel) const {
-  return isCommKernel(kernel) || compute_.hasKernel(kernel);
+  return ownsKernel(kernel) || compute_.hasKernel(kernel);
 }
 
 std::vector<std::string> CommBackend::kernelNames() const {
   std::vector<std::string> names = compute_.kernelNames();
   for (std::string_view k : kCommKernels)
     names.emplace_back(k);
+  names.emplace_back("shard");
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -128,7 +134,7 @@ Status CommBackend::finishSends() {
 }
 
 Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
-  if (!isCommKernel(sig.kernel))
+  if (!ownsKernel(sig.kernel))
     return compute_.prepareKernel(sig, fn);
   State &st = *state_;
   const DeviceSpec &me = st.plan.devices[st.rank];
@@ -180,6 +186,24 @@ Status CommBackend::prepareKernel(const KernelSignature &sig, KernelFn *fn) {
       return CLEAVE_ERROR(sig.kernel, ": cannot sum ", dtypeName(in.dtype));
     *fn = [group, in](const KernelCall &call) -> Status {
       return group->allReduce(call.inputs[0], call.outputs[0], in.numel(), in.dtype, ReduceOp::Sum);
+    };
+    return {};
+  }
+
+  if (sig.kernel == "shard") {
+    // This rank's part, by its index in the group: a local copy.
+    int64_t dim = 0, blocks = 1;
+    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("dim", &dim));
+    CLEAVE_RETURN_IF_ERROR(sig.attrs.getInt("blocks", &blocks, 1));
+    if (dim < 0 || dim >= in.rank() || in.shape[dim] % (n * blocks) != 0)
+      return CLEAVE_ERROR(sig.kernel, ": dim ", dim, " of ", describe(in.shape, in.dtype),
+                          " does not split into ", n, " parts of ", blocks, " block(s)");
+    Shape shape = in.shape;
+    const int64_t index = group->rank();
+    Backend *compute = &compute_;
+    *fn = [compute, shape, dim, blocks, n, index, esz](const KernelCall &call) -> Status {
+      return extractPartOn(*compute, call.inputs[0], shape, dim, blocks, n, index, esz,
+                           call.outputs[0]);
     };
     return {};
   }

@@ -57,6 +57,27 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     return success();
   }
 
+  /// A sharded gradient is the flat part shardRows gives a rank.
+  static LogicalResult checkShard(func::FuncOp func, ParamOp param, Value gradient,
+                                  DictionaryAttr shard) {
+    auto type = cast<RankedTensorType>(param.getType());
+    auto gradientType = dyn_cast<RankedTensorType>(gradient.getType());
+    if (!shard)
+      return success();
+    auto group = shard.getAs<StringAttr>("group");
+    auto ranks = shard.getAs<IntegerAttr>("ranks");
+    if (!group || !ranks || ranks.getInt() < 1)
+      return func.emitError("the gradient of '")
+             << param.getName() << "' has a malformed " << kShardAttr << " " << shard;
+    int64_t k = shardElements(type.getNumElements(), ranks.getInt());
+    if (!gradientType || gradientType != RankedTensorType::get({k}, type.getElementType()))
+      return func.emitError("the gradient of '")
+             << param.getName() << "' is sharded over " << ranks.getInt() << " ranks, so it is "
+             << RankedTensorType::get({k}, type.getElementType()) << ", not "
+             << gradient.getType();
+    return success();
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -70,8 +91,14 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     llvm::StringMap<ParamOp> params;
     for (ParamOp param : body.getOps<ParamOp>())
       params[param.getName()] = param;
-    // Gradient results name their parameter; the others stay results.
-    SmallVector<std::pair<ParamOp, Value>> updates;
+    // Gradient results name their parameter; the others stay results. A
+    // sharded gradient (ZeRO) is this rank's part of the parameter's.
+    struct Update {
+      ParamOp param;
+      Value gradient;
+      DictionaryAttr shard; // {group, ranks}, or null
+    };
+    SmallVector<Update> updates;
     SmallVector<Value> kept;
     SmallVector<DictionaryAttr> keptAttrs;
     for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
@@ -88,7 +115,10 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
                                   << "', which is no parameter of the function";
         return signalPassFailure();
       }
-      updates.push_back({it->second, value});
+      auto shard = func.getResultAttrOfType<DictionaryAttr>(i, kShardAttr);
+      if (failed(checkShard(func, it->second, value, shard)))
+        return signalPassFailure();
+      updates.push_back({it->second, value, shard});
     }
     if (updates.empty()) {
       func.emitError("no gradients to apply: run -cleave-differentiate first");
@@ -106,11 +136,14 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
       return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getF32FloatAttr(v)));
     };
 
-    // clip_grad_norm_: the global L2 norm over every gradient.
+    // clip_grad_norm_: the global L2 norm over every gradient. The squares
+    // of sharded gradients are summed over their group first (the padding
+    // is zero).
     Value scale;
     if (clipGradNorm > 0) {
-      Value total;
-      for (auto [param, gradient] : updates) {
+      Value total, shardedTotal;
+      StringAttr shardGroup;
+      for (auto [param, gradient, shard] : updates) {
         auto type = llvm::cast<RankedTensorType>(gradient.getType());
         if (!type.getElementType().isF32()) {
           param.emitError("clipping needs f32 gradients, '") << param.getName() << "' has "
@@ -124,7 +157,15 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
                                  : b.create<ReduceSumOp>(loc, squares, b.getDenseI64ArrayAttr(dims),
                                                          b.getBoolAttr(false))
                                        .getResult();
-        total = total ? b.create<AddOp>(loc, total, sum).getResult() : sum;
+        Value &into = shard ? shardedTotal : total;
+        into = into ? b.create<AddOp>(loc, into, sum).getResult() : sum;
+        if (shard)
+          shardGroup = shard.getAs<StringAttr>("group");
+      }
+      if (shardedTotal) {
+        Value summed =
+            b.create<AllReduceOp>(loc, shardedTotal.getType(), shardedTotal, shardGroup);
+        total = total ? b.create<AddOp>(loc, total, summed).getResult() : summed;
       }
       Value norm = b.create<SqrtOp>(loc, total);
       Value coefficient = b.create<DivOp>(loc, f32Scalar(clipGradNorm),
@@ -138,7 +179,7 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     llvm::DenseMap<Operation *, Operation *> placeAfter; // param -> op
     Operation *firstPlace = nullptr;
     if (early) {
-      for (auto [param, gradient] : updates) {
+      for (auto [param, gradient, shard] : updates) {
         Operation *last = gradient.getDefiningOp();
         for (Operation *user : param->getUsers())
           if (user != ret && (!last || last->isBeforeInBlock(user)))
@@ -165,7 +206,7 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
 
     StringAttr schedule = b.getStringAttr(lrSchedule);
     IntegerAttr warmup = b.getI64IntegerAttr(warmupSteps), decay = b.getI64IntegerAttr(decaySteps);
-    for (auto [param, gradient] : updates) {
+    for (auto [param, gradient, shard] : updates) {
       auto type = llvm::cast<RankedTensorType>(param.getType());
       std::string name = param.getName().str();
       Location at = NameLoc::get(StringAttr::get(context, "optimizer"), param.getLoc());
@@ -178,27 +219,74 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
       } else {
         b.setInsertionPoint(ret);
       }
+      // ZeRO: the update runs on this rank's part of the parameter, copied
+      // into a state each step (the optimizer updates persistent tensors in
+      // place), then the parts are gathered back into the parameter.
+      Value target = param;
+      StringAttr group;
+      int64_t ranks = 1;
+      DictionaryAttr stateShard;
+      if (shard) {
+        group = shard.getAs<StringAttr>("group");
+        ranks = shard.getAs<IntegerAttr>("ranks").getInt();
+        auto partType = cast<RankedTensorType>(gradient.getType());
+        stateShard = shardAttr(context, group, ranks, type.getShape());
+        StateOp part = getOrCreateState(func, "zero.param_shard." + name, partType);
+        if (!part)
+          return signalPassFailure();
+        // The part also names its parameter (the plan lists what trains).
+        SmallVector<NamedAttribute> entries(stateShard.getValue());
+        entries.push_back(b.getNamedAttr("param", param.getNameAttr()));
+        part->setAttr(kShardAttr, b.getDictionaryAttr(entries));
+        Value rows = shardRows(b, at, param, ranks);
+        Value mine = b.create<ShardOp>(at, RankedTensorType::get({1, partType.getDimSize(0)},
+                                                                 partType.getElementType()),
+                                       rows, group, b.getI64IntegerAttr(0), b.getI64IntegerAttr(1));
+        b.create<AssignOp>(at, part, b.create<ReshapeOp>(at, partType, mine));
+        target = reloadState(b, part);
+        type = partType;
+      }
+      auto state = [&](const std::string &stateName) {
+        StateOp made = getOrCreateState(func, stateName, type);
+        if (made && stateShard)
+          made->setAttr(kShardAttr, stateShard);
+        return made;
+      };
       if (optimizer == "adamw") {
-        StateOp expAvg = getOrCreateState(func, "optimizer.exp_avg." + name, type);
-        StateOp expAvgSq = getOrCreateState(func, "optimizer.exp_avg_sq." + name, type);
+        StateOp expAvg = state("optimizer.exp_avg." + name);
+        StateOp expAvgSq = state("optimizer.exp_avg_sq." + name);
         if (!expAvg || !expAvgSq)
           return signalPassFailure();
-        b.create<AdamWOp>(at, param, gradient, expAvg, expAvgSq, next, scale,
+        b.create<AdamWOp>(at, target, gradient, expAvg, expAvgSq, next, scale,
                           b.getF64FloatAttr(lr), b.getF64FloatAttr(beta1),
                           b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
                           b.getF64FloatAttr(weightDecay), schedule, warmup, decay);
       } else {
         Value buffer;
         if (momentum != 0) {
-          StateOp state = getOrCreateState(func, "optimizer.momentum_buffer." + name, type);
-          if (!state)
+          StateOp made = state("optimizer.momentum_buffer." + name);
+          if (!made)
             return signalPassFailure();
-          buffer = state;
+          buffer = made;
         }
-        b.create<SgdOp>(at, param, gradient, buffer, next, scale, b.getF64FloatAttr(lr),
+        b.create<SgdOp>(at, target, gradient, buffer, next, scale, b.getF64FloatAttr(lr),
                         b.getF64FloatAttr(momentum), b.getF64FloatAttr(dampening),
                         b.getBoolAttr(nesterov), b.getF64FloatAttr(weightDecay), schedule, warmup,
                         decay);
+      }
+      if (shard) {
+        auto partType = cast<RankedTensorType>(type);
+        auto paramType = cast<RankedTensorType>(param.getType());
+        int64_t k = partType.getDimSize(0), numel = paramType.getNumElements();
+        Value updated = reloadState(b, cast<StateOp>(target.getDefiningOp()));
+        Value whole = b.create<AllGatherOp>(
+            at, RankedTensorType::get({ranks * k}, partType.getElementType()), updated, group,
+            b.getI64IntegerAttr(0), b.getI64IntegerAttr(1));
+        if (ranks * k != numel)
+          whole = b.create<SliceOp>(at, whole, 0, 0, numel, 1);
+        if (whole.getType() != paramType)
+          whole = b.create<ReshapeOp>(at, paramType, whole);
+        b.create<AssignOp>(at, param, whole);
       }
     }
 

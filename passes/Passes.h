@@ -69,6 +69,12 @@ struct TrainingOptions {
   int64_t dataParallel = 1;
   /// The most bytes one gradient all_reduce carries.
   int64_t bucketBytes = 25 << 20;
+  /// ZeRO over the data-parallel ranks: "none"; "optimizer" (each rank
+  /// keeps and updates its part of the optimizer state, the step's
+  /// gradients reduce-scattered once); "gradients" (also each microbatch's
+  /// gradients reduce-scattered as backward makes them, accumulated as
+  /// parts). With one microbatch the two are the same program.
+  std::string zero = "none";
 };
 
 /// Canonicalize and CSE: fold what the importer left.

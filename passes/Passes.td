@@ -378,12 +378,23 @@ def ReduceGradients : Pass<"cleave-reduce-gradients", "mlir::func::FuncOp"> {
     DistributedDataParallel does; it equals one device on the whole batch
     for a loss that is a mean over equal shares. Every gradient is reduced
     dense, including an embedding's. With `ranks` 1 nothing changes.
+
+    With `shard` (ZeRO), each rank keeps only its part of every gradient:
+    a gradient of n elements is flattened, zero-padded to ranks * k
+    elements (k = ceil(n / ranks)) and viewed as [ranks, k]; a bucket
+    concatenates these views along dim 1 and one `cleave.reduce_scatter`
+    over dim 0 leaves each rank row r of the sum: elements [r*k, (r+1)*k)
+    of each of its gradients. The results become these flat parts, of type
+    tensor<k>, marked `cleave.shard = {group, ranks}`; `-cleave-add-optimizer`
+    updates the same part of the parameter and gathers it whole again.
   }];
   let options = [
     Option<"ranks", "ranks", "int64_t", /*default=*/"1", "data-parallel ranks">,
     Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"25 << 20",
            "the most bytes of gradients one all_reduce carries">,
     Option<"group", "group", "std::string", /*default=*/"\"dp\"", "the group reduced over">,
+    Option<"shard", "shard", "bool", /*default=*/"false",
+           "reduce-scatter: each rank keeps its part of every gradient (ZeRO)">,
   ];
   let statistics = [
     Statistic<"buckets", "buckets", "all_reduce ops the gradients were packed into">,

@@ -47,17 +47,27 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   loss.loss = options.loss;
   pm.addNestedPass<func::FuncOp>(createAppendLoss(loss));
   pm.addNestedPass<func::FuncOp>(createDifferentiate());
+  bool sharded = options.zero != "none";
+  auto reduce = [&] {
+    if (options.dataParallel <= 1)
+      return;
+    ReduceGradientsOptions reduce;
+    reduce.ranks = options.dataParallel;
+    reduce.bucketBytes = options.bucketBytes;
+    reduce.shard = sharded;
+    pm.addNestedPass<func::FuncOp>(createReduceGradients(reduce));
+  };
+  // ZeRO-2 reduces each microbatch's gradients and accumulates parts;
+  // otherwise the step's accumulated gradients are reduced once.
+  if (options.zero == "gradients")
+    reduce();
   if (options.microbatches > 1) {
     AccumulateGradientsOptions accumulate;
     accumulate.microbatches = options.microbatches;
     pm.addNestedPass<func::FuncOp>(createAccumulateGradients(accumulate));
   }
-  if (options.dataParallel > 1) {
-    ReduceGradientsOptions reduce;
-    reduce.ranks = options.dataParallel;
-    reduce.bucketBytes = options.bucketBytes;
-    pm.addNestedPass<func::FuncOp>(createReduceGradients(reduce));
-  }
+  if (options.zero != "gradients")
+    reduce();
   if (options.optimizer == "none")
     return;
   AddOptimizerOptions optimizer;

@@ -63,7 +63,9 @@ struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
     Type bucketElement;
     for (unsigned i : gradients) {
       auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
-      int64_t bytes = type.getNumElements() * ((type.getElementTypeBitWidth() + 7) / 8);
+      int64_t elements = shard ? ranks * shardElements(type.getNumElements(), ranks)
+                               : type.getNumElements();
+      int64_t bytes = elements * ((type.getElementTypeBitWidth() + 7) / 8);
       if (bucketList.empty() || type.getElementType() != bucketElement ||
           filled + bytes > bucketBytes) {
         bucketList.emplace_back();
@@ -94,32 +96,52 @@ struct ReduceGradientsPass : impl::ReduceGradientsBase<ReduceGradientsPass> {
           continue;
         auto type = cast<RankedTensorType>(g.getType());
         auto flat = RankedTensorType::get({type.getNumElements()}, element);
-        flats.push_back(type == flat ? g : b.create<ReshapeOp>(loc, flat, g).getResult());
+        if (shard)
+          flats.push_back(shardRows(b, loc, g, ranks));
+        else
+          flats.push_back(type == flat ? g : b.create<ReshapeOp>(loc, flat, g).getResult());
         members.push_back(i);
       }
       if (flats.empty())
         continue;
+      // Sharded, the bucket is [ranks, K]: row r holds rank r's part of each
+      // gradient, and the reduce_scatter leaves each rank its row.
+      const int64_t along = shard ? 1 : 0;
       Value packed = flats.size() == 1 ? flats.front()
-                                       : b.create<ConcatOp>(loc, flats, 0).getResult();
-      Value sum = b.create<AllReduceOp>(loc, packed.getType(), packed, groupAttr);
+                                       : b.create<ConcatOp>(loc, flats, along).getResult();
+      Value sum;
+      if (shard) {
+        auto packedType = cast<RankedTensorType>(packed.getType());
+        auto rowType = RankedTensorType::get({1, packedType.getDimSize(1)}, element);
+        sum = b.create<ReduceScatterOp>(loc, rowType, packed, groupAttr, b.getI64IntegerAttr(0),
+                                        b.getI64IntegerAttr(1));
+      } else {
+        sum = b.create<AllReduceOp>(loc, packed.getType(), packed, groupAttr);
+      }
       Value average = b.create<MulOp>(loc, sum, floatScalar(b, loc, element, mean));
       int64_t offset = 0;
       for (unsigned i : members) {
         Value g = ret.getOperand(i);
         auto type = cast<RankedTensorType>(g.getType());
-        int64_t n = type.getNumElements();
+        int64_t n = shard ? shardElements(type.getNumElements(), ranks) : type.getNumElements();
+        auto want = shard ? RankedTensorType::get({n}, element) : type;
         Value piece = average;
         if (members.size() > 1)
-          piece = b.create<SliceOp>(loc, average, 0, offset, offset + n, 1);
-        if (piece.getType() != type)
-          piece = b.create<ReshapeOp>(loc, type, piece);
+          piece = b.create<SliceOp>(loc, average, along, offset, offset + n, 1);
+        if (piece.getType() != want)
+          piece = b.create<ReshapeOp>(loc, want, piece);
         reduced[g] = piece;
         offset += n;
       }
       ++buckets;
     }
-    for (unsigned i : gradients)
+    for (unsigned i : gradients) {
       ret.setOperand(i, reduced.at(ret.getOperand(i)));
+      if (shard)
+        func.setResultAttr(i, kShardAttr, shardAttr(context, group, ranks));
+    }
+    if (shard)
+      func.setType(FunctionType::get(context, func.getArgumentTypes(), ret.getOperandTypes()));
 
     // The loss every rank reports: the mean over the ranks.
     if (ret.getNumOperands() > 0 && !func.getResultAttr(0, "cleave.gradient_of")) {

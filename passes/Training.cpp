@@ -7,6 +7,7 @@ namespace mlir::cleave {
 StateOp getOrCreateState(func::FuncOp func, StringRef name, RankedTensorType type) {
   Block &body = func.front();
   Operation *lastValue = nullptr;
+  bool lastScanDone = false;
   for (Operation &op : body) {
     if (auto state = dyn_cast<StateOp>(op)) {
       if (state.getName() == name) {
@@ -18,8 +19,12 @@ StateOp getOrCreateState(func::FuncOp func, StringRef name, RankedTensorType typ
         return state;
       }
     }
-    if (isa<ParamOp, StateOp>(op))
+    // After the params and states the function starts with (states read
+    // again after an update sit further down).
+    if (!lastScanDone && isa<ParamOp, StateOp>(op))
       lastValue = &op;
+    else if (!isa<ParamOp, StateOp, ConstantOp>(op))
+      lastScanDone = true;
   }
   OpBuilder builder(func.getContext());
   if (lastValue)
@@ -28,6 +33,11 @@ StateOp getOrCreateState(func::FuncOp func, StringRef name, RankedTensorType typ
     builder.setInsertionPointToStart(&body);
   Location loc = NameLoc::get(builder.getStringAttr(name), func.getLoc());
   return builder.create<StateOp>(loc, type, name);
+}
+
+StateOp reloadState(OpBuilder &builder, StateOp state) {
+  auto again = cast<StateOp>(builder.clone(*state.getOperation()));
+  return again;
 }
 
 Value getOrCreateStepCounter(func::FuncOp func) {
@@ -69,6 +79,36 @@ std::vector<StringRef> phasesOf(Block &body) {
     phases.push_back(current);
   }
   return phases;
+}
+
+int64_t shardElements(int64_t numel, int64_t ranks) { return (numel + ranks - 1) / ranks; }
+
+Value shardRows(OpBuilder &builder, Location loc, Value value, int64_t ranks) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Type element = type.getElementType();
+  int64_t numel = type.getNumElements(), k = shardElements(numel, ranks);
+  auto rowsType = RankedTensorType::get({ranks, k}, element);
+  if (numel == ranks * k)
+    return type == rowsType ? value : builder.create<ReshapeOp>(loc, rowsType, value).getResult();
+  auto flatType = RankedTensorType::get({numel}, element);
+  Value flat = type == flatType ? value : builder.create<ReshapeOp>(loc, flatType, value).getResult();
+  {
+    auto padType = RankedTensorType::get({ranks * k - numel}, element);
+    Value zero = floatScalar(builder, loc, cast<FloatType>(element), 0.0);
+    Value pad = builder.create<BroadcastToOp>(loc, padType, zero);
+    flat = builder.create<ConcatOp>(loc, ValueRange{flat, pad}, 0);
+  }
+  return builder.create<ReshapeOp>(loc, rowsType, flat);
+}
+
+DictionaryAttr shardAttr(MLIRContext *context, StringRef group, int64_t ranks,
+                         ArrayRef<int64_t> shape) {
+  Builder b(context);
+  SmallVector<NamedAttribute> entries = {b.getNamedAttr("group", b.getStringAttr(group)),
+                                         b.getNamedAttr("ranks", b.getI64IntegerAttr(ranks))};
+  if (!shape.empty())
+    entries.push_back(b.getNamedAttr("shape", b.getDenseI64ArrayAttr(shape)));
+  return b.getDictionaryAttr(entries);
 }
 
 } // namespace mlir::cleave

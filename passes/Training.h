@@ -32,6 +32,12 @@ inline constexpr llvm::StringLiteral kOptimizerPhase = "optimizer";
 /// Emits an error and returns null when it exists with another type.
 StateOp getOrCreateState(func::FuncOp func, StringRef name, RankedTensorType type);
 
+/// `state` read again at the builder's point: an op that updates a
+/// persistent tensor in place is the last reader of the value it updates,
+/// so what follows an update reads the new contents through a new value
+/// (memory planning gives every `cleave.state` of one name one region).
+StateOp reloadState(OpBuilder &builder, StateOp state);
+
 /// The step counter of `func` (created when absent).
 Value getOrCreateStepCounter(func::FuncOp func);
 
@@ -47,6 +53,21 @@ bool markPhaseStart(Block &body, Operation *after, StringRef phase);
 /// A rank-0 `cleave.constant` holding `value` in the float type `element`
 /// (a scale such as 1/ranks or 1/microbatches).
 Value floatScalar(OpBuilder &builder, Location loc, FloatType element, double value);
+
+/// ZeRO's parts of a tensor over `ranks` data-parallel ranks: the tensor
+/// flattened and zero-padded to ranks * k elements, k = ceil(numel / ranks);
+/// rank r holds elements [r*k, (r+1)*k). Sharded gradient results, and the
+/// states that hold such parts, carry `cleave.shard = {group, ranks}` (the
+/// states also `shape`, the whole tensor's, and the copy of a parameter's
+/// part `param`, its name).
+inline constexpr llvm::StringLiteral kShardAttr = "cleave.shard";
+int64_t shardElements(int64_t numel, int64_t ranks);
+/// `value` flattened, zero-padded and viewed as [ranks, k]: row r is rank
+/// r's part.
+Value shardRows(OpBuilder &builder, Location loc, Value value, int64_t ranks);
+/// {group, ranks} (and `shape`, the whole tensor's, when given).
+DictionaryAttr shardAttr(MLIRContext *context, StringRef group, int64_t ranks,
+                         ArrayRef<int64_t> shape = {});
 
 /// The phase of every op of `body`, in order (docs/training.md).
 std::vector<StringRef> phasesOf(Block &body);

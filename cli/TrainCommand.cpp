@@ -214,6 +214,11 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   options.dataShares = plan.dp;
   options.writesFiles = rank == 0;
   options.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
+  options.shards.index = me.dp;
+  options.shards.ranks = plan.dp;
+  options.shards.gather = [&](const void *part, void *whole, size_t count, rt::DType dtype) {
+    return world->allGather(part, whole, count, dtype);
+  };
   rt::TrainReport report;
   auto onStep = [&](const rt::StepRecord &r) {
     if (!quiet && rank == 0)
@@ -255,10 +260,14 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
         !s.ok())
       return fail(s);
     if (!quiet)
-      std::printf("cleave train: steps %lld..%lld on %d data-parallel ranks (%s), memory %.2f "
+      std::printf("cleave train: steps %lld..%lld on %d data-parallel ranks%s (%s), memory %.2f "
                   "MiB allocated per rank (%.2f MiB predicted)%s%s\n",
                   static_cast<long long>(report.firstStep),
-                  static_cast<long long>(options.steps), world->size(), compute->name(),
+                  static_cast<long long>(options.steps), world->size(),
+                  plan.training->zero == "none"
+                      ? ""
+                      : (" with ZeRO (" + plan.training->zero + ")").c_str(),
+                  compute->name(),
                   report.allocatedBytes / 1048576.0, report.predictedBytes / 1048576.0,
                   report.resumedFrom.empty() ? "" : ", resumed from ",
                   report.resumedFrom.c_str());

@@ -50,13 +50,21 @@ Status syncPath(const std::string &path) {
 std::vector<const BufferSpec *> statesOf(const ProgramSpec &program) {
   std::vector<const BufferSpec *> states;
   std::set<std::string> seen;
+  // Gradient accumulators are zero between steps (and absent from a plan
+  // without microbatches), and ZeRO's copy of a rank's part of a parameter
+  // is taken from the parameter each step: nothing to keep.
+  auto transient = [](const std::string &name) {
+    return name.rfind("gradient_accumulator.", 0) == 0 || name.rfind("zero.param_shard.", 0) == 0;
+  };
   for (const BufferSpec &b : program.buffers)
-    // Gradient accumulators are zero between steps (and absent from a plan
-    // without microbatches): nothing to keep.
-    if (b.state && b.state->rfind("gradient_accumulator.", 0) != 0 &&
-        seen.insert(*b.state).second)
+    if (b.state && !transient(*b.state) && seen.insert(*b.state).second)
       states.push_back(&b);
   return states;
+}
+
+/// What a checkpoint holds of a state: the whole tensor.
+TensorDesc wholeDesc(const BufferSpec &state) {
+  return state.shardOf ? TensorDesc{state.desc.dtype, *state.shardOf} : state.desc;
 }
 
 /// The weights a checkpoint keeps: the model's tensors the program holds
@@ -133,9 +141,50 @@ Status fileChecksum(const std::string &path, uint64_t *checksum, uint64_t *bytes
   return {};
 }
 
+Status collectCheckpoint(const Plan &plan, const Executor &executor,
+                         const CheckpointShards &shards, CheckpointTensors *tensors) {
+  const ProgramSpec &program = executor.program();
+  std::vector<std::vector<char>> &data = tensors->data;
+  data.clear();
+  tensors->weights.clear();
+  tensors->states.clear();
+  data.reserve(program.weights.entries.size() + program.buffers.size());
+  for (const SafetensorsEntry *entry : modelWeightsOf(plan, program)) {
+    data.emplace_back(entry->desc.bytes());
+    CLEAVE_RETURN_IF_ERROR(executor.readWeight(entry->name, data.back().data(), data.back().size()));
+    tensors->weights.push_back({entry->name, entry->desc, data.back().data()});
+  }
+  for (const BufferSpec *buffer : statesOf(program)) {
+    std::vector<char> part(buffer->desc.bytes());
+    CLEAVE_RETURN_IF_ERROR(executor.readState(*buffer->state, part.data(), part.size()));
+    TensorDesc whole = wholeDesc(*buffer);
+    if (buffer->shardOf) {
+      if (!shards.gather || shards.ranks < 1)
+        return CLEAVE_ERROR("state '", *buffer->state,
+                            "' is sharded over the dp group, and this rank cannot gather it");
+      std::vector<char> all(part.size() * static_cast<size_t>(shards.ranks));
+      CLEAVE_RETURN_IF_ERROR(shards.gather(part.data(), all.data(), buffer->desc.numel(),
+                                           buffer->desc.dtype)
+                                 .prepend("gathering state '" + *buffer->state + "'"));
+      all.resize(whole.bytes()); // the padding goes
+      part.swap(all);
+    }
+    data.push_back(std::move(part));
+    tensors->states.push_back({*buffer->state, whole, data.back().data()});
+  }
+  return {};
+}
+
 Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor &executor,
                       const CheckpointInfo &info, std::string *path) {
-  const ProgramSpec &program = executor.program();
+  CheckpointTensors tensors;
+  CLEAVE_RETURN_IF_ERROR(collectCheckpoint(plan, executor, {}, &tensors));
+  return writeCheckpoint(root, plan, executor.program(), tensors, info, path);
+}
+
+Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramSpec &program,
+                       const CheckpointTensors &tensors, const CheckpointInfo &info,
+                       std::string *path) {
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec)
@@ -161,28 +210,11 @@ Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor 
     return status.prepend("checkpoint " + final);
   };
 
-  // Weights and states, read off the device.
-  std::vector<std::vector<char>> data;
-  std::vector<SafetensorsTensor> weights, states;
-  data.reserve(program.weights.entries.size() + program.buffers.size());
-  for (const SafetensorsEntry *entry : modelWeightsOf(plan, program)) {
-    data.emplace_back(entry->desc.bytes());
-    Status s = executor.readWeight(entry->name, data.back().data(), data.back().size());
-    if (!s.ok())
-      return abandon(s);
-    weights.push_back({entry->name, entry->desc, data.back().data()});
-  }
-  for (const BufferSpec *buffer : statesOf(program)) {
-    data.emplace_back(buffer->desc.bytes());
-    Status s = executor.readState(*buffer->state, data.back().data(), data.back().size());
-    if (!s.ok())
-      return abandon(s);
-    states.push_back({*buffer->state, buffer->desc, data.back().data()});
-  }
   Json files = Json::object();
-  for (auto [file, tensors] : {std::pair{kWeightsFile, &weights}, {kStateFile, &states}}) {
+  for (auto [file, list] :
+       {std::pair{kWeightsFile, &tensors.weights}, {kStateFile, &tensors.states}}) {
     std::string filePath = temp + "/" + file;
-    Status s = writeSafetensors(filePath, *tensors);
+    Status s = writeSafetensors(filePath, *list);
     if (s.ok())
       s = syncPath(filePath);
     uint64_t checksum = 0, bytes = 0;
@@ -235,7 +267,8 @@ Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor 
 }
 
 Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &executor,
-                      CheckpointInfo *info, std::string *resolved) {
+                      CheckpointInfo *info, std::string *resolved,
+                      const CheckpointShards &shards) {
   std::error_code ec;
   std::string dir = path;
   if (!fs::exists(dir + "/" + kInfoFile, ec)) {
@@ -313,8 +346,11 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   for (const SafetensorsEntry &entry : program.weights.entries)
     if (!wantWeights.count(entry.name))
       constants.insert(entry.name);
-  for (const BufferSpec *buffer : statesOf(program))
-    wantStates[*buffer->state] = buffer->desc;
+  std::map<std::string, const BufferSpec *> stateBuffers;
+  for (const BufferSpec *buffer : statesOf(program)) {
+    wantStates[*buffer->state] = wholeDesc(*buffer);
+    stateBuffers[*buffer->state] = buffer;
+  }
   CLEAVE_RETURN_IF_ERROR(checkTensors(weights, wantWeights, "weight", constants));
   CLEAVE_RETURN_IF_ERROR(checkTensors(states, wantStates, "state"));
 
@@ -330,8 +366,21 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
     }
   for (auto &[entry, bytes] : weightData)
     CLEAVE_RETURN_IF_ERROR(executor.writeWeight(entry->name, bytes.data(), bytes.size()));
-  for (auto &[entry, bytes] : stateData)
+  for (auto &[entry, bytes] : stateData) {
+    const BufferSpec &buffer = *stateBuffers.at(entry->name);
+    if (buffer.shardOf) {
+      // This rank's part: elements [index*k, (index+1)*k), zero past the end.
+      if (shards.index < 0 || shards.index >= shards.ranks)
+        return CLEAVE_ERROR("state '", entry->name, "' is sharded, and rank index ", shards.index,
+                            " is not in the dp group of ", shards.ranks);
+      std::vector<char> part(buffer.desc.bytes(), 0);
+      size_t from = static_cast<size_t>(shards.index) * part.size();
+      if (from < bytes.size())
+        std::memcpy(part.data(), bytes.data() + from, std::min(part.size(), bytes.size() - from));
+      bytes.swap(part);
+    }
     CLEAVE_RETURN_IF_ERROR(executor.writeState(entry->name, bytes.data(), bytes.size()));
+  }
   *info = loaded;
   if (resolved)
     *resolved = dir;

@@ -21,9 +21,12 @@
 #pragma once
 
 #include "runtime/Plan.h"
+#include "runtime/Safetensors.h"
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 #include <optional>
 #include <string>
 
@@ -42,17 +45,42 @@ struct CheckpointInfo {
   uint64_t dataBytes = 0;
 };
 
+/// How this rank holds the states the plan shards with ZeRO
+/// (BufferSpec::shardOf): its index in the dp group, and a gather of every
+/// rank's part (an all-gather: `whole` gets part r at r * count). A
+/// checkpoint holds such states whole, so it resumes on any mesh.
+struct CheckpointShards {
+  int64_t index = 0, ranks = 1;
+  std::function<Status(const void *part, void *whole, size_t count, DType dtype)> gather;
+};
+
+/// The tensors a checkpoint keeps, read off the device: the model's
+/// weights, and the states whole. With sharded states every rank of the dp
+/// group calls this together.
+struct CheckpointTensors {
+  std::vector<std::vector<char>> data;
+  std::vector<SafetensorsTensor> weights, states;
+};
+Status collectCheckpoint(const Plan &plan, const Executor &executor,
+                         const CheckpointShards &shards, CheckpointTensors *tensors);
+
 /// Writes ckpt-<info.step>/ under `root` (created if missing) and points
 /// `latest` at it. `*path` gets the checkpoint's directory.
+Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramSpec &program,
+                       const CheckpointTensors &tensors, const CheckpointInfo &info,
+                       std::string *path);
+
+/// collectCheckpoint, then writeCheckpoint, on one rank.
 Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor &executor,
                       const CheckpointInfo &info, std::string *path);
 
 /// Reads the checkpoint `path` names: a checkpoint directory itself, or a
 /// root whose `latest` names one. Every file is checked (checksums, the
 /// plan's weights and states by name, shape and dtype) before anything is
-/// written into the executor.
+/// written into the executor. A sharded state gets this rank's part.
 Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &executor,
-                      CheckpointInfo *info, std::string *resolved = nullptr);
+                      CheckpointInfo *info, std::string *resolved = nullptr,
+                      const CheckpointShards &shards = {});
 
 /// FNV-1a 64 of a file's bytes.
 Status fileChecksum(const std::string &path, uint64_t *checksum, uint64_t *bytes);

@@ -169,7 +169,8 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     if (!options.resumePath.empty()) {
       CheckpointInfo info;
       CLEAVE_RETURN_IF_ERROR(
-          loadCheckpoint(options.resumePath, plan, *executor, &info, &report->resumedFrom));
+          loadCheckpoint(options.resumePath, plan, *executor, &info, &report->resumedFrom,
+                         options.shards));
       if (info.dataSamples != data.samples() || info.dataBytes != data.fileBytes())
         return CLEAVE_ERROR(report->resumedFrom, ": was trained on data of ", info.dataSamples,
                             " samples (", info.dataBytes, " bytes), ", options.dataPath, " has ",
@@ -192,6 +193,8 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     return {};
   }();
   CLEAVE_RETURN_IF_ERROR(agree(setup));
+  const bool sharded = std::any_of(program.buffers.begin(), program.buffers.end(),
+                                   [](const BufferSpec &b) { return b.shardOf.has_value(); });
   executor->setProfiling(true);
   const int64_t microbatches = std::max<int64_t>(1, plan.microbatches);
   report->loadSeconds = since(loadStart);
@@ -264,18 +267,25 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     if (onStep)
       onStep(record);
     bool last = step == options.steps;
-    if (options.writesFiles && !options.checkpointDir.empty() &&
+    // Sharded states are gathered by every rank of the dp group together;
+    // the rank that writes files writes the checkpoint.
+    if ((options.writesFiles || sharded) && !options.checkpointDir.empty() &&
         ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) || last)) {
-      CheckpointInfo info;
-      info.step = step;
-      info.seed = training.seed;
-      info.shuffleSeed = options.shuffleSeed;
-      info.dataSamples = data.samples();
-      info.dataBytes = data.fileBytes();
-      std::string written;
-      CLEAVE_RETURN_IF_ERROR(
-          saveCheckpoint(options.checkpointDir, plan, *executor, info, &written));
-      report->checkpoints.push_back(written);
+      CheckpointTensors tensors;
+      CLEAVE_RETURN_IF_ERROR(collectCheckpoint(plan, *executor, options.shards, &tensors)
+                                 .prepend("checkpoint of step " + std::to_string(step)));
+      if (options.writesFiles) {
+        CheckpointInfo info;
+        info.step = step;
+        info.seed = training.seed;
+        info.shuffleSeed = options.shuffleSeed;
+        info.dataSamples = data.samples();
+        info.dataBytes = data.fileBytes();
+        std::string written;
+        CLEAVE_RETURN_IF_ERROR(
+            writeCheckpoint(options.checkpointDir, plan, program, tensors, info, &written));
+        report->checkpoints.push_back(written);
+      }
     }
   }
   Status end;

@@ -14,6 +14,7 @@
 #include "runtime/Backend.h"
 #include "runtime/Plan.h"
 #include "runtime/Status.h"
+#include "runtime/train/Checkpoint.h"
 
 #include <cstdint>
 #include <functional>
@@ -43,6 +44,9 @@ struct TrainOptions {
   /// the log, checkpoints and weights (the ranks hold the same ones).
   int64_t dataShare = 0, dataShares = 1;
   bool writesFiles = true;
+  /// This rank's place in the dp group for the states the plan shards
+  /// (ZeRO): checkpoints gather them whole and resume each rank's part.
+  CheckpointShards shards;
   /// Set on a multi-rank job: makes every rank see one status (all ok, or
   /// the failures), collectively. train() calls it once its setup is done
   /// and once at the end, so an error there stops every rank alike.

@@ -160,8 +160,8 @@ int runPartitionedCompile(int argc, char **argv) {
                       kCompileUsage);
   o.mixed = dtype == "bf16";
   if (search.sharding == cost::ShardingLevel::Parameters)
-    return usageError("--zero parameters is not emitted yet: plans hold forward passes with "
-                      "whole parameters per tp part",
+    return usageError("--zero parameters (ZeRO-3) is not emitted yet: programs hold whole "
+                      "parameters per tp part; pin --zero gradients or lower",
                       kCompileUsage);
   o.dtype = dtype;
   o.output = output;
@@ -197,12 +197,15 @@ int runPartitionedCompile(int argc, char **argv) {
   if (o.isTraining() && !o.forwardOnly) {
     const planner::Candidate &chosen = *result.plan->chosen;
     llvm::outs() << llvm::formatv(
-        "cleave: wrote {0}: {1} data-parallel rank(s), training step ({2}, loss {3}) on {4} "
+        "cleave: wrote {0}: {1} data-parallel rank(s){9}, training step ({2}, loss {3}) on {4} "
         "microbatch(es) of {5} samples per rank, arena {6:f2} MiB, weights {7:f2} MiB, state "
         "{8:f2} MiB per rank\n",
         output, chosen.dp, o.training.optimizer, o.training.loss, chosen.microbatches,
         chosen.microbatchSize, result.arenaBytes / 1048576.0, result.weightBytes / 1048576.0,
-        result.stateBytes / 1048576.0);
+        result.stateBytes / 1048576.0,
+        chosen.dp > 1 && chosen.sharding != cost::ShardingLevel::None
+            ? " with ZeRO (" + std::string(cost::shardingLevelName(chosen.sharding)) + ")"
+            : std::string());
     if (timing)
       printTiming("compile", secondsSince(start));
     return 0;

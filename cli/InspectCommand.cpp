@@ -538,7 +538,9 @@ void printText(const Facts &facts, llvm::raw_ostream &os) {
 void printTrainingMemory(const Facts &facts, llvm::raw_ostream &os) {
   const rt::Plan &plan = facts.plan;
   const rt::TrainingSpec &t = *plan.training;
-  os << "training: loss " << t.loss << ", optimizer " << t.optimizer.kind << ", batch "
+  os << "training: loss " << t.loss << ", optimizer " << t.optimizer.kind
+     << (t.zero == "none" ? "" : " (ZeRO " + t.zero + ": state and updates sharded over dp)")
+     << ", batch "
      << t.batchSize << ", " << t.dtype << ", " << t.parameters.size()
      << " trainable parameters\n";
   if (plan.predicted.byCategory.empty() || facts.programs.empty())
@@ -621,6 +623,7 @@ Json toJson(const Facts &facts) {
       byCategory[name] = bytes;
     j["training"] = {{"loss", t.loss},
                      {"optimizer", t.optimizer.kind},
+                     {"zero", t.zero},
                      {"batch_size", t.batchSize},
                      {"dtype", t.dtype},
                      {"parameters", t.parameters.size()},

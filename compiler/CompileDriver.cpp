@@ -194,6 +194,7 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
         return s;
       training.dataParallel = dataParallel->ranks;
       training.microbatches = dataParallel->microbatches;
+      training.zero = dataParallel->zero;
     }
     if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
           mlir::cleave::addTrainingPipeline(pm, training);
@@ -278,8 +279,10 @@ PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &requ
 /// A training plan for the chosen mesh. Data parallelism runs: every rank
 /// holds the whole step (the one-device program at one microbatch of its
 /// share of the batch, gradients accumulated over its microbatches) and the
-/// gradients are averaged over the ranks. Pipelines, tensor splits, ZeRO
-/// and recomputation in training are refused with the pins that avoid them.
+/// gradients are averaged over the ranks, with ZeRO's optimizer-state and
+/// gradient sharding when chosen. Pipelines, tensor splits and
+/// recomputation in training are refused with the pins that avoid them
+/// (parameter sharding never reaches here: see compileForCluster).
 DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const CompileRequest &request,
                                          const planner::Candidate &chosen, PlanResult plan,
                                          CompileResult &result) {
@@ -293,8 +296,6 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
   const auto &search = request.planner.search;
   if (chosen.pp > 1 || chosen.tp > 1)
     return refuse("has pipeline stages or tensor splits", "pin --pp 1 --tp 1");
-  if (chosen.sharding != cost::ShardingLevel::None)
-    return refuse("shards with ZeRO", "pin --zero none");
   for (const auto &stage : chosen.stages)
     if (!stage.recomputed.empty())
       return refuse("recomputes " + std::to_string(stage.recomputed.size()) + " layers",
@@ -306,6 +307,8 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
   PlanEmitOptions::DataParallel dataParallel;
   dataParallel.ranks = chosen.dp;
   dataParallel.microbatches = chosen.microbatches;
+  if (chosen.dp > 1)
+    dataParallel.zero = std::string(cost::shardingLevelName(chosen.sharding));
   dataParallel.strategyJson = plan.strategyJson;
   dataParallel.predicted = predictedStep(plan, search.memoryBudget);
   CompileResult compiled;
@@ -336,7 +339,7 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
     return s;
   planner::Candidate chosen = *result.plan->chosen;
   if (chosen.sharding == cost::ShardingLevel::Parameters) {
-    // Forward programs with parameters gathered per layer are not emitted yet.
+    // Programs with parameters gathered per layer are not emitted yet.
     search.sharding = cost::ShardingLevel::Gradients;
     if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok())
       return s;

@@ -305,8 +305,20 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       auto offset = state->getAttrOfType<mlir::IntegerAttr>("cleave.state_offset");
       if (!offset)
         return state.emitError("has no state offset: run cleave-plan-memory first");
-      program.addBuffer(state, state.getName().str(),
-                        Json{{"state", state.getName().str()}, {"state_offset", offset.getInt()}});
+      Json entry{{"state", state.getName().str()}, {"state_offset", offset.getInt()}};
+      // ZeRO: the state is this rank's part of a tensor of `shape`.
+      if (auto shard = state->getAttrOfType<mlir::DictionaryAttr>(mlir::cleave::kShardAttr)) {
+        auto group = shard.getAs<mlir::StringAttr>("group");
+        auto ranks = shard.getAs<mlir::IntegerAttr>("ranks");
+        auto shape = shard.getAs<mlir::DenseI64ArrayAttr>("shape");
+        if (!group || !ranks || !shape)
+          return state.emitError("malformed ") << mlir::cleave::kShardAttr << " " << shard;
+        entry["shard"] = Json{{"group", group.str()},
+                              {"ranks", ranks.getInt()},
+                              {"shape", std::vector<int64_t>(shape.asArrayRef().begin(),
+                                                             shape.asArrayRef().end())}};
+      }
+      program.addBuffer(state, state.getName().str(), std::move(entry));
       continue;
     }
     if (auto constant = llvm::dyn_cast<mlir::cleave::ConstantOp>(op)) {
@@ -573,8 +585,21 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
     if (!executable || !llvm::isa<mlir::cleave::AdamWOp, mlir::cleave::SgdOp>(op))
       continue;
     mlir::Value param = op.getOperand(0);
-    if (seen.insert(param).second)
-      trained.push_back(llvm::cast<mlir::cleave::ParamOp>(param.getDefiningOp()).getName().str());
+    if (!seen.insert(param).second)
+      continue;
+    if (auto whole = param.getDefiningOp<mlir::cleave::ParamOp>()) {
+      trained.push_back(whole.getName().str());
+      continue;
+    }
+    // ZeRO: the update writes this rank's part of the parameter.
+    auto part = param.getDefiningOp<mlir::cleave::StateOp>();
+    auto shard = part ? part->getAttrOfType<mlir::DictionaryAttr>(mlir::cleave::kShardAttr)
+                      : mlir::DictionaryAttr();
+    auto of = shard ? shard.getAs<mlir::StringAttr>("param") : mlir::StringAttr();
+    if (!of)
+      return op.emitError("updates neither a parameter nor a part of one");
+    if (std::find(trained.begin(), trained.end(), of.str()) == trained.end())
+      trained.push_back(of.str());
   }
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     if (auto of = func.getResultAttrOfType<mlir::StringAttr>(i, "cleave.gradient_of"))
@@ -777,8 +802,11 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
     manifest["groups"] = Json{{"tp", singles}, {"dp", Json::array({list})}, {"pipeline", singles}};
   }
   manifest["programs"] = Json{{kProgram, programEntry}};
-  if (training)
+  if (training) {
+    // ZeRO over the dp group: "none", "optimizer" or "gradients".
+    trainingJson["zero"] = options.dataParallel ? options.dataParallel->zero : "none";
     manifest["training"] = trainingJson;
+  }
   Json predicted = options.dataParallel ? Json(options.dataParallel->predicted) : Json::object();
   predicted["memory_bytes"] = memory;
   manifest["predicted"] = predicted;

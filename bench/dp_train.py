@@ -3,12 +3,13 @@
 (issue 19).
 
     /usr/bin/python3 bench/dp_train.py [--model gpt] [--config small] [--batch 8]
-        [--ranks 1,2] [--steps 20] [--cluster examples/clusters/cpu-2core.json]
+        [--ranks 1,2] [--zero none] [--steps 20] [--cluster examples/clusters/cpu-2core.json]
         [--work DIR] [--json FILE]
 
 Exports the model once (examples/export.py, training mode, dropout 0, its loss computed in the
-model), then for each rank count N compiles `cleave compile --cluster SPEC --devices N --dp N
---zero none --mode train` and runs `cleave train --local N PLAN --steps S --report R` (one
+model), then for each rank count N and ZeRO level Z (--zero: a comma list of none, optimizer,
+gradients; ZeRO applies to N > 1) compiles `cleave compile --cluster SPEC --devices N --dp N
+--zero Z --mode train` and runs `cleave train --local N PLAN --steps S --report R` (one
 process for N = 1), ranks sharing the machine's cores (`cleave train` gives each rank
 cores/N threads). Prints per run: the measured step (mean of the steps after the first, from the
 report; the slowest rank's), its compute (kernels) and communication (collectives) time, each
@@ -45,6 +46,7 @@ def main():
     p.add_argument("--config", default="small")
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--ranks", default="1,2")
+    p.add_argument("--zero", default="none")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--cluster", default=os.path.join(ROOT, "examples", "clusters", "cpu-2core.json"))
     p.add_argument("--work")
@@ -63,14 +65,16 @@ def main():
     print(f"machine: {benchlib.machine()}")
     print(f"model: {a.model} --config {a.config}, global batch {a.batch}, AdamW, {a.steps} steps "
           f"(the first left out of the mean)")
-    print(f"{'ranks':>5} | {'step ms':>8} {'pred':>7} {'ratio':>5} | {'compute':>8} {'pred':>7} | "
+    print(f"{'ranks':>5} {'zero':>9} | {'step ms':>8} {'pred':>7} {'ratio':>5} | {'compute':>8} {'pred':>7} | "
           f"{'comm':>7} {'pred':>7} | {'MiB/rank':>8} {'pred':>7}")
     rows = []
-    for n in [int(x) for x in a.ranks.split(",")]:
-        plan = os.path.join(work, f"plan.dp{n}")
-        report = os.path.join(work, f"report.dp{n}.json")
+    runs = [(n, z) for n in [int(x) for x in a.ranks.split(",")] for z in a.zero.split(",")
+            if n > 1 or z == "none"]
+    for n, zero in runs:
+        plan = os.path.join(work, f"plan.dp{n}.{zero}")
+        report = os.path.join(work, f"report.dp{n}.{zero}.json")
         run(["cleave", "compile", model, "--cluster", a.cluster, "--devices", str(n),
-             "--global-batch", str(a.batch), "--dp", str(n), "--zero", "none", "--mode", "train",
+             "--global-batch", str(a.batch), "--dp", str(n), "--zero", zero, "--mode", "train",
              "-o", plan], env=env)
         train = ["cleave", "train", plan, "--data", data, "--steps", str(a.steps), "--report",
                  report, "-q"]
@@ -87,10 +91,10 @@ def main():
                                 "allocated_bytes": r["memory_bytes"]["allocated"]}]
         slowest = max(ranks, key=lambda x: x["step_seconds"])
         p = r["predicted"]
-        row = {"ranks": n, "measured": ranks, "predicted": p, "predicted_bytes": memory}
+        row = {"ranks": n, "zero": zero, "measured": ranks, "predicted": p, "predicted_bytes": memory}
         rows.append(row)
         exact = all(x["allocated_bytes"] == memory for x in ranks)
-        print(f"{n:>5} | {slowest['step_seconds'] * 1e3:>8.2f} {p['step_seconds'] * 1e3:>7.2f} "
+        print(f"{n:>5} {zero:>9} | {slowest['step_seconds'] * 1e3:>8.2f} {p['step_seconds'] * 1e3:>7.2f} "
               f"{slowest['step_seconds'] / p['step_seconds']:>5.2f} | "
               f"{slowest['compute_seconds'] * 1e3:>8.2f} {p['compute_seconds'] * 1e3:>7.2f} | "
               f"{slowest['communication_seconds'] * 1e3:>7.2f} "

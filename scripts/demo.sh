@@ -81,9 +81,9 @@ echo "Resumed from the step-10 checkpoint: steps 11..20 again, bit-identical:"
   --resume "$out/gpt.ckpt/ckpt-10" --log "$out/gpt.resumed.jsonl"
 /usr/bin/python3 "$root/test/train/training_files.py" same-losses "$out/gpt.train.jsonl" "$out/gpt.resumed.jsonl"
 
-step "Train it on 2 data-parallel ranks: each takes half of every batch, gradients averaged"
+step "Train it on 2 data-parallel ranks with ZeRO: each takes half of every batch and keeps half of the optimizer state"
 "$cleave" compile "$out/gpt-train.pt" --cluster "$root/examples/clusters/cpu-2core.json" --devices 2 \
-  --global-batch 2 --dp 2 --zero none --mode train --loss cross_entropy --optimizer adamw --lr 3e-3 \
+  --global-batch 2 --dp 2 --zero optimizer --mode train --loss cross_entropy --optimizer adamw --lr 3e-3 \
   -o "$out/gpt.train.dp2"
 "$cleave" train --local 2 "$out/gpt.train.dp2" --data "$out/gpt-train.data.safetensors" --steps 20 -q \
   --log "$out/gpt.train.dp2.jsonl" --report "$out/gpt.train.dp2.report.json"

@@ -18,6 +18,12 @@ usage:
   training_files.py memory REPORT.json PLAN_DIR
       cleave train's allocation equals the plan's predicted total, and the predicted categories
       add up to it
+  training_files.py zero PLAN_DIR [NONE_PLAN_DIR]
+      a ZeRO plan: every optimizer state is the rank's part of its parameter's, the kernels
+      that shard, reduce-scatter and gather, the phases the gradients are reduce-scattered in;
+      against the same plan with --zero none, the optimizer state's share of its bytes
+  training_files.py whole-states CHECKPOINT_DIR PLAN_DIR
+      the checkpoint's states have the shapes of PLAN_DIR's (a one-device plan): whole tensors
 Exits 1 with a message on any failure.
 """
 import json
@@ -136,6 +142,75 @@ def memory(report_path, plan_dir):
     print(f"allocated {m['allocated']} bytes = predicted on {ranks} rank(s): ok")
 
 
+def program_of(plan_dir):
+    with open(os.path.join(plan_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    name = manifest["devices"][0]["program"]
+    with open(os.path.join(plan_dir, "programs", name + ".json")) as f:
+        return manifest, json.load(f)
+
+
+def zero(plan_dir, none_dir=None):
+    manifest, program = program_of(plan_dir)
+    ranks, level = manifest["mesh"]["dp"], manifest["training"]["zero"]
+    states = [b for b in program["buffers"] if b.get("state", "").startswith("optimizer.")]
+    if not states:
+        fail("no optimizer states")
+    largest = (0, 0)
+    for b in states:
+        shard = b.get("shard")
+        if not shard or shard["group"] != "dp" or shard["ranks"] != ranks:
+            fail(f"{b['state']}: not sharded over the {ranks} dp ranks: {shard}")
+        numel = 1
+        for d in shard["shape"]:
+            numel *= d
+        part = -(-numel // ranks)
+        if b["shape"] != [part]:
+            fail(f"{b['state']}: {b['shape']}, a part of {numel} over {ranks} is [{part}]")
+        largest = max(largest, (numel, part))
+    print(f"zero {level} over {ranks} ranks: {len(states)} optimizer states, the largest a part "
+          f"of {largest[1]} of its {largest[0]} elements")
+    counts, scattered = {}, set()
+    for phase in program["phases"]:
+        for inst in phase["instructions"]:
+            if inst["kernel"] in ("all_gather", "reduce_scatter", "shard"):
+                counts[inst["kernel"]] = counts.get(inst["kernel"], 0) + 1
+                if inst["attrs"].get("group") != "dp":
+                    fail(f"{inst['kernel']} over {inst['attrs'].get('group')}, not dp")
+            if inst["kernel"] == "reduce_scatter":
+                scattered.add(phase["name"])
+    print("kernels: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("all_gather", "reduce_scatter", "shard")))
+    print("reduce_scatter in phases: " + ", ".join(sorted(scattered)))
+    if none_dir:
+        mine = manifest["predicted"]["memory_bytes"]["by_category"]["optimizer_state"]
+        none_manifest, _ = program_of(none_dir)
+        if none_manifest["training"]["zero"] != "none":
+            fail(f"{none_dir} is not a --zero none plan")
+        theirs = none_manifest["predicted"]["memory_bytes"]["by_category"]["optimizer_state"]
+        # AdamW's two moments and the part of the parameter the update writes, each 1/ranks of
+        # the parameters (plus the step counter and the padding of the last parts).
+        bound = 1.5 / ranks + 0.01
+        ratio = mine / theirs
+        if ratio > bound:
+            fail(f"optimizer state {mine} bytes is {ratio:.3f} of none's {theirs}, above {bound:.3f}")
+        print(f"optimizer state {mine} bytes, {ratio:.3f} of none's {theirs}: ok")
+
+
+def whole_states(checkpoint_dir, plan_dir):
+    with open(os.path.join(checkpoint_dir, "latest")) as f:
+        latest = f.read().strip()
+    states = load_file(os.path.join(checkpoint_dir, latest, "state.safetensors"))
+    _, program = program_of(plan_dir)
+    want = {b["state"]: b["shape"] for b in program["buffers"] if "state" in b
+            and not b["state"].startswith("gradient_accumulator.")}
+    if sorted(states) != sorted(want):
+        fail(f"states {sorted(states)}, the plan has {sorted(want)}")
+    for name, tensor in states.items():
+        if list(tensor.shape) != want[name]:
+            fail(f"{name}: {list(tensor.shape)}, the plan's is {want[name]}")
+    print(f"{len(states)} states, each the shape of the one-device plan's: ok")
+
+
 def trace(path, ranks, microbatches):
     """cleave train --trace: every rank's last step, its phase runs in order and their kernels."""
     with open(path) as f:
@@ -211,7 +286,8 @@ def main():
         fail(__doc__)
     command, args = sys.argv[1], sys.argv[2:]
     {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace, "same-slots": same_slots,
-     "same-tensors": same_tensors, "memory": memory, "inspect": inspect}[command](*args)
+     "same-tensors": same_tensors, "memory": memory, "inspect": inspect, "zero": zero,
+     "whole-states": whole_states}[command](*args)
 
 
 if __name__ == "__main__":

@@ -159,15 +159,15 @@ int runPartitionedCompile(int argc, char **argv) {
                                  "bf16 programs: drop one of them",
                       kCompileUsage);
   o.mixed = dtype == "bf16";
-  if (search.sharding == cost::ShardingLevel::Parameters)
-    return usageError("--zero parameters (ZeRO-3) is not emitted yet: programs hold whole "
-                      "parameters per tp part; pin --zero gradients or lower",
-                      kCompileUsage);
   o.dtype = dtype;
   o.output = output;
   // Without --mode the plan holds the forward passes of a training
   // schedule (the planner's default mode); --mode train compiles the step.
   o.forwardOnly = o.isTraining() && !o.modeGiven;
+  if (search.sharding == cost::ShardingLevel::Parameters && (!o.isTraining() || o.forwardOnly))
+    return usageError("--zero parameters (ZeRO-3) is emitted for training steps (--mode "
+                      "train): forward programs hold whole parameters per tp part",
+                      kCompileUsage);
   if ((!o.isTraining() || o.forwardOnly) && !training.firstFlag.empty())
     return usageError(training.firstFlag + " applies to --mode train", kCompileUsage);
   if (o.isTraining() && !o.forwardOnly) {

@@ -279,10 +279,9 @@ PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &requ
 /// A training plan for the chosen mesh. Data parallelism runs: every rank
 /// holds the whole step (the one-device program at one microbatch of its
 /// share of the batch, gradients accumulated over its microbatches) and the
-/// gradients are averaged over the ranks, with ZeRO's optimizer-state and
-/// gradient sharding when chosen. Pipelines, tensor splits and
-/// recomputation in training are refused with the pins that avoid them
-/// (parameter sharding never reaches here: see compileForCluster).
+/// gradients are averaged over the ranks, with ZeRO's optimizer-state,
+/// gradient and parameter sharding when chosen. Pipelines, tensor splits
+/// and recomputation in training are refused with the pins that avoid them.
 DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const CompileRequest &request,
                                          const planner::Candidate &chosen, PlanResult plan,
                                          CompileResult &result) {
@@ -338,8 +337,10 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
   if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok())
     return s;
   planner::Candidate chosen = *result.plan->chosen;
-  if (chosen.sharding == cost::ShardingLevel::Parameters) {
-    // Programs with parameters gathered per layer are not emitted yet.
+  if (chosen.sharding == cost::ShardingLevel::Parameters &&
+      !(search.training && !request.forwardOnly)) {
+    // Forward programs with parameters gathered per layer are not emitted
+    // yet (training steps gather them: -cleave-shard-parameters).
     search.sharding = cost::ShardingLevel::Gradients;
     if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok())
       return s;

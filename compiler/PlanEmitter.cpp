@@ -150,6 +150,9 @@ struct ProgramBuilder {
   std::vector<rt::SafetensorsTensor> weights;
   std::deque<std::vector<char>> constantData; // owns constant and sliced bytes
   std::set<std::string> weightNames;
+  /// Weights the program holds as the rank's ZeRO part (the file holds them
+  /// whole): their part's bytes, which is what the runtime allocates.
+  std::map<std::string, size_t> partBytes;
   llvm::DenseMap<mlir::Value, int64_t> bufferOf;
   int64_t constants = 0;
   int64_t stages = 1; ///< pipeline stages: a chunk c runs on stage c % stages
@@ -260,7 +263,22 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         return mlir::failure();
       std::string name = weightName(path, *layout, slicing);
       rt::TensorDesc desc = descOf(param.getType());
-      program.addBuffer(param, path, Json{{"weight", name}});
+      Json storage{{"weight", name}};
+      // ZeRO-3: the program holds the rank's part, the file the whole
+      // tensor (every rank cuts its own part when it loads).
+      if (auto shard = param->getAttrOfType<mlir::DictionaryAttr>(mlir::cleave::kShardAttr)) {
+        auto group = shard.getAs<mlir::StringAttr>("group");
+        auto ranks = shard.getAs<mlir::IntegerAttr>("ranks");
+        auto shape = shard.getAs<mlir::DenseI64ArrayAttr>("shape");
+        if (!group || !ranks || !shape)
+          return param.emitError("malformed ") << mlir::cleave::kShardAttr << " " << shard;
+        rt::Shape whole(shape.asArrayRef().begin(), shape.asArrayRef().end());
+        storage["shard"] =
+            Json{{"group", group.str()}, {"ranks", ranks.getInt()}, {"shape", whole}};
+        program.partBytes[name] = desc.bytes();
+        desc.shape = whole;
+      }
+      program.addBuffer(param, path, std::move(storage));
       if (!program.weightNames.insert(name).second)
         continue; // a weight several phases read (interleaved chunks)
       std::optional<rt::DType> stored = rt::parseDType(data->dtype);
@@ -516,8 +534,16 @@ mlir::LogicalResult writePlanDirectory(mlir::Location loc, const std::string &di
 
 size_t weightBytesOf(const ProgramBuilder &program) {
   size_t bytes = 0;
-  for (const rt::SafetensorsTensor &w : program.weights)
-    bytes += w.desc.bytes();
+  for (const rt::SafetensorsTensor &w : program.weights) {
+    if (program.partBytes.empty()) {
+      bytes += w.desc.bytes(); // the file's layout
+      continue;
+    }
+    // With ZeRO parts the runtime lays the weights out itself
+    // (rt::weightRegionBytes): each in a 64-byte aligned slot.
+    auto part = program.partBytes.find(w.name);
+    bytes += rt::alignWeightSlot(part != program.partBytes.end() ? part->second : w.desc.bytes());
+  }
   return bytes;
 }
 
@@ -607,8 +633,12 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
   parameterBytes = 0;
   for (const std::string &name : trained)
     for (const rt::SafetensorsTensor &w : program.weights)
-      if (w.name == name)
-        parameterBytes += w.desc.bytes();
+      if (w.name == name) {
+        auto part = program.partBytes.find(name);
+        parameterBytes += part == program.partBytes.end()
+                              ? w.desc.bytes()
+                              : rt::alignWeightSlot(part->second);
+      }
 
   Json stateDict = Json::array();
   if (info.stateDict.empty()) {
@@ -803,7 +833,7 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
   }
   manifest["programs"] = Json{{kProgram, programEntry}};
   if (training) {
-    // ZeRO over the dp group: "none", "optimizer" or "gradients".
+    // ZeRO over the dp group: "none", "optimizer", "gradients" or "parameters".
     trainingJson["zero"] = options.dataParallel ? options.dataParallel->zero : "none";
     manifest["training"] = trainingJson;
   }

@@ -72,7 +72,8 @@ struct PlanEmitOptions {
     /// Microbatches each rank runs forward and backward on per step, its
     /// gradients accumulated (the program is compiled for one of them).
     int64_t microbatches = 1;
-    /// ZeRO: "none", "optimizer" or "gradients" (TrainingOptions::zero).
+    /// ZeRO: "none", "optimizer", "gradients" or "parameters"
+    /// (TrainingOptions::zero).
     std::string zero = "none";
     nlohmann::ordered_json predicted = nlohmann::ordered_json::object();
     /// The planner's strategy, written to strategy.json (what `cleave

@@ -69,7 +69,9 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     if (!group || !ranks || ranks.getInt() < 1)
       return func.emitError("the gradient of '")
              << param.getName() << "' has a malformed " << kShardAttr << " " << shard;
-    int64_t k = shardElements(type.getNumElements(), ranks.getInt());
+    // A parameter held as parts (ZeRO-3) is its own part's type.
+    int64_t k = param->hasAttr(kShardAttr) ? type.getNumElements()
+                                           : shardElements(type.getNumElements(), ranks.getInt());
     if (!gradientType || gradientType != RankedTensorType::get({k}, type.getElementType()))
       return func.emitError("the gradient of '")
              << param.getName() << "' is sharded over " << ranks.getInt() << " ranks, so it is "
@@ -226,7 +228,12 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
       StringAttr group;
       int64_t ranks = 1;
       DictionaryAttr stateShard;
-      if (shard) {
+      bool gatherBack = false;
+      if (shard && param->hasAttr(kShardAttr)) {
+        // ZeRO-3: the parameter is the rank's part; its readers gather it.
+        stateShard = param->getAttrOfType<DictionaryAttr>(kShardAttr);
+      } else if (shard) {
+        gatherBack = true;
         group = shard.getAs<StringAttr>("group");
         ranks = shard.getAs<IntegerAttr>("ranks").getInt();
         auto partType = cast<RankedTensorType>(gradient.getType());
@@ -274,7 +281,7 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
                         b.getBoolAttr(nesterov), b.getF64FloatAttr(weightDecay), schedule, warmup,
                         decay);
       }
-      if (shard) {
+      if (gatherBack) {
         auto partType = cast<RankedTensorType>(type);
         auto paramType = cast<RankedTensorType>(param.getType());
         int64_t k = partType.getDimSize(0), numel = paramType.getNumElements();

@@ -74,6 +74,8 @@ struct TrainingOptions {
   /// gradients reduce-scattered once); "gradients" (also each microbatch's
   /// gradients reduce-scattered as backward makes them, accumulated as
   /// parts). With one microbatch the two are the same program.
+  /// "parameters" (ZeRO-3): also each rank holds only its part of every
+  /// trained parameter, gathered whole before each phase reads it.
   std::string zero = "none";
 };
 

@@ -402,6 +402,31 @@ def ReduceGradients : Pass<"cleave-reduce-gradients", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def ShardParameters : Pass<"cleave-shard-parameters", "mlir::func::FuncOp"> {
+  let summary = "ZeRO-3: each rank holds its part of every trained parameter, gathered before use";
+  let description = [{
+    Runs after `-cleave-reduce-gradients{shard=true}` (and gradient
+    accumulation), before `-cleave-add-optimizer`. Every trainable
+    `cleave.param` whose gradient result is sharded over `ranks` ranks
+    becomes the rank's flat part of it: a `cleave.param` of the same name
+    and type tensor<k> (k = ceil(numel / ranks)) marked `cleave.shard =
+    {group, ranks, shape}`, which the runtime fills from the whole tensor
+    by its index in the group. Each phase that reads the parameter
+    all-gathers the parts right before its first reader (forward, and
+    again in backward), drops the padding and reshapes: the whole
+    parameter lives only while a phase uses it, and nothing keeps it from
+    forward to backward. The optimizer then updates the part in place.
+  }];
+  let options = [
+    Option<"ranks", "ranks", "int64_t", /*default=*/"1", "data-parallel ranks">,
+  ];
+  let statistics = [
+    Statistic<"sharded", "sharded", "parameters held as parts">,
+    Statistic<"gathers", "gathers", "all_gather ops that rebuild a parameter">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def AddOptimizer : Pass<"cleave-add-optimizer", "mlir::func::FuncOp"> {
   let summary = "Append the optimizer phase: clipping, the step counter and one update per parameter";
   let description = [{

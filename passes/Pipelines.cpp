@@ -57,17 +57,23 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
     reduce.shard = sharded;
     pm.addNestedPass<func::FuncOp>(createReduceGradients(reduce));
   };
-  // ZeRO-2 reduces each microbatch's gradients and accumulates parts;
+  // ZeRO-2 and 3 reduce each microbatch's gradients and accumulate parts;
   // otherwise the step's accumulated gradients are reduced once.
-  if (options.zero == "gradients")
+  bool partsPerMicrobatch = options.zero == "gradients" || options.zero == "parameters";
+  if (partsPerMicrobatch)
     reduce();
   if (options.microbatches > 1) {
     AccumulateGradientsOptions accumulate;
     accumulate.microbatches = options.microbatches;
     pm.addNestedPass<func::FuncOp>(createAccumulateGradients(accumulate));
   }
-  if (options.zero != "gradients")
+  if (!partsPerMicrobatch)
     reduce();
+  if (options.zero == "parameters" && options.dataParallel > 1) {
+    ShardParametersOptions shardParameters;
+    shardParameters.ranks = options.dataParallel;
+    pm.addNestedPass<func::FuncOp>(createShardParameters(shardParameters));
+  }
   if (options.optimizer == "none")
     return;
   AddOptimizerOptions optimizer;

@@ -91,7 +91,8 @@ Value shardRows(OpBuilder &builder, Location loc, Value value, int64_t ranks) {
   if (numel == ranks * k)
     return type == rowsType ? value : builder.create<ReshapeOp>(loc, rowsType, value).getResult();
   auto flatType = RankedTensorType::get({numel}, element);
-  Value flat = type == flatType ? value : builder.create<ReshapeOp>(loc, flatType, value).getResult();
+  Value flat =
+      type == flatType ? value : builder.create<ReshapeOp>(loc, flatType, value).getResult();
   {
     auto padType = RankedTensorType::get({ranks * k - numel}, element);
     Value zero = floatScalar(builder, loc, cast<FloatType>(element), 0.0);

@@ -17,7 +17,7 @@ std::string instructionLabel(const Phase &phase, size_t index, const Instruction
 } // namespace
 
 Status Executor::create(const ProgramSpec &program, Backend &backend,
-                        std::unique_ptr<Executor> *out) {
+                        std::unique_ptr<Executor> *out, int64_t dpIndex) {
   std::unique_ptr<Executor> executor(new Executor(program, backend));
 
   // Validate every instruction before allocating or reading anything.
@@ -46,14 +46,31 @@ Status Executor::create(const ProgramSpec &program, Backend &backend,
   }
 
   CLEAVE_RETURN_IF_ERROR(backend.allocate(program.arenaBytes, &executor->arena_));
-  CLEAVE_RETURN_IF_ERROR(backend.allocate(program.weights.dataBytes, &executor->weights_));
+  CLEAVE_RETURN_IF_ERROR(backend.allocate(program.weightRegionBytes, &executor->weights_));
   if (program.stateBytes > 0) {
     // Optimizer moments and the step counter start at zero.
     CLEAVE_RETURN_IF_ERROR(backend.allocate(program.stateBytes, &executor->state_));
     std::vector<char> zeros(program.stateBytes, 0);
     CLEAVE_RETURN_IF_ERROR(backend.copyToDevice(executor->state_, zeros.data(), zeros.size()));
   }
-  if (program.weights.dataBytes > 0) {
+  if (!program.weightShards.empty()) {
+    // ZeRO parts: each weight into its slot, a part cut from the whole.
+    std::vector<char> whole, part;
+    for (const SafetensorsEntry &entry : program.weights.entries) {
+      const ProgramSpec::WeightSlot &slot = program.weightSlots.at(entry.name);
+      whole.resize(entry.desc.bytes());
+      CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(program.weights, entry, whole.data()));
+      const char *from = whole.data();
+      if (program.weightShard(entry.name)) {
+        part.resize(slot.bytes);
+        copyZeroPart(whole.data(), whole.size(), dpIndex, part.data(), part.size());
+        from = part.data();
+      }
+      CLEAVE_RETURN_IF_ERROR(backend.copyToDevice(static_cast<char *>(executor->weights_) +
+                                                      slot.offset,
+                                                  from, slot.bytes));
+    }
+  } else if (program.weights.dataBytes > 0) {
     // Weights are read on the host, then copied (a no-op move on CPU).
     if (backend.sharesHostMemory()) {
       CLEAVE_RETURN_IF_ERROR(readSafetensorsData(program.weights, executor->weights_));
@@ -94,8 +111,7 @@ void *Executor::bufferData(int64_t id) const {
     return static_cast<char *>(arena_) + *buffer.arenaOffset;
   if (buffer.stateOffset)
     return static_cast<char *>(state_) + *buffer.stateOffset;
-  const SafetensorsEntry *entry = program_.weights.find(*buffer.weight);
-  return static_cast<char *>(weights_) + entry->begin;
+  return static_cast<char *>(weights_) + program_.weightSlots.at(*buffer.weight).offset;
 }
 
 const Binding *Executor::findBinding(const std::vector<Binding> &list,
@@ -240,11 +256,11 @@ Status Executor::persistent(bool state, const std::string &name, size_t bytes, v
     *ptr = static_cast<char *>(state_) + *found->stateOffset;
     size = found->desc.bytes();
   } else {
-    const SafetensorsEntry *entry = program_.weights.find(name);
-    if (!entry)
+    auto slot = program_.weightSlots.find(name);
+    if (slot == program_.weightSlots.end())
       return CLEAVE_ERROR(program_.weightsFile, ": no weight '", name, "'");
-    *ptr = static_cast<char *>(weights_) + entry->begin;
-    size = entry->desc.bytes();
+    *ptr = static_cast<char *>(weights_) + slot->second.offset;
+    size = slot->second.bytes; // a ZeRO part's, when the program holds one
   }
   if (size != bytes)
     return CLEAVE_ERROR(what, " '", name, "' has ", size, " bytes, not ", bytes);

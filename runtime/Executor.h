@@ -20,8 +20,10 @@ namespace cleave::runtime {
 
 class Executor {
 public:
+  /// `dpIndex`: this rank's index in its dp group, which says the part it
+  /// loads of a weight the program holds as a ZeRO part.
   static Status create(const ProgramSpec &program, Backend &backend,
-                       std::unique_ptr<Executor> *out);
+                       std::unique_ptr<Executor> *out, int64_t dpIndex = 0);
   ~Executor();
   Executor(const Executor &) = delete;
   Executor &operator=(const Executor &) = delete;
@@ -48,7 +50,7 @@ public:
 
   /// Bytes this executor allocated on the device (arena, weights, state).
   size_t allocatedBytes() const {
-    return program_.arenaBytes + program_.weights.dataBytes + program_.stateBytes;
+    return program_.arenaBytes + program_.weightRegionBytes + program_.stateBytes;
   }
 
   /// The persistent tensors of a training program: a weight by its name in

@@ -109,9 +109,9 @@ std::string rankList(const std::vector<int64_t> &ranks) {
   return text + "]";
 }
 
-/// A state's "shard": {"group": "dp", "ranks": dp, "shape": [...]}, the
-/// whole tensor whose ZeRO part the buffer holds.
-Status parseStateShard(const Plan &plan, const Node &item, BufferSpec *buffer) {
+/// A state's or weight's "shard": {"group": "dp", "ranks": dp, "shape":
+/// [...]}, the whole tensor whose ZeRO part the buffer holds.
+Status parseShard(const Plan &plan, const Node &item, BufferSpec *buffer) {
   std::optional<Node> shard, shape;
   CLEAVE_RETURN_IF_ERROR(getObject(item, "shard", &shard));
   std::string group;
@@ -120,7 +120,7 @@ Status parseStateShard(const Plan &plan, const Node &item, BufferSpec *buffer) {
   CLEAVE_RETURN_IF_ERROR(getInt(*shard, "ranks", &ranks, 1));
   CLEAVE_RETURN_IF_ERROR(getArray(*shard, "shape", &shape));
   if (group != "dp" || ranks != plan.dp)
-    return CLEAVE_ERROR(shard->where(), ": a state is sharded over the dp group of ", plan.dp,
+    return CLEAVE_ERROR(shard->where(), ": a tensor is sharded over the dp group of ", plan.dp,
                         " ranks, not '", group, "' of ", ranks);
   Shape whole;
   for (size_t i = 0; i < shape->json.size(); ++i) {
@@ -301,7 +301,7 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
       buffer.state = state;
       buffer.stateOffset = static_cast<size_t>(offset);
       if (has(item, "shard"))
-        CLEAVE_RETURN_IF_ERROR(parseStateShard(plan, item, &buffer));
+        CLEAVE_RETURN_IF_ERROR(parseShard(plan, item, &buffer));
     } else if (inArena) {
       int64_t offset = 0;
       CLEAVE_RETURN_IF_ERROR(getInt(item, "arena_offset", &offset));
@@ -322,6 +322,28 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
       if (!entry)
         return CLEAVE_ERROR(program->file, ": ", label, " refers to weight '", weight,
                             "', missing from ", program->weightsFile);
+      if (has(item, "shard")) {
+        // ZeRO-3: the buffer is the rank's part of the file's whole tensor.
+        if (!training)
+          return CLEAVE_ERROR(item.where(), ": sharded weights need plan format version ",
+                              kTrainingPlanFormatVersion);
+        CLEAVE_RETURN_IF_ERROR(parseShard(plan, item, &buffer));
+        TensorDesc whole{buffer.desc.dtype, *buffer.shardOf};
+        if (entry->desc != whole)
+          return CLEAVE_ERROR(program->file, ": ", label, " is a part of ",
+                              describe(whole.shape, whole.dtype), " but weight '", weight,
+                              "' in ", program->weightsFile, " is ",
+                              describe(entry->desc.shape, entry->desc.dtype));
+        auto [it, added] = program->weightShards.emplace(weight, whole.shape);
+        if (!added && it->second != whole.shape)
+          return CLEAVE_ERROR(program->file, ": ", label, " views weight '", weight,
+                              "' as a part of another shape");
+        program->buffers.push_back(std::move(buffer));
+        continue;
+      }
+      if (program->weightShards.count(weight))
+        return CLEAVE_ERROR(program->file, ": ", label, " views weight '", weight,
+                            "' whole, another buffer as a ZeRO part");
       // A buffer may view a weight with another shape of the same size
       // (reshape), never with another dtype or size.
       if (entry->desc.dtype != buffer.desc.dtype || entry->desc.bytes() != buffer.desc.bytes())
@@ -612,6 +634,29 @@ Status programPosition(const Plan &plan, const Node &entry, const Node &top,
   return {};
 }
 
+/// The weights region: the file's layout, or with ZeRO parts a 64-byte
+/// aligned slot per weight in file order, a part taking its part's bytes.
+void layOutWeights(ProgramSpec *program) {
+  program->weightSlots.clear();
+  size_t offset = 0;
+  for (const SafetensorsEntry &entry : program->weights.entries) {
+    if (program->weightShards.empty()) {
+      program->weightSlots[entry.name] = {entry.begin, entry.desc.bytes()};
+      continue;
+    }
+    size_t bytes = entry.desc.bytes();
+    if (program->weightShard(entry.name)) {
+      for (const BufferSpec &b : program->buffers)
+        if (b.weight && *b.weight == entry.name && b.shardOf)
+          bytes = b.desc.bytes();
+    }
+    program->weightSlots[entry.name] = {offset, bytes};
+    offset += alignWeightSlot(bytes);
+  }
+  program->weightRegionBytes =
+      program->weightShards.empty() ? program->weights.dataBytes : offset;
+}
+
 Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
                    ProgramSpec *program) {
   program->name = name;
@@ -660,13 +705,15 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
     return CLEAVE_ERROR("manifest.json: program '", name, "' predicts an arena of ",
                         predictedArena, " bytes, ", program->file, " declares ",
                         program->arenaBytes);
-  if (plan.hasWeights && static_cast<size_t>(predictedWeights) != program->weights.dataBytes)
-    return CLEAVE_ERROR("manifest.json: program '", name, "' predicts ", predictedWeights,
-                        " weight bytes, ", program->weightsFile, " holds ",
-                        program->weights.dataBytes);
   program->weightBytes = static_cast<size_t>(predictedWeights);
 
   CLEAVE_RETURN_IF_ERROR(parseBuffers(plan, top, program));
+  layOutWeights(program);
+  if (plan.hasWeights && static_cast<size_t>(predictedWeights) != program->weightRegionBytes)
+    return CLEAVE_ERROR("manifest.json: program '", name, "' predicts ", predictedWeights,
+                        " weight bytes, ", program->weightsFile, " needs ",
+                        program->weightRegionBytes,
+                        program->weightShards.empty() ? "" : " (ZeRO parts)");
   CLEAVE_RETURN_IF_ERROR(parsePhases(plan, top, program));
   for (const char *key : {"inputs", "outputs"}) {
     bool isInputs = key == std::string("inputs");
@@ -942,9 +989,10 @@ Status parseTraining(const Node &top, Plan *plan) {
   CLEAVE_RETURN_IF_ERROR(getInt(*node, "seed", &training.seed));
   if (has(*node, "zero")) {
     CLEAVE_RETURN_IF_ERROR(getString(*node, "zero", &training.zero));
-    if (training.zero != "none" && training.zero != "optimizer" && training.zero != "gradients")
+    if (training.zero != "none" && training.zero != "optimizer" && training.zero != "gradients" &&
+        training.zero != "parameters")
       return CLEAVE_ERROR(node->child("zero").where(), ": unknown ZeRO level '", training.zero,
-                          "' (expected none, optimizer or gradients)");
+                          "' (expected none, optimizer, gradients or parameters)");
   }
 
   std::optional<Node> opt;
@@ -1280,6 +1328,15 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
 }
 
 } // namespace
+
+void copyZeroPart(const void *data, size_t wholeBytes, int64_t index, void *part,
+                  size_t partBytes) {
+  std::memset(part, 0, partBytes);
+  size_t from = static_cast<size_t>(index) * partBytes;
+  if (from < wholeBytes)
+    std::memcpy(part, static_cast<const char *>(data) + from,
+                std::min(partBytes, wholeBytes - from));
+}
 
 std::string slotName(const ScheduleSlot &slot) {
   if (slot.phase == "optimizer")

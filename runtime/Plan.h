@@ -28,6 +28,16 @@
 
 namespace cleave::runtime {
 
+/// A weight's slot in a weights region laid out by the runtime (a program
+/// holding ZeRO parts): its bytes rounded up to 64.
+inline size_t alignWeightSlot(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+/// The part of a tensor of `whole` elements that rank `index` of `ranks`
+/// holds under ZeRO, as a byte copy: `part` (k elements of `elementBytes`)
+/// gets elements [index*k, (index+1)*k) of `data`, zeros past its end.
+void copyZeroPart(const void *data, size_t wholeBytes, int64_t index, void *part,
+                  size_t partBytes);
+
 /// Inference plans; training plans are version 2 (state, in-place updates,
 /// backward and optimizer phases). This runtime reads both.
 constexpr int kPlanFormatVersion = 1;
@@ -49,10 +59,10 @@ struct BufferSpec {
   /// in the program's state region (optimizer moments, the step counter).
   std::optional<std::string> state;
   std::optional<size_t> stateOffset;
-  /// Set for a state that holds this rank's ZeRO part of a tensor of this
-  /// shape: the tensor flattened and zero-padded to dp * k elements (k =
-  /// this buffer's elements), of which rank r of the dp group holds
-  /// [r*k, (r+1)*k).
+  /// Set for a state or weight that holds this rank's ZeRO part of a
+  /// tensor of this shape: the tensor flattened and zero-padded to dp * k
+  /// elements (k = this buffer's elements), of which rank r of the dp group
+  /// holds [r*k, (r+1)*k).
   std::optional<Shape> shardOf;
 
   /// Weights and states outlive a step; arena buffers do not.
@@ -112,6 +122,19 @@ struct ProgramSpec {
   std::vector<Phase> phases;
   /// Empty when the plan has no weights.
   SafetensorsIndex weights;
+  /// Weights the program holds as the rank's ZeRO part (BufferSpec::shardOf
+  /// on their buffers), by name: the whole tensor's shape, which is what
+  /// the file holds.
+  std::map<std::string, Shape> weightShards;
+  /// Where each weight lies in the weights region the runtime allocates,
+  /// and its bytes there: the file's layout, unless the program holds ZeRO
+  /// parts (then every weight gets a 64-byte aligned slot, a part only its
+  /// part's bytes).
+  struct WeightSlot {
+    size_t offset = 0, bytes = 0;
+  };
+  std::map<std::string, WeightSlot> weightSlots;
+  size_t weightRegionBytes = 0;
   /// False for another rank's program under loadPlanForRank: only name,
   /// files, stage and tp are set.
   bool loaded = true;
@@ -121,6 +144,12 @@ struct ProgramSpec {
   const Phase *findPhase(const std::string &name, int64_t chunk) const;
   /// Bytes the runtime allocates for this program: arena, weights, state.
   size_t predictedBytes() const { return arenaBytes + weightBytes + stateBytes; }
+  /// The whole tensor's shape when the program holds weight `name` as the
+  /// rank's ZeRO part.
+  const Shape *weightShard(const std::string &name) const {
+    auto it = weightShards.find(name);
+    return it == weightShards.end() ? nullptr : &it->second;
+  }
   /// The index of the first phase named `name`, or -1.
   int64_t phaseIndex(const std::string &name) const;
 };
@@ -189,8 +218,8 @@ struct TrainingSpec {
   int64_t batchSize = 0;
   std::string dtype = "f32";
   int64_t seed = 0;
-  /// ZeRO over the dp group: "none", "optimizer" or "gradients" (absent in
-  /// older plans: none).
+  /// ZeRO over the dp group: "none", "optimizer", "gradients" or
+  /// "parameters" (absent in older plans: none).
   std::string zero = "none";
   OptimizerSpec optimizer;
   std::vector<std::string> parameters;

@@ -141,6 +141,48 @@ Status fileChecksum(const std::string &path, uint64_t *checksum, uint64_t *bytes
   return {};
 }
 
+namespace {
+/// `part` (this rank's part of `what`, `count` elements) becomes the whole
+/// tensor of `wholeBytes`: every rank's part gathered, the padding dropped.
+Status gatherWhole(const CheckpointShards &shards, const std::string &what, DType dtype,
+                   size_t count, size_t wholeBytes, std::vector<char> *part) {
+  if (!shards.gather || shards.ranks < 1)
+    return CLEAVE_ERROR(what, " is sharded over the dp group, and this rank cannot gather it");
+  std::vector<char> all(part->size() * static_cast<size_t>(shards.ranks));
+  CLEAVE_RETURN_IF_ERROR(
+      shards.gather(part->data(), all.data(), count, dtype).prepend("gathering " + what));
+  all.resize(wholeBytes);
+  part->swap(all);
+  return {};
+}
+} // namespace
+
+Status readWholeWeight(const Executor &executor, const CheckpointShards &shards,
+                       const std::string &name, std::vector<char> *out) {
+  const ProgramSpec &program = executor.program();
+  const SafetensorsEntry *entry = program.weights.find(name);
+  auto slot = program.weightSlots.find(name);
+  if (!entry || slot == program.weightSlots.end())
+    return CLEAVE_ERROR(program.weightsFile, ": no weight '", name, "'");
+  out->resize(slot->second.bytes);
+  CLEAVE_RETURN_IF_ERROR(executor.readWeight(name, out->data(), out->size()));
+  if (!program.weightShard(name))
+    return {};
+  size_t count = slot->second.bytes / dtypeBytes(entry->desc.dtype);
+  return gatherWhole(shards, "weight '" + name + "'", entry->desc.dtype, count,
+                     entry->desc.bytes(), out);
+}
+
+Status readWholeState(const Executor &executor, const CheckpointShards &shards,
+                      const BufferSpec &state, std::vector<char> *out) {
+  out->resize(state.desc.bytes());
+  CLEAVE_RETURN_IF_ERROR(executor.readState(*state.state, out->data(), out->size()));
+  if (!state.shardOf)
+    return {};
+  return gatherWhole(shards, "state '" + *state.state + "'", state.desc.dtype,
+                     state.desc.numel(), wholeDesc(state).bytes(), out);
+}
+
 Status collectCheckpoint(const Plan &plan, const Executor &executor,
                          const CheckpointShards &shards, CheckpointTensors *tensors) {
   const ProgramSpec &program = executor.program();
@@ -150,27 +192,14 @@ Status collectCheckpoint(const Plan &plan, const Executor &executor,
   tensors->states.clear();
   data.reserve(program.weights.entries.size() + program.buffers.size());
   for (const SafetensorsEntry *entry : modelWeightsOf(plan, program)) {
-    data.emplace_back(entry->desc.bytes());
-    CLEAVE_RETURN_IF_ERROR(executor.readWeight(entry->name, data.back().data(), data.back().size()));
+    data.emplace_back();
+    CLEAVE_RETURN_IF_ERROR(readWholeWeight(executor, shards, entry->name, &data.back()));
     tensors->weights.push_back({entry->name, entry->desc, data.back().data()});
   }
   for (const BufferSpec *buffer : statesOf(program)) {
-    std::vector<char> part(buffer->desc.bytes());
-    CLEAVE_RETURN_IF_ERROR(executor.readState(*buffer->state, part.data(), part.size()));
-    TensorDesc whole = wholeDesc(*buffer);
-    if (buffer->shardOf) {
-      if (!shards.gather || shards.ranks < 1)
-        return CLEAVE_ERROR("state '", *buffer->state,
-                            "' is sharded over the dp group, and this rank cannot gather it");
-      std::vector<char> all(part.size() * static_cast<size_t>(shards.ranks));
-      CLEAVE_RETURN_IF_ERROR(shards.gather(part.data(), all.data(), buffer->desc.numel(),
-                                           buffer->desc.dtype)
-                                 .prepend("gathering state '" + *buffer->state + "'"));
-      all.resize(whole.bytes()); // the padding goes
-      part.swap(all);
-    }
-    data.push_back(std::move(part));
-    tensors->states.push_back({*buffer->state, whole, data.back().data()});
+    data.emplace_back();
+    CLEAVE_RETURN_IF_ERROR(readWholeState(executor, shards, *buffer, &data.back()));
+    tensors->states.push_back({*buffer->state, wholeDesc(*buffer), data.back().data()});
   }
   return {};
 }
@@ -235,7 +264,7 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
                                                         : 0}}},
             {"plan", Json{{"model", plan.modelSource},
                           {"program", program.name},
-                          {"weight_bytes", program.weights.dataBytes},
+                          {"weight_bytes", program.weightRegionBytes},
                           {"state_bytes", program.stateBytes}}},
             {"files", files}};
   Status s = writeFileAtomically(temp + "/" + kInfoFile, json.dump(1) + "\n");
@@ -364,21 +393,26 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
       CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(*index, entry, bytes.data()));
       out->emplace_back(&entry, std::move(bytes));
     }
-  for (auto &[entry, bytes] : weightData)
+  // A tensor the program holds as this rank's ZeRO part gets that part.
+  auto partOf = [&](const std::string &what, size_t partBytes, std::vector<char> &bytes) {
+    if (shards.index < 0 || shards.index >= shards.ranks)
+      return CLEAVE_ERROR(what, " is sharded, and rank index ", shards.index,
+                          " is not in the dp group of ", shards.ranks);
+    std::vector<char> part(partBytes);
+    copyZeroPart(bytes.data(), bytes.size(), shards.index, part.data(), part.size());
+    bytes.swap(part);
+    return Status();
+  };
+  for (auto &[entry, bytes] : weightData) {
+    if (program.weightShard(entry->name))
+      CLEAVE_RETURN_IF_ERROR(partOf("weight '" + entry->name + "'",
+                                    program.weightSlots.at(entry->name).bytes, bytes));
     CLEAVE_RETURN_IF_ERROR(executor.writeWeight(entry->name, bytes.data(), bytes.size()));
+  }
   for (auto &[entry, bytes] : stateData) {
     const BufferSpec &buffer = *stateBuffers.at(entry->name);
-    if (buffer.shardOf) {
-      // This rank's part: elements [index*k, (index+1)*k), zero past the end.
-      if (shards.index < 0 || shards.index >= shards.ranks)
-        return CLEAVE_ERROR("state '", entry->name, "' is sharded, and rank index ", shards.index,
-                            " is not in the dp group of ", shards.ranks);
-      std::vector<char> part(buffer.desc.bytes(), 0);
-      size_t from = static_cast<size_t>(shards.index) * part.size();
-      if (from < bytes.size())
-        std::memcpy(part.data(), bytes.data() + from, std::min(part.size(), bytes.size() - from));
-      bytes.swap(part);
-    }
+    if (buffer.shardOf)
+      CLEAVE_RETURN_IF_ERROR(partOf("state '" + entry->name + "'", buffer.desc.bytes(), bytes));
     CLEAVE_RETURN_IF_ERROR(executor.writeState(entry->name, bytes.data(), bytes.size()));
   }
   *info = loaded;

@@ -54,6 +54,15 @@ struct CheckpointShards {
   std::function<Status(const void *part, void *whole, size_t count, DType dtype)> gather;
 };
 
+/// A weight or state of the executor's program as the whole tensor, read
+/// off the device; when the program holds a ZeRO part of it, every rank's
+/// part is gathered (a collective: every rank of the dp group calls it for
+/// the same tensors in the same order).
+Status readWholeWeight(const Executor &executor, const CheckpointShards &shards,
+                       const std::string &name, std::vector<char> *out);
+Status readWholeState(const Executor &executor, const CheckpointShards &shards,
+                      const BufferSpec &state, std::vector<char> *out);
+
 /// The tensors a checkpoint keeps, read off the device: the model's
 /// weights, and the states whole. With sharded states every rank of the dp
 /// group calls this together.

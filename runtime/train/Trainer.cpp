@@ -96,7 +96,8 @@ std::string describeBatch(const TrainingData &data, int64_t step,
 
 } // namespace
 
-Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path) {
+Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path,
+                     const CheckpointShards &shards, bool write) {
   const ProgramSpec &program = executor.program();
   std::vector<std::vector<char>> data;
   std::vector<SafetensorsTensor> tensors;
@@ -108,8 +109,7 @@ Status saveStateDict(const Plan &plan, const Executor &executor, const std::stri
     if (!entry.tensor.empty()) {
       const SafetensorsEntry *weight = program.weights.find(entry.tensor);
       desc = weight->desc;
-      bytes.resize(desc.bytes());
-      CLEAVE_RETURN_IF_ERROR(executor.readWeight(entry.tensor, bytes.data(), bytes.size()));
+      CLEAVE_RETURN_IF_ERROR(readWholeWeight(executor, shards, entry.tensor, &bytes));
     } else {
       auto it = extras.find(entry.file);
       if (it == extras.end()) {
@@ -133,6 +133,8 @@ Status saveStateDict(const Plan &plan, const Executor &executor, const std::stri
     data.push_back(std::move(bytes));
     tensors.push_back({entry.name, desc, data.back().data()});
   }
+  if (!write)
+    return {};
   return writeSafetensors(path, tensors, {{"format", "pt"}});
 }
 
@@ -161,7 +163,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     if (!loss || program.buffers[loss->buffer].desc.dtype != DType::F32 ||
         program.buffers[loss->buffer].desc.numel() != 1)
       return CLEAVE_ERROR(program.file, ": a training program outputs 'loss', one f32 value");
-    CLEAVE_RETURN_IF_ERROR(Executor::create(program, backend, &executor));
+    CLEAVE_RETURN_IF_ERROR(Executor::create(program, backend, &executor, options.shards.index));
     report->allocatedBytes = executor->allocatedBytes();
     report->predictedBytes = program.predictedBytes();
     report->workspaceBytes = backend.workspaceBytes();
@@ -193,6 +195,8 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     return {};
   }();
   CLEAVE_RETURN_IF_ERROR(agree(setup));
+  // ZeRO parts of states or weights: checkpoints and saved weights gather
+  // them on every rank of the dp group.
   const bool sharded = std::any_of(program.buffers.begin(), program.buffers.end(),
                                    [](const BufferSpec &b) { return b.shardOf.has_value(); });
   executor->setProfiling(true);
@@ -289,8 +293,9 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     }
   }
   Status end;
-  if (options.writesFiles && !options.saveWeightsPath.empty())
-    end = saveStateDict(plan, *executor, options.saveWeightsPath);
+  if ((options.writesFiles || sharded) && !options.saveWeightsPath.empty())
+    end = saveStateDict(plan, *executor, options.saveWeightsPath, options.shards,
+                        options.writesFiles);
   if (end.ok())
     end = log.commit();
   // Every rank has finished its steps: the ranks can agree again.

@@ -124,7 +124,10 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
 /// Writes the model's state_dict (manifest training.state_dict, in order)
 /// from the executor's weights: floating tensors as f32, integers as they
 /// are, standard safetensors that PyTorch's load_state_dict takes.
-Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path);
+/// With ZeRO parameter parts, every rank of the dp group calls it (the
+/// parts are gathered) and only the one with `write` writes.
+Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path,
+                     const CheckpointShards &shards = {}, bool write = true);
 
 /// The report as JSON (for --report and tests).
 std::string trainReportJson(const Plan &plan, const TrainOptions &options,

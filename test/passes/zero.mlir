@@ -2,6 +2,9 @@
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-add-optimizer="optimizer=sgd lr=0.1 momentum=0.9" | FileCheck %s --check-prefix=UPDATE
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-add-optimizer="clip-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-add-optimizer -cleave-plan-memory | FileCheck %s --check-prefix=PLANNED
+// RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-shard-parameters="ranks=3" -cleave-add-optimizer="optimizer=sgd lr=0.1 momentum=0.9" | FileCheck %s --check-prefix=PARAMS
+// RUN: not cleave-opt %s -cleave-shard-parameters="ranks=3" 2>&1 | FileCheck %s --check-prefix=UNSHARDED
+// RUN: not cleave-opt %s -cleave-reduce-gradients="ranks=2 shard=true" -cleave-shard-parameters="ranks=3" 2>&1 | FileCheck %s --check-prefix=OTHER-RANKS
 
 // ZeRO over 3 ranks. Each gradient is flattened, zero-padded to a multiple of
 // 3 and viewed as [3, k] (b: 4 -> 6 elements, k = 2; w: 12, k = 4); the
@@ -63,6 +66,33 @@
 // PLANNED: cleave.state "zero.param_shard.w" {{.*}}cleave.state_offset = [[OFF:[0-9]+]] : i64
 // PLANNED: cleave.state "zero.param_shard.w" {{.*}}cleave.state_offset = [[OFF]] : i64
 // PLANNED: cleave.state "zero.param_shard.w" {{.*}}cleave.state_offset = [[OFF]] : i64
+
+// ZeRO-3: the parameters become the rank's parts (same names, tensor<k>,
+// marked with the whole shape); each phase that reads one gathers it right
+// before its first reader (b in forward and again in backward, where the
+// gather takes over the phase mark; w in forward and backward), and the
+// optimizer updates the part in place, with nothing to gather back.
+// PARAMS-DAG: %[[W:.*]] = cleave.param "w" {cleave.shard = {group = "dp", ranks = 3 : i64, shape = array<i64: 4, 3>}} : tensor<4xf32>
+// PARAMS-DAG: %[[B:.*]] = cleave.param "b" {cleave.shard = {group = "dp", ranks = 3 : i64, shape = array<i64: 4>}} : tensor<2xf32>
+// PARAMS: %[[GW:.*]] = cleave.all_gather %[[W]] {blocks = 1 : i64, dim = 0 : i64, group = "dp"} : tensor<4xf32> -> tensor<12xf32>
+// PARAMS-NEXT: %[[FW:.*]] = cleave.reshape %[[GW]] : tensor<12xf32> to tensor<4x3xf32>
+// PARAMS-NEXT: %[[GB:.*]] = cleave.all_gather %[[B]] {{.*}} : tensor<2xf32> -> tensor<6xf32>
+// PARAMS-NEXT: %[[FB:.*]] = cleave.slice %[[GB]] {dim = 0 : i64, end = 4 : i64, start = 0 : i64} : tensor<6xf32> -> tensor<4xf32>
+// PARAMS-NEXT: cleave.linear %{{.*}}, %[[FW]], %[[FB]]
+// PARAMS: %[[BB:.*]] = cleave.all_gather %[[B]] {blocks = 1 : i64, cleave.phase = "backward", dim = 0 : i64, group = "dp"}
+// PARAMS-NEXT: %[[FBB:.*]] = cleave.slice %[[BB]]
+// PARAMS-NEXT: cleave.neg %[[FBB]] : tensor<4xf32>
+// PARAMS-NEXT: %[[BW:.*]] = cleave.all_gather %[[W]]
+// PARAMS-NEXT: %[[FBW:.*]] = cleave.reshape %[[BW]]
+// PARAMS-NEXT: cleave.relu %[[FBW]]
+// PARAMS: cleave.sgd %[[W]], %{{.*}} momentum_buffer
+// PARAMS-NOT: cleave.assign %[[W]]
+// PARAMS: cleave.sgd %[[B]],
+// PARAMS-NOT: cleave.all_gather
+// PARAMS: return
+
+// UNSHARDED: error: no sharded gradients: run -cleave-reduce-gradients{shard=true} first
+// OTHER-RANKS: error: the gradient of 'w' is sharded as {group = "dp", ranks = 2 : i64}, not over 3 ranks
 
 func.func @step(%x: tensor<2x3xf32>) -> (tensor<f32> {cleave.name = "loss"}, tensor<4x3xf32> {cleave.gradient_of = "w", cleave.name = "grad.w"}, tensor<4xf32> {cleave.gradient_of = "b", cleave.name = "grad.b"}) {
   %w = cleave.param "w" : tensor<4x3xf32>

@@ -20,8 +20,9 @@ usage:
       add up to it
   training_files.py zero PLAN_DIR [NONE_PLAN_DIR]
       a ZeRO plan: every optimizer state is the rank's part of its parameter's, the kernels
-      that shard, reduce-scatter and gather, the phases the gradients are reduce-scattered in;
-      against the same plan with --zero none, the optimizer state's share of its bytes
+      that shard, reduce-scatter and gather, the phases the gradients are reduce-scattered in
+      (and under ZeRO-3 every trained parameter a part, gathered per phase); against the same
+      plan with --zero none, the optimizer state's (and the parameters') share of its bytes
   training_files.py whole-states CHECKPOINT_DIR PLAN_DIR
       the checkpoint's states have the shapes of PLAN_DIR's (a one-device plan): whole tensors
 Exits 1 with a message on any failure.
@@ -181,6 +182,18 @@ def zero(plan_dir, none_dir=None):
                 scattered.add(phase["name"])
     print("kernels: " + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("all_gather", "reduce_scatter", "shard")))
     print("reduce_scatter in phases: " + ", ".join(sorted(scattered)))
+    if level == "parameters":
+        # ZeRO-3: every trained parameter is a part, gathered in each phase that reads it.
+        parts = {b["weight"] for b in program["buffers"] if "weight" in b and "shard" in b}
+        trained = set(manifest["training"]["parameters"])
+        if parts != trained:
+            fail(f"parts {sorted(parts)}, trained {sorted(trained)}")
+        gathered = {}
+        for phase in program["phases"]:
+            n = sum(1 for i in phase["instructions"] if i["kernel"] == "all_gather")
+            gathered[phase["name"]] = gathered.get(phase["name"], 0) + n
+        print(f"parameters: {len(parts)} trained, each held as a part; all_gather per phase: "
+              + ", ".join(f"{k} {v}" for k, v in gathered.items()))
     if none_dir:
         mine = manifest["predicted"]["memory_bytes"]["by_category"]["optimizer_state"]
         none_manifest, _ = program_of(none_dir)
@@ -189,11 +202,19 @@ def zero(plan_dir, none_dir=None):
         theirs = none_manifest["predicted"]["memory_bytes"]["by_category"]["optimizer_state"]
         # AdamW's two moments and the part of the parameter the update writes, each 1/ranks of
         # the parameters (plus the step counter and the padding of the last parts).
-        bound = 1.5 / ranks + 0.01
+        # Under ZeRO-3 the parameter is its own part: the moments alone.
+        bound = (1.0 if level == "parameters" else 1.5) / ranks + 0.01
         ratio = mine / theirs
         if ratio > bound:
             fail(f"optimizer state {mine} bytes is {ratio:.3f} of none's {theirs}, above {bound:.3f}")
         print(f"optimizer state {mine} bytes, {ratio:.3f} of none's {theirs}: ok")
+        if level == "parameters":
+            mine = manifest["predicted"]["memory_bytes"]["by_category"]["parameters"]
+            theirs = none_manifest["predicted"]["memory_bytes"]["by_category"]["parameters"]
+            ratio = mine / theirs
+            if ratio > 1.0 / ranks + 0.01:
+                fail(f"parameters {mine} bytes is {ratio:.3f} of none's {theirs}")
+            print(f"parameters {mine} bytes, {ratio:.3f} of none's {theirs}: ok")
 
 
 def whole_states(checkpoint_dir, plan_dir):

@@ -57,6 +57,74 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     return success();
   }
 
+  /// A parameter whose updated part goes back into it.
+  struct PartGather {
+    ParamOp param;
+    StateOp part;
+    StringAttr group;
+    int64_t ranks;
+  };
+
+  /// The updated parts back into their parameters, at the end of the step,
+  /// packed in update order into all_gathers of at most gatherBytes: each
+  /// rank's parts side by side ([K]), gathered ([ranks, K]: row r rank r's),
+  /// each parameter's columns cut out, its padding dropped.
+  void gatherParts(func::ReturnOp ret, ArrayRef<PartGather> gathers) {
+    OpBuilder b(ret);
+    MLIRContext *context = ret.getContext();
+    auto partType = [](PartGather g) { return cast<RankedTensorType>(g.part.getType()); };
+    size_t first = 0;
+    while (first < gathers.size()) {
+      // A bucket: consecutive parts of one element type and group.
+      PartGather head = gathers[first];
+      Type element = partType(head).getElementType();
+      int64_t elementBytes = (partType(head).getElementTypeBitWidth() + 7) / 8;
+      int64_t bytes = 0;
+      size_t end = first;
+      while (end < gathers.size()) {
+        PartGather g = gathers[end];
+        int64_t more = g.ranks * partType(g).getNumElements() * elementBytes;
+        if (end > first && (partType(g).getElementType() != element || g.group != head.group ||
+                            g.ranks != head.ranks || bytes + more > gatherBytes))
+          break;
+        bytes += more;
+        ++end;
+      }
+      ArrayRef<PartGather> bucket = gathers.slice(first, end - first);
+      first = end;
+
+      Location loc = NameLoc::get(StringAttr::get(context, "optimizer"), ret.getLoc());
+      SmallVector<Value> parts;
+      for (PartGather g : bucket)
+        parts.push_back(reloadState(b, g.part)); // the updated contents
+      Value packed = parts.size() == 1 ? parts.front()
+                                       : b.create<ConcatOp>(loc, parts, 0).getResult();
+      int64_t width = cast<RankedTensorType>(packed.getType()).getDimSize(0);
+      int64_t ranks = head.ranks;
+      Value all = b.create<AllGatherOp>(loc, RankedTensorType::get({ranks * width}, element),
+                                        packed, head.group, b.getI64IntegerAttr(0),
+                                        b.getI64IntegerAttr(1));
+      Value rows = b.create<ReshapeOp>(loc, RankedTensorType::get({ranks, width}, element), all);
+      int64_t offset = 0;
+      for (PartGather g : bucket) {
+        auto paramType = cast<RankedTensorType>(g.param.getType());
+        int64_t k = partType(g).getNumElements(), numel = paramType.getNumElements();
+        Value mine = rows;
+        if (bucket.size() > 1)
+          mine = b.create<SliceOp>(loc, rows, 1, offset, offset + k, 1);
+        offset += k;
+        Value whole = mine;
+        if (ranks * k != numel) {
+          whole = b.create<ReshapeOp>(loc, RankedTensorType::get({ranks * k}, element), whole);
+          whole = b.create<SliceOp>(loc, whole, 0, 0, numel, 1);
+        }
+        if (whole.getType() != paramType)
+          whole = b.create<ReshapeOp>(loc, paramType, whole);
+        b.create<AssignOp>(loc, g.param, whole);
+      }
+    }
+  }
+
   /// A sharded gradient is the flat part shardRows gives a rank.
   static LogicalResult checkShard(func::FuncOp func, ParamOp param, Value gradient,
                                   DictionaryAttr shard) {
@@ -206,6 +274,7 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     b.setInsertionPoint(ret);
     Operation *writeBack = b.create<AssignOp>(loc, step, next);
 
+    SmallVector<PartGather> gathers;
     StringAttr schedule = b.getStringAttr(lrSchedule);
     IntegerAttr warmup = b.getI64IntegerAttr(warmupSteps), decay = b.getI64IntegerAttr(decaySteps);
     for (auto [param, gradient, shard] : updates) {
@@ -223,7 +292,7 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
       }
       // ZeRO: the update runs on this rank's part of the parameter, copied
       // into a state each step (the optimizer updates persistent tensors in
-      // place), then the parts are gathered back into the parameter.
+      // place); the parts go back into the parameters at the end of the step.
       Value target = param;
       StringAttr group;
       int64_t ranks = 1;
@@ -281,21 +350,10 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
                         b.getBoolAttr(nesterov), b.getF64FloatAttr(weightDecay), schedule, warmup,
                         decay);
       }
-      if (gatherBack) {
-        auto partType = cast<RankedTensorType>(type);
-        auto paramType = cast<RankedTensorType>(param.getType());
-        int64_t k = partType.getDimSize(0), numel = paramType.getNumElements();
-        Value updated = reloadState(b, cast<StateOp>(target.getDefiningOp()));
-        Value whole = b.create<AllGatherOp>(
-            at, RankedTensorType::get({ranks * k}, partType.getElementType()), updated, group,
-            b.getI64IntegerAttr(0), b.getI64IntegerAttr(1));
-        if (ranks * k != numel)
-          whole = b.create<SliceOp>(at, whole, 0, 0, numel, 1);
-        if (whole.getType() != paramType)
-          whole = b.create<ReshapeOp>(at, paramType, whole);
-        b.create<AssignOp>(at, param, whole);
-      }
+      if (gatherBack)
+        gathers.push_back({param, cast<StateOp>(target.getDefiningOp()), group, ranks});
     }
+    gatherParts(ret, gathers);
 
     ret->setOperands(kept);
     func.setType(FunctionType::get(context, func.getArgumentTypes(), ValueRange(kept).getTypes()));

@@ -443,6 +443,15 @@ def AddOptimizer : Pass<"cleave-add-optimizer", "mlir::func::FuncOp"> {
     which needs every gradient first) each update is placed right after its
     gradient is final and the parameter's last backward reader, inside the
     backward phase; the step counter's write-back stays last.
+
+    A gradient marked `cleave.shard` (ZeRO, `-cleave-reduce-gradients
+    {shard=true}`) updates the rank's part of the parameter: cut from it
+    into `zero.param_shard.<parameter>` (the optimizer writes persistent
+    tensors in place), its moments part-sized. At the end of the step the
+    updated parts are gathered back into the parameters, packed like the
+    gradients (at most `gather-bytes` per `cleave.all_gather`, in update
+    order). A parameter that is itself a part (ZeRO-3,
+    `-cleave-shard-parameters`) is updated in place and not gathered.
   }];
   let options = [
     Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"", "adamw or sgd">,
@@ -467,6 +476,8 @@ def AddOptimizer : Pass<"cleave-add-optimizer", "mlir::func::FuncOp"> {
            "update each parameter as soon as its gradient is final, inside the backward "
            "phase, so that gradients are never all live at once (one microbatch, no "
            "clipping: the updates are independent of each other)">,
+    Option<"gatherBytes", "gather-bytes", "int64_t", /*default=*/"25 << 20",
+           "ZeRO-1/2: the most bytes of updated parameters one all_gather brings back">,
   ];
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }

@@ -91,6 +91,7 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   optimizer.warmupSteps = options.warmupSteps;
   optimizer.decaySteps = options.decaySteps;
   optimizer.earlyUpdates = options.earlyUpdates;
+  optimizer.gatherBytes = options.bucketBytes;
   pm.addNestedPass<func::FuncOp>(createAddOptimizer(optimizer));
 }
 

@@ -1,5 +1,6 @@
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" | FileCheck %s --check-prefix=SCATTER
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-add-optimizer="optimizer=sgd lr=0.1 momentum=0.9" | FileCheck %s --check-prefix=UPDATE
+// RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-add-optimizer="optimizer=sgd lr=0.1 gather-bytes=60" | FileCheck %s --check-prefix=SMALL
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-add-optimizer="clip-grad-norm=1.0" | FileCheck %s --check-prefix=CLIP
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-add-optimizer -cleave-plan-memory | FileCheck %s --check-prefix=PLANNED
 // RUN: cleave-opt %s -cleave-reduce-gradients="ranks=3 shard=true" -cleave-shard-parameters="ranks=3" -cleave-add-optimizer="optimizer=sgd lr=0.1 momentum=0.9" | FileCheck %s --check-prefix=PARAMS
@@ -31,9 +32,11 @@
 // SCATTER-NEXT: return %{{.*}}, %[[W]], %[[B]]
 
 // The update runs on the rank's part of the parameter: cut from it into a
-// state (the optimizer writes persistent tensors in place), updated with the
-// part of the gradient and a sharded momentum buffer, read again after the
-// update and gathered back into the parameter, the padding dropped.
+// state (the optimizer writes persistent tensors in place) and updated with
+// the part of the gradient and a sharded momentum buffer. At the end of the
+// step the updated parts (read again after their update) are packed side by
+// side, gathered in one all_gather ([3, 6]: row r is rank r's parts), and
+// each parameter's columns go back into it, the padding dropped.
 // UPDATE-DAG: %[[W:.*]] = cleave.param "w" : tensor<4x3xf32>
 // UPDATE-DAG: %[[B:.*]] = cleave.param "b" : tensor<4xf32>
 // UPDATE-DAG: %[[PW:.*]] = cleave.state "zero.param_shard.w" {cleave.shard = {group = "dp", param = "w", ranks = 3 : i64, shape = array<i64: 4, 3>}} : tensor<4xf32>
@@ -45,14 +48,25 @@
 // UPDATE-NEXT: cleave.assign %[[PW]], %[[FW]] : tensor<4xf32>
 // UPDATE-NEXT: %[[PW2:.*]] = cleave.state "zero.param_shard.w"
 // UPDATE-NEXT: cleave.sgd %[[PW2]], %{{.*}} momentum_buffer %[[MW]]
-// UPDATE-NEXT: %[[PW3:.*]] = cleave.state "zero.param_shard.w"
-// UPDATE-NEXT: %[[GW:.*]] = cleave.all_gather %[[PW3]] {blocks = 1 : i64, dim = 0 : i64, group = "dp"} : tensor<4xf32> -> tensor<12xf32>
-// UPDATE-NEXT: %[[NW:.*]] = cleave.reshape %[[GW]] : tensor<12xf32> to tensor<4x3xf32>
-// UPDATE-NEXT: cleave.assign %[[W]], %[[NW]] : tensor<4x3xf32>
+// UPDATE-NOT: cleave.all_gather
 // UPDATE: cleave.sgd
-// UPDATE: %[[GB:.*]] = cleave.all_gather %{{.*}} : tensor<2xf32> -> tensor<6xf32>
-// UPDATE-NEXT: %[[NB:.*]] = cleave.slice %[[GB]] {dim = 0 : i64, end = 4 : i64, start = 0 : i64} : tensor<6xf32> -> tensor<4xf32>
+// UPDATE-NEXT: %[[UW:.*]] = cleave.state "zero.param_shard.w"
+// UPDATE-NEXT: %[[UB:.*]] = cleave.state "zero.param_shard.b"
+// UPDATE-NEXT: %[[PACK:.*]] = cleave.concat %[[UW]], %[[UB]] {dim = 0 : i64} : (tensor<4xf32>, tensor<2xf32>) -> tensor<6xf32>
+// UPDATE-NEXT: %[[ALL:.*]] = cleave.all_gather %[[PACK]] {blocks = 1 : i64, dim = 0 : i64, group = "dp"} : tensor<6xf32> -> tensor<18xf32>
+// UPDATE-NEXT: %[[ROWS:.*]] = cleave.reshape %[[ALL]] : tensor<18xf32> to tensor<3x6xf32>
+// UPDATE-NEXT: %[[CW:.*]] = cleave.slice %[[ROWS]] {dim = 1 : i64, end = 4 : i64, start = 0 : i64} : tensor<3x6xf32> -> tensor<3x4xf32>
+// UPDATE-NEXT: %[[NW:.*]] = cleave.reshape %[[CW]] : tensor<3x4xf32> to tensor<4x3xf32>
+// UPDATE-NEXT: cleave.assign %[[W]], %[[NW]] : tensor<4x3xf32>
+// UPDATE-NEXT: %[[CB:.*]] = cleave.slice %[[ROWS]] {dim = 1 : i64, end = 6 : i64, start = 4 : i64} : tensor<3x6xf32> -> tensor<3x2xf32>
+// UPDATE-NEXT: %[[FB:.*]] = cleave.reshape %[[CB]] : tensor<3x2xf32> to tensor<6xf32>
+// UPDATE-NEXT: %[[NB:.*]] = cleave.slice %[[FB]] {dim = 0 : i64, end = 4 : i64, start = 0 : i64} : tensor<6xf32> -> tensor<4xf32>
 // UPDATE-NEXT: cleave.assign %[[B]], %[[NB]] : tensor<4xf32>
+// UPDATE-NEXT: return
+
+// Gathers of at most 60 bytes: w's 48 bytes alone, then b's.
+// SMALL: cleave.all_gather %{{.*}} : tensor<4xf32> -> tensor<12xf32>
+// SMALL: cleave.all_gather %{{.*}} : tensor<2xf32> -> tensor<6xf32>
 
 // Clipping: the squares of the parts (their padding is zero) are summed over
 // the ranks before the square root, so the norm is the global one.

@@ -125,6 +125,46 @@ TEST(CommKernels, ReduceScatterOfABlockedInnerDim) {
             part(sum, whole, 1, 3, n, r));
 }
 
+TEST(CommKernels, ShardKeepsThisRanksPartOfABlockedDim) {
+  const int n = gWorld->size(), r = gWorld->rank();
+  const Shape whole = {2, 3 * n * 2, 2};
+  std::vector<float> full = iota(numElements(whole));
+  EXPECT_EQ(runKernel("shard", attrsOf({{"dim", int64_t{1}}, {"blocks", int64_t{3}}}), whole,
+                      full, divided(whole, 1, n)),
+            part(full, whole, 1, 3, n, r));
+}
+
+TEST(CommKernels, ShardRefusesADimTheGroupDoesNotDivide) {
+  const int n = gWorld->size();
+  if (n == 1)
+    GTEST_SKIP() << "every dim divides one rank";
+  Plan plan = tpPlan(n);
+  std::unique_ptr<Backend> cpu = createCpuBackend();
+  CommBackend backend(*cpu, plan, gWorld->rank(), {gWorld, gWorld, gWorld});
+  KernelSignature sig;
+  sig.kernel = "shard";
+  sig.inputs.push_back(TensorDesc{DType::F32, {2, n * 3 + 1}});
+  sig.outputs.push_back(TensorDesc{DType::F32, {2, 3}});
+  sig.attrs = attrsOf({{"dim", int64_t{1}}});
+  KernelFn fn;
+  Status s = backend.prepareKernel(sig, &fn);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("does not split into"), std::string::npos) << s.message();
+}
+
+TEST(ZeroParts, EachRankGetsItsRunAndZerosPastTheEnd) {
+  // 10 floats over 4 ranks: parts of 3, the last holds one value and padding.
+  std::vector<float> whole = iota(10);
+  for (int64_t r = 0; r < 4; ++r) {
+    std::vector<float> mine(3, -1);
+    copyZeroPart(whole.data(), whole.size() * sizeof(float), r, mine.data(),
+                 mine.size() * sizeof(float));
+    for (int64_t i = 0; i < 3; ++i)
+      EXPECT_EQ(mine[i], r * 3 + i < 10 ? whole[r * 3 + i] : 0.0f) << "rank " << r << " [" << i
+                                                                    << "]";
+  }
+}
+
 TEST(CommKernels, AllReduceSums) {
   const int n = gWorld->size(), r = gWorld->rank();
   std::vector<float> mine = iota(10, static_cast<float>(r + 1));

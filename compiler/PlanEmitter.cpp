@@ -172,6 +172,23 @@ struct ProgramBuilder {
   const Json &bufferJson(mlir::Value v) { return buffers[bufferOf.lookup(v)]; }
 };
 
+/// The "shard" entry of a buffer that `op` defines as the rank's ZeRO part
+/// (from its cleave.shard: group, ranks and the whole tensor's shape); null
+/// when the op holds the whole tensor.
+mlir::FailureOr<Json> shardEntry(mlir::Operation *op) {
+  auto shard = op->getAttrOfType<mlir::DictionaryAttr>(mlir::cleave::kShardAttr);
+  if (!shard)
+    return Json();
+  auto group = shard.getAs<mlir::StringAttr>("group");
+  auto ranks = shard.getAs<mlir::IntegerAttr>("ranks");
+  auto shape = shard.getAs<mlir::DenseI64ArrayAttr>("shape");
+  if (!group || !ranks || !shape)
+    return op->emitError("malformed ") << mlir::cleave::kShardAttr << " " << shard;
+  return Json{{"group", group.str()},
+              {"ranks", ranks.getInt()},
+              {"shape", rt::Shape(shape.asArrayRef().begin(), shape.asArrayRef().end())}};
+}
+
 /// How a program's weights are cut: the tp degree and the program's tp
 /// index (1 and 0 for a single device).
 struct WeightSlicing {
@@ -266,17 +283,13 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       Json storage{{"weight", name}};
       // ZeRO-3: the program holds the rank's part, the file the whole
       // tensor (every rank cuts its own part when it loads).
-      if (auto shard = param->getAttrOfType<mlir::DictionaryAttr>(mlir::cleave::kShardAttr)) {
-        auto group = shard.getAs<mlir::StringAttr>("group");
-        auto ranks = shard.getAs<mlir::IntegerAttr>("ranks");
-        auto shape = shard.getAs<mlir::DenseI64ArrayAttr>("shape");
-        if (!group || !ranks || !shape)
-          return param.emitError("malformed ") << mlir::cleave::kShardAttr << " " << shard;
-        rt::Shape whole(shape.asArrayRef().begin(), shape.asArrayRef().end());
-        storage["shard"] =
-            Json{{"group", group.str()}, {"ranks", ranks.getInt()}, {"shape", whole}};
+      mlir::FailureOr<Json> shard = shardEntry(param);
+      if (mlir::failed(shard))
+        return mlir::failure();
+      if (!shard->is_null()) {
         program.partBytes[name] = desc.bytes();
-        desc.shape = whole;
+        desc.shape = (*shard)["shape"].get<rt::Shape>();
+        storage["shard"] = std::move(*shard);
       }
       program.addBuffer(param, path, std::move(storage));
       if (!program.weightNames.insert(name).second)
@@ -325,17 +338,11 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         return state.emitError("has no state offset: run cleave-plan-memory first");
       Json entry{{"state", state.getName().str()}, {"state_offset", offset.getInt()}};
       // ZeRO: the state is this rank's part of a tensor of `shape`.
-      if (auto shard = state->getAttrOfType<mlir::DictionaryAttr>(mlir::cleave::kShardAttr)) {
-        auto group = shard.getAs<mlir::StringAttr>("group");
-        auto ranks = shard.getAs<mlir::IntegerAttr>("ranks");
-        auto shape = shard.getAs<mlir::DenseI64ArrayAttr>("shape");
-        if (!group || !ranks || !shape)
-          return state.emitError("malformed ") << mlir::cleave::kShardAttr << " " << shard;
-        entry["shard"] = Json{{"group", group.str()},
-                              {"ranks", ranks.getInt()},
-                              {"shape", std::vector<int64_t>(shape.asArrayRef().begin(),
-                                                             shape.asArrayRef().end())}};
-      }
+      mlir::FailureOr<Json> shard = shardEntry(state);
+      if (mlir::failed(shard))
+        return mlir::failure();
+      if (!shard->is_null())
+        entry["shard"] = std::move(*shard);
       program.addBuffer(state, state.getName().str(), std::move(entry));
       continue;
     }

@@ -397,7 +397,8 @@ def ReduceGradients : Pass<"cleave-reduce-gradients", "mlir::func::FuncOp"> {
            "reduce-scatter: each rank keeps its part of every gradient (ZeRO)">,
   ];
   let statistics = [
-    Statistic<"buckets", "buckets", "all_reduce ops the gradients were packed into">,
+    Statistic<"buckets", "buckets",
+              "all_reduce (reduce_scatter with shard) ops the gradients were packed into">,
   ];
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }

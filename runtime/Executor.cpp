@@ -54,16 +54,16 @@ Status Executor::create(const ProgramSpec &program, Backend &backend,
     CLEAVE_RETURN_IF_ERROR(backend.copyToDevice(executor->state_, zeros.data(), zeros.size()));
   }
   if (!program.weightShards.empty()) {
-    // ZeRO parts: each weight into its slot, a part cut from the whole.
-    std::vector<char> whole, part;
+    // ZeRO parts: the file read once, each weight into its slot, a part
+    // cut from the whole.
+    std::vector<char> file(program.weights.dataBytes), part;
+    CLEAVE_RETURN_IF_ERROR(readSafetensorsData(program.weights, file.data()));
     for (const SafetensorsEntry &entry : program.weights.entries) {
       const ProgramSpec::WeightSlot &slot = program.weightSlots.at(entry.name);
-      whole.resize(entry.desc.bytes());
-      CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(program.weights, entry, whole.data()));
-      const char *from = whole.data();
+      const char *from = file.data() + entry.begin;
       if (program.weightShard(entry.name)) {
         part.resize(slot.bytes);
-        copyZeroPart(whole.data(), whole.size(), dpIndex, part.data(), part.size());
+        copyZeroPart(from, entry.desc.bytes(), dpIndex, part.data(), part.size());
         from = part.data();
       }
       CLEAVE_RETURN_IF_ERROR(backend.copyToDevice(static_cast<char *>(executor->weights_) +

@@ -636,7 +636,7 @@ Status programPosition(const Plan &plan, const Node &entry, const Node &top,
 
 /// The weights region: the file's layout, or with ZeRO parts a 64-byte
 /// aligned slot per weight in file order, a part taking its part's bytes.
-void layOutWeights(ProgramSpec *program) {
+void layOutWeights(const Plan &plan, ProgramSpec *program) {
   program->weightSlots.clear();
   size_t offset = 0;
   for (const SafetensorsEntry &entry : program->weights.entries) {
@@ -645,11 +645,9 @@ void layOutWeights(ProgramSpec *program) {
       continue;
     }
     size_t bytes = entry.desc.bytes();
-    if (program->weightShard(entry.name)) {
-      for (const BufferSpec &b : program->buffers)
-        if (b.weight && *b.weight == entry.name && b.shardOf)
-          bytes = b.desc.bytes();
-    }
+    if (program->weightShard(entry.name)) // parseShard checked: over the plan's dp
+      bytes = static_cast<size_t>((entry.desc.numel() + plan.dp - 1) / plan.dp) *
+              dtypeBytes(entry.desc.dtype);
     program->weightSlots[entry.name] = {offset, bytes};
     offset += alignWeightSlot(bytes);
   }
@@ -708,7 +706,7 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
   program->weightBytes = static_cast<size_t>(predictedWeights);
 
   CLEAVE_RETURN_IF_ERROR(parseBuffers(plan, top, program));
-  layOutWeights(program);
+  layOutWeights(plan, program);
   if (plan.hasWeights && static_cast<size_t>(predictedWeights) != program->weightRegionBytes)
     return CLEAVE_ERROR("manifest.json: program '", name, "' predicts ", predictedWeights,
                         " weight bytes, ", program->weightsFile, " needs ",

@@ -207,17 +207,37 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   if (rt::Status s = rt::agreeAcrossRanks(*world, created); !s.ok())
     return agreed(s);
 
-  // A data-parallel plan: the world is the dp group.
+  // The dp group: the ranks of this stage (all of them without a
+  // pipeline). Collective, so every rank splits.
   const rt::DeviceSpec &me = plan.devices[rank];
-  rt::CommBackend backend(*compute, plan, rank, rt::RankComms{world.get(), nullptr, world.get()});
+  std::unique_ptr<rt::Communicator> dpGroup;
+  if (rt::Status s = world->split(static_cast<int>(me.stage * plan.tp + me.tp),
+                                  static_cast<int>(me.dp),
+                                  "dp group " + std::to_string(me.stage * plan.tp + me.tp),
+                                  &dpGroup);
+      !s.ok())
+    return fail(s);
+  rt::CommBackend backend(*compute, plan, rank, rt::RankComms{world.get(), nullptr, dpGroup.get()});
+  options.rank = rank;
   options.dataShare = me.dp;
   options.dataShares = plan.dp;
   options.writesFiles = rank == 0;
+  if (plan.pp > 1) {
+    // The last stage computes the loss (averaged over its dp group): its
+    // first rank gives it to every rank.
+    const int holder = static_cast<int>((plan.pp - 1) * plan.dp * plan.tp);
+    options.shareLoss = [&world, holder](double *loss, bool) -> rt::Status {
+      float value = static_cast<float>(*loss);
+      CLEAVE_RETURN_IF_ERROR(world->broadcast(&value, 1, rt::DType::F32, holder));
+      *loss = value;
+      return {};
+    };
+  }
   options.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
   options.shards.index = me.dp;
   options.shards.ranks = plan.dp;
   options.shards.gather = [&](const void *part, void *whole, size_t count, rt::DType dtype) {
-    return world->allGather(part, whole, count, dtype);
+    return dpGroup->allGather(part, whole, count, dtype);
   };
   rt::TrainReport report;
   auto onStep = [&](const rt::StepRecord &r) {
@@ -260,10 +280,15 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
         !s.ok())
       return fail(s);
     if (!quiet)
-      std::printf("cleave train: steps %lld..%lld on %d data-parallel ranks%s (%s), memory %.2f "
+      std::printf("cleave train: steps %lld..%lld on %s%s (%s), memory %.2f "
                   "MiB allocated per rank (%.2f MiB predicted)%s%s\n",
                   static_cast<long long>(report.firstStep),
-                  static_cast<long long>(options.steps), world->size(),
+                  static_cast<long long>(options.steps),
+                  plan.pp > 1 ? (std::to_string(plan.pp) + " pipeline stages (" +
+                                 plan.pipelineSchedule + ") x " + std::to_string(plan.dp) +
+                                 " data-parallel ranks")
+                                    .c_str()
+                              : (std::to_string(world->size()) + " data-parallel ranks").c_str(),
                   plan.training->zero == "none"
                       ? ""
                       : (" with ZeRO (" + plan.training->zero + ")").c_str(),

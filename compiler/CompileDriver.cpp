@@ -293,8 +293,10 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
     return DriverStatus::failure();
   };
   const auto &search = request.planner.search;
-  if (chosen.pp > 1 || chosen.tp > 1)
-    return refuse("has pipeline stages or tensor splits", "pin --pp 1 --tp 1");
+  if (chosen.tp > 1)
+    return refuse("splits layers over " + std::to_string(chosen.tp) +
+                      " tensor-parallel ranks (tensor-parallel backward is not implemented)",
+                  "pin --tp 1");
   for (const auto &stage : chosen.stages)
     if (!stage.recomputed.empty())
       return refuse("recomputes " + std::to_string(stage.recomputed.size()) + " layers",
@@ -318,6 +320,132 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
   compiled.plan = std::move(plan);
   result = std::move(compiled);
   progress(request, "training step, written");
+  return {};
+}
+
+/// A training plan with pipeline stages: the model imported at the
+/// microbatch size and prepared for training, planned again with every
+/// choice pinned (so the placement is the chosen one on this IR), placed,
+/// differentiated, split into one unrolled step per stage in the schedule's
+/// order (-cleave-pipeline-training), the gradients averaged over each
+/// stage's dp group and the optimizer added to every stage's step.
+DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRequest &original,
+                                     const cost::ClusterSpec &spec,
+                                     const planner::Candidate &first, CompileResult &result) {
+  CompileRequest request = original;
+  auto &search = request.planner.search;
+  auto refuse = [&](const std::string &what, const std::string &pin) {
+    error(context) << "the plan for training (" << first.label() << ") " << what
+                   << ", which cleave cannot run yet; " << pin;
+    return DriverStatus::failure();
+  };
+  if (first.tp > 1)
+    return refuse("splits layers over " + std::to_string(first.tp) +
+                      " tensor-parallel ranks (tensor-parallel backward is not implemented)",
+                  "pin --tp 1");
+  if (first.dp > 1 && (first.sharding == cost::ShardingLevel::Gradients ||
+                       first.sharding == cost::ShardingLevel::Parameters))
+    return refuse(std::string("shards ") +
+                      (first.sharding == cost::ShardingLevel::Gradients ? "gradients" : "parameters") +
+                      " over data-parallel ranks with pipeline stages (ZeRO-2 and 3 reduce each "
+                      "microbatch, which the pipeline does not yet)",
+                  "pin --zero optimizer or --zero none");
+  if (request.training.clipGradNorm > 0)
+    return refuse("clips the gradients' norm across pipeline stages",
+                  "train without --clip-grad-norm");
+  if (request.planner.batchDim != 0) {
+    error(context) << "pipeline training splits the batch in dim 0 of every input";
+    return DriverStatus::failure().withUsage();
+  }
+  LoadedModel &model = result.model;
+  if (DriverStatus s = import(context, request, first.microbatchSize, model); !s.ok())
+    return s;
+  Snapshots snapshots;
+  snapshots.add("imported", *model.module);
+  mlir::cleave::PrepareOptions prepare;
+  prepare.fuseAttention = request.fuseAttention;
+  prepare.paramData = paramDataOf(model.params);
+  prepare.dtype = request.dtype;
+  prepare.training = true;
+  prepare.seed = request.seed;
+  if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
+        mlir::cleave::addPreparePipeline(pm, prepare);
+      })))
+    return DriverStatus::failure();
+  snapshots.add("prepared", *model.module);
+  if (DriverStatus s = checkDataParallelTraining(model, first.dp, first.microbatches); !s.ok())
+    return s;
+  search.tp = first.tp;
+  search.pp = first.pp;
+  search.dp = first.dp;
+  search.microbatchSize = first.microbatchSize;
+  search.virtualStages = first.virtualStages;
+  search.schedule = first.schedule;
+  search.sharding = first.sharding;
+  if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok()) {
+    if (s.error() == DriverError::NothingFits)
+      error(context) << "the plan (" << first.label()
+                     << ") no longer fits when planned again at its microbatch size";
+    return s;
+  }
+  const planner::Candidate &chosen = *result.plan->chosen;
+  result.partition = partitionInfo(model, request, *result.plan);
+  annotateModel(model, *result.plan);
+  snapshots.add("planned", *model.module);
+
+  mlir::cleave::TrainingOptions training = request.training;
+  training.pipelineStages = chosen.pp;
+  training.dataParallel = chosen.dp;
+  training.microbatches = chosen.microbatches;
+  training.zero = chosen.dp > 1 ? std::string(cost::shardingLevelName(chosen.sharding)) : "none";
+  // A stage's update waits for the step's last backward slot anyway.
+  training.earlyUpdates = false;
+  if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
+        mlir::cleave::addTrainingPipeline(pm, training);
+      })))
+    return DriverStatus::failure();
+  snapshots.add("training-step", *model.module);
+  // The step's inputs (the loss may have added `labels`) and its output.
+  result.partition.inputNames.clear();
+  for (auto func : model.module->getOps<mlir::func::FuncOp>())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, "cleave.name");
+          name && !llvm::is_contained(result.partition.inputNames, name.str()))
+        result.partition.inputNames.push_back(name.str());
+  result.partition.outputNames = {"loss"};
+  if (mlir::failed(runPasses(*model.module, [](mlir::PassManager &pm) {
+        pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createPlanMemory());
+      })))
+    return DriverStatus::failure();
+  snapshots.add("memory-planned", *model.module);
+  progress(request, "lowered");
+
+  PlanEmitOptions emitOptions;
+  emitOptions.modelSource = request.model;
+  emitOptions.strategyJson = result.plan->strategyJson;
+  emitOptions.irSnapshots = snapshots.list;
+  emitOptions.training = trainingEmitInfo(request.training, request.dtype, request.seed);
+  for (const StateDictItem &item : model.stateDict)
+    emitOptions.training->stateDict.push_back(StateDictEntry{item.name, item.param, &item.data});
+  emitOptions.training->zero = training.zero;
+  runtime::VerifyResult verified;
+  emitOptions.check = [&](const std::string &dir) -> mlir::LogicalResult {
+    runtime::Plan written;
+    if (runtime::Status s = runtime::loadPlan(dir, &written); !s.ok()) {
+      error(context) << "the compiled plan does not load: " << s.message();
+      return mlir::failure();
+    }
+    verified = runtime::verifyPlan(written);
+    for (const std::string &e : verified.errors)
+      error(context) << "the compiled plan fails verification: " << e;
+    return mlir::success(verified.ok());
+  };
+  if (mlir::failed(emitPartitionedPlan(*model.module, model.params, request.output, emitOptions,
+                                       result.partition)))
+    return DriverStatus::failure();
+  result.transfers = verified.transfers;
+  result.collectives = verified.collectives;
+  progress(request, "training step, verified, written");
   return {};
 }
 
@@ -347,6 +475,8 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
     chosen = *result.plan->chosen;
   }
   progress(request, "planned");
+  if (search.training && !request.forwardOnly && chosen.pp > 1)
+    return compilePipelineTraining(context, request, spec, chosen, result);
   if (search.training && !request.forwardOnly)
     return compileDataParallelTraining(context, request, chosen, *result.plan, result);
 

@@ -156,8 +156,10 @@ struct ProgramBuilder {
   llvm::DenseMap<mlir::Value, int64_t> bufferOf;
   int64_t constants = 0;
   int64_t stages = 1; ///< pipeline stages: a chunk c runs on stage c % stages
-  /// The phase of each instruction (forward, backward, optimizer).
+  /// The phase of each instruction (forward, backward, optimizer), and
+  /// its index in the function's phases (mlir::cleave::phaseSlotsOf).
   std::vector<std::string> instructionPhases;
+  std::vector<size_t> instructionSlots;
 
   int64_t addBuffer(mlir::Value value, const std::string &name, Json storage) {
     int64_t id = static_cast<int64_t>(buffers.size());
@@ -254,8 +256,11 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
 
   int64_t &constants = program.constants;
   std::vector<llvm::StringRef> phases = mlir::cleave::phasesOf(body);
+  std::vector<size_t> slotOfOp;
+  (void)mlir::cleave::phaseSlotsOf(body, slotOfOp);
   size_t position = 0;
   for (mlir::Operation &op : body) {
+    size_t slotOfThis = slotOfOp[position];
     llvm::StringRef phaseOfOp = phases[position++];
     if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
       for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
@@ -447,6 +452,7 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       instruction["loc"] = loc;
     program.instructions.push_back(instruction);
     program.instructionPhases.push_back(phaseOfOp.str());
+    program.instructionSlots.push_back(slotOfThis);
   }
   return mlir::success();
 }
@@ -596,22 +602,36 @@ int64_t intAttr(mlir::Operation *op, llvm::StringRef name) {
 
 /// The manifest's `training` section, the trainable parameters and the
 /// state_dict's extra tensors of a training program.
-mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmitInfo &info,
-                                     const ProgramBuilder &program, int64_t ranks, Json &training,
-                                     ExtraWeights &extra, int64_t &parameterBytes) {
+/// `funcs[i]` was emitted as `programs[i]` (one program on one device,
+/// one per stage in a pipeline); `parameterBytes[i]` receives the bytes of
+/// the parameters program i trains.
+mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
+                                     const TrainingEmitInfo &info,
+                                     llvm::ArrayRef<const ProgramBuilder *> programs,
+                                     int64_t ranks, Json &training, ExtraWeights &extra,
+                                     std::vector<int64_t> &parameterBytes) {
   // Every input holds the samples of one step in dim 0.
   int64_t batch = -1;
-  for (mlir::BlockArgument arg : func.getArguments()) {
-    auto type = llvm::cast<mlir::RankedTensorType>(arg.getType());
-    auto name = func.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "cleave.name");
-    if (type.getRank() == 0 || (batch >= 0 && type.getDimSize(0) != batch))
-      return func.emitError("training needs every input to hold the step's samples in dim 0; '")
-             << (name ? name.getValue() : "?") << "' is " << type;
-    batch = type.getDimSize(0);
-  }
+  for (mlir::func::FuncOp func : funcs)
+    for (mlir::BlockArgument arg : func.getArguments()) {
+      auto type = llvm::cast<mlir::RankedTensorType>(arg.getType());
+      auto name = func.getArgAttrOfType<mlir::StringAttr>(arg.getArgNumber(), "cleave.name");
+      if (type.getRank() == 0 || (batch >= 0 && type.getDimSize(0) != batch))
+        return func.emitError("training needs every input to hold the step's samples in dim 0; '")
+               << (name ? name.getValue() : "?") << "' is " << type;
+      batch = type.getDimSize(0);
+    }
   // The parameters the step trains: those an update writes, or, for a
   // plan that returns its gradients, those it returns gradients of.
   std::vector<std::string> trained;
+  parameterBytes.assign(funcs.size(), 0);
+  auto holds = [&](const std::string &name) {
+    return llvm::any_of(programs, [&](const ProgramBuilder *p) { return p->weightNames.count(name); });
+  };
+  for (size_t f = 0; f < funcs.size(); ++f) {
+  mlir::func::FuncOp func = funcs[f];
+  const ProgramBuilder *program = programs[f];
+  std::vector<std::string> trainedHere;
   llvm::DenseSet<mlir::Value> seen;
   for (mlir::Operation &op : func.front()) {
     auto executable = llvm::dyn_cast<mlir::cleave::ExecutableOpInterface>(op);
@@ -621,7 +641,7 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
     if (!seen.insert(param).second)
       continue;
     if (auto whole = param.getDefiningOp<mlir::cleave::ParamOp>()) {
-      trained.push_back(whole.getName().str());
+      trainedHere.push_back(whole.getName().str());
       continue;
     }
     // ZeRO: the update writes this rank's part of the parameter.
@@ -631,34 +651,42 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
     auto of = shard ? shard.getAs<mlir::StringAttr>("param") : mlir::StringAttr();
     if (!of)
       return op.emitError("updates neither a parameter nor a part of one");
-    if (std::find(trained.begin(), trained.end(), of.str()) == trained.end())
-      trained.push_back(of.str());
+    if (std::find(trainedHere.begin(), trainedHere.end(), of.str()) == trainedHere.end())
+      trainedHere.push_back(of.str());
   }
   for (unsigned i = 0; i < func.getNumResults(); ++i)
     if (auto of = func.getResultAttrOfType<mlir::StringAttr>(i, "cleave.gradient_of"))
-      trained.push_back(of.str());
-  parameterBytes = 0;
-  for (const std::string &name : trained)
-    for (const rt::SafetensorsTensor &w : program.weights)
+      trainedHere.push_back(of.str());
+  int64_t &bytes = parameterBytes[f];
+  for (const std::string &name : trainedHere) {
+    for (const rt::SafetensorsTensor &w : program->weights)
       if (w.name == name) {
-        auto part = program.partBytes.find(name);
-        parameterBytes += part == program.partBytes.end()
-                              ? w.desc.bytes()
-                              : rt::alignWeightSlot(part->second);
+        auto part = program->partBytes.find(name);
+        bytes += part == program->partBytes.end() ? w.desc.bytes()
+                                                  : rt::alignWeightSlot(part->second);
       }
+    // A weight tied across stages is trained on each stage that holds it.
+    if (std::find(trained.begin(), trained.end(), name) == trained.end())
+      trained.push_back(name);
+  }
+  }
 
   Json stateDict = Json::array();
   if (info.stateDict.empty()) {
-    for (auto param : func.front().getOps<mlir::cleave::ParamOp>())
-      stateDict.push_back(Json{{"name", param.getName().str()}, {"tensor", param.getName().str()}});
+    std::set<std::string> listed;
+    for (mlir::func::FuncOp func : funcs)
+      for (auto param : func.front().getOps<mlir::cleave::ParamOp>())
+        if (listed.insert(param.getName().str()).second)
+          stateDict.push_back(
+              Json{{"name", param.getName().str()}, {"tensor", param.getName().str()}});
   }
   extra.file = "weights/state_dict_extra.safetensors";
   for (const StateDictEntry &entry : info.stateDict) {
     // An entry whose weight the passes removed (nothing reads it any more)
     // is kept from its data, as one the program never read.
-    if (!entry.tensor.empty() && (program.weightNames.count(entry.tensor) || !entry.data)) {
-      if (!program.weightNames.count(entry.tensor))
-        return func.emitError("state_dict entry '")
+    if (!entry.tensor.empty() && (holds(entry.tensor) || !entry.data)) {
+      if (!holds(entry.tensor))
+        return mlir::func::FuncOp(funcs.front()).emitError("state_dict entry '")
                << entry.name << "' names '" << entry.tensor << "', which the program does not hold";
       stateDict.push_back(Json{{"name", entry.name}, {"tensor", entry.tensor}});
       continue;
@@ -666,7 +694,8 @@ mlir::LogicalResult trainingManifest(mlir::func::FuncOp func, const TrainingEmit
     const ParamData *data = entry.data;
     std::optional<rt::DType> dtype = data ? rt::parseDType(data->dtype) : std::nullopt;
     if (!data || !data->data || !dtype)
-      return func.emitError("state_dict entry '") << entry.name << "' has no data to keep";
+      return mlir::func::FuncOp(funcs.front()).emitError("state_dict entry '")
+             << entry.name << "' has no data to keep";
     extra.tensors.push_back(
         {entry.name, rt::TensorDesc{*dtype, rt::Shape(data->shape.begin(), data->shape.end())},
          data->data});
@@ -765,10 +794,12 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
   if (training) {
     programEntry["state_bytes"] = stateBytes;
     ExtraWeights extra;
-    int64_t parameterBytes = 0;
-    if (mlir::failed(trainingManifest(func, *options.training, program.builder,
-                                      ranks * microbatches, trainingJson, extra, parameterBytes)))
+    std::vector<int64_t> parameterBytesOf;
+    const ProgramBuilder *builder = &program.builder;
+    if (mlir::failed(trainingManifest(func, *options.training, builder, ranks * microbatches,
+                                      trainingJson, extra, parameterBytesOf)))
       return mlir::failure();
+    int64_t parameterBytes = parameterBytesOf.front();
     if (!extra.tensors.empty())
       extras.push_back(std::move(extra));
     auto peak = func->getAttrOfType<mlir::DictionaryAttr>("cleave.arena_peak");
@@ -902,8 +933,102 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
   Json programsJson = Json::object();
   Json modelInputs = Json::array(), modelOutputs = Json::array();
   int64_t largestArena = 0, largestWeights = 0;
+  const bool training = options.training.has_value();
+  std::vector<mlir::func::FuncOp> trainingFuncs;
+  std::vector<const ProgramBuilder *> trainingBuilders;
+  // Per stage, the slots its step runs (from its phases, in order).
+  std::vector<Json> trainingSlots(info.pp, Json::array());
+  Json largestMemory;
   for (auto &[key, funcs] : phasesOf) {
     auto [stage, tp] = key;
+    if (training) {
+      if (funcs.size() != 1)
+        return funcs.front().emitError("a pipelined training step has one function per stage and "
+                                       "tp index, not ")
+               << funcs.size();
+      mlir::func::FuncOp func = funcs.front();
+      ProgramFiles &program = programs.emplace_back();
+      program.name = "stage" + std::to_string(stage) + "_tp" + std::to_string(tp);
+      program.builder.stages = info.pp;
+      PhaseBindings all;
+      Json inputs = Json::array(), outputs = Json::array();
+      if (mlir::failed(buildProgram(func, params, WeightSlicing{info.tp, tp, info.withWeights},
+                                    program.builder, all, inputs, outputs)))
+        return mlir::failure();
+      if (tp == 0)
+        for (auto [every, part] : {std::pair{&modelInputs, &inputs}, {&modelOutputs, &outputs}})
+          for (const Json &t : *part)
+            every->push_back(t);
+      std::vector<size_t> slotOfOp;
+      std::vector<mlir::cleave::PhaseSlot> slots = mlir::cleave::phaseSlotsOf(func.front(), slotOfOp);
+      // A phase per slot: its instructions, the inputs its first reader
+      // reads (a microbatch's arguments) and the outputs it computes.
+      std::vector<PhaseBindings> bindings(slots.size());
+      std::vector<Json> instructions(slots.size(), Json::array());
+      std::map<int64_t, size_t> writer; // buffer -> slot of the instruction writing it
+      for (auto [instruction, slot] :
+           llvm::zip(program.builder.instructions, program.builder.instructionSlots)) {
+        instructions[slot].push_back(instruction);
+        for (const Json &b : instruction["outputs"])
+          writer[b.get<int64_t>()] = slot;
+      }
+      for (auto [i, input] : llvm::enumerate(all.inputs)) {
+        auto chunk = func.getArgAttrOfType<mlir::IntegerAttr>(i, mlir::cleave::kPhaseChunkAttr);
+        auto microbatch =
+            func.getArgAttrOfType<mlir::IntegerAttr>(i, mlir::cleave::kPhaseMicrobatchAttr);
+        auto it = llvm::find_if(slots, [&](const mlir::cleave::PhaseSlot &slot) {
+          return chunk && microbatch && slot.name == mlir::cleave::kForwardPhase &&
+                 slot.chunk == chunk.getInt() && slot.microbatch == microbatch.getInt();
+        });
+        if (it == slots.end())
+          return func.emitError("argument ") << i << " is read by no forward slot";
+        bindings[it - slots.begin()].inputs.push_back(input);
+      }
+      for (const Json &output : all.outputs) {
+        auto it = writer.find(output["buffer"].get<int64_t>());
+        if (it == writer.end())
+          return func.emitError("output '") << output["name"].get<std::string>()
+                                            << "' is computed by no instruction";
+        bindings[it->second].outputs.push_back(output);
+      }
+      Json phases = Json::array();
+      for (auto [k, slot] : llvm::enumerate(slots)) {
+        Json phase{{"name", slot.name.str()}, {"chunk", slot.chunk >= 0 ? slot.chunk : stage}};
+        if (slot.microbatch >= 0)
+          phase["microbatch"] = slot.microbatch;
+        phase.update(Json{{"inputs", bindings[k].inputs},
+                          {"outputs", bindings[k].outputs},
+                          {"instructions", instructions[k]}});
+        phases.push_back(phase);
+        if (tp == 0)
+          trainingSlots[stage].push_back(Json{{"phase", slot.name.str()},
+                                              {"chunk", slot.chunk >= 0 ? slot.chunk : stage},
+                                              {"microbatch", std::max<int64_t>(0, slot.microbatch)}});
+      }
+      int64_t arena = intAttr(func, "cleave.arena_bytes");
+      int64_t state = intAttr(func, "cleave.state_bytes");
+      int64_t weightBytes = weightBytesOf(program.builder);
+      program.json = Json{{"format", "cleave-program"}, {"version", 2},
+                          {"name", program.name},       {"stage", stage},
+                          {"tp", tp},                   {"arena_bytes", arena},
+                          {"state_bytes", state}};
+      addBindings(program.json, bindings);
+      program.json["buffers"] = program.builder.buffers;
+      program.json["phases"] = phases;
+      Json entry{{"file", "programs/" + program.name + ".json"}};
+      if (info.withWeights)
+        entry["weights"] = "weights/" + program.name + ".safetensors";
+      entry.update(Json{{"stage", stage}, {"tp", tp}, {"arena_bytes", arena},
+                        {"weight_bytes", weightBytes}, {"state_bytes", state}});
+      programsJson[program.name] = entry;
+      int64_t total = arena + weightBytes + state;
+      if (largestMemory.is_null() || total > largestMemory["total"].get<int64_t>())
+        largestMemory = Json{{"arena", arena}, {"weights", weightBytes}, {"state", state},
+                             {"total", total}};
+      trainingFuncs.push_back(func);
+      trainingBuilders.push_back(&program.builder);
+      continue;
+    }
     llvm::sort(funcs, [&](auto a, auto b) { return chunkOf(a) < chunkOf(b); });
     ProgramFiles &program = programs.emplace_back();
     program.name = "stage" + std::to_string(stage) + "_tp" + std::to_string(tp);
@@ -961,6 +1086,12 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
         return mlir::emitError(loc) << "no program binds the model's " << what << " '" << name
                                     << "'";
       Json t = *it;
+      if (training && std::string(what) == "output") {
+        // A training step's outputs (the loss) are reduced over the batch.
+        t["batch_dim"] = nullptr;
+        out.push_back(t);
+        continue;
+      }
       auto shape = t["shape"].get<std::vector<int64_t>>();
       int64_t dim = info.batchDim;
       bool batched = dim < int64_t(shape.size()) && shape[dim] == info.microbatchSize;
@@ -1016,7 +1147,7 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
     Json js = Json::array();
     for (const ScheduleSlot &slot : list)
       js.push_back(Json{{"phase", slot.phase}, {"chunk", slot.chunk}, {"microbatch", slot.microbatch}});
-    stages.push_back(Json{{"stage", s}, {"slots", js}});
+    stages.push_back(Json{{"stage", s}, {"slots", training ? trainingSlots[s] : js}});
   }
   Json parameters = Json::object();
   for (const auto &[name, type] : info.parameters)
@@ -1027,23 +1158,44 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
   Json predicted = info.predicted;
   predicted["memory_bytes"] = Json{{"arena", largestArena}, {"weights", largestWeights},
                                    {"total", largestArena + largestWeights}};
+  Json trainingJson;
+  std::vector<ExtraWeights> extras;
+  if (training) {
+    // The largest program's memory (each program's is in its entry).
+    predicted["memory_bytes"] = largestMemory;
+    ExtraWeights extra;
+    std::vector<int64_t> parameterBytes;
+    if (mlir::failed(trainingManifest(trainingFuncs, *options.training, trainingBuilders,
+                                      info.dp * info.microbatches, trainingJson, extra,
+                                      parameterBytes)))
+      return mlir::failure();
+    trainingJson["zero"] = options.training->zero;
+    if (!extra.tensors.empty())
+      extras.push_back(std::move(extra));
+  }
   Json manifest{
       {"format", "cleave-plan"},
-      {"version", rt::kPlanFormatVersion},
+      {"version", training ? 2 : rt::kPlanFormatVersion},
       {"model", Json{{"source", options.modelSource}, {"weights", info.withWeights}}},
       {"inputs", *inputs},
       {"outputs", *outputs},
       {"mesh", Json{{"pp", info.pp}, {"tp", info.tp}, {"dp", info.dp}}},
       {"batch", Json{{"global", info.globalBatch}, {"microbatch_size", info.microbatchSize},
                      {"microbatches", info.microbatches}}},
-      {"schedule", Json{{"kind", info.schedule}, {"microbatches", info.microbatches},
+      {"schedule", Json{{"kind", training ? std::string("train") : info.schedule},
+                        {"microbatches", info.microbatches},
                         {"virtual_stages", info.virtualStages}, {"stages", stages}}},
       {"groups", Json{{"tp", tpGroups}, {"dp", dpGroups}, {"pipeline", pipelines}}},
       {"devices", devices},
       {"parameters", parameters},
       {"programs", programsJson},
       {"predicted", predicted}};
-  return writePlanDirectory(loc, dir, manifest, programs, info.withWeights, options);
+  if (training) {
+    // The pipeline's order of forward and backward slots.
+    manifest["schedule"]["pipeline"] = info.schedule;
+    manifest["training"] = trainingJson;
+  }
+  return writePlanDirectory(loc, dir, manifest, programs, info.withWeights, options, extras);
 }
 
 } // namespace cleave

@@ -45,6 +45,9 @@ struct TrainingEmitInfo {
   nlohmann::ordered_json optimizer;
   /// In the model's order; empty: every param under its own name.
   std::vector<StateDictEntry> stateDict;
+  /// ZeRO over the dp group (a pipelined plan's; a data-parallel plan's is
+  /// PlanEmitOptions::DataParallel::zero).
+  std::string zero = "none";
 };
 
 /// The manifest's training section for a step compiled with `options`

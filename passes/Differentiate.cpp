@@ -16,6 +16,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/ScopeExit.h"
 
 namespace mlir::cleave {
 #define GEN_PASS_DEF_DIFFERENTIATE
@@ -144,9 +145,19 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
       contributions.erase(it);
       return gradient;
     };
+    // The backward ops built for `op` (since `before`) inherit its
+    // placement: the pipeline runs them on the stage (chunk) that ran it.
+    auto inheritPlacement = [&](Operation *op, Operation *before) {
+      for (Operation *b = before->getNextNode(); b && b != ret; b = b->getNextNode())
+        for (StringRef name : kPlacementAttrs)
+          if (Attribute a = op->getAttr(name); a && !b->hasAttr(name))
+            b->setAttr(name, a);
+    };
     for (Operation *op : llvm::reverse(forward)) {
       if (isa<ParamOp, StateOp, ConstantOp>(op))
         continue;
+      Operation *before = ret->getPrevNode();
+      auto placed = llvm::make_scope_exit([&] { inheritPlacement(op, before); });
       SmallVector<Value> resultGradients;
       bool reached = false;
       for (Value result : op->getResults()) {
@@ -181,10 +192,36 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
     MLIRContext *context = func.getContext();
     SmallVector<Value> results{loss};
     SmallVector<DictionaryAttr> resultAttrs{func.getResultAttrDict(0)};
+    auto placementOf = [](Value v) {
+      Operation *def = v.getDefiningOp();
+      SmallVector<Attribute> placement;
+      for (StringRef name : kPlacementAttrs)
+        placement.push_back(def ? def->getAttr(name) : Attribute());
+      return placement;
+    };
     for (ParamOp param : trainable) {
+      // A weight read in several placements (tied): its gradient sums
+      // partial gradients that the pipeline sums across stages.
+      bool tied = false;
+      SmallVector<Attribute> placement;
+      if (auto it = contributions.find(param); it != contributions.end()) {
+        placement = placementOf(it->second.front());
+        for (Value part : it->second)
+          tied |= placementOf(part) != placement;
+      }
+      Operation *before = ret->getPrevNode();
       Value gradient = gradientOf(param, param.getLoc());
       if (!gradient)
         continue;
+      for (Operation *b = before->getNextNode(); b && b != ret; b = b->getNextNode()) {
+        if (tied) {
+          b->setAttr(kTiedGradientAttr, UnitAttr::get(func.getContext()));
+          continue;
+        }
+        for (auto [name, a] : llvm::zip(kPlacementAttrs, placement))
+          if (a)
+            b->setAttr(name, a);
+      }
       results.push_back(gradient);
       resultAttrs.push_back(DictionaryAttr::get(
           context, {NamedAttribute(StringAttr::get(context, "cleave.name"),

@@ -77,6 +77,11 @@ struct TrainingOptions {
   /// "parameters" (ZeRO-3): also each rank holds only its part of every
   /// trained parameter, gathered whole before each phase reads it.
   std::string zero = "none";
+  /// Pipeline stages: with more than one, the differentiated step is split
+  /// into one unrolled step per stage (-cleave-pipeline-training, which
+  /// also accumulates the microbatches' gradients) before the reduction
+  /// and the optimizer, which then run on every stage's step.
+  int64_t pipelineStages = 1;
 };
 
 /// Canonicalize and CSE: fold what the importer left.

@@ -167,6 +167,34 @@ def OutlineStages : Pass<"cleave-outline-stages", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect", "mlir::func::FuncDialect"];
 }
 
+def PipelineTraining : Pass<"cleave-pipeline-training", "mlir::ModuleOp"> {
+  let summary = "Split a differentiated step into one unrolled step per pipeline stage";
+  let description = [{
+    Runs after `-cleave-differentiate` on a @forward whose ops the planner
+    placed (`cleave.stage`, and `cleave.chunk` when interleaved; backward
+    ops inherit their forward op's; the unplaced loss belongs to the last
+    chunk) and whose `cleave.schedule` names the schedule (gpipe, 1f1b,
+    interleaved), the microbatches and the virtual stages. Each stage gets
+    `@train_stage<s>`: its slots in schedule order, each slot the forward
+    or backward of one chunk on one microbatch, marked as a phase
+    (`cleave.phase`, `cleave.phase_chunk`, `cleave.phase_microbatch`).
+    Activations cross stages forward and gradients backward as
+    `cleave.send` / `cleave.recv` pairs, one tag per (value, receiving
+    chunk); each microbatch has its own arguments for the model's inputs.
+    Ops marked `cleave.recompute` are computed again in their backward slot
+    instead of being kept from forward. Gradients are summed over the
+    microbatches as each backward finishes and scaled by 1/microbatches
+    after the last; a weight tied across stages (a `cleave.tied_gradient`
+    sum) has each stage's partial sent to the others and summed in chunk
+    order on every stage that holds it, so their copies stay equal. The
+    last stage returns the loss, the mean over the microbatches; every
+    stage returns `grad.<param>` for the weights it holds, for
+    `-cleave-reduce-gradients` and `-cleave-add-optimizer`. @forward is
+    removed.
+  }];
+  let dependentDialects = ["mlir::cleave::CleaveDialect", "mlir::func::FuncDialect"];
+}
+
 def LocalShapes : Pass<"cleave-local-shapes", "mlir::ModuleOp"> {
   let summary = "Give every value the shape one rank of its tp group holds";
   let description = [{

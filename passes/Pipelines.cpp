@@ -47,6 +47,9 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   loss.loss = options.loss;
   pm.addNestedPass<func::FuncOp>(createAppendLoss(loss));
   pm.addNestedPass<func::FuncOp>(createDifferentiate());
+  const bool pipelined = options.pipelineStages > 1;
+  if (pipelined)
+    pm.addPass(createPipelineTraining());
   bool sharded = options.zero != "none";
   auto reduce = [&] {
     if (options.dataParallel <= 1)
@@ -62,7 +65,7 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   bool partsPerMicrobatch = options.zero == "gradients" || options.zero == "parameters";
   if (partsPerMicrobatch)
     reduce();
-  if (options.microbatches > 1) {
+  if (options.microbatches > 1 && !pipelined) {
     AccumulateGradientsOptions accumulate;
     accumulate.microbatches = options.microbatches;
     pm.addNestedPass<func::FuncOp>(createAccumulateGradients(accumulate));

@@ -81,6 +81,31 @@ std::vector<StringRef> phasesOf(Block &body) {
   return phases;
 }
 
+std::vector<PhaseSlot> phaseSlotsOf(Block &body, std::vector<size_t> &slotOfOp) {
+  std::vector<PhaseSlot> slots{PhaseSlot{kForwardPhase}};
+  slotOfOp.clear();
+  bool marked = false, computed = false;
+  for (Operation &op : body) {
+    if (auto mark = op.getAttrOfType<StringAttr>(kPhaseAttr)) {
+      PhaseSlot slot{mark.getValue()};
+      if (auto chunk = op.getAttrOfType<IntegerAttr>(kPhaseChunkAttr))
+        slot.chunk = chunk.getInt();
+      if (auto microbatch = op.getAttrOfType<IntegerAttr>(kPhaseMicrobatchAttr))
+        slot.microbatch = microbatch.getInt();
+      // Ops before the first mark are forward: the first mark replaces
+      // that phase when nothing was computed before it.
+      if (!marked && !computed)
+        slots.back() = slot;
+      else
+        slots.push_back(slot);
+      marked = true;
+    }
+    computed |= !isa<ParamOp, StateOp, ConstantOp>(op);
+    slotOfOp.push_back(slots.size() - 1);
+  }
+  return slots;
+}
+
 int64_t shardElements(int64_t numel, int64_t ranks) { return (numel + ranks - 1) / ranks; }
 
 Value shardRows(OpBuilder &builder, Location loc, Value value, int64_t ranks) {

@@ -27,6 +27,20 @@ inline constexpr llvm::StringLiteral kForwardPhase = "forward";
 inline constexpr llvm::StringLiteral kBackwardPhase = "backward";
 inline constexpr llvm::StringLiteral kOptimizerPhase = "optimizer";
 
+/// In a pipeline stage's step (-cleave-pipeline-training) a phase is one
+/// slot of the schedule: its mark also names the model chunk and the
+/// microbatch it runs.
+inline constexpr llvm::StringLiteral kPhaseChunkAttr = "cleave.phase_chunk";
+inline constexpr llvm::StringLiteral kPhaseMicrobatchAttr = "cleave.phase_microbatch";
+
+/// Where the planner put a forward op (its pipeline stage and, when
+/// interleaved, its chunk); the backward ops built from it inherit them.
+inline constexpr llvm::StringLiteral kPlacementAttrs[] = {"cleave.stage", "cleave.chunk"};
+/// Marks the ops that sum a parameter's gradient contributions from
+/// several placements (a weight tied across stages): the pipeline sums
+/// these partial gradients across the stages that hold the weight.
+inline constexpr llvm::StringLiteral kTiedGradientAttr = "cleave.tied_gradient";
+
 /// The `cleave.state` named `name` of `func`, created zero-initialized with
 /// `type` after the function's params and states when it does not exist.
 /// Emits an error and returns null when it exists with another type.
@@ -71,6 +85,15 @@ DictionaryAttr shardAttr(MLIRContext *context, StringRef group, int64_t ranks,
 
 /// The phase of every op of `body`, in order (docs/training.md).
 std::vector<StringRef> phasesOf(Block &body);
+
+/// One phase of a step: its name and, in a pipeline stage's step, the
+/// chunk and microbatch of its slot (-1 otherwise).
+struct PhaseSlot {
+  StringRef name;
+  int64_t chunk = -1, microbatch = -1;
+};
+/// The phases of `body` in order, and the index of each op's phase.
+std::vector<PhaseSlot> phaseSlotsOf(Block &body, std::vector<size_t> &slotOfOp);
 
 } // namespace mlir::cleave
 

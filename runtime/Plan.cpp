@@ -589,9 +589,22 @@ Status parsePhases(const Plan &plan, const Node &top, ProgramSpec *program) {
                           " does not run on stage ", program->stage, " (", plan.chunks(),
                           " chunks on ", plan.pp, " stages: chunk c runs on stage c mod ",
                           plan.pp, ")");
-    if (program->findPhase(phase.name, phase.chunk))
+    if (has(phaseNode, "microbatch")) {
+      int64_t m = 0;
+      CLEAVE_RETURN_IF_ERROR(getInt(phaseNode, "microbatch", &m));
+      if (m >= plan.microbatches)
+        return CLEAVE_ERROR(phaseNode.child("microbatch").where(), ": microbatch ", m, " of ",
+                            plan.microbatches);
+      phase.microbatch = m;
+    }
+    if (std::any_of(program->phases.begin(), program->phases.end(), [&](const Phase &other) {
+          return other.name == phase.name && other.chunk == phase.chunk &&
+                 (!other.microbatch || !phase.microbatch || *other.microbatch == *phase.microbatch);
+        }))
       return CLEAVE_ERROR(phaseNode.where(), ": duplicate phase '", phase.name, "'",
-                          plan.chunks() > 1 ? " of chunk " + std::to_string(phase.chunk) : "");
+                          plan.chunks() > 1 ? " of chunk " + std::to_string(phase.chunk) : "",
+                          phase.microbatch ? " microbatch " + std::to_string(*phase.microbatch)
+                                           : "");
     for (const char *key : {"inputs", "outputs"})
       if (has(phaseNode, key)) {
         std::optional<Node> list;
@@ -824,7 +837,8 @@ Status checkScheduleAgainstPrograms(const Plan &plan) {
         return CLEAVE_ERROR(where, ": ", slot.phase, " chunk ", slot.chunk, " microbatch ",
                             slot.microbatch, " runs twice");
       for (const auto &[name, program] : plan.programs)
-        if (program.loaded && program.stage == s && !program.findPhase(slot.phase, slot.chunk))
+        if (program.loaded && program.stage == s &&
+            !program.findPhase(slot.phase, slot.chunk, slot.microbatch))
           return CLEAVE_ERROR(where, ": program '", name, "' has no ", slot.phase,
                               " phase of chunk ", slot.chunk);
     }
@@ -833,7 +847,8 @@ Status checkScheduleAgainstPrograms(const Plan &plan) {
         continue;
       for (const Phase &phase : program.phases)
         for (int64_t m = 0; phase.name == "forward" && m < plan.microbatches; ++m)
-          if (!ran.count({phase.name, phase.chunk, m}))
+          if ((!phase.microbatch || *phase.microbatch == m) &&
+              !ran.count({phase.name, phase.chunk, m}))
             return CLEAVE_ERROR("manifest.json: schedule.stages[", s, "]: ", phase.name,
                                 " chunk ", phase.chunk, " microbatch ", m, " never runs");
     }
@@ -1078,19 +1093,28 @@ Status checkTraining(const Plan &plan) {
   if (!training.labels.empty() && !findTensor(plan.inputs, training.labels))
     return CLEAVE_ERROR("manifest.json: training.labels '", training.labels,
                         "' is not an input of the plan");
-  const ProgramSpec &program = plan.programs.begin()->second;
   if (!plan.hasWeights)
     return {};
+  // A pipeline's programs hold the stages' weights (a tied one several).
+  auto holder = [&](const std::string &name) -> const ProgramSpec * {
+    for (const auto &[_, program] : plan.programs)
+      if (program.weights.find(name))
+        return &program;
+    return nullptr;
+  };
+  const std::string weightFiles =
+      plan.programs.size() == 1 ? plan.programs.begin()->second.weightsFile
+                                : "any program's weights";
   for (const std::string &name : training.parameters)
-    if (!program.weights.find(name))
+    if (!holder(name))
       return CLEAVE_ERROR("manifest.json: training.parameters: '", name, "' is not a weight in ",
-                          program.weightsFile);
+                          weightFiles);
   std::map<std::string, SafetensorsIndex> extras;
   for (const StateDictEntry &entry : training.stateDict) {
     if (!entry.tensor.empty()) {
-      if (!program.weights.find(entry.tensor))
+      if (!holder(entry.tensor))
         return CLEAVE_ERROR("manifest.json: training.state_dict: '", entry.name, "' names '",
-                            entry.tensor, "', which is not a weight in ", program.weightsFile);
+                            entry.tensor, "', which is not a weight in ", weightFiles);
       continue;
     }
     auto it = extras.find(entry.file);
@@ -1157,11 +1181,18 @@ const Phase *ProgramSpec::findPhase(const std::string &name) const {
   return nullptr;
 }
 
-const Phase *ProgramSpec::findPhase(const std::string &name, int64_t chunk) const {
+const Phase *ProgramSpec::findPhase(const std::string &name, int64_t chunk,
+                                    std::optional<int64_t> microbatch) const {
   for (const Phase &p : phases)
-    if (p.name == name && p.chunk == chunk)
+    if (p.name == name && p.chunk == chunk &&
+        (!p.microbatch || !microbatch || *p.microbatch == *microbatch))
       return &p;
   return nullptr;
+}
+
+int64_t ProgramSpec::phaseIndex(const std::string &name, int64_t chunk, int64_t microbatch) const {
+  const Phase *p = findPhase(name, chunk, microbatch);
+  return p ? static_cast<int64_t>(p - phases.data()) : -1;
 }
 
 int64_t ProgramSpec::phaseIndex(const std::string &name) const {
@@ -1242,13 +1273,18 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
     return CLEAVE_ERROR("manifest.json: schedule.kind '", plan.schedule, "' in a version ",
                         plan.version, " plan (training plans, and only they, are version ",
                         kTrainingPlanFormatVersion, ")");
-  // Data parallelism replicates the one program; pipelines and tensor
-  // splits of a training step are not run yet.
-  if (training && (plan.pp != 1 || plan.tp != 1))
-    return CLEAVE_ERROR("manifest.json: schedule.kind 'train' runs one program on every rank "
-                        "(pp 1, tp 1); the mesh is pp ",
+  // Data parallelism replicates the one program, a pipeline runs a program
+  // per stage; tensor splits of a training step are not run yet.
+  if (training && plan.tp != 1)
+    return CLEAVE_ERROR("manifest.json: schedule.kind 'train' runs tp 1 only (tensor-parallel "
+                        "backward is not implemented); the mesh is pp ",
                         plan.pp, " tp ", plan.tp, " dp ", plan.dp);
+  if (training && plan.pp > 1 && !has(*schedule, "stages"))
+    return CLEAVE_ERROR("manifest.json: schedule: a pipelined training plan lists its stages' "
+                        "slots (schedule.stages)");
   CLEAVE_RETURN_IF_ERROR(getInt(*schedule, "microbatches", &plan.microbatches, 1));
+  if (has(*schedule, "pipeline"))
+    CLEAVE_RETURN_IF_ERROR(getString(*schedule, "pipeline", &plan.pipelineSchedule));
   CLEAVE_RETURN_IF_ERROR(getOptionalInt(*schedule, "virtual_stages", 1, &plan.virtualStages, 1));
   if (plan.virtualStages > 1 && plan.schedule != "interleaved")
     return CLEAVE_ERROR("manifest.json: schedule: ", plan.virtualStages,
@@ -1293,10 +1329,11 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
   } else {
     plan.groups = {meshGroups(plan, "tp"), meshGroups(plan, "dp"), meshGroups(plan, "pipeline")};
   }
-  if (training && !onlyRank) {
+  if (training && !onlyRank)
     CLEAVE_RETURN_IF_ERROR(checkTraining(plan));
-    // A training step runs forward and backward on each microbatch in turn,
-    // then the optimizer once.
+  if (training && !has(*schedule, "stages")) {
+    // One program: a step runs forward and backward on each microbatch in
+    // turn, then the optimizer once.
     plan.stageSlots[0].clear();
     const std::vector<Phase> &phases = plan.programs.begin()->second.phases;
     for (int64_t m = 0; m < plan.microbatches; ++m)

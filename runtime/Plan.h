@@ -96,6 +96,10 @@ struct Phase {
   /// The model chunk the phase runs: the program's stage unless the
   /// schedule interleaves chunks.
   int64_t chunk = 0;
+  /// Set in a pipeline stage's training step, whose program holds a phase
+  /// per slot of its schedule: the one microbatch the phase runs. Unset:
+  /// the phase runs every microbatch.
+  std::optional<int64_t> microbatch;
   /// This phase's bindings (the program's bindings of this phase index, or
   /// all of them in single-device programs).
   std::vector<Binding> inputs;
@@ -141,7 +145,10 @@ struct ProgramSpec {
 
   /// The first phase of that name (single-device programs have one).
   const Phase *findPhase(const std::string &name) const;
-  const Phase *findPhase(const std::string &name, int64_t chunk) const;
+  const Phase *findPhase(const std::string &name, int64_t chunk,
+                         std::optional<int64_t> microbatch = std::nullopt) const;
+  /// The index of the phase that runs `slot`, or -1.
+  int64_t phaseIndex(const std::string &name, int64_t chunk, int64_t microbatch) const;
   /// Bytes the runtime allocates for this program: arena, weights, state.
   size_t predictedBytes() const { return arenaBytes + weightBytes + stateBytes; }
   /// The whole tensor's shape when the program holds weight `name` as the
@@ -260,6 +267,9 @@ struct Plan {
   /// Per stage, its slots in order (a forward over every microbatch when
   /// the manifest lists none).
   std::vector<std::vector<ScheduleSlot>> stageSlots;
+  /// A pipelined training plan's schedule (gpipe, 1f1b or interleaved):
+  /// the order of its stages' slots (schedule.pipeline).
+  std::string pipelineSchedule;
   /// From the manifest, or derived from the mesh when it has none.
   Groups groups;
   std::vector<DeviceSpec> devices;

@@ -163,7 +163,7 @@ private:
   const ScheduleSlot &slotOf(const RankState &s) const { return (*s.slots)[s.slot]; }
   const Phase *phaseOf(const RankState &s) const {
     const ScheduleSlot &slot = slotOf(s);
-    return s.program->findPhase(slot.phase, slot.chunk);
+    return s.program->findPhase(slot.phase, slot.chunk, slot.microbatch);
   }
   const InstructionSpec &instOf(const RankState &s) const {
     return phaseOf(s)->instructions[s.inst];
@@ -473,7 +473,7 @@ bool checkStructure(const Plan &plan, Reporter &report) {
       continue;
     }
     for (const ScheduleSlot &slot : plan.stageSlots[d.stage])
-      if (!program->findPhase(slot.phase, slot.chunk))
+      if (!program->findPhase(slot.phase, slot.chunk, slot.microbatch))
         fail("rank " + std::to_string(r) + " (" + program->name + "): has no " +
              slotLabel(slot.phase, slot.chunk) + " for its schedule");
     for (const char *kind : {"tp", "dp"}) {

@@ -151,7 +151,11 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   // Everything that can be checked is checked before the first step, and
   // on every rank before any steps.
   TrainingData data;
-  const ProgramSpec &program = plan.programs.begin()->second;
+  const ProgramSpec *mine = plan.programForRank(options.rank);
+  const ProgramSpec &program = mine ? *mine : plan.programs.begin()->second;
+  // A pipeline: each stage runs its own slots, each a phase of its program.
+  const bool pipelined = plan.pp > 1;
+  const bool holdsLoss = findOutput(program, "loss") != nullptr;
   std::unique_ptr<Executor> executor;
   int64_t done = 0;
   StepLog log;
@@ -160,9 +164,21 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
         TrainingData::load(options.dataPath, plan, &data).prepend("training data"));
     data.takeShare(options.dataShare, options.dataShares);
     const Binding *loss = findOutput(program, "loss");
-    if (!loss || program.buffers[loss->buffer].desc.dtype != DType::F32 ||
-        program.buffers[loss->buffer].desc.numel() != 1)
+    if ((!pipelined || loss) &&
+        (!loss || program.buffers[loss->buffer].desc.dtype != DType::F32 ||
+         program.buffers[loss->buffer].desc.numel() != 1))
       return CLEAVE_ERROR(program.file, ": a training program outputs 'loss', one f32 value");
+    if (pipelined && !options.shareLoss)
+      return CLEAVE_ERROR(plan.dir, ": a pipelined plan (", plan.pp,
+                          " stages) runs one stage per rank: run it with 'cleave train --local ",
+                          plan.devices.size(), "' or 'mpirun -np ", plan.devices.size(),
+                          " cleave train'");
+    if (pipelined && (!options.checkpointDir.empty() || !options.resumePath.empty() ||
+                      !options.saveWeightsPath.empty()))
+      return CLEAVE_ERROR(plan.dir, ": checkpoints and --save-weights of a pipelined plan (",
+                          plan.pp,
+                          " stages, each holding its own weights) are not implemented yet; "
+                          "train without --checkpoint, --resume and --save-weights");
     CLEAVE_RETURN_IF_ERROR(Executor::create(program, backend, &executor, options.shards.index));
     report->allocatedBytes = executor->allocatedBytes();
     report->predictedBytes = program.predictedBytes();
@@ -213,7 +229,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     // microbatch in turn (the gradients accumulate in the program's state),
     // then the optimizer once. The step's loss is the microbatches' mean.
     double loss = 0;
-    const std::vector<ScheduleSlot> &slots = plan.stageSlots[0];
+    const std::vector<ScheduleSlot> &slots = plan.stageSlots[program.stage];
     for (size_t n = 0; n < slots.size(); ++n) {
       const ScheduleSlot &slot = slots[n];
       const bool update = slot.phase == "optimizer";
@@ -221,11 +237,18 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
         return other < slots.size() && slots[other].phase != "optimizer" &&
                slots[other].microbatch == slot.microbatch;
       };
-      if (!update && (n == 0 || !sameMicrobatch(n - 1)))
-        CLEAVE_RETURN_IF_ERROR(data.setBatch(step - 1, options.shuffleSeed, *executor,
-                                             slot.microbatch, microbatches)
-                                   .prepend("step " + std::to_string(step)));
-      const int64_t index = program.phaseIndex(slot.phase);
+      const int64_t index = pipelined
+                                ? program.phaseIndex(slot.phase, slot.chunk, slot.microbatch)
+                                : program.phaseIndex(slot.phase);
+      if (index < 0)
+        return CLEAVE_ERROR(program.file, ": no phase runs ", slotName(slot));
+      if (pipelined ? !program.phases[index].inputs.empty()
+                    : !update && (n == 0 || !sameMicrobatch(n - 1)))
+        CLEAVE_RETURN_IF_ERROR(
+            data.setBatch(step - 1, options.shuffleSeed, *executor, slot.microbatch,
+                          microbatches,
+                          pipelined ? std::optional<size_t>(index) : std::nullopt)
+                .prepend("step " + std::to_string(step)));
       double phaseStart = since(start);
       if (Status s = executor->runPhase(static_cast<size_t>(index)); !s.ok())
         return s.prepend("step " + std::to_string(step) + " (" +
@@ -256,14 +279,28 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
           at += seconds[i];
         }
       }
-      if (!update && !sameMicrobatch(n + 1)) {
+      if (pipelined) {
+        // The last stage's step outputs the loss (the microbatches' mean)
+        // from the phase that computes it.
+        const std::vector<Binding> &outs = program.phases[index].outputs;
+        if (std::any_of(outs.begin(), outs.end(), [](const Binding &b) { return b.name == "loss"; })) {
+          float value = 0;
+          CLEAVE_RETURN_IF_ERROR(
+              executor->getPhaseOutput(static_cast<size_t>(index), "loss", &value, sizeof(value)));
+          loss = value;
+        }
+      } else if (!update && !sameMicrobatch(n + 1)) {
         float value = 0;
         CLEAVE_RETURN_IF_ERROR(executor->getOutput("loss", &value, sizeof(value)));
         loss += value;
       }
     }
+    if (pipelined) {
+      CLEAVE_RETURN_IF_ERROR(
+          options.shareLoss(&loss, holdsLoss).prepend("step " + std::to_string(step)));
+    }
     record.step = step;
-    record.loss = microbatches > 1 ? loss / static_cast<double>(microbatches) : loss;
+    record.loss = microbatches > 1 && !pipelined ? loss / static_cast<double>(microbatches) : loss;
     record.seconds = since(start);
     record.samplesPerSecond = record.seconds > 0 ? training.batchSize / record.seconds : 0;
     report->steps.push_back(record);

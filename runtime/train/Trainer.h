@@ -47,6 +47,12 @@ struct TrainOptions {
   /// This rank's place in the dp group for the states the plan shards
   /// (ZeRO): checkpoints gather them whole and resume each rank's part.
   CheckpointShards shards;
+  /// The rank this process is: a pipelined plan runs the program of its
+  /// stage. With more than one stage only the last computes the loss;
+  /// `shareLoss` (set on such a job) gives every rank the step's loss from
+  /// the rank that holds it (`holds`).
+  int64_t rank = 0;
+  std::function<Status(double *loss, bool holds)> shareLoss;
   /// Set on a multi-rank job: makes every rank see one status (all ok, or
   /// the failures), collectively. train() calls it once its setup is done
   /// and once at the end, so an error there stops every rank alike.

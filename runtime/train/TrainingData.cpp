@@ -120,14 +120,21 @@ std::vector<int64_t> TrainingData::microbatchIndices(int64_t step,
 
 Status TrainingData::setBatch(int64_t step, std::optional<uint64_t> shuffleSeed,
                               Executor &executor, int64_t microbatch,
-                              int64_t microbatches) const {
+                              int64_t microbatches, std::optional<size_t> phase) const {
   std::vector<int64_t> indices = microbatchIndices(step, shuffleSeed, microbatch, microbatches);
   for (const Column &column : columns_) {
+    if (phase) {
+      const std::vector<Binding> &bound = executor.program().phases.at(*phase).inputs;
+      if (std::none_of(bound.begin(), bound.end(),
+                       [&](const Binding &b) { return b.name == column.name; }))
+        continue;
+    }
     for (size_t j = 0; j < indices.size(); ++j)
       std::memcpy(staging_.data() + j * column.sampleBytes,
                   column.data.data() + indices[j] * column.sampleBytes, column.sampleBytes);
-    CLEAVE_RETURN_IF_ERROR(
-        executor.setInput(column.name, staging_.data(), column.sampleBytes * indices.size()));
+    const size_t bytes = column.sampleBytes * indices.size();
+    CLEAVE_RETURN_IF_ERROR(phase ? executor.setPhaseInput(*phase, column.name, staging_.data(), bytes)
+                                 : executor.setInput(column.name, staging_.data(), bytes));
   }
   return {};
 }

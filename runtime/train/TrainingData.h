@@ -51,9 +51,12 @@ public:
                                          int64_t microbatch, int64_t microbatches) const;
   /// Copies step `step`'s batch (this rank's share of it) into the
   /// executor's inputs; with `microbatches` > 1, microbatch `microbatch`
-  /// of that share (equal runs of its rows, in order).
+  /// of that share (equal runs of its rows, in order). With `phase` (a
+  /// pipeline stage's slot), only the inputs that phase binds, into its
+  /// bindings.
   Status setBatch(int64_t step, std::optional<uint64_t> shuffleSeed, Executor &executor,
-                  int64_t microbatch = 0, int64_t microbatches = 1) const;
+                  int64_t microbatch = 0, int64_t microbatches = 1,
+                  std::optional<size_t> phase = std::nullopt) const;
 
 private:
   struct Column {

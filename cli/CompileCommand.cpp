@@ -28,9 +28,10 @@ Without --mode, the planner plans a training schedule and the plan holds its
 forward passes in the schedule's order (for 'cleave run' and inspection).
 With --mode train, the plan holds a training step that every data-parallel
 rank runs on its share of the batch, in the planned microbatches (gradients
-accumulated), the gradients averaged in fused buckets (pipelines, tensor
-splits, ZeRO and recomputation in training are refused with the pin that
-avoids them). A meta-device model
+accumulated), the gradients averaged in fused buckets, with ZeRO when chosen;
+with pipeline stages, one step per stage that runs the schedule's forward and
+backward slots (GPipe, 1F1B or interleaved), recomputation as planned (tensor
+splits in training are refused with the pin that avoids them). A meta-device model
 gives a plan without weights, for inspection.
 Inputs keep the names of the model's forward arguments; outputs are output_0,
 output_1, ... PLAN_DIR appears complete or not at all; an earlier plan there
@@ -41,7 +42,7 @@ planner options (with --cluster): --devices N, --global-batch B (required),
   with bf16, fp32 with f32; by default it follows --dtype), --mem-per-device SIZE,
   --objective latency|throughput, --tp N, --pp N, --dp N, --microbatch N,
   --schedule gpipe|1f1b|interleaved, --virtual-stages V,
-  --zero none|optimizer|gradients, --recompute auto|none|full,
+  --zero none|optimizer|gradients|parameters, --recompute auto|none|full,
   --sequence-parallel auto|off, --batch-dim 0
   (see 'cleave plan --help')
 
@@ -193,6 +194,27 @@ int runPartitionedCompile(int argc, char **argv) {
     if (s.error() == DriverError::NothingFits)
       return reportNothingFits(o, result.plan->planner);
     return s.exitCode();
+  }
+  if (o.isTraining() && !o.forwardOnly && result.plan->chosen->pp > 1) {
+    const planner::Candidate &chosen = *result.plan->chosen;
+    llvm::outs() << llvm::formatv(
+        "cleave: wrote {0}: {1} pipeline stages ({2}{3}) x {4} data-parallel rank(s){5}, "
+        "training step ({6}, loss {7}) on {8} microbatch(es) of {9} samples per rank; largest "
+        "stage: arena {10:f2} MiB, weights {11:f2} MiB, state {12:f2} MiB; verified: {13} "
+        "transfers, {14} collectives\n",
+        output, chosen.pp, cost::scheduleName(chosen.schedule),
+        chosen.virtualStages > 1 ? ", " + std::to_string(chosen.virtualStages) + " chunks per stage"
+                                 : std::string(),
+        chosen.dp,
+        chosen.dp > 1 && chosen.sharding != cost::ShardingLevel::None
+            ? " with ZeRO (" + std::string(cost::shardingLevelName(chosen.sharding)) + ")"
+            : std::string(),
+        o.training.optimizer, o.training.loss, chosen.microbatches, chosen.microbatchSize,
+        result.arenaBytes / 1048576.0, result.weightBytes / 1048576.0,
+        result.stateBytes / 1048576.0, result.transfers, result.collectives);
+    if (timing)
+      printTiming("compile", secondsSince(start));
+    return 0;
   }
   if (o.isTraining() && !o.forwardOnly) {
     const planner::Candidate &chosen = *result.plan->chosen;

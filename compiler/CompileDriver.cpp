@@ -280,15 +280,16 @@ PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &requ
 /// holds the whole step (the one-device program at one microbatch of its
 /// share of the batch, gradients accumulated over its microbatches) and the
 /// gradients are averaged over the ranks, with ZeRO's optimizer-state,
-/// gradient and parameter sharding when chosen. Pipelines, tensor splits
-/// and recomputation in training are refused with the pins that avoid them.
+/// gradient and parameter sharding when chosen. Tensor splits and
+/// recomputation without a pipeline are refused with the pins that avoid
+/// them (pipelines: compilePipelineTraining).
 DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const CompileRequest &request,
                                          const planner::Candidate &chosen, PlanResult plan,
                                          CompileResult &result) {
   auto refuse = [&](const std::string &what, const std::string &pin) {
     error(context) << "the plan for training (" << chosen.label() << ") " << what
-                   << ", which cleave cannot run yet (training runs data parallelism only so "
-                      "far); "
+                   << ", which cleave cannot run yet (training runs data parallelism and "
+                      "pipelines so far); "
                    << pin;
     return DriverStatus::failure();
   };
@@ -419,6 +420,27 @@ DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRe
     return DriverStatus::failure();
   snapshots.add("memory-planned", *model.module);
   progress(request, "lowered");
+  // What the largest stage allocates.
+  for (auto func : model.module->getOps<mlir::func::FuncOp>()) {
+    auto bytes = [&](llvm::StringRef name) -> int64_t {
+      auto attr = func->getAttrOfType<mlir::IntegerAttr>(name);
+      return attr ? attr.getInt() : 0;
+    };
+    size_t weights = 0;
+    llvm::DenseSet<llvm::StringRef> seen;
+    func.walk([&](mlir::cleave::ParamOp param) {
+      if (seen.insert(param.getName()).second)
+        weights += mlir::cleave::tensorBytes(param.getType());
+    });
+    int64_t arena = bytes("cleave.arena_bytes"), state = bytes("cleave.state_bytes");
+    if (arena + state + static_cast<int64_t>(weights) >
+        result.arenaBytes + result.stateBytes + static_cast<int64_t>(result.weightBytes)) {
+      result.arenaBytes = arena;
+      result.weightBytes = weights;
+      result.stateBytes = state;
+      result.peakLiveBytes = bytes("cleave.peak_live_bytes");
+    }
+  }
 
   PlanEmitOptions emitOptions;
   emitOptions.modelSource = request.model;

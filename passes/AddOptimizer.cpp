@@ -190,6 +190,10 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
         return signalPassFailure();
       updates.push_back({it->second, value, shard});
     }
+    // A pipeline stage may hold no trained weight (only the loss, say):
+    // its step has nothing to update.
+    if (updates.empty() && func->hasAttr("cleave.stage"))
+      return;
     if (updates.empty()) {
       func.emitError("no gradients to apply: run -cleave-differentiate first");
       return signalPassFailure();

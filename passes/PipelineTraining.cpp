@@ -525,6 +525,17 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
     resultAttrs.push_back(step.getResultAttrDict(g.result));
   }
   in.create<func::ReturnOp>(loc, results);
+  // Weights and constants first: a slot's first receive may have come
+  // before a weight was first cloned.
+  Operation *firstComputing = nullptr;
+  for (Operation &op : llvm::make_early_inc_range(*entry)) {
+    if (!isGlobal(&op)) {
+      if (!firstComputing)
+        firstComputing = &op;
+    } else if (firstComputing) {
+      op.moveBefore(firstComputing);
+    }
+  }
   fn.setType(FunctionType::get(context, entry->getArgumentTypes(), ValueRange(results).getTypes()));
   for (auto [i, attrs] : llvm::enumerate(argAttrs))
     fn.setArgAttrs(i, attrs);

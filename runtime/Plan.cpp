@@ -1286,7 +1286,8 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
   if (has(*schedule, "pipeline"))
     CLEAVE_RETURN_IF_ERROR(getString(*schedule, "pipeline", &plan.pipelineSchedule));
   CLEAVE_RETURN_IF_ERROR(getOptionalInt(*schedule, "virtual_stages", 1, &plan.virtualStages, 1));
-  if (plan.virtualStages > 1 && plan.schedule != "interleaved")
+  if (plan.virtualStages > 1 && plan.schedule != "interleaved" &&
+      plan.pipelineSchedule != "interleaved")
     return CLEAVE_ERROR("manifest.json: schedule: ", plan.virtualStages,
                         " virtual stages, but the schedule is '", plan.schedule,
                         "' (only 'interleaved' has more than one)");

@@ -23,6 +23,10 @@ usage:
       that shard, reduce-scatter and gather, the phases the gradients are reduce-scattered in
       (and under ZeRO-3 every trained parameter a part, gathered per phase); against the same
       plan with --zero none, the optimizer state's (and the parameters') share of its bytes
+  training_files.py pipeline PLAN_DIR [OTHER_PLAN_DIR]
+      a pipelined training plan's schedule: every slot once, backwards after forwards, the
+      optimizer last; the microbatches each stage holds (1F1B: at most pp - stage); with
+      OTHER_PLAN_DIR, each stage's arena against it
   training_files.py whole-states CHECKPOINT_DIR PLAN_DIR
       the checkpoint's states have the shapes of PLAN_DIR's (a one-device plan): whole tensors
 Exits 1 with a message on any failure.
@@ -127,20 +131,86 @@ def memory(report_path, plan_dir):
         manifest = json.load(f)
     m = report["memory_bytes"]
     predicted = manifest["predicted"]["memory_bytes"]
-    if m["allocated"] != predicted["total"]:
-        fail(f"allocated {m['allocated']} bytes, the plan predicts {predicted['total']}")
+
+    def program_total(rank):
+        # Each rank allocates its own program's regions (a pipeline's stages differ).
+        entry = manifest["programs"][manifest["devices"][rank]["program"]]
+        return entry["arena_bytes"] + entry["weight_bytes"] + entry.get("state_bytes", 0)
+
+    if m["allocated"] != program_total(0):
+        fail(f"allocated {m['allocated']} bytes, the plan predicts {program_total(0)}")
     if m["allocated"] != m["predicted"]:
         fail(f"allocated {m['allocated']} bytes, the program's regions add to {m['predicted']}")
     if predicted["total"] != predicted["arena"] + predicted["weights"] + predicted["state"]:
         fail("the predicted regions do not add up to the total")
+    if predicted["total"] != max(program_total(r) for r in range(len(manifest["devices"]))):
+        fail(f"the predicted total {predicted['total']} is not the largest program's")
     for rank, allocated in enumerate(m.get("allocated_per_rank", [])):
-        if allocated != predicted["total"]:
-            fail(f"rank {rank} allocated {allocated} bytes, the plan predicts {predicted['total']}")
-    categories = sum(predicted["by_category"].values())
-    if categories != predicted["total"]:
-        fail(f"the categories add up to {categories}, the total is {predicted['total']}")
+        if allocated != program_total(rank):
+            fail(f"rank {rank} allocated {allocated} bytes, its program predicts {program_total(rank)}")
+    if "by_category" in predicted:
+        categories = sum(predicted["by_category"].values())
+        if categories != predicted["total"]:
+            fail(f"the categories add up to {categories}, the total is {predicted['total']}")
     ranks = len(m.get("allocated_per_rank", [])) or 1
     print(f"allocated {m['allocated']} bytes = predicted on {ranks} rank(s): ok")
+
+
+def pipeline(plan_dir, other_dir=None):
+    """A pipelined training plan: each stage's slots run every microbatch's forward and
+    backward of each of its chunks once, a backward after its forward, and the optimizer
+    last; prints the most microbatches each stage holds activations of (a forward's until
+    its backward), which 1F1B bounds by pp - stage. With OTHER_DIR (the same model under
+    another schedule), prints each stage's arena against it."""
+    with open(os.path.join(plan_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    sched, pp = manifest["schedule"], manifest["mesh"]["pp"]
+    M, v = sched["microbatches"], sched.get("virtual_stages", 1)
+    held = []
+    for entry in sched["stages"]:
+        s, slots = entry["stage"], entry["slots"]
+        # A stage that trains no weight (the loss alone) has no optimizer slot.
+        updates = [i for i, slot in enumerate(slots) if slot["phase"] == "optimizer"]
+        if updates and updates != [len(slots) - 1]:
+            fail(f"stage {s}: the optimizer is not the one last slot")
+        chunks = [s + k * pp for k in range(v)]
+        done, live, most = set(), {}, 0
+        for slot in slots[:len(slots) - len(updates)]:
+            key = (slot["phase"], slot["chunk"], slot["microbatch"])
+            if key in done:
+                fail(f"stage {s}: {key} runs twice")
+            done.add(key)
+            m, c = slot["microbatch"], slot["chunk"]
+            if slot["phase"] == "forward":
+                live.setdefault(m, set()).add(c)
+            else:
+                if ("forward", c, m) not in done:
+                    fail(f"stage {s}: backward of chunk {c} microbatch {m} before its forward")
+                live[m].discard(c)
+                if not live[m]:
+                    del live[m]
+            most = max(most, len(live))
+        for c in chunks:
+            for m in range(M):
+                for phase in ("forward", "backward"):
+                    if (phase, c, m) not in done:
+                        fail(f"stage {s}: {phase} of chunk {c} microbatch {m} never runs")
+        held.append(most)
+    print(f"{sched['pipeline']}: microbatches held per stage {held}")
+    if sched["pipeline"] == "1f1b":
+        for s, most in enumerate(held):
+            if most > pp - s:
+                fail(f"stage {s} holds {most} microbatches under 1F1B, more than pp - stage = {pp - s}")
+        print("1f1b bound pp - stage: ok")
+    if other_dir:
+        with open(os.path.join(other_dir, "manifest.json")) as f:
+            other = json.load(f)
+
+        def arenas(m):
+            return [m["programs"][f"stage{s}_tp0"]["arena_bytes"] for s in range(pp)]
+
+        print(f"arena per stage: {arenas(manifest)} ({sched['pipeline']}) against "
+              f"{arenas(other)} ({other['schedule']['pipeline']})")
 
 
 def program_of(plan_dir):
@@ -308,7 +378,7 @@ def main():
     command, args = sys.argv[1], sys.argv[2:]
     {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace, "same-slots": same_slots,
      "same-tensors": same_tensors, "memory": memory, "inspect": inspect, "zero": zero,
-     "whole-states": whole_states}[command](*args)
+     "whole-states": whole_states, "pipeline": pipeline}[command](*args)
 
 
 if __name__ == "__main__":

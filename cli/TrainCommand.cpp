@@ -222,6 +222,11 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   options.dataShare = me.dp;
   options.dataShares = plan.dp;
   options.writesFiles = rank == 0;
+  options.group.rank = rank;
+  options.group.stage = me.stage;
+  options.group.writesStage = me.dp == 0 && me.tp == 0;
+  if (plan.pp > 1)
+    options.group.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
   if (plan.pp > 1) {
     // The last stage computes the loss (averaged over its dp group): its
     // first rank gives it to every rank.

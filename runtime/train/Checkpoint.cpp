@@ -25,6 +25,8 @@ using Json = nlohmann::json;
 
 constexpr const char *kFormat = "cleave-checkpoint";
 constexpr int kVersion = 1;
+/// A pipeline's checkpoint: a file pair per stage and a global index.
+constexpr int kStagesVersion = 2;
 constexpr const char *kWeightsFile = "weights.safetensors";
 constexpr const char *kStateFile = "state.safetensors";
 constexpr const char *kInfoFile = "checkpoint.json";
@@ -83,28 +85,6 @@ std::vector<const SafetensorsEntry *> modelWeightsOf(const Plan &plan,
     if (model.count(entry.name))
       kept.push_back(&entry);
   return kept;
-}
-
-/// Every tensor of `index` against what the plan expects (`want`: name to
-/// desc), both ways; names in `ignored` (a program's constants, which
-/// checkpoints of earlier versions kept) may be there and are not read.
-Status checkTensors(const SafetensorsIndex &index, const std::map<std::string, TensorDesc> &want,
-                    const char *what, const std::set<std::string> &ignored = {}) {
-  for (const auto &[name, desc] : want) {
-    const SafetensorsEntry *entry = index.find(name);
-    if (!entry)
-      return CLEAVE_ERROR(index.path, ": missing ", what, " '", name,
-                          "' (the checkpoint is not of this plan)");
-    if (entry->desc != desc)
-      return CLEAVE_ERROR(index.path, ": ", what, " '", name, "' is ",
-                          describe(entry->desc.shape, entry->desc.dtype), ", the plan's is ",
-                          describe(desc.shape, desc.dtype));
-  }
-  for (const SafetensorsEntry &entry : index.entries)
-    if (!want.count(entry.name) && !ignored.count(entry.name))
-      return CLEAVE_ERROR(index.path, ": ", what, " '", entry.name,
-                          "' is not in the plan (the checkpoint is not of this plan)");
-  return {};
 }
 
 Status readText(const std::string &path, std::string *text) {
@@ -211,9 +191,32 @@ Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor 
   return writeCheckpoint(root, plan, executor.program(), tensors, info, path);
 }
 
-Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramSpec &program,
-                       const CheckpointTensors &tensors, const CheckpointInfo &info,
-                       std::string *path) {
+namespace {
+/// Moves the complete checkpoint `temp` to root/name and points `latest`
+/// at it: an older checkpoint of the same step is replaced only once the
+/// new one is complete.
+Status publishCheckpoint(const std::string &root, const std::string &name,
+                         const std::string &temp) {
+  std::error_code ec;
+  std::string final = root + "/" + name;
+  std::string old = root + "/." + name + ".old-" + std::to_string(::getpid());
+  bool hadOld = fs::exists(final, ec);
+  if (hadOld) {
+    fs::rename(final, old, ec);
+    if (ec)
+      return CLEAVE_ERROR("cannot move the previous ", name, " aside: ", ec.message());
+  }
+  fs::rename(temp, final, ec);
+  if (ec)
+    return CLEAVE_ERROR("cannot rename into place: ", ec.message());
+  if (hadOld)
+    fs::remove_all(old, ec);
+  CLEAVE_RETURN_IF_ERROR(writeFileAtomically(root + "/latest", name + "\n"));
+  return syncPath(root);
+}
+
+/// Creates `root` and removes what crashed writers left there.
+Status prepareRoot(const std::string &root) {
   std::error_code ec;
   fs::create_directories(root, ec);
   if (ec)
@@ -225,7 +228,116 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
     if (leaf.rfind(".ckpt-", 0) == 0 && leaf.find(".tmp-") != std::string::npos)
       fs::remove_all(entry.path(), ec);
   }
-  ec.clear();
+  return {};
+}
+
+/// checkpoint.json's common fields.
+Json infoJson(const Plan &plan, const CheckpointInfo &info, int version) {
+  return Json{{"format", kFormat},
+              {"version", version},
+              {"step", info.step},
+              {"seed", info.seed},
+              {"shuffle_seed", info.shuffleSeed ? Json(*info.shuffleSeed) : Json(nullptr)},
+              {"data", Json{{"samples", info.dataSamples},
+                            {"bytes", info.dataBytes},
+                            {"next_sample",
+                             plan.training ? info.step * plan.training->batchSize : 0}}}};
+}
+} // namespace
+
+bool firstHolder(const Plan &plan, const ProgramSpec &program, const std::string &name,
+                 bool state) {
+  for (const auto &[_, other] : plan.programs) {
+    if (other.stage >= program.stage || other.tp != program.tp)
+      continue;
+    if (!state && other.weights.find(name))
+      return false;
+    if (state && std::any_of(other.buffers.begin(), other.buffers.end(),
+                             [&](const BufferSpec &b) { return b.state && *b.state == name; }))
+      return false;
+  }
+  return true;
+}
+
+Status writeStageCheckpoint(const std::string &root, const Plan &plan, const ProgramSpec &program,
+                            const CheckpointTensors &tensors, const CheckpointInfo &info,
+                            const CheckpointGroup &group, std::string *path) {
+  const std::string name = "ckpt-" + std::to_string(info.step);
+  const std::string final = root + "/" + name;
+  // One temporary directory for all stages (so not named by a pid).
+  const std::string temp = root + "/." + name + ".tmp-stages";
+  auto where = [&](Status s) { return s.prepend("checkpoint " + final); };
+  Status prepared;
+  if (group.rank == 0) {
+    prepared = prepareRoot(root);
+    std::error_code ec;
+    if (prepared.ok() && !fs::create_directory(temp, ec))
+      prepared = CLEAVE_ERROR(temp, ": cannot create: ", ec ? ec.message() : "it exists");
+  }
+  CLEAVE_RETURN_IF_ERROR(group.agree(where(prepared)));
+
+  auto fileOf = [](int64_t stage, const char *what) {
+    return "stage" + std::to_string(stage) + "." + what + ".safetensors";
+  };
+  Status written;
+  if (group.writesStage) {
+    for (auto [what, list, state] : {std::tuple{"weights", &tensors.weights, false},
+                                     {"state", &tensors.states, true}}) {
+      std::vector<SafetensorsTensor> mine;
+      for (const SafetensorsTensor &t : *list)
+        if (firstHolder(plan, program, t.name, state))
+          mine.push_back(t);
+      std::string filePath = temp + "/" + fileOf(group.stage, what);
+      written = writeSafetensors(filePath, mine);
+      if (written.ok())
+        written = syncPath(filePath);
+      if (!written.ok())
+        break;
+    }
+  }
+  CLEAVE_RETURN_IF_ERROR(group.agree(where(written)));
+
+  Status finished;
+  if (group.rank == 0) {
+    finished = [&]() -> Status {
+      Json files = Json::object(), weights = Json::object(), states = Json::object();
+      for (int64_t s = 0; s < plan.pp; ++s)
+        for (const char *what : {"weights", "state"}) {
+          std::string file = fileOf(s, what), filePath = temp + "/" + file;
+          uint64_t checksum = 0, bytes = 0;
+          CLEAVE_RETURN_IF_ERROR(fileChecksum(filePath, &checksum, &bytes));
+          files[file] = Json{{"bytes", bytes}, {"fnv1a64", hex(checksum)}};
+          SafetensorsIndex index;
+          CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(filePath, &index));
+          for (const SafetensorsEntry &e : index.entries)
+            (std::string(what) == "state" ? states : weights)[e.name] =
+                Json{{"file", file}, {"dtype", dtypeName(e.desc.dtype)}, {"shape", e.desc.shape}};
+        }
+      Json json = infoJson(plan, info, kStagesVersion);
+      json["plan"] = Json{{"model", plan.modelSource}, {"stages", plan.pp}};
+      json["files"] = files;
+      // The global index: where each tensor is, whole.
+      json["index"] = Json{{"weights", weights}, {"states", states}};
+      CLEAVE_RETURN_IF_ERROR(writeFileAtomically(temp + "/" + kInfoFile, json.dump(1) + "\n"));
+      CLEAVE_RETURN_IF_ERROR(syncPath(temp + "/" + kInfoFile));
+      CLEAVE_RETURN_IF_ERROR(syncPath(temp));
+      return publishCheckpoint(root, name, temp);
+    }();
+    if (!finished.ok()) {
+      std::error_code ignored;
+      fs::remove_all(temp, ignored);
+    }
+  }
+  CLEAVE_RETURN_IF_ERROR(group.agree(where(finished)));
+  *path = final;
+  return {};
+}
+
+Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramSpec &program,
+                       const CheckpointTensors &tensors, const CheckpointInfo &info,
+                       std::string *path) {
+  CLEAVE_RETURN_IF_ERROR(prepareRoot(root));
+  std::error_code ec;
   std::string name = "ckpt-" + std::to_string(info.step);
   std::string final = root + "/" + name;
   std::string temp = root + "/." + name + ".tmp-" + std::to_string(::getpid());
@@ -253,20 +365,12 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
       return abandon(s);
     files[file] = Json{{"bytes", bytes}, {"fnv1a64", hex(checksum)}};
   }
-  Json json{{"format", kFormat},
-            {"version", kVersion},
-            {"step", info.step},
-            {"seed", info.seed},
-            {"shuffle_seed", info.shuffleSeed ? Json(*info.shuffleSeed) : Json(nullptr)},
-            {"data", Json{{"samples", info.dataSamples},
-                          {"bytes", info.dataBytes},
-                          {"next_sample", plan.training ? info.step * plan.training->batchSize
-                                                        : 0}}},
-            {"plan", Json{{"model", plan.modelSource},
-                          {"program", program.name},
-                          {"weight_bytes", program.weightRegionBytes},
-                          {"state_bytes", program.stateBytes}}},
-            {"files", files}};
+  Json json = infoJson(plan, info, kVersion);
+  json["plan"] = Json{{"model", plan.modelSource},
+                      {"program", program.name},
+                      {"weight_bytes", program.weightRegionBytes},
+                      {"state_bytes", program.stateBytes}};
+  json["files"] = files;
   Status s = writeFileAtomically(temp + "/" + kInfoFile, json.dump(1) + "\n");
   if (s.ok())
     s = syncPath(temp + "/" + kInfoFile);
@@ -275,22 +379,8 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
   if (!s.ok())
     return abandon(s);
 
-  // Into place: an older checkpoint of the same step is replaced only once
-  // the new one is complete.
-  std::string old = root + "/." + name + ".old-" + std::to_string(::getpid());
-  bool hadOld = fs::exists(final, ec);
-  if (hadOld) {
-    fs::rename(final, old, ec);
-    if (ec)
-      return abandon(CLEAVE_ERROR("cannot move the previous ", name, " aside: ", ec.message()));
-  }
-  fs::rename(temp, final, ec);
-  if (ec)
-    return abandon(CLEAVE_ERROR("cannot rename into place: ", ec.message()));
-  if (hadOld)
-    fs::remove_all(old, ec);
-  CLEAVE_RETURN_IF_ERROR(writeFileAtomically(root + "/latest", name + "\n"));
-  CLEAVE_RETURN_IF_ERROR(syncPath(root));
+  if (Status placed = publishCheckpoint(root, name, temp); !placed.ok())
+    return abandon(placed);
   *path = final;
   return {};
 }
@@ -327,9 +417,11 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   };
   if (json.value("format", "") != kFormat)
     return bad("format is not " + std::string(kFormat));
-  if (!json["version"].is_number_integer() || json["version"].get<int64_t>() != kVersion)
+  const int64_t version =
+      json["version"].is_number_integer() ? json["version"].get<int64_t>() : -1;
+  if (version != kVersion && version != kStagesVersion)
     return CLEAVE_ERROR(infoPath, ": unsupported checkpoint version (this runtime reads ",
-                        kVersion, ")");
+                        kVersion, " and ", kStagesVersion, ")");
   if (!json["step"].is_number_integer() || json["step"].get<int64_t>() < 0)
     return bad("no step");
   if (!json["seed"].is_number_integer())
@@ -350,11 +442,27 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
     return CLEAVE_ERROR(infoPath, ": seed ", loaded.seed, ", the plan's is ",
                         plan.training->seed, " (the checkpoint is not of this plan)");
 
+  // Version 1: one weights and one state file; version 2: the files of a
+  // pipeline's stages and the global index saying which holds what.
+  std::vector<std::string> fileNames;
+  if (version == kVersion) {
+    fileNames = {kWeightsFile, kStateFile};
+  } else {
+    if (!json["index"].is_object() || !json["index"]["weights"].is_object() ||
+        !json["index"]["states"].is_object())
+      return bad("no index");
+    for (auto it = json["files"].begin(); it != json["files"].end(); ++it) {
+      const std::string &file = it.key();
+      if (file.empty() || file[0] == '.' || file.find('/') != std::string::npos)
+        return bad("file name '" + file + "'");
+      fileNames.push_back(file);
+    }
+  }
   // Every file whole and unchanged before anything is read from it.
-  for (const char *file : {kWeightsFile, kStateFile}) {
+  for (const std::string &file : fileNames) {
     const Json &entry = json["files"][file];
     if (!entry.is_object() || !entry["bytes"].is_number_integer() || !entry["fnv1a64"].is_string())
-      return bad(std::string("no size or checksum for ") + file);
+      return bad("no size or checksum for " + file);
     uint64_t checksum = 0, bytes = 0;
     CLEAVE_RETURN_IF_ERROR(fileChecksum(dir + "/" + file, &checksum, &bytes));
     if (bytes != entry["bytes"].get<uint64_t>())
@@ -364,34 +472,92 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
       return CLEAVE_ERROR(dir, "/", file, ": damaged: checksum ", hex(checksum),
                           ", the checkpoint wrote ", entry["fnv1a64"].get<std::string>());
   }
+  std::map<std::string, SafetensorsIndex> indexes;
+  for (const std::string &file : fileNames)
+    CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(dir + "/" + file, &indexes[file]));
+  // Each tensor the checkpoint holds: its file's index and entry.
+  using Found = std::map<std::string, std::pair<const SafetensorsIndex *, const SafetensorsEntry *>>;
+  Found weights, states;
+  if (version == kVersion) {
+    for (auto [file, found] : {std::pair{kWeightsFile, &weights}, {kStateFile, &states}})
+      for (const SafetensorsEntry &e : indexes.at(file).entries)
+        (*found)[e.name] = {&indexes.at(file), &e};
+  } else {
+    for (auto [kind, found] : {std::pair{"weights", &weights}, {"states", &states}})
+      for (auto it = json["index"][kind].begin(); it != json["index"][kind].end(); ++it) {
+        const Json &where = it.value();
+        std::string file = where.is_object() && where["file"].is_string()
+                               ? where["file"].get<std::string>()
+                               : std::string();
+        auto index = indexes.find(file);
+        if (index == indexes.end())
+          return bad("the index puts '" + it.key() + "' in '" + file + "', not a listed file");
+        const SafetensorsEntry *e = index->second.find(it.key());
+        if (!e)
+          return bad("the index puts '" + it.key() + "' in " + file + ", which does not hold it");
+        (*found)[it.key()] = {&index->second, e};
+      }
+  }
+
   const ProgramSpec &program = executor.program();
-  SafetensorsIndex weights, states;
-  CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(dir + "/" + kWeightsFile, &weights));
-  CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(dir + "/" + kStateFile, &states));
   std::map<std::string, TensorDesc> wantWeights, wantStates;
   for (const SafetensorsEntry *entry : modelWeightsOf(plan, program))
     wantWeights[entry->name] = entry->desc;
-  std::set<std::string> constants;
-  for (const SafetensorsEntry &entry : program.weights.entries)
-    if (!wantWeights.count(entry.name))
-      constants.insert(entry.name);
   std::map<std::string, const BufferSpec *> stateBuffers;
   for (const BufferSpec *buffer : statesOf(program)) {
     wantStates[*buffer->state] = wholeDesc(*buffer);
     stateBuffers[*buffer->state] = buffer;
   }
-  CLEAVE_RETURN_IF_ERROR(checkTensors(weights, wantWeights, "weight", constants));
-  CLEAVE_RETURN_IF_ERROR(checkTensors(states, wantStates, "state"));
+  // What else may be there: the plan's other programs' tensors (another
+  // stage's), and this program's constants (which checkpoints of earlier
+  // versions kept); anything more is of another model.
+  std::set<std::string> known;
+  for (const SafetensorsEntry &entry : program.weights.entries)
+    known.insert(entry.name);
+  for (const auto &[_, other] : plan.programs) {
+    if (!other.loaded)
+      continue;
+    for (const SafetensorsEntry *entry : modelWeightsOf(plan, other))
+      known.insert(entry->name);
+    for (const BufferSpec *buffer : statesOf(other))
+      known.insert(*buffer->state);
+  }
+  auto check = [&](const Found &found, const std::map<std::string, TensorDesc> &want,
+                   const char *what, const std::string &where) -> Status {
+    for (const auto &[name, desc] : want) {
+      auto it = found.find(name);
+      if (it == found.end())
+        return CLEAVE_ERROR(where, ": missing ", what, " '", name,
+                            "' (the checkpoint is not of this plan)");
+      const TensorDesc &have = it->second.second->desc;
+      if (have != desc)
+        return CLEAVE_ERROR(it->second.first->path, ": ", what, " '", name, "' is ",
+                            describe(have.shape, have.dtype), ", the plan's is ",
+                            describe(desc.shape, desc.dtype));
+    }
+    for (const auto &[name, at] : found)
+      if (!want.count(name) && !known.count(name))
+        return CLEAVE_ERROR(at.first->path, ": ", what, " '", name,
+                            "' is not in the plan (the checkpoint is not of this plan)");
+    return {};
+  };
+  CLEAVE_RETURN_IF_ERROR(check(weights, wantWeights, "weight",
+                               version == kVersion ? dir + "/" + kWeightsFile : dir));
+  CLEAVE_RETURN_IF_ERROR(check(states, wantStates, "state",
+                               version == kVersion ? dir + "/" + kStateFile : dir));
 
   // Read everything, then write into the executor.
+  // Only what this program holds: a constant an earlier checkpoint kept
+  // (the plan's own stands) and other stages' tensors are not read.
   std::vector<std::pair<const SafetensorsEntry *, std::vector<char>>> weightData, stateData;
-  for (auto [index, out] : {std::pair{&weights, &weightData}, {&states, &stateData}})
-    for (const SafetensorsEntry &entry : index->entries) {
-      if (index == &weights && !wantWeights.count(entry.name))
-        continue; // a constant an earlier checkpoint kept: the plan's own stands
-      std::vector<char> bytes(entry.desc.bytes());
-      CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(*index, entry, bytes.data()));
-      out->emplace_back(&entry, std::move(bytes));
+  for (auto [found, want, out] : {std::tuple{&weights, &wantWeights, &weightData},
+                                  {&states, &wantStates, &stateData}})
+    for (const auto &[name, at] : *found) {
+      if (!want->count(name))
+        continue;
+      std::vector<char> bytes(at.second->desc.bytes());
+      CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(*at.first, *at.second, bytes.data()));
+      out->emplace_back(at.second, std::move(bytes));
     }
   // A tensor the program holds as this rank's ZeRO part gets that part.
   auto partOf = [&](const std::string &what, size_t partBytes, std::vector<char> &bytes) {

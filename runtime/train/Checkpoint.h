@@ -79,14 +79,44 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
                        const CheckpointTensors &tensors, const CheckpointInfo &info,
                        std::string *path);
 
+/// A pipelined plan's ranks writing one checkpoint together: each stage's
+/// first rank (dp 0, tp 0) writes its stage's tensors, the first rank of
+/// the job the index. `agree` is collective (every rank calls it with its
+/// status and gets one status, all ok or the failures).
+struct CheckpointGroup {
+  int64_t rank = 0, stage = 0;
+  bool writesStage = false;
+  std::function<Status(const Status &)> agree;
+};
+
+/// Version 2, one checkpoint from every stage (every rank calls it with the
+/// tensors collectCheckpoint gave it): ckpt-<step>/stage<s>.weights.safetensors
+/// and stage<s>.state.safetensors, written by each stage's first rank into
+/// one temporary directory (a tensor several stages hold, a tied weight or
+/// the step counter, only by the first of them), then checkpoint.json with
+/// every file's size and checksum and the global index (each tensor's name,
+/// file, dtype and whole shape), then the directory renamed into place and
+/// `latest` replaced, by rank 0. Any plan loads it (loadCheckpoint).
+Status writeStageCheckpoint(const std::string &root, const Plan &plan, const ProgramSpec &program,
+                            const CheckpointTensors &tensors, const CheckpointInfo &info,
+                            const CheckpointGroup &group, std::string *path);
+
+/// Whether `program` is the first (lowest stage) of the plan's programs to
+/// hold the weight or state `name`: the one that writes it when several do.
+bool firstHolder(const Plan &plan, const ProgramSpec &program, const std::string &name,
+                 bool state);
+
 /// collectCheckpoint, then writeCheckpoint, on one rank.
 Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor &executor,
                       const CheckpointInfo &info, std::string *path);
 
 /// Reads the checkpoint `path` names: a checkpoint directory itself, or a
-/// root whose `latest` names one. Every file is checked (checksums, the
-/// plan's weights and states by name, shape and dtype) before anything is
-/// written into the executor. A sharded state gets this rank's part.
+/// root whose `latest` names one, of version 1 (one weights and one state
+/// file) or 2 (a pipeline's files with a global index). Every file is
+/// checked (checksums, the plan's weights and states by name, shape and
+/// dtype) before anything is written into the executor; the checkpoint may
+/// hold tensors of the plan's other programs (another stage's), not of
+/// another model. A sharded state gets this rank's part.
 Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &executor,
                       CheckpointInfo *info, std::string *resolved = nullptr,
                       const CheckpointShards &shards = {});

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <deque>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -96,14 +97,18 @@ std::string describeBatch(const TrainingData &data, int64_t step,
 
 } // namespace
 
-Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path,
-                     const CheckpointShards &shards, bool write) {
+namespace {
+/// The state_dict entries `keep` selects, read off the executor (or the
+/// plan's file), floating tensors in f32.
+Status stateDictTensors(const Plan &plan, const Executor &executor, const CheckpointShards &shards,
+                        const std::function<bool(const StateDictEntry &)> &keep,
+                        std::deque<std::vector<char>> &data,
+                        std::vector<SafetensorsTensor> &tensors) {
   const ProgramSpec &program = executor.program();
-  std::vector<std::vector<char>> data;
-  std::vector<SafetensorsTensor> tensors;
-  data.reserve(plan.training->stateDict.size());
   std::map<std::string, SafetensorsIndex> extras;
   for (const StateDictEntry &entry : plan.training->stateDict) {
+    if (!keep(entry))
+      continue;
     TensorDesc desc;
     std::vector<char> bytes;
     if (!entry.tensor.empty()) {
@@ -133,9 +138,65 @@ Status saveStateDict(const Plan &plan, const Executor &executor, const std::stri
     data.push_back(std::move(bytes));
     tensors.push_back({entry.name, desc, data.back().data()});
   }
+  return {};
+}
+} // namespace
+
+Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path,
+                     const CheckpointShards &shards, bool write) {
+  std::deque<std::vector<char>> data;
+  std::vector<SafetensorsTensor> tensors;
+  CLEAVE_RETURN_IF_ERROR(stateDictTensors(
+      plan, executor, shards, [](const StateDictEntry &) { return true; }, data, tensors));
   if (!write)
     return {};
   return writeSafetensors(path, tensors, {{"format", "pt"}});
+}
+
+Status saveStageStateDict(const Plan &plan, const Executor &executor, const std::string &path,
+                          const CheckpointShards &shards, const CheckpointGroup &group) {
+  const ProgramSpec &program = executor.program();
+  auto partPath = [&](int64_t stage) { return path + ".stage" + std::to_string(stage) + ".tmp"; };
+  auto keep = [&](const StateDictEntry &entry) {
+    if (entry.tensor.empty())
+      return program.stage == 0;
+    return program.weights.find(entry.tensor) && firstHolder(plan, program, entry.tensor, false);
+  };
+  // ZeRO parts are gathered by every rank of the dp group.
+  std::deque<std::vector<char>> data;
+  std::vector<SafetensorsTensor> tensors;
+  Status mine = stateDictTensors(plan, executor, shards, keep, data, tensors);
+  if (mine.ok() && group.writesStage)
+    mine = writeSafetensors(partPath(program.stage), tensors, {{"format", "pt"}});
+  CLEAVE_RETURN_IF_ERROR(group.agree(mine));
+  Status merged;
+  if (group.rank == 0) {
+    merged = [&]() -> Status {
+      std::vector<SafetensorsIndex> parts(plan.pp);
+      for (int64_t s = 0; s < plan.pp; ++s)
+        CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(partPath(s), &parts[s]));
+      std::deque<std::vector<char>> all;
+      std::vector<SafetensorsTensor> ordered;
+      for (const StateDictEntry &entry : plan.training->stateDict) {
+        const SafetensorsEntry *found = nullptr;
+        const SafetensorsIndex *in = nullptr;
+        for (const SafetensorsIndex &part : parts)
+          if ((found = part.find(entry.name))) {
+            in = &part;
+            break;
+          }
+        if (!found)
+          return CLEAVE_ERROR(path, ": no stage holds state_dict entry '", entry.name, "'");
+        all.emplace_back(found->desc.bytes());
+        CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(*in, *found, all.back().data()));
+        ordered.push_back({entry.name, found->desc, all.back().data()});
+      }
+      return writeSafetensors(path, ordered, {{"format", "pt"}});
+    }();
+    for (int64_t s = 0; s < plan.pp; ++s)
+      std::remove(partPath(s).c_str());
+  }
+  return group.agree(merged);
 }
 
 Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
@@ -173,12 +234,8 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
                           " stages) runs one stage per rank: run it with 'cleave train --local ",
                           plan.devices.size(), "' or 'mpirun -np ", plan.devices.size(),
                           " cleave train'");
-    if (pipelined && (!options.checkpointDir.empty() || !options.resumePath.empty() ||
-                      !options.saveWeightsPath.empty()))
-      return CLEAVE_ERROR(plan.dir, ": checkpoints and --save-weights of a pipelined plan (",
-                          plan.pp,
-                          " stages, each holding its own weights) are not implemented yet; "
-                          "train without --checkpoint, --resume and --save-weights");
+    if (pipelined && !options.group.agree)
+      return CLEAVE_ERROR(plan.dir, ": a pipelined plan's checkpoints need its ranks together");
     CLEAVE_RETURN_IF_ERROR(Executor::create(program, backend, &executor, options.shards.index));
     report->allocatedBytes = executor->allocatedBytes();
     report->predictedBytes = program.predictedBytes();
@@ -310,19 +367,25 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     bool last = step == options.steps;
     // Sharded states are gathered by every rank of the dp group together;
     // the rank that writes files writes the checkpoint.
-    if ((options.writesFiles || sharded) && !options.checkpointDir.empty() &&
+    if ((options.writesFiles || sharded || pipelined) && !options.checkpointDir.empty() &&
         ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) || last)) {
       CheckpointTensors tensors;
       CLEAVE_RETURN_IF_ERROR(collectCheckpoint(plan, *executor, options.shards, &tensors)
                                  .prepend("checkpoint of step " + std::to_string(step)));
-      if (options.writesFiles) {
-        CheckpointInfo info;
-        info.step = step;
-        info.seed = training.seed;
-        info.shuffleSeed = options.shuffleSeed;
-        info.dataSamples = data.samples();
-        info.dataBytes = data.fileBytes();
-        std::string written;
+      CheckpointInfo info;
+      info.step = step;
+      info.seed = training.seed;
+      info.shuffleSeed = options.shuffleSeed;
+      info.dataSamples = data.samples();
+      info.dataBytes = data.fileBytes();
+      std::string written;
+      if (pipelined) {
+        // Every stage writes its own tensors; rank 0 the index.
+        CLEAVE_RETURN_IF_ERROR(writeStageCheckpoint(options.checkpointDir, plan, program, tensors,
+                                                    info, options.group, &written));
+        if (options.writesFiles)
+          report->checkpoints.push_back(written);
+      } else if (options.writesFiles) {
         CLEAVE_RETURN_IF_ERROR(
             writeCheckpoint(options.checkpointDir, plan, program, tensors, info, &written));
         report->checkpoints.push_back(written);
@@ -330,7 +393,10 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     }
   }
   Status end;
-  if ((options.writesFiles || sharded) && !options.saveWeightsPath.empty())
+  if (pipelined && !options.saveWeightsPath.empty())
+    end = saveStageStateDict(plan, *executor, options.saveWeightsPath, options.shards,
+                             options.group);
+  else if ((options.writesFiles || sharded) && !options.saveWeightsPath.empty())
     end = saveStateDict(plan, *executor, options.saveWeightsPath, options.shards,
                         options.writesFiles);
   if (end.ok())

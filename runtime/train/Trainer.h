@@ -53,6 +53,9 @@ struct TrainOptions {
   /// the rank that holds it (`holds`).
   int64_t rank = 0;
   std::function<Status(double *loss, bool holds)> shareLoss;
+  /// A pipelined plan's ranks writing checkpoints and saved weights
+  /// together (CheckpointGroup::agree set on such a job).
+  CheckpointGroup group;
   /// Set on a multi-rank job: makes every rank see one status (all ok, or
   /// the failures), collectively. train() calls it once its setup is done
   /// and once at the end, so an error there stops every rank alike.
@@ -134,6 +137,13 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
 /// parts are gathered) and only the one with `write` writes.
 Status saveStateDict(const Plan &plan, const Executor &executor, const std::string &path,
                      const CheckpointShards &shards = {}, bool write = true);
+/// The same from a pipelined plan's ranks, every rank calling it: each
+/// stage's first rank writes the entries it is the first to hold (stage 0
+/// also those the plan keeps in a file) to a temporary file beside `path`,
+/// then rank 0 puts every entry into `path` in the state_dict's order and
+/// removes the temporary files.
+Status saveStageStateDict(const Plan &plan, const Executor &executor, const std::string &path,
+                          const CheckpointShards &shards, const CheckpointGroup &group);
 
 /// The report as JSON (for --report and tests).
 std::string trainReportJson(const Plan &plan, const TrainOptions &options,

@@ -13,6 +13,10 @@
 //                         state), the data position and shuffle seed, what
 //                         the plan and data were, and each file's size and
 //                         FNV-1a 64 checksum.
+// That is version 1. A pipelined plan writes version 2: instead of the two
+// files, stage<s>.weights.safetensors and stage<s>.state.safetensors per
+// stage (each written by its stage's first rank), and checkpoint.json adds
+// the global index (each tensor's file, dtype and whole shape).
 // A checkpoint is written into a temporary directory, synced, and renamed
 // into place; only then does `latest` (itself replaced atomically) name it.
 // A crash at any point leaves the previous checkpoint and `latest` intact.

@@ -3,8 +3,8 @@
 (issue 19).
 
     /usr/bin/python3 bench/dp_train.py [--model gpt] [--config small] [--batch 8]
-        [--ranks 1,2] [--zero none] [--steps 20] [--cluster examples/clusters/cpu-2core.json]
-        [--work DIR] [--json FILE]
+        [--ranks 1,2] [--zero none] [--pipelines 2:gpipe,2:1f1b] [--microbatches 4]
+        [--steps 20] [--cluster examples/clusters/cpu-2core.json] [--work DIR] [--json FILE]
 
 Exports the model once (examples/export.py, training mode, dropout 0, its loss computed in the
 model), then for each rank count N and ZeRO level Z (--zero: a comma list of none, optimizer,
@@ -13,7 +13,10 @@ gradients; ZeRO applies to N > 1) compiles `cleave compile --cluster SPEC --devi
 process for N = 1), ranks sharing the machine's cores (`cleave train` gives each rank
 cores/N threads). Prints per run: the measured step (mean of the steps after the first, from the
 report; the slowest rank's), its compute (kernels) and communication (collectives) time, each
-next to the plan's prediction, and the memory each rank allocated next to the plan's prediction. The cluster spec describes one device of all the machine's cores; with N
+next to the plan's prediction, and the memory each rank allocated next to the plan's prediction
+(each rank's own program's; the table shows the largest). --pipelines adds runs with P stages
+under SCHEDULE, one rank per stage, the batch in --microbatches microbatches, and the
+predicted bubble. The cluster spec describes one device of all the machine's cores; with N
 ranks each rank has 1/N of them, which the prediction (N devices of the spec's speed) does not
 know: the table says so where it misses.
 """
@@ -48,6 +51,10 @@ def main():
     p.add_argument("--ranks", default="1,2")
     p.add_argument("--zero", default="none")
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--pipelines", default="",
+                   help="also pipelined runs: a comma list of STAGES:SCHEDULE (e.g. 2:gpipe,2:1f1b)")
+    p.add_argument("--microbatches", type=int, default=4,
+                   help="microbatches per step of the pipelined runs")
     p.add_argument("--cluster", default=os.path.join(ROOT, "examples", "clusters", "cpu-2core.json"))
     p.add_argument("--work")
     p.add_argument("--json")
@@ -65,16 +72,21 @@ def main():
     print(f"machine: {benchlib.machine()}")
     print(f"model: {a.model} --config {a.config}, global batch {a.batch}, AdamW, {a.steps} steps "
           f"(the first left out of the mean)")
-    print(f"{'ranks':>5} {'zero':>9} | {'step ms':>8} {'pred':>7} {'ratio':>5} | {'compute':>8} {'pred':>7} | "
-          f"{'comm':>7} {'pred':>7} | {'MiB/rank':>8} {'pred':>7}")
+    print(f"{'ranks':>5} {'mesh':>13} | {'step ms':>8} {'pred':>7} {'ratio':>5} | {'compute':>8} {'pred':>7} | "
+          f"{'comm':>7} {'pred':>7} | {'bubble':>6} | {'MiB/rank':>8} {'pred':>7}")
     rows = []
-    runs = [(n, z) for n in [int(x) for x in a.ranks.split(",")] for z in a.zero.split(",")
+    runs = [(n, z, None) for n in [int(x) for x in a.ranks.split(",")] for z in a.zero.split(",")
             if n > 1 or z == "none"]
-    for n, zero in runs:
-        plan = os.path.join(work, f"plan.dp{n}.{zero}")
-        report = os.path.join(work, f"report.dp{n}.{zero}.json")
+    runs += [(int(spec.split(":")[0]), "none", spec.split(":")[1])
+             for spec in a.pipelines.split(",") if spec]
+    for n, zero, schedule in runs:
+        name = f"pp{n}.{schedule}" if schedule else f"dp{n}.{zero}"
+        plan = os.path.join(work, f"plan.{name}")
+        report = os.path.join(work, f"report.{name}.json")
+        mesh = (["--pp", str(n), "--schedule", schedule, "--microbatch",
+                 str(a.batch // a.microbatches)] if schedule else ["--dp", str(n)])
         run(["cleave", "compile", model, "--cluster", a.cluster, "--devices", str(n),
-             "--global-batch", str(a.batch), "--dp", str(n), "--zero", zero, "--mode", "train",
+             "--global-batch", str(a.batch)] + mesh + ["--zero", zero, "--mode", "train",
              "-o", plan], env=env)
         train = ["cleave", "train", plan, "--data", data, "--steps", str(a.steps), "--report",
                  report, "-q"]
@@ -84,21 +96,29 @@ def main():
         with open(report) as f:
             r = json.load(f)
         with open(os.path.join(plan, "manifest.json")) as f:
-            memory = json.load(f)["predicted"]["memory_bytes"]["total"]
+            manifest = json.load(f)
+        memory = manifest["predicted"]["memory_bytes"]["total"]
+
+        def predicted_of(rank):
+            # Each rank's own program (a pipeline's stages differ).
+            e = manifest["programs"][manifest["devices"][rank]["program"]]
+            return e["arena_bytes"] + e["weight_bytes"] + e.get("state_bytes", 0)
         ranks = r["ranks"] or [{"rank": 0, "step_seconds": r["mean_step_seconds"],
                                 "compute_seconds": r["mean_compute_seconds"],
                                 "communication_seconds": r["mean_communication_seconds"],
                                 "allocated_bytes": r["memory_bytes"]["allocated"]}]
         slowest = max(ranks, key=lambda x: x["step_seconds"])
         p = r["predicted"]
-        row = {"ranks": n, "zero": zero, "measured": ranks, "predicted": p, "predicted_bytes": memory}
+        row = {"ranks": n, "zero": zero, "schedule": schedule, "measured": ranks, "predicted": p,
+               "predicted_bytes": memory}
         rows.append(row)
-        exact = all(x["allocated_bytes"] == memory for x in ranks)
-        print(f"{n:>5} {zero:>9} | {slowest['step_seconds'] * 1e3:>8.2f} {p['step_seconds'] * 1e3:>7.2f} "
+        exact = all(x["allocated_bytes"] == predicted_of(x["rank"]) for x in ranks)
+        label = f"pp{n} {schedule}" if schedule else f"dp{n} {zero}"
+        print(f"{n:>5} {label:>13} | {slowest['step_seconds'] * 1e3:>8.2f} {p['step_seconds'] * 1e3:>7.2f} "
               f"{slowest['step_seconds'] / p['step_seconds']:>5.2f} | "
               f"{slowest['compute_seconds'] * 1e3:>8.2f} {p['compute_seconds'] * 1e3:>7.2f} | "
               f"{slowest['communication_seconds'] * 1e3:>7.2f} "
-              f"{p['communication_seconds'] * 1e3:>7.2f} | "
+              f"{p['communication_seconds'] * 1e3:>7.2f} | {p.get('bubble_seconds', 0) * 1e3:>6.2f} | "
               f"{max(x['allocated_bytes'] for x in ranks) / 2**20:>8.2f} {memory / 2**20:>7.2f}"
               f"{'' if exact else '  MISMATCH'}")
     if a.json:

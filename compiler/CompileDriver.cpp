@@ -351,9 +351,6 @@ DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRe
                       " over data-parallel ranks with pipeline stages (ZeRO-2 and 3 reduce each "
                       "microbatch, which the pipeline does not yet)",
                   "pin --zero optimizer or --zero none");
-  if (request.training.clipGradNorm > 0)
-    return refuse("clips the gradients' norm across pipeline stages",
-                  "train without --clip-grad-norm");
   if (request.planner.batchDim != 0) {
     error(context) << "pipeline training splits the batch in dim 0 of every input";
     return DriverStatus::failure().withUsage();

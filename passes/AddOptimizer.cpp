@@ -167,6 +167,7 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
       ParamOp param;
       Value gradient;
       DictionaryAttr shard; // {group, ranks}, or null
+      bool inNorm = true;   // false: a tied weight's copy an earlier stage counts
     };
     SmallVector<Update> updates;
     SmallVector<Value> kept;
@@ -188,12 +189,46 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
       auto shard = func.getResultAttrOfType<DictionaryAttr>(i, kShardAttr);
       if (failed(checkShard(func, it->second, value, shard)))
         return signalPassFailure();
-      updates.push_back({it->second, value, shard});
+      updates.push_back({it->second, value, shard, !func.getResultAttr(i, kTiedCopyAttr)});
     }
+    // clip_grad_norm_ over a pipeline: each stage's sum of squares goes to
+    // every other stage, and every stage adds them in stage order, so all
+    // get the same norm (the stage's step records the stages and a free tag).
+    auto pipeline = func->getAttrOfType<DictionaryAttr>(kPipelineAttr);
+    auto sumOverStages = [&](OpBuilder &b, Location loc, Value total) -> Value {
+      if (!pipeline)
+        return total;
+      int64_t stages = pipeline.getAs<IntegerAttr>("stages").getInt();
+      int64_t tag = pipeline.getAs<IntegerAttr>("free_tag").getInt();
+      int64_t stage = func->getAttrOfType<IntegerAttr>("cleave.stage").getInt();
+      for (int64_t t = 0; t < stages; ++t)
+        if (t != stage)
+          b.create<SendOp>(loc, total, b.getI64IntegerAttr(t), b.getI64IntegerAttr(tag + stage));
+      Value sum;
+      for (int64_t t = 0; t < stages; ++t) {
+        Value part = t == stage ? total
+                                : b.create<RecvOp>(loc, total.getType(), b.getI64IntegerAttr(t),
+                                                   b.getI64IntegerAttr(tag + t))
+                                      .getResult();
+        sum = sum ? b.create<AddOp>(loc, sum, part).getResult() : part;
+      }
+      return sum;
+    };
     // A pipeline stage may hold no trained weight (only the loss, say):
     // its step has nothing to update.
-    if (updates.empty() && func->hasAttr("cleave.stage"))
+    if (updates.empty() && func->hasAttr("cleave.stage")) {
+      // It still adds its (zero) share to a norm over the stages.
+      if (clipGradNorm > 0 && pipeline) {
+        OpBuilder b(ret);
+        Location loc = NameLoc::get(StringAttr::get(context, "optimizer"), func.getLoc());
+        Operation *before = ret->getPrevNode();
+        auto type = RankedTensorType::get({}, b.getF32Type());
+        Value zero = b.create<ConstantOp>(loc, DenseElementsAttr::get(type, b.getF32FloatAttr(0)));
+        (void)sumOverStages(b, loc, zero);
+        markPhaseStart(func.front(), before, kOptimizerPhase);
+      }
       return;
+    }
     if (updates.empty()) {
       func.emitError("no gradients to apply: run -cleave-differentiate first");
       return signalPassFailure();
@@ -217,7 +252,9 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     if (clipGradNorm > 0) {
       Value total, shardedTotal;
       StringAttr shardGroup;
-      for (auto [param, gradient, shard] : updates) {
+      for (auto [param, gradient, shard, inNorm] : updates) {
+        if (!inNorm)
+          continue;
         auto type = llvm::cast<RankedTensorType>(gradient.getType());
         if (!type.getElementType().isF32()) {
           param.emitError("clipping needs f32 gradients, '") << param.getName() << "' has "
@@ -241,6 +278,9 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
             b.create<AllReduceOp>(loc, shardedTotal.getType(), shardedTotal, shardGroup);
         total = total ? b.create<AddOp>(loc, total, summed).getResult() : summed;
       }
+      if (!total)
+        total = f32Scalar(0); // only tied copies here: the other stages count them
+      total = sumOverStages(b, loc, total);
       Value norm = b.create<SqrtOp>(loc, total);
       Value coefficient = b.create<DivOp>(loc, f32Scalar(clipGradNorm),
                                           b.create<AddOp>(loc, norm, f32Scalar(1e-6)));
@@ -253,7 +293,7 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     llvm::DenseMap<Operation *, Operation *> placeAfter; // param -> op
     Operation *firstPlace = nullptr;
     if (early) {
-      for (auto [param, gradient, shard] : updates) {
+      for (auto [param, gradient, shard, inNorm] : updates) {
         Operation *last = gradient.getDefiningOp();
         for (Operation *user : param->getUsers())
           if (user != ret && (!last || last->isBeforeInBlock(user)))
@@ -281,7 +321,7 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
     SmallVector<PartGather> gathers;
     StringAttr schedule = b.getStringAttr(lrSchedule);
     IntegerAttr warmup = b.getI64IntegerAttr(warmupSteps), decay = b.getI64IntegerAttr(decaySteps);
-    for (auto [param, gradient, shard] : updates) {
+    for (auto [param, gradient, shard, inNorm] : updates) {
       auto type = llvm::cast<RankedTensorType>(param.getType());
       std::string name = param.getName().str();
       Location at = NameLoc::get(StringAttr::get(context, "optimizer"), param.getLoc());

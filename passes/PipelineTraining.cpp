@@ -522,9 +522,26 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
       total = total ? in.create<AddOp>(part.getLoc(), total, part).getResult() : part;
     }
     results.push_back(total);
-    resultAttrs.push_back(step.getResultAttrDict(g.result));
+    // A weight several stages hold counts once in a norm over the stages:
+    // the other holders mark their copy of its gradient.
+    NamedAttrList attrs(step.getResultAttrDict(g.result));
+    int64_t firstHolder = chunks;
+    for (auto &[unit, leaves] : g.leavesOfUnit)
+      firstHolder = std::min(firstHolder, stageOf(unit));
+    if (firstHolder != stage)
+      attrs.set(kTiedCopyAttr, UnitAttr::get(context));
+    resultAttrs.push_back(attrs.getDictionary(context));
   }
   in.create<func::ReturnOp>(loc, results);
+  // What later passes need of the pipeline: the stages, and the first tag
+  // no crossing above uses (clipping sums its norm across the stages).
+  fn->setAttr(kPipelineAttr,
+              outer.getDictionaryAttr(
+                  {outer.getNamedAttr("stages", outer.getI64IntegerAttr(pp)),
+                   outer.getNamedAttr("free_tag",
+                                      outer.getI64IntegerAttr(
+                                          tiedTagBase + static_cast<int64_t>(ret.getNumOperands()) *
+                                                            chunks))}));
   // Weights and constants first: a slot's first receive may have come
   // before a weight was first cloned.
   Operation *firstComputing = nullptr;

@@ -40,6 +40,12 @@ inline constexpr llvm::StringLiteral kPlacementAttrs[] = {"cleave.stage", "cleav
 /// several placements (a weight tied across stages): the pipeline sums
 /// these partial gradients across the stages that hold the weight.
 inline constexpr llvm::StringLiteral kTiedGradientAttr = "cleave.tied_gradient";
+/// On a pipeline stage's gradient result: a copy of a tied weight's
+/// gradient that an earlier stage also holds (a norm counts it once).
+inline constexpr llvm::StringLiteral kTiedCopyAttr = "cleave.tied_copy";
+/// On a pipeline stage's step: {stages, free_tag}, the number of stages and
+/// the first send/recv tag the pipeline's crossings leave free.
+inline constexpr llvm::StringLiteral kPipelineAttr = "cleave.pipeline";
 
 /// The `cleave.state` named `name` of `func`, created zero-initialized with
 /// `type` after the function's params and states when it does not exist.

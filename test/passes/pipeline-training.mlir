@@ -8,6 +8,7 @@
 // CHECK-LABEL: func.func @train_stage0
 // CHECK-SAME: (%[[X0:.*]]: tensor<4x5xf32> {cleave.name = "x", cleave.phase_chunk = 0 : i64, cleave.phase_microbatch = 0 : i64}, %[[X1:.*]]: tensor<4x5xf32> {cleave.name = "x", cleave.phase_chunk = 0 : i64, cleave.phase_microbatch = 1 : i64})
 // CHECK-SAME: -> (tensor<5x5xf32> {cleave.gradient_of = "l0.weight", cleave.name = "grad.l0.weight"})
+// CHECK-SAME: attributes {cleave.pipeline = {free_tag = {{[0-9]+}} : i64, stages = 2 : i64}, cleave.stage = 0 : i64
 // CHECK-DAG: %[[W:.*]] = cleave.param "l0.weight"
 // CHECK-DAG: %[[HALF:.*]] = cleave.constant dense<5.000000e-01>
 // CHECK: %[[Y0:.*]] = cleave.linear %[[X0]], %[[W]] {cleave.phase = "forward", cleave.phase_chunk = 0 : i64, cleave.phase_microbatch = 0 : i64
@@ -24,7 +25,6 @@
 // CHECK: %[[SUM:.*]] = cleave.add %[[D0]], %[[D1]]
 // CHECK: %[[MEAN:.*]] = cleave.mul %[[SUM]], %[[HALF]]
 // CHECK: return %[[MEAN]]
-
 // Stage 1 (the last): forward then backward of each microbatch in turn, the loss the mean
 // of the microbatches' losses, the gradient sent back with its own tag.
 // CHECK-LABEL: func.func @train_stage1()

@@ -113,6 +113,23 @@ DriverStatus importForPlan(mlir::MLIRContext &context, const CompileRequest &req
   return {};
 }
 
+/// The preparation every compiled step starts from (clean-up, attention
+/// fusion, the precision conversion and, for training, model.train()
+/// semantics).
+DriverStatus prepareModel(LoadedModel &model, const CompileRequest &request, bool training) {
+  mlir::cleave::PrepareOptions prepare;
+  prepare.fuseAttention = request.fuseAttention;
+  prepare.paramData = paramDataOf(model.params);
+  prepare.dtype = request.dtype;
+  prepare.training = training;
+  prepare.seed = request.seed;
+  if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
+        mlir::cleave::addPreparePipeline(pm, prepare);
+      })))
+    return DriverStatus::failure();
+  return {};
+}
+
 /// What data-parallel training does not run yet, refused before it would
 /// silently differ from one device.
 DriverStatus checkDataParallelTraining(const LoadedModel &model, int64_t ranks,
@@ -173,16 +190,8 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
   Snapshots snapshots;
   snapshots.add("imported", *model.module);
   // The steps of cleave-single-device-plan, run apart for their snapshots.
-  mlir::cleave::PrepareOptions prepare;
-  prepare.fuseAttention = request.fuseAttention;
-  prepare.paramData = paramDataOf(model.params);
-  prepare.dtype = request.dtype;
-  prepare.training = request.isTraining();
-  prepare.seed = request.seed;
-  if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
-        mlir::cleave::addPreparePipeline(pm, prepare);
-      })))
-    return DriverStatus::failure();
+  if (DriverStatus s = prepareModel(model, request, request.isTraining()); !s.ok())
+    return s;
   if (request.dtype != "f32")
     snapshots.add(request.dtype, *model.module);
   if (request.isTraining()) {
@@ -324,6 +333,54 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
   return {};
 }
 
+/// Plans `model` (imported at the chosen microbatch size) again with every
+/// choice of `chosen` pinned in `request`, so the placement is the chosen
+/// one on this IR.
+DriverStatus planAgainPinned(mlir::MLIRContext &context, const LoadedModel &model,
+                             CompileRequest &request, const cost::ClusterSpec &spec,
+                             const planner::Candidate &chosen, PlanResult &plan) {
+  auto &search = request.planner.search;
+  search.tp = chosen.tp;
+  search.pp = chosen.pp;
+  search.dp = chosen.dp;
+  search.microbatchSize = chosen.microbatchSize;
+  search.virtualStages = chosen.virtualStages;
+  if (search.training) {
+    search.schedule = chosen.schedule;
+    search.sharding = chosen.sharding;
+  }
+  DriverStatus s = planModel(model, request, spec, plan);
+  if (s.error() == DriverError::NothingFits)
+    error(context) << "the plan (" << chosen.label()
+                   << ") no longer fits when planned again at its microbatch size";
+  return s;
+}
+
+/// Emits the partitioned plan, checking on the directory before it appears
+/// what `cleave verify` checks; records the transfers and collectives.
+DriverStatus emitVerified(mlir::MLIRContext &context, LoadedModel &model,
+                          const CompileRequest &request, PlanEmitOptions &emitOptions,
+                          CompileResult &result) {
+  runtime::VerifyResult verified;
+  emitOptions.check = [&](const std::string &dir) -> mlir::LogicalResult {
+    runtime::Plan written;
+    if (runtime::Status s = runtime::loadPlan(dir, &written); !s.ok()) {
+      error(context) << "the compiled plan does not load: " << s.message();
+      return mlir::failure();
+    }
+    verified = runtime::verifyPlan(written);
+    for (const std::string &e : verified.errors)
+      error(context) << "the compiled plan fails verification: " << e;
+    return mlir::success(verified.ok());
+  };
+  if (mlir::failed(emitPartitionedPlan(*model.module, model.params, request.output, emitOptions,
+                                       result.partition)))
+    return DriverStatus::failure();
+  result.transfers = verified.transfers;
+  result.collectives = verified.collectives;
+  return {};
+}
+
 /// A training plan with pipeline stages: the model imported at the
 /// microbatch size and prepared for training, planned again with every
 /// choice pinned (so the placement is the chosen one on this IR), placed,
@@ -334,7 +391,6 @@ DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRe
                                      const cost::ClusterSpec &spec,
                                      const planner::Candidate &first, CompileResult &result) {
   CompileRequest request = original;
-  auto &search = request.planner.search;
   auto refuse = [&](const std::string &what, const std::string &pin) {
     error(context) << "the plan for training (" << first.label() << ") " << what
                    << ", which cleave cannot run yet; " << pin;
@@ -360,32 +416,14 @@ DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRe
     return s;
   Snapshots snapshots;
   snapshots.add("imported", *model.module);
-  mlir::cleave::PrepareOptions prepare;
-  prepare.fuseAttention = request.fuseAttention;
-  prepare.paramData = paramDataOf(model.params);
-  prepare.dtype = request.dtype;
-  prepare.training = true;
-  prepare.seed = request.seed;
-  if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
-        mlir::cleave::addPreparePipeline(pm, prepare);
-      })))
-    return DriverStatus::failure();
+  if (DriverStatus s = prepareModel(model, request, /*training=*/true); !s.ok())
+    return s;
   snapshots.add("prepared", *model.module);
   if (DriverStatus s = checkDataParallelTraining(model, first.dp, first.microbatches); !s.ok())
     return s;
-  search.tp = first.tp;
-  search.pp = first.pp;
-  search.dp = first.dp;
-  search.microbatchSize = first.microbatchSize;
-  search.virtualStages = first.virtualStages;
-  search.schedule = first.schedule;
-  search.sharding = first.sharding;
-  if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok()) {
-    if (s.error() == DriverError::NothingFits)
-      error(context) << "the plan (" << first.label()
-                     << ") no longer fits when planned again at its microbatch size";
+  if (DriverStatus s = planAgainPinned(context, model, request, spec, first, *result.plan);
+      !s.ok())
     return s;
-  }
   const planner::Candidate &chosen = *result.plan->chosen;
   result.partition = partitionInfo(model, request, *result.plan);
   annotateModel(model, *result.plan);
@@ -447,23 +485,8 @@ DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRe
   for (const StateDictItem &item : model.stateDict)
     emitOptions.training->stateDict.push_back(StateDictEntry{item.name, item.param, &item.data});
   emitOptions.training->zero = training.zero;
-  runtime::VerifyResult verified;
-  emitOptions.check = [&](const std::string &dir) -> mlir::LogicalResult {
-    runtime::Plan written;
-    if (runtime::Status s = runtime::loadPlan(dir, &written); !s.ok()) {
-      error(context) << "the compiled plan does not load: " << s.message();
-      return mlir::failure();
-    }
-    verified = runtime::verifyPlan(written);
-    for (const std::string &e : verified.errors)
-      error(context) << "the compiled plan fails verification: " << e;
-    return mlir::success(verified.ok());
-  };
-  if (mlir::failed(emitPartitionedPlan(*model.module, model.params, request.output, emitOptions,
-                                       result.partition)))
-    return DriverStatus::failure();
-  result.transfers = verified.transfers;
-  result.collectives = verified.collectives;
+  if (DriverStatus s = emitVerified(context, model, request, emitOptions, result); !s.ok())
+    return s;
   progress(request, "training step, verified, written");
   return {};
 }
@@ -511,21 +534,9 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
             importForPlan(context, request, chosen.microbatchSize, model, snapshots);
         !s.ok())
       return s;
-    search.tp = chosen.tp;
-    search.pp = chosen.pp;
-    search.dp = chosen.dp;
-    search.microbatchSize = chosen.microbatchSize;
-    search.virtualStages = chosen.virtualStages;
-    if (search.training) {
-      search.schedule = chosen.schedule;
-      search.sharding = chosen.sharding;
-    }
-    if (DriverStatus s = planModel(model, request, spec, *result.plan); !s.ok()) {
-      if (s.error() == DriverError::NothingFits)
-        error(context) << "the plan (" << chosen.label()
-                       << ") no longer fits when planned again at its microbatch size";
+    if (DriverStatus s = planAgainPinned(context, model, request, spec, chosen, *result.plan);
+        !s.ok())
       return s;
-    }
     chosen = *result.plan->chosen;
     progress(request, "re-imported");
   }
@@ -569,24 +580,8 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
   }
   emitOptions.irSnapshots = snapshots.list;
   progress(request, "lowered");
-  // What `cleave verify` checks, on the directory before it appears.
-  runtime::VerifyResult verified;
-  emitOptions.check = [&](const std::string &dir) -> mlir::LogicalResult {
-    runtime::Plan written;
-    if (runtime::Status s = runtime::loadPlan(dir, &written); !s.ok()) {
-      error(context) << "the compiled plan does not load: " << s.message();
-      return mlir::failure();
-    }
-    verified = runtime::verifyPlan(written);
-    for (const std::string &e : verified.errors)
-      error(context) << "the compiled plan fails verification: " << e;
-    return mlir::success(verified.ok());
-  };
-  if (mlir::failed(emitPartitionedPlan(*model.module, model.params, request.output, emitOptions,
-                                       result.partition)))
-    return DriverStatus::failure();
-  result.transfers = verified.transfers;
-  result.collectives = verified.collectives;
+  if (DriverStatus s = emitVerified(context, model, request, emitOptions, result); !s.ok())
+    return s;
   progress(request, "verified, written");
   return {};
 }

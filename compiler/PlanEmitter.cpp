@@ -901,6 +901,34 @@ std::vector<std::vector<ScheduleSlot>> forwardSlots(const std::string &kind, int
   return slots;
 }
 
+namespace {
+/// A partitioned plan's program: its JSON (version 2 with a state region),
+/// and its manifest entry, returned.
+Json finishProgram(ProgramFiles &program, const std::vector<PhaseBindings> &bindings,
+                   const Json &phases, int64_t stage, int64_t tp, int64_t arena,
+                   int64_t weightBytes, std::optional<int64_t> stateBytes, bool withWeights) {
+  program.json = Json{{"format", "cleave-program"},
+                      {"version", stateBytes ? 2 : rt::kPlanFormatVersion},
+                      {"name", program.name},
+                      {"stage", stage},
+                      {"tp", tp},
+                      {"arena_bytes", arena}};
+  if (stateBytes)
+    program.json["state_bytes"] = *stateBytes;
+  addBindings(program.json, bindings);
+  program.json["buffers"] = program.builder.buffers;
+  program.json["phases"] = phases;
+  Json entry{{"file", "programs/" + program.name + ".json"}};
+  if (withWeights)
+    entry["weights"] = "weights/" + program.name + ".safetensors";
+  entry.update(Json{{"stage", stage}, {"tp", tp}, {"arena_bytes", arena},
+                    {"weight_bytes", weightBytes}});
+  if (stateBytes)
+    entry["state_bytes"] = *stateBytes;
+  return entry;
+}
+} // namespace
+
 mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
                                         const decltype(ImportedModel::params) &params,
                                         const std::string &dir, const PlanEmitOptions &options,
@@ -1008,19 +1036,9 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
       int64_t arena = intAttr(func, "cleave.arena_bytes");
       int64_t state = intAttr(func, "cleave.state_bytes");
       int64_t weightBytes = weightBytesOf(program.builder);
-      program.json = Json{{"format", "cleave-program"}, {"version", 2},
-                          {"name", program.name},       {"stage", stage},
-                          {"tp", tp},                   {"arena_bytes", arena},
-                          {"state_bytes", state}};
-      addBindings(program.json, bindings);
-      program.json["buffers"] = program.builder.buffers;
-      program.json["phases"] = phases;
-      Json entry{{"file", "programs/" + program.name + ".json"}};
-      if (info.withWeights)
-        entry["weights"] = "weights/" + program.name + ".safetensors";
-      entry.update(Json{{"stage", stage}, {"tp", tp}, {"arena_bytes", arena},
-                        {"weight_bytes", weightBytes}, {"state_bytes", state}});
-      programsJson[program.name] = entry;
+      programsJson[program.name] =
+          finishProgram(program, bindings, phases, stage, tp, arena, weightBytes, state,
+                        info.withWeights);
       int64_t total = arena + weightBytes + state;
       if (largestMemory.is_null() || total > largestMemory["total"].get<int64_t>())
         largestMemory = Json{{"arena", arena}, {"weights", weightBytes}, {"state", state},
@@ -1059,18 +1077,8 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
     int64_t weightBytes = weightBytesOf(program.builder);
     largestArena = std::max(largestArena, arena);
     largestWeights = std::max(largestWeights, weightBytes);
-    program.json = Json{{"format", "cleave-program"}, {"version", rt::kPlanFormatVersion},
-                        {"name", program.name},     {"stage", stage},
-                        {"tp", tp},                 {"arena_bytes", arena}};
-    addBindings(program.json, bindings);
-    program.json["buffers"] = program.builder.buffers;
-    program.json["phases"] = phases;
-    Json entry{{"file", "programs/" + program.name + ".json"}};
-    if (info.withWeights)
-      entry["weights"] = "weights/" + program.name + ".safetensors";
-    entry.update(Json{{"stage", stage}, {"tp", tp}, {"arena_bytes", arena},
-                      {"weight_bytes", weightBytes}});
-    programsJson[program.name] = entry;
+    programsJson[program.name] = finishProgram(program, bindings, phases, stage, tp, arena,
+                                               weightBytes, std::nullopt, info.withWeights);
   }
 
   // The model's inputs and outputs at the global batch, in name order of

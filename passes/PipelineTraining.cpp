@@ -397,6 +397,20 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
   // Tags past the activations' and gradients': a partial gradient of a
   // tied weight sent from one unit to another stage.
   const int64_t tiedTagBase = nextTag;
+  // A slot receives what its chunk imports first and sends what it exports
+  // last, each value with its (value, receiving chunk) tag.
+  auto receive = [&](ArrayRef<Value> imports, int64_t unit, IRMapping &map) {
+    for (Value v : imports) {
+      int64_t from = unitOf.lookup(v.getDefiningOp());
+      map.map(v, in.create<RecvOp>(v.getLoc(), v.getType(), in.getI64IntegerAttr(from),
+                                   tagAttr(tagOf(v, unit))));
+    }
+  };
+  auto send = [&](ArrayRef<std::pair<Value, int64_t>> exports, IRMapping &map) {
+    for (auto [v, to] : exports)
+      in.create<SendOp>(v.getLoc(), map.lookup(v), in.getI64IntegerAttr(to),
+                        tagAttr(tagOf(v, to)));
+  };
 
   for (size_t n = 0; n < slots.size(); ++n) {
     const TrainingSlot &slot = slots[n];
@@ -404,12 +418,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
     listener.first = nullptr;
     if (!slot.backward) {
       IRMapping &map = forwardMap[{unit, m}];
-      for (Value v : forwardImports[unit]) {
-        int64_t from = unitOf.lookup(v.getDefiningOp());
-        Value received = in.create<RecvOp>(v.getLoc(), v.getType(), in.getI64IntegerAttr(from),
-                                           tagAttr(tagOf(v, unit)));
-        map.map(v, received);
-      }
+      receive(forwardImports[unit], unit, map);
       for (Operation *op : forwardOps[unit]) {
         IRMapping operands;
         for (Value operand : op->getOperands()) {
@@ -423,9 +432,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
         copy->removeAttr(kPhaseAttr);
         map.map(op->getResults(), copy->getResults());
       }
-      for (auto [v, to] : forwardExports[unit])
-        in.create<SendOp>(v.getLoc(), map.lookup(v), in.getI64IntegerAttr(to),
-                          tagAttr(tagOf(v, to)));
+      send(forwardExports[unit], map);
       if (unit == chunks - 1) {
         // The step's loss: the mean over the microbatches.
         Value loss = map.lookup(ret.getOperand(0));
@@ -435,12 +442,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
       }
     } else {
       IRMapping &map = backwardMap[{unit, m}];
-      for (Value v : backwardImports[unit]) {
-        int64_t from = unitOf.lookup(v.getDefiningOp());
-        Value received = in.create<RecvOp>(v.getLoc(), v.getType(), in.getI64IntegerAttr(from),
-                                           tagAttr(tagOf(v, unit)));
-        map.map(v, received);
-      }
+      receive(backwardImports[unit], unit, map);
       for (Operation *op : backwardOps[unit]) {
         IRMapping operands;
         for (Value operand : op->getOperands()) {
@@ -462,9 +464,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
         copy->removeAttr(kPhaseAttr);
         map.map(op->getResults(), copy->getResults());
       }
-      for (auto [v, to] : backwardExports[unit])
-        in.create<SendOp>(v.getLoc(), map.lookup(v), in.getI64IntegerAttr(to),
-                          tagAttr(tagOf(v, to)));
+      send(backwardExports[unit], map);
       // Gradient accumulation over the microbatches, then the mean; a
       // tied weight's partial goes to the other stages that hold it.
       for (Gradient &g : gradients) {

@@ -448,6 +448,8 @@ std::string meshText(const rt::Plan &plan) {
 
 std::string scheduleText(const rt::Plan &plan) {
   std::string text = plan.schedule;
+  if (!plan.pipelineSchedule.empty()) // a pipelined training step's slot order
+    text += " (" + plan.pipelineSchedule + ")";
   if (plan.virtualStages > 1)
     text += " (" + std::to_string(plan.virtualStages) + " virtual stages)";
   text += ", " + std::to_string(plan.microbatches) + " microbatch" +

@@ -712,6 +712,34 @@ mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
   return mlir::success();
 }
 
+/// A training step's memory by what it holds: the weights as parameters
+/// and buffers, the state region as optimizer state (gradient accumulators
+/// count as gradients), the arena at its peak by the phase that computed
+/// each live value, and what the placement leaves unused.
+Json memoryByCategory(mlir::func::FuncOp func, int64_t weightBytes, int64_t parameterBytes) {
+  int64_t arenaBytes = intAttr(func, "cleave.arena_bytes");
+  int64_t stateBytes = intAttr(func, "cleave.state_bytes");
+  auto peak = func->getAttrOfType<mlir::DictionaryAttr>("cleave.arena_peak");
+  int64_t peakLive = intAttr(func, "cleave.peak_live_bytes");
+  auto peakPart = [&](llvm::StringRef key) -> int64_t {
+    auto attr = peak ? peak.getAs<mlir::IntegerAttr>(key) : mlir::IntegerAttr();
+    return attr ? attr.getInt() : 0;
+  };
+  int64_t activations = peak ? peakPart("activations") : peakLive;
+  int64_t accumulatorBytes = 0;
+  func.walk([&](mlir::cleave::StateOp state) {
+    if (state.getName().starts_with("gradient_accumulator."))
+      accumulatorBytes += static_cast<int64_t>(mlir::cleave::tensorBytes(state.getType()));
+  });
+  return Json{{"parameters", parameterBytes},
+              {"buffers", weightBytes - parameterBytes},
+              {"optimizer_state", stateBytes - accumulatorBytes},
+              {"activations", activations},
+              {"gradients", peakPart("gradients") + accumulatorBytes},
+              {"temporaries", peakPart("temporaries")},
+              {"arena_unused", arenaBytes - peakLive}};
+}
+
 } // namespace
 
 TrainingEmitInfo trainingEmitInfo(const mlir::cleave::TrainingOptions &o, const std::string &dtype,
@@ -802,28 +830,9 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
     int64_t parameterBytes = parameterBytesOf.front();
     if (!extra.tensors.empty())
       extras.push_back(std::move(extra));
-    auto peak = func->getAttrOfType<mlir::DictionaryAttr>("cleave.arena_peak");
-    int64_t peakLive = intAttr(func, "cleave.peak_live_bytes");
-    auto peakPart = [&](llvm::StringRef key) -> int64_t {
-      auto attr = peak ? peak.getAs<mlir::IntegerAttr>(key) : mlir::IntegerAttr();
-      return attr ? attr.getInt() : 0;
-    };
-    int64_t activations = peak ? peakPart("activations") : peakLive;
     memory["state"] = stateBytes;
     memory["total"] = arenaBytes.getInt() + weightBytes + stateBytes;
-    // Gradient accumulators live in the state region but hold gradients.
-    int64_t accumulatorBytes = 0;
-    func.walk([&](mlir::cleave::StateOp state) {
-      if (state.getName().starts_with("gradient_accumulator."))
-        accumulatorBytes += static_cast<int64_t>(mlir::cleave::tensorBytes(state.getType()));
-    });
-    memory["by_category"] = Json{{"parameters", parameterBytes},
-                                 {"buffers", weightBytes - parameterBytes},
-                                 {"optimizer_state", stateBytes - accumulatorBytes},
-                                 {"activations", activations},
-                                 {"gradients", peakPart("gradients") + accumulatorBytes},
-                                 {"temporaries", peakPart("temporaries")},
-                                 {"arena_unused", arenaBytes.getInt() - peakLive}};
+    memory["by_category"] = memoryByCategory(func, weightBytes, parameterBytes);
   } else {
     memory["total"] = arenaBytes.getInt() + weightBytes;
   }
@@ -902,6 +911,11 @@ std::vector<std::vector<ScheduleSlot>> forwardSlots(const std::string &kind, int
 }
 
 namespace {
+/// "stage<s>_tp<t>": the program a (stage, tp index) function becomes.
+std::string programNameOf(mlir::func::FuncOp func) {
+  return "stage" + std::to_string(intAttr(func, "cleave.stage")) + "_tp" +
+         std::to_string(intAttr(func, "cleave.tp"));
+}
 /// A partitioned plan's program: its JSON (version 2 with a state region),
 /// and its manifest entry, returned.
 Json finishProgram(ProgramFiles &program, const std::vector<PhaseBindings> &bindings,
@@ -976,7 +990,7 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
                << funcs.size();
       mlir::func::FuncOp func = funcs.front();
       ProgramFiles &program = programs.emplace_back();
-      program.name = "stage" + std::to_string(stage) + "_tp" + std::to_string(tp);
+      program.name = programNameOf(func);
       program.builder.stages = info.pp;
       PhaseBindings all;
       Json inputs = Json::array(), outputs = Json::array();
@@ -1180,6 +1194,18 @@ mlir::LogicalResult emitPartitionedPlan(mlir::ModuleOp module,
     trainingJson["zero"] = options.training->zero;
     if (!extra.tensors.empty())
       extras.push_back(std::move(extra));
+    // Each program's memory by category in its entry; the manifest's is
+    // the largest program's.
+    for (size_t i = 0; i < trainingFuncs.size(); ++i) {
+      std::string name = programNameOf(trainingFuncs[i]);
+      Json &entry = programsJson[name];
+      entry["memory_by_category"] = memoryByCategory(
+          trainingFuncs[i], entry["weight_bytes"].get<int64_t>(), parameterBytes[i]);
+      int64_t total = entry["arena_bytes"].get<int64_t>() + entry["weight_bytes"].get<int64_t>() +
+                      entry["state_bytes"].get<int64_t>();
+      if (total == largestMemory["total"].get<int64_t>())
+        predicted["memory_bytes"]["by_category"] = entry["memory_by_category"];
+    }
   }
   Json manifest{
       {"format", "cleave-plan"},

@@ -224,9 +224,10 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   options.writesFiles = rank == 0;
   options.group.rank = rank;
   options.group.stage = me.stage;
+  options.group.dp = me.dp;
   options.group.writesStage = me.dp == 0 && me.tp == 0;
-  if (plan.pp > 1)
-    options.group.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
+  // Ranks write checkpoints together (pipelines, ZeRO parts): agreed on.
+  options.group.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
   if (plan.pp > 1) {
     // The last stage computes the loss (averaged over its dp group): its
     // first rank gives it to every rank.

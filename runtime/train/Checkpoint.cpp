@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -259,13 +260,49 @@ bool firstHolder(const Plan &plan, const ProgramSpec &program, const std::string
   return true;
 }
 
-Status writeStageCheckpoint(const std::string &root, const Plan &plan, const ProgramSpec &program,
-                            const CheckpointTensors &tensors, const CheckpointInfo &info,
-                            const CheckpointGroup &group, std::string *path) {
+Status collectLocalCheckpoint(const Plan &plan, const Executor &executor, int64_t dpIndex,
+                              LocalCheckpoint *out) {
+  const ProgramSpec &program = executor.program();
+  *out = LocalCheckpoint();
+  // The valid elements of this rank's part of a tensor of `numel`.
+  auto partElements = [&](int64_t numel, int64_t partNumel) {
+    return std::clamp<int64_t>(numel - dpIndex * partNumel, 0, partNumel);
+  };
+  for (const SafetensorsEntry *entry : modelWeightsOf(plan, program)) {
+    const size_t slot = program.weightSlots.at(entry->name).bytes;
+    std::vector<char> &bytes = out->data.emplace_back(slot);
+    CLEAVE_RETURN_IF_ERROR(executor.readWeight(entry->name, bytes.data(), bytes.size()));
+    if (!program.weightShard(entry->name)) {
+      out->weights.push_back({entry->name, entry->desc, bytes.data()});
+      continue;
+    }
+    const int64_t element = static_cast<int64_t>(dtypeBytes(entry->desc.dtype));
+    int64_t n = partElements(entry->desc.numel(), static_cast<int64_t>(slot) / element);
+    bytes.resize(static_cast<size_t>(n * element));
+    out->weightParts.push_back({entry->name, TensorDesc{entry->desc.dtype, {n}}, bytes.data()});
+  }
+  for (const BufferSpec *buffer : statesOf(program)) {
+    std::vector<char> &bytes = out->data.emplace_back(buffer->desc.bytes());
+    CLEAVE_RETURN_IF_ERROR(executor.readState(*buffer->state, bytes.data(), bytes.size()));
+    if (!buffer->shardOf) {
+      out->states.push_back({*buffer->state, buffer->desc, bytes.data()});
+      continue;
+    }
+    int64_t n = partElements(wholeDesc(*buffer).numel(), buffer->desc.numel());
+    bytes.resize(static_cast<size_t>(n) * dtypeBytes(buffer->desc.dtype));
+    out->stateParts.push_back({*buffer->state, TensorDesc{buffer->desc.dtype, {n}}, bytes.data()});
+  }
+  return {};
+}
+
+Status writeShardedCheckpoint(const std::string &root, const Plan &plan,
+                              const ProgramSpec &program, const LocalCheckpoint &local,
+                              const CheckpointInfo &info, const CheckpointGroup &group,
+                              std::string *path) {
   const std::string name = "ckpt-" + std::to_string(info.step);
   const std::string final = root + "/" + name;
-  // One temporary directory for all stages (so not named by a pid).
-  const std::string temp = root + "/." + name + ".tmp-stages";
+  // One temporary directory for all ranks (so not named by a pid).
+  const std::string temp = root + "/." + name + ".tmp-ranks";
   auto where = [&](Status s) { return s.prepend("checkpoint " + final); };
   Status prepared;
   if (group.rank == 0) {
@@ -276,47 +313,96 @@ Status writeStageCheckpoint(const std::string &root, const Plan &plan, const Pro
   }
   CLEAVE_RETURN_IF_ERROR(group.agree(where(prepared)));
 
-  auto fileOf = [](int64_t stage, const char *what) {
+  auto stageFile = [](int64_t stage, const char *what) {
     return "stage" + std::to_string(stage) + "." + what + ".safetensors";
   };
-  Status written;
-  if (group.writesStage) {
-    for (auto [what, list, state] : {std::tuple{"weights", &tensors.weights, false},
-                                     {"state", &tensors.states, true}}) {
-      std::vector<SafetensorsTensor> mine;
-      for (const SafetensorsTensor &t : *list)
-        if (firstHolder(plan, program, t.name, state))
-          mine.push_back(t);
-      std::string filePath = temp + "/" + fileOf(group.stage, what);
-      written = writeSafetensors(filePath, mine);
-      if (written.ok())
-        written = syncPath(filePath);
-      if (!written.ok())
-        break;
+  auto partFile = [](int64_t stage, int64_t dp, const char *what) {
+    return "stage" + std::to_string(stage) + ".dp" + std::to_string(dp) + "." + what +
+           ".safetensors";
+  };
+  const bool sharded = std::any_of(program.buffers.begin(), program.buffers.end(),
+                                   [](const BufferSpec &b) { return b.shardOf.has_value(); });
+  auto write = [&](const std::string &file, const std::vector<SafetensorsTensor> &list,
+                   bool state) -> Status {
+    std::vector<SafetensorsTensor> mine;
+    for (const SafetensorsTensor &t : list)
+      if (firstHolder(plan, program, t.name, state))
+        mine.push_back(t);
+    std::string filePath = temp + "/" + file;
+    CLEAVE_RETURN_IF_ERROR(writeSafetensors(filePath, mine));
+    return syncPath(filePath);
+  };
+  Status written = [&]() -> Status {
+    if (group.writesStage) {
+      CLEAVE_RETURN_IF_ERROR(write(stageFile(group.stage, "weights"), local.weights, false));
+      CLEAVE_RETURN_IF_ERROR(write(stageFile(group.stage, "state"), local.states, true));
     }
-  }
+    // Every rank its own ZeRO parts: nothing is gathered.
+    if (sharded && program.tp == 0) {
+      CLEAVE_RETURN_IF_ERROR(
+          write(partFile(group.stage, group.dp, "weights"), local.weightParts, false));
+      CLEAVE_RETURN_IF_ERROR(
+          write(partFile(group.stage, group.dp, "state"), local.stateParts, true));
+    }
+    return {};
+  }();
   CLEAVE_RETURN_IF_ERROR(group.agree(where(written)));
 
   Status finished;
   if (group.rank == 0) {
     finished = [&]() -> Status {
       Json files = Json::object(), weights = Json::object(), states = Json::object();
-      for (int64_t s = 0; s < plan.pp; ++s)
-        for (const char *what : {"weights", "state"}) {
-          std::string file = fileOf(s, what), filePath = temp + "/" + file;
-          uint64_t checksum = 0, bytes = 0;
-          CLEAVE_RETURN_IF_ERROR(fileChecksum(filePath, &checksum, &bytes));
-          files[file] = Json{{"bytes", bytes}, {"fnv1a64", hex(checksum)}};
-          SafetensorsIndex index;
-          CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(filePath, &index));
-          for (const SafetensorsEntry &e : index.entries)
-            (std::string(what) == "state" ? states : weights)[e.name] =
-                Json{{"file", file}, {"dtype", dtypeName(e.desc.dtype)}, {"shape", e.desc.shape}};
+      // The whole shape of a tensor some program holds as ZeRO parts.
+      auto wholeShape = [&](const std::string &tensor, bool state) -> std::optional<Shape> {
+        for (const auto &[_, p] : plan.programs) {
+          if (!state && p.weightShard(tensor))
+            return p.weights.find(tensor)->desc.shape;
+          for (const BufferSpec &b : p.buffers)
+            if (state && b.state && *b.state == tensor && b.shardOf)
+              return *b.shardOf;
         }
+        return std::nullopt;
+      };
+      auto add = [&](const std::string &file, bool state, std::optional<int64_t> dp) -> Status {
+        std::string filePath = temp + "/" + file;
+        if (dp && !fs::exists(filePath))
+          return {};
+        uint64_t checksum = 0, bytes = 0;
+        CLEAVE_RETURN_IF_ERROR(fileChecksum(filePath, &checksum, &bytes));
+        files[file] = Json{{"bytes", bytes}, {"fnv1a64", hex(checksum)}};
+        SafetensorsIndex index;
+        CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(filePath, &index));
+        Json &kind = state ? states : weights;
+        for (const SafetensorsEntry &e : index.entries) {
+          if (!dp) {
+            kind[e.name] = Json{{"file", file}, {"dtype", dtypeName(e.desc.dtype)},
+                                {"shape", e.desc.shape}};
+            continue;
+          }
+          std::optional<Shape> shape = wholeShape(e.name, state);
+          if (!shape)
+            return CLEAVE_ERROR(filePath, ": '", e.name, "' is no ZeRO part of the plan");
+          int64_t numel = TensorDesc{e.desc.dtype, *shape}.numel();
+          int64_t k = (numel + plan.dp - 1) / plan.dp;
+          Json &entry = kind[e.name];
+          entry["dtype"] = dtypeName(e.desc.dtype);
+          entry["shape"] = *shape;
+          entry["parts"].push_back(Json{{"file", file}, {"begin", *dp * k}});
+        }
+        return {};
+      };
+      for (int64_t s = 0; s < plan.pp; ++s) {
+        CLEAVE_RETURN_IF_ERROR(add(stageFile(s, "weights"), false, std::nullopt));
+        CLEAVE_RETURN_IF_ERROR(add(stageFile(s, "state"), true, std::nullopt));
+        for (int64_t d = 0; d < plan.dp; ++d) {
+          CLEAVE_RETURN_IF_ERROR(add(partFile(s, d, "weights"), false, d));
+          CLEAVE_RETURN_IF_ERROR(add(partFile(s, d, "state"), true, d));
+        }
+      }
       Json json = infoJson(plan, info, kStagesVersion);
-      json["plan"] = Json{{"model", plan.modelSource}, {"stages", plan.pp}};
+      json["plan"] = Json{{"model", plan.modelSource}, {"stages", plan.pp}, {"dp", plan.dp}};
       json["files"] = files;
-      // The global index: where each tensor is, whole.
+      // The global index: where each tensor is, whole or in parts.
       json["index"] = Json{{"weights", weights}, {"states", states}};
       CLEAVE_RETURN_IF_ERROR(writeFileAtomically(temp + "/" + kInfoFile, json.dump(1) + "\n"));
       CLEAVE_RETURN_IF_ERROR(syncPath(temp + "/" + kInfoFile));
@@ -476,26 +562,63 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   for (const std::string &file : fileNames)
     CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(dir + "/" + file, &indexes[file]));
   // Each tensor the checkpoint holds: its file's index and entry.
-  using Found = std::map<std::string, std::pair<const SafetensorsIndex *, const SafetensorsEntry *>>;
+  // Each tensor the checkpoint holds: its whole desc and the pieces that
+  // make it up, each a file's entry holding elements [begin, begin + n) of
+  // the flattened tensor (one piece, unless ranks wrote their ZeRO parts).
+  struct Piece {
+    const SafetensorsIndex *index;
+    const SafetensorsEntry *entry;
+    int64_t begin;
+  };
+  struct Source {
+    TensorDesc desc;
+    std::vector<Piece> pieces;
+  };
+  using Found = std::map<std::string, Source>;
   Found weights, states;
   if (version == kVersion) {
     for (auto [file, found] : {std::pair{kWeightsFile, &weights}, {kStateFile, &states}})
       for (const SafetensorsEntry &e : indexes.at(file).entries)
-        (*found)[e.name] = {&indexes.at(file), &e};
+        (*found)[e.name] = Source{e.desc, {Piece{&indexes.at(file), &e, 0}}};
   } else {
     for (auto [kind, found] : {std::pair{"weights", &weights}, {"states", &states}})
       for (auto it = json["index"][kind].begin(); it != json["index"][kind].end(); ++it) {
+        const std::string &name = it.key();
         const Json &where = it.value();
-        std::string file = where.is_object() && where["file"].is_string()
-                               ? where["file"].get<std::string>()
-                               : std::string();
-        auto index = indexes.find(file);
-        if (index == indexes.end())
-          return bad("the index puts '" + it.key() + "' in '" + file + "', not a listed file");
-        const SafetensorsEntry *e = index->second.find(it.key());
-        if (!e)
-          return bad("the index puts '" + it.key() + "' in " + file + ", which does not hold it");
-        (*found)[it.key()] = {&index->second, e};
+        if (!where.is_object() || !where["dtype"].is_string() || !where["shape"].is_array())
+          return bad("the index entry of '" + name + "'");
+        std::optional<DType> dtype = parseDType(where["dtype"].get<std::string>());
+        if (!dtype)
+          return bad("the index entry of '" + name + "': dtype");
+        Source source{TensorDesc{*dtype, where["shape"].get<Shape>()}, {}};
+        // A whole tensor names its file; a sharded one its parts.
+        Json parts = where.contains("parts")
+                         ? where["parts"]
+                         : Json::array({Json{{"file", where.value("file", "")}, {"begin", 0}}});
+        if (!parts.is_array())
+          return bad("the index entry of '" + name + "': parts");
+        for (const Json &part : parts) {
+          std::string file = part.is_object() && part["file"].is_string()
+                                 ? part["file"].get<std::string>()
+                                 : std::string();
+          auto index = indexes.find(file);
+          if (index == indexes.end())
+            return bad("the index puts '" + name + "' in '" + file + "', not a listed file");
+          const SafetensorsEntry *e = index->second.find(name);
+          if (!e || !part["begin"].is_number_integer())
+            return bad("the index puts '" + name + "' in " + file + ", which does not hold it");
+          source.pieces.push_back(Piece{&index->second, e, part["begin"].get<int64_t>()});
+        }
+        // The pieces tile the whole tensor, in order, in its dtype.
+        int64_t next = 0;
+        for (const Piece &piece : source.pieces) {
+          if (piece.begin != next || piece.entry->desc.dtype != source.desc.dtype)
+            return bad("the parts of '" + name + "' do not tile it");
+          next += piece.entry->desc.numel();
+        }
+        if (next != source.desc.numel())
+          return bad("the parts of '" + name + "' do not tile it");
+        (*found)[name] = std::move(source);
       }
   }
 
@@ -529,15 +652,15 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
       if (it == found.end())
         return CLEAVE_ERROR(where, ": missing ", what, " '", name,
                             "' (the checkpoint is not of this plan)");
-      const TensorDesc &have = it->second.second->desc;
+      const TensorDesc &have = it->second.desc;
       if (have != desc)
-        return CLEAVE_ERROR(it->second.first->path, ": ", what, " '", name, "' is ",
-                            describe(have.shape, have.dtype), ", the plan's is ",
+        return CLEAVE_ERROR(it->second.pieces.front().index->path, ": ", what, " '", name,
+                            "' is ", describe(have.shape, have.dtype), ", the plan's is ",
                             describe(desc.shape, desc.dtype));
     }
     for (const auto &[name, at] : found)
       if (!want.count(name) && !known.count(name))
-        return CLEAVE_ERROR(at.first->path, ": ", what, " '", name,
+        return CLEAVE_ERROR(at.pieces.front().index->path, ": ", what, " '", name,
                             "' is not in the plan (the checkpoint is not of this plan)");
     return {};
   };
@@ -549,15 +672,18 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   // Read everything, then write into the executor.
   // Only what this program holds: a constant an earlier checkpoint kept
   // (the plan's own stands) and other stages' tensors are not read.
-  std::vector<std::pair<const SafetensorsEntry *, std::vector<char>>> weightData, stateData;
+  std::vector<std::pair<std::string, std::vector<char>>> weightData, stateData;
   for (auto [found, want, out] : {std::tuple{&weights, &wantWeights, &weightData},
                                   {&states, &wantStates, &stateData}})
     for (const auto &[name, at] : *found) {
       if (!want->count(name))
         continue;
-      std::vector<char> bytes(at.second->desc.bytes());
-      CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(*at.first, *at.second, bytes.data()));
-      out->emplace_back(at.second, std::move(bytes));
+      std::vector<char> bytes(at.desc.bytes());
+      const size_t element = dtypeBytes(at.desc.dtype);
+      for (const Piece &piece : at.pieces)
+        CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(
+            *piece.index, *piece.entry, bytes.data() + static_cast<size_t>(piece.begin) * element));
+      out->emplace_back(name, std::move(bytes));
     }
   // A tensor the program holds as this rank's ZeRO part gets that part.
   auto partOf = [&](const std::string &what, size_t partBytes, std::vector<char> &bytes) {
@@ -569,17 +695,17 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
     bytes.swap(part);
     return Status();
   };
-  for (auto &[entry, bytes] : weightData) {
-    if (program.weightShard(entry->name))
-      CLEAVE_RETURN_IF_ERROR(partOf("weight '" + entry->name + "'",
-                                    program.weightSlots.at(entry->name).bytes, bytes));
-    CLEAVE_RETURN_IF_ERROR(executor.writeWeight(entry->name, bytes.data(), bytes.size()));
+  for (auto &[name, bytes] : weightData) {
+    if (program.weightShard(name))
+      CLEAVE_RETURN_IF_ERROR(
+          partOf("weight '" + name + "'", program.weightSlots.at(name).bytes, bytes));
+    CLEAVE_RETURN_IF_ERROR(executor.writeWeight(name, bytes.data(), bytes.size()));
   }
-  for (auto &[entry, bytes] : stateData) {
-    const BufferSpec &buffer = *stateBuffers.at(entry->name);
+  for (auto &[name, bytes] : stateData) {
+    const BufferSpec &buffer = *stateBuffers.at(name);
     if (buffer.shardOf)
-      CLEAVE_RETURN_IF_ERROR(partOf("state '" + entry->name + "'", buffer.desc.bytes(), bytes));
-    CLEAVE_RETURN_IF_ERROR(executor.writeState(entry->name, bytes.data(), bytes.size()));
+      CLEAVE_RETURN_IF_ERROR(partOf("state '" + name + "'", buffer.desc.bytes(), bytes));
+    CLEAVE_RETURN_IF_ERROR(executor.writeState(name, bytes.data(), bytes.size()));
   }
   *info = loaded;
   if (resolved)

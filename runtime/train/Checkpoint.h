@@ -13,10 +13,12 @@
 //                         state), the data position and shuffle seed, what
 //                         the plan and data were, and each file's size and
 //                         FNV-1a 64 checksum.
-// That is version 1. A pipelined plan writes version 2: instead of the two
-// files, stage<s>.weights.safetensors and stage<s>.state.safetensors per
-// stage (each written by its stage's first rank), and checkpoint.json adds
-// the global index (each tensor's file, dtype and whole shape).
+// That is version 1. A plan with pipeline stages or ZeRO parts writes
+// version 2: instead of the two files, stage<s>.weights.safetensors and
+// stage<s>.state.safetensors per stage (each written by its stage's first
+// rank) and stage<s>.dp<d>.*.safetensors holding rank d's ZeRO parts, and
+// checkpoint.json adds the global index (each tensor's dtype, whole shape,
+// and its file or its parts' files and element ranges).
 // A checkpoint is written into a temporary directory, synced, and renamed
 // into place; only then does `latest` (itself replaced atomically) name it.
 // A crash at any point leaves the previous checkpoint and `latest` intact.
@@ -29,6 +31,7 @@
 #include "runtime/Status.h"
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <vector>
 #include <optional>
@@ -88,22 +91,37 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
 /// the job the index. `agree` is collective (every rank calls it with its
 /// status and gets one status, all ok or the failures).
 struct CheckpointGroup {
-  int64_t rank = 0, stage = 0;
+  int64_t rank = 0, stage = 0, dp = 0;
   bool writesStage = false;
   std::function<Status(const Status &)> agree;
 };
 
-/// Version 2, one checkpoint from every stage (every rank calls it with the
-/// tensors collectCheckpoint gave it): ckpt-<step>/stage<s>.weights.safetensors
-/// and stage<s>.state.safetensors, written by each stage's first rank into
-/// one temporary directory (a tensor several stages hold, a tied weight or
-/// the step counter, only by the first of them), then checkpoint.json with
-/// every file's size and checksum and the global index (each tensor's name,
-/// file, dtype and whole shape), then the directory renamed into place and
-/// `latest` replaced, by rank 0. Any plan loads it (loadCheckpoint).
-Status writeStageCheckpoint(const std::string &root, const Plan &plan, const ProgramSpec &program,
-                            const CheckpointTensors &tensors, const CheckpointInfo &info,
-                            const CheckpointGroup &group, std::string *path);
+/// What one rank writes of a checkpoint (version 2), read off the device
+/// with no collective: the tensors its program holds whole, and its ZeRO
+/// parts of the sharded ones, the padding dropped (a part holds elements
+/// [dp·k, dp·k + n) of the flattened tensor, k = ceil(numel / ranks)).
+struct LocalCheckpoint {
+  std::deque<std::vector<char>> data;
+  std::vector<SafetensorsTensor> weights, states;
+  std::vector<SafetensorsTensor> weightParts, stateParts;
+};
+Status collectLocalCheckpoint(const Plan &plan, const Executor &executor, int64_t dpIndex,
+                              LocalCheckpoint *out);
+
+/// Version 2, one checkpoint from every rank (every rank calls it with what
+/// collectLocalCheckpoint gave it), all files written into one temporary
+/// directory: each stage's first rank writes stage<s>.weights.safetensors
+/// and stage<s>.state.safetensors (a tensor several stages hold, a tied
+/// weight or the step counter, only the first of them), and every rank of
+/// a plan with ZeRO parts its own stage<s>.dp<d>.weights/state.safetensors.
+/// Then rank 0 writes checkpoint.json with every file's size and checksum
+/// and the global index (each tensor's name, dtype and whole shape, and its
+/// file, or its parts with the element range each holds), renames the
+/// directory into place and replaces `latest`. Any plan loads it.
+Status writeShardedCheckpoint(const std::string &root, const Plan &plan,
+                              const ProgramSpec &program, const LocalCheckpoint &local,
+                              const CheckpointInfo &info, const CheckpointGroup &group,
+                              std::string *path);
 
 /// Whether `program` is the first (lowest stage) of the plan's programs to
 /// hold the weight or state `name`: the one that writes it when several do.

@@ -369,9 +369,6 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     // the rank that writes files writes the checkpoint.
     if ((options.writesFiles || sharded || pipelined) && !options.checkpointDir.empty() &&
         ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) || last)) {
-      CheckpointTensors tensors;
-      CLEAVE_RETURN_IF_ERROR(collectCheckpoint(plan, *executor, options.shards, &tensors)
-                                 .prepend("checkpoint of step " + std::to_string(step)));
       CheckpointInfo info;
       info.step = step;
       info.seed = training.seed;
@@ -379,13 +376,21 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
       info.dataSamples = data.samples();
       info.dataBytes = data.fileBytes();
       std::string written;
-      if (pipelined) {
-        // Every stage writes its own tensors; rank 0 the index.
-        CLEAVE_RETURN_IF_ERROR(writeStageCheckpoint(options.checkpointDir, plan, program, tensors,
-                                                    info, options.group, &written));
+      const std::string what = "checkpoint of step " + std::to_string(step);
+      if (pipelined || (sharded && options.group.agree)) {
+        // Every stage writes its own tensors and every rank its ZeRO parts
+        // (version 2); rank 0 the index.
+        LocalCheckpoint local;
+        CLEAVE_RETURN_IF_ERROR(
+            collectLocalCheckpoint(plan, *executor, options.shards.index, &local).prepend(what));
+        CLEAVE_RETURN_IF_ERROR(writeShardedCheckpoint(options.checkpointDir, plan, program, local,
+                                                      info, options.group, &written));
         if (options.writesFiles)
           report->checkpoints.push_back(written);
       } else if (options.writesFiles) {
+        CheckpointTensors tensors;
+        CLEAVE_RETURN_IF_ERROR(
+            collectCheckpoint(plan, *executor, options.shards, &tensors).prepend(what));
         CLEAVE_RETURN_IF_ERROR(
             writeCheckpoint(options.checkpointDir, plan, program, tensors, info, &written));
         report->checkpoints.push_back(written);

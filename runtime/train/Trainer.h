@@ -53,8 +53,9 @@ struct TrainOptions {
   /// the rank that holds it (`holds`).
   int64_t rank = 0;
   std::function<Status(double *loss, bool holds)> shareLoss;
-  /// A pipelined plan's ranks writing checkpoints and saved weights
-  /// together (CheckpointGroup::agree set on such a job).
+  /// The ranks of a multi-rank job writing checkpoints (a pipeline's, or
+  /// with ZeRO parts: version 2) and a pipeline's saved weights together
+  /// (CheckpointGroup::agree set on such a job).
   CheckpointGroup group;
   /// Set on a multi-rank job: makes every rank see one status (all ok, or
   /// the failures), collectively. train() calls it once its setup is done

@@ -27,11 +27,14 @@ usage:
       a pipelined training plan's schedule: every slot once, backwards after forwards, the
       optimizer last; the microbatches each stage holds (1F1B: at most pp - stage); with
       OTHER_PLAN_DIR, each stage's arena against it
+  training_files.py parts CHECKPOINT_DIR RANKS
+      a ZeRO checkpoint (version 2): the sharded states written as parts by RANKS ranks
   training_files.py whole-states CHECKPOINT_DIR PLAN_DIR
       the checkpoint's states have the shapes of PLAN_DIR's (a one-device plan): whole tensors
 Exits 1 with a message on any failure.
 """
 import json
+import math
 import os
 import sys
 
@@ -290,16 +293,62 @@ def zero(plan_dir, none_dir=None):
 def whole_states(checkpoint_dir, plan_dir):
     with open(os.path.join(checkpoint_dir, "latest")) as f:
         latest = f.read().strip()
-    states = load_file(os.path.join(checkpoint_dir, latest, "state.safetensors"))
+    ckpt = os.path.join(checkpoint_dir, latest)
+    with open(os.path.join(ckpt, "checkpoint.json")) as f:
+        info = json.load(f)
+    if info["version"] == 1:
+        shapes = {name: list(t.shape)
+                  for name, t in load_file(os.path.join(ckpt, "state.safetensors")).items()}
+    else:
+        # Version 2: the index gives each state's whole shape; a state written as ZeRO
+        # parts must have parts that tile it, each file holding what the index says.
+        shapes = {}
+        for name, entry in info["index"]["states"].items():
+            shapes[name] = entry["shape"]
+            numel = math.prod(entry["shape"])
+            parts = entry.get("parts", [{"file": entry.get("file"), "begin": 0}])
+            at = 0
+            for part in parts:
+                tensor = load_file(os.path.join(ckpt, part["file"]))[name]
+                if part["begin"] != at:
+                    fail(f"{name}: a part begins at {part['begin']}, expected {at}")
+                at += tensor.numel()
+            if at != numel:
+                fail(f"{name}: the parts hold {at} elements of {numel}")
     _, program = program_of(plan_dir)
     want = {b["state"]: b["shape"] for b in program["buffers"] if "state" in b
             and not b["state"].startswith("gradient_accumulator.")}
-    if sorted(states) != sorted(want):
-        fail(f"states {sorted(states)}, the plan has {sorted(want)}")
-    for name, tensor in states.items():
-        if list(tensor.shape) != want[name]:
-            fail(f"{name}: {list(tensor.shape)}, the plan's is {want[name]}")
-    print(f"{len(states)} states, each the shape of the one-device plan's: ok")
+    if sorted(shapes) != sorted(want):
+        fail(f"states {sorted(shapes)}, the plan has {sorted(want)}")
+    for name, shape in shapes.items():
+        if shape != want[name]:
+            fail(f"{name}: {shape}, the plan's is {want[name]}")
+    print(f"{len(shapes)} states, each the shape of the one-device plan's: ok")
+
+
+def parts(checkpoint_dir, ranks):
+    """A checkpoint of a ZeRO plan on RANKS ranks is version 2 and every rank wrote its own
+    parts: the states the plan shards are listed as RANKS parts (fewer where a small tensor
+    leaves the last ranks nothing), each in its rank's file."""
+    with open(os.path.join(checkpoint_dir, "latest")) as f:
+        latest = f.read().strip()
+    with open(os.path.join(checkpoint_dir, latest, "checkpoint.json")) as f:
+        info = json.load(f)
+    if info["version"] != 2:
+        fail(f"checkpoint version {info['version']}, expected 2")
+    ranks = int(ranks)
+    sharded = {n: e["parts"] for n, e in info["index"]["states"].items() if "parts" in e}
+    if not sharded:
+        fail("no state is written as parts")
+    files = set()
+    for name, list_ in sharded.items():
+        for part in list_:
+            files.add(part["file"])
+    writers = sorted({f.split(".")[1] for f in files})
+    if len(writers) != ranks:
+        fail(f"parts written by {writers}, expected {ranks} ranks")
+    most = max(len(p) for p in sharded.values())
+    print(f"{len(sharded)} states in parts, written by {len(writers)} ranks ({most} parts at most): ok")
 
 
 def trace(path, ranks, microbatches):
@@ -378,7 +427,7 @@ def main():
     command, args = sys.argv[1], sys.argv[2:]
     {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace, "same-slots": same_slots,
      "same-tensors": same_tensors, "memory": memory, "inspect": inspect, "zero": zero,
-     "whole-states": whole_states, "pipeline": pipeline}[command](*args)
+     "whole-states": whole_states, "pipeline": pipeline, "parts": parts}[command](*args)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
 # into cleave IR and summarize them, compile one into a plan and run it against
 # PyTorch's own outputs; compile it for 4 devices, inspect the plan, run it on 4
 # local ranks and compare with one device and PyTorch; train it for 20 steps
-# against PyTorch's training, with a checkpoint and a resume, and on 2
-# data-parallel ranks against one device; import a
+# against PyTorch's training, with a checkpoint and a resume, on 2
+# data-parallel ranks and on 2 pipeline stages against one device; import a
 # 145.6B-parameter GPT exported on the meta device (shapes only).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -91,6 +91,18 @@ echo "2 ranks against one device:"
 /usr/bin/python3 "$root/test/train/compare_training.py" "$out/gpt.train.jsonl" "$out/gpt.train.dp2.jsonl" \
   --names "1-device,2-ranks" | tail -3
 /usr/bin/python3 "$root/test/train/training_files.py" memory "$out/gpt.train.dp2.report.json" "$out/gpt.train.dp2"
+
+step "Train it on 2 pipeline stages under 1F1B: each stage runs its own forward and backward slots"
+"$cleave" compile "$out/gpt-train.pt" --cluster "$root/examples/clusters/cpu-2core.json" --devices 2 \
+  --global-batch 2 --pp 2 --microbatch 1 --schedule 1f1b --mode train --loss cross_entropy \
+  --optimizer adamw --lr 3e-3 -o "$out/gpt.train.pp2"
+"$cleave" train --local 2 "$out/gpt.train.pp2" --data "$out/gpt-train.data.safetensors" --steps 20 -q \
+  --log "$out/gpt.train.pp2.jsonl" --report "$out/gpt.train.pp2.report.json"
+echo "2 stages against one device (the tied embedding's gradient summed across the stages):"
+/usr/bin/python3 "$root/test/train/compare_training.py" "$out/gpt.train.jsonl" "$out/gpt.train.pp2.jsonl" \
+  --names "1-device,2-stages" | tail -3
+/usr/bin/python3 "$root/test/train/training_files.py" pipeline "$out/gpt.train.pp2"
+/usr/bin/python3 "$root/test/train/training_files.py" memory "$out/gpt.train.pp2.report.json" "$out/gpt.train.pp2"
 
 step "A 145.6B-parameter GPT (80 layers, hidden 12288) exported on the meta device"
 /usr/bin/python3 "$root/examples/export.py" gpt-145.6b -o "$out/gpt-145.6b.pt"

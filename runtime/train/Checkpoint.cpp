@@ -279,7 +279,8 @@ Status collectLocalCheckpoint(const Plan &plan, const Executor &executor, int64_
     const int64_t element = static_cast<int64_t>(dtypeBytes(entry->desc.dtype));
     int64_t n = partElements(entry->desc.numel(), static_cast<int64_t>(slot) / element);
     bytes.resize(static_cast<size_t>(n * element));
-    out->weightParts.push_back({entry->name, TensorDesc{entry->desc.dtype, {n}}, bytes.data()});
+    if (n > 0) // a small tensor may leave the last ranks nothing
+      out->weightParts.push_back({entry->name, TensorDesc{entry->desc.dtype, {n}}, bytes.data()});
   }
   for (const BufferSpec *buffer : statesOf(program)) {
     std::vector<char> &bytes = out->data.emplace_back(buffer->desc.bytes());
@@ -290,7 +291,9 @@ Status collectLocalCheckpoint(const Plan &plan, const Executor &executor, int64_
     }
     int64_t n = partElements(wholeDesc(*buffer).numel(), buffer->desc.numel());
     bytes.resize(static_cast<size_t>(n) * dtypeBytes(buffer->desc.dtype));
-    out->stateParts.push_back({*buffer->state, TensorDesc{buffer->desc.dtype, {n}}, bytes.data()});
+    if (n > 0)
+      out->stateParts.push_back(
+          {*buffer->state, TensorDesc{buffer->desc.dtype, {n}}, bytes.data()});
   }
   return {};
 }

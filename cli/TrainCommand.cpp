@@ -232,7 +232,7 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
     // The last stage computes the loss (averaged over its dp group): its
     // first rank gives it to every rank.
     const int holder = static_cast<int>((plan.pp - 1) * plan.dp * plan.tp);
-    options.shareLoss = [&world, holder](double *loss, bool) -> rt::Status {
+    options.shareLoss = [&world, holder](double *loss) -> rt::Status {
       float value = static_cast<float>(*loss);
       CLEAVE_RETURN_IF_ERROR(world->broadcast(&value, 1, rt::DType::F32, holder));
       *loss = value;

@@ -84,25 +84,6 @@ std::vector<std::vector<TrainingSlot>> trainingSlots(const std::string &kind, in
   return slots;
 }
 
-int64_t microbatchesInFlight(const std::vector<TrainingSlot> &slots) {
-  std::set<int64_t> live;
-  size_t most = 0;
-  std::map<int64_t, std::set<int64_t>> forwardsOf; // microbatch -> chunks run
-  for (const TrainingSlot &slot : slots) {
-    if (!slot.backward) {
-      live.insert(slot.microbatch);
-      forwardsOf[slot.microbatch].insert(slot.chunk);
-    } else {
-      auto &chunks = forwardsOf[slot.microbatch];
-      chunks.erase(slot.chunk);
-      if (chunks.empty())
-        live.erase(slot.microbatch);
-    }
-    most = std::max(most, live.size());
-  }
-  return static_cast<int64_t>(most);
-}
-
 namespace {
 
 struct PipelineTrainingPass : impl::PipelineTrainingBase<PipelineTrainingPass> {
@@ -397,6 +378,27 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
   // Tags past the activations' and gradients': a partial gradient of a
   // tied weight sent from one unit to another stage.
   const int64_t tiedTagBase = nextTag;
+  auto tiedTag = [&](unsigned result, int64_t unit) {
+    return tagAttr(tiedTagBase + static_cast<int64_t>(result) * chunks + unit);
+  };
+  // Clones a slot's ops into `map`, each operand resolved by `local`.
+  auto cloneSlot = [&](ArrayRef<Operation *> ops, IRMapping &map, int64_t unit, int64_t m,
+                       llvm::function_ref<FailureOr<Value>(Value)> local) -> LogicalResult {
+    for (Operation *op : ops) {
+      IRMapping operands;
+      for (Value operand : op->getOperands()) {
+        FailureOr<Value> value = local(operand);
+        if (failed(value))
+          return op->emitError("internal error: an operand has no value in chunk ")
+                 << unit << " microbatch " << m;
+        operands.map(operand, *value);
+      }
+      Operation *copy = in.clone(*op, operands);
+      copy->removeAttr(kPhaseAttr);
+      map.map(op->getResults(), copy->getResults());
+    }
+    return success();
+  };
   // A slot receives what its chunk imports first and sends what it exports
   // last, each value with its (value, receiving chunk) tag.
   auto receive = [&](ArrayRef<Value> imports, int64_t unit, IRMapping &map) {
@@ -419,19 +421,10 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
     if (!slot.backward) {
       IRMapping &map = forwardMap[{unit, m}];
       receive(forwardImports[unit], unit, map);
-      for (Operation *op : forwardOps[unit]) {
-        IRMapping operands;
-        for (Value operand : op->getOperands()) {
-          FailureOr<Value> local = forwardValueFor(operand, unit, m);
-          if (failed(local))
-            return op->emitError("internal error: an operand has no value in chunk ")
-                   << unit << " microbatch " << m;
-          operands.map(operand, *local);
-        }
-        Operation *copy = in.clone(*op, operands);
-        copy->removeAttr(kPhaseAttr);
-        map.map(op->getResults(), copy->getResults());
-      }
+      if (failed(cloneSlot(forwardOps[unit], map, unit, m, [&](Value operand) {
+            return forwardValueFor(operand, unit, m);
+          })))
+        return failure();
       send(forwardExports[unit], map);
       if (unit == chunks - 1) {
         // The step's loss: the mean over the microbatches.
@@ -443,27 +436,15 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
     } else {
       IRMapping &map = backwardMap[{unit, m}];
       receive(backwardImports[unit], unit, map);
-      for (Operation *op : backwardOps[unit]) {
-        IRMapping operands;
-        for (Value operand : op->getOperands()) {
-          Operation *def = operand.getDefiningOp();
-          FailureOr<Value> local = failure();
-          if (def && isBackward.contains(def)) {
+      if (failed(cloneSlot(backwardOps[unit], map, unit, m, [&](Value operand) -> FailureOr<Value> {
+            Operation *def = operand.getDefiningOp();
+            if (!def || !isBackward.contains(def))
+              return keptOrRecomputed(operand, unit, m);
             if (Value mapped = map.lookupOrNull(operand))
-              local = mapped;
-          } else {
-            local = keptOrRecomputed(operand, unit, m);
-          }
-          if (failed(local))
-            return op->emitError("internal error: an operand has no value in the backward of "
-                                 "chunk ")
-                   << unit << " microbatch " << m;
-          operands.map(operand, *local);
-        }
-        Operation *copy = in.clone(*op, operands);
-        copy->removeAttr(kPhaseAttr);
-        map.map(op->getResults(), copy->getResults());
-      }
+              return mapped;
+            return failure();
+          })))
+        return failure();
       send(backwardExports[unit], map);
       // Gradient accumulation over the microbatches, then the mean; a
       // tied weight's partial goes to the other stages that hold it.
@@ -485,8 +466,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
           holders.insert(stageOf(u));
         for (int64_t to : holders)
           if (to != stage)
-            in.create<SendOp>(sum.getLoc(), sum, in.getI64IntegerAttr(to),
-                              tagAttr(tiedTagBase + static_cast<int64_t>(g.result) * chunks + unit));
+            in.create<SendOp>(sum.getLoc(), sum, in.getI64IntegerAttr(to), tiedTag(g.result, unit));
       }
     }
     if (!listener.first)
@@ -515,9 +495,8 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
       Value part = g.sumOfUnit.count(unit) ? g.sumOfUnit[unit] : Value();
       if (!part) {
         Value whole = ret.getOperand(g.result);
-        part = in.create<RecvOp>(whole.getLoc(), whole.getType(),
-                                 in.getI64IntegerAttr(unit),
-                                 tagAttr(tiedTagBase + static_cast<int64_t>(g.result) * chunks + unit));
+        part = in.create<RecvOp>(whole.getLoc(), whole.getType(), in.getI64IntegerAttr(unit),
+                                 tiedTag(g.result, unit));
       }
       total = total ? in.create<AddOp>(part.getLoc(), total, part).getResult() : part;
     }

@@ -33,10 +33,6 @@ std::vector<std::vector<TrainingSlot>> trainingSlots(const std::string &kind, in
                                                      int64_t microbatches, int64_t virtualStages,
                                                      std::string *error);
 
-/// The most microbatches whose activations stage `stage` holds at once
-/// under `slots` (a forward's until its backward).
-int64_t microbatchesInFlight(const std::vector<TrainingSlot> &slots);
-
 } // namespace mlir::cleave
 
 #endif // CLEAVE_PASSES_PIPELINETRAINING_H

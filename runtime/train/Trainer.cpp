@@ -216,7 +216,6 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   const ProgramSpec &program = mine ? *mine : plan.programs.begin()->second;
   // A pipeline: each stage runs its own slots, each a phase of its program.
   const bool pipelined = plan.pp > 1;
-  const bool holdsLoss = findOutput(program, "loss") != nullptr;
   std::unique_ptr<Executor> executor;
   int64_t done = 0;
   StepLog log;
@@ -354,7 +353,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     }
     if (pipelined) {
       CLEAVE_RETURN_IF_ERROR(
-          options.shareLoss(&loss, holdsLoss).prepend("step " + std::to_string(step)));
+          options.shareLoss(&loss).prepend("step " + std::to_string(step)));
     }
     record.step = step;
     record.loss = microbatches > 1 && !pipelined ? loss / static_cast<double>(microbatches) : loss;

@@ -50,9 +50,9 @@ struct TrainOptions {
   /// The rank this process is: a pipelined plan runs the program of its
   /// stage. With more than one stage only the last computes the loss;
   /// `shareLoss` (set on such a job) gives every rank the step's loss from
-  /// the rank that holds it (`holds`).
+  /// the rank that holds it.
   int64_t rank = 0;
-  std::function<Status(double *loss, bool holds)> shareLoss;
+  std::function<Status(double *loss)> shareLoss;
   /// The ranks of a multi-rank job writing checkpoints (a pipeline's, or
   /// with ZeRO parts: version 2) and a pipeline's saved weights together
   /// (CheckpointGroup::agree set on such a job).

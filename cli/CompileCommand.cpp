@@ -195,17 +195,25 @@ int runPartitionedCompile(int argc, char **argv) {
       return reportNothingFits(o, result.plan->planner);
     return s.exitCode();
   }
-  if (o.isTraining() && !o.forwardOnly && result.plan->chosen->pp > 1) {
+  if (o.isTraining() && !o.forwardOnly &&
+      (result.plan->chosen->pp > 1 || result.plan->chosen->tp > 1)) {
     const planner::Candidate &chosen = *result.plan->chosen;
+    std::string mesh;
+    if (chosen.pp > 1)
+      mesh = std::to_string(chosen.pp) + " pipeline stages (" +
+             std::string(cost::scheduleName(chosen.schedule)) +
+             (chosen.virtualStages > 1
+                  ? ", " + std::to_string(chosen.virtualStages) + " chunks per stage"
+                  : std::string()) +
+             ") x ";
+    if (chosen.tp > 1)
+      mesh += std::to_string(chosen.tp) + " tensor-parallel ranks x ";
     llvm::outs() << llvm::formatv(
-        "cleave: wrote {0}: {1} pipeline stages ({2}{3}) x {4} data-parallel rank(s){5}, "
-        "training step ({6}, loss {7}) on {8} microbatch(es) of {9} samples per rank; largest "
-        "stage: arena {10:f2} MiB, weights {11:f2} MiB, state {12:f2} MiB; verified: {13} "
-        "transfers, {14} collectives\n",
-        output, chosen.pp, cost::scheduleName(chosen.schedule),
-        chosen.virtualStages > 1 ? ", " + std::to_string(chosen.virtualStages) + " chunks per stage"
-                                 : std::string(),
-        chosen.dp,
+        "cleave: wrote {0}: {1}{2} data-parallel rank(s){3}, "
+        "training step ({4}, loss {5}) on {6} microbatch(es) of {7} samples per rank; largest "
+        "stage: arena {8:f2} MiB, weights {9:f2} MiB, state {10:f2} MiB; verified: {11} "
+        "transfers, {12} collectives\n",
+        output, mesh, chosen.dp,
         chosen.dp > 1 && chosen.sharding != cost::ShardingLevel::None
             ? " with ZeRO (" + std::string(cost::shardingLevelName(chosen.sharding)) + ")"
             : std::string(),

@@ -117,6 +117,17 @@ void printStep(const rt::StepRecord &r, int64_t total) {
 }
 
 /// --report and --trace, each written whole or not at all.
+/// "2 pipeline stages (1f1b) x 2 tensor-parallel ranks x 1 data-parallel
+/// rank": the mesh a training plan runs on.
+std::string meshText(const rt::Plan &plan) {
+  std::string text;
+  if (plan.pp > 1)
+    text = std::to_string(plan.pp) + " pipeline stages (" + plan.pipelineSchedule + ") x ";
+  if (plan.tp > 1)
+    text += std::to_string(plan.tp) + " tensor-parallel ranks x ";
+  return text + std::to_string(plan.dp) + (plan.dp == 1 ? " data-parallel rank" : " data-parallel ranks");
+}
+
 rt::Status writeOutputs(const rt::Plan &plan, const rt::TrainOptions &options,
                         const rt::TrainReport &report, const std::string &reportPath,
                         const std::string &tracePath,
@@ -207,17 +218,26 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   if (rt::Status s = rt::agreeAcrossRanks(*world, created); !s.ok())
     return agreed(s);
 
-  // The dp group: the ranks of this stage (all of them without a
-  // pipeline). Collective, so every rank splits.
+  // The dp group: the ranks of this stage and tp index (all of them
+  // without a pipeline or tensor splits); the tp group: the ranks of this
+  // stage and dp index. Collective, so every rank splits.
   const rt::DeviceSpec &me = plan.devices[rank];
-  std::unique_ptr<rt::Communicator> dpGroup;
+  std::unique_ptr<rt::Communicator> dpGroup, tpGroup;
   if (rt::Status s = world->split(static_cast<int>(me.stage * plan.tp + me.tp),
                                   static_cast<int>(me.dp),
                                   "dp group " + std::to_string(me.stage * plan.tp + me.tp),
                                   &dpGroup);
       !s.ok())
     return fail(s);
-  rt::CommBackend backend(*compute, plan, rank, rt::RankComms{world.get(), nullptr, dpGroup.get()});
+  if (plan.tp > 1)
+    if (rt::Status s = world->split(static_cast<int>(me.stage * plan.dp + me.dp),
+                                    static_cast<int>(me.tp),
+                                    "tp group " + std::to_string(me.stage * plan.dp + me.dp),
+                                    &tpGroup);
+        !s.ok())
+      return fail(s);
+  rt::CommBackend backend(*compute, plan, rank,
+                          rt::RankComms{world.get(), tpGroup.get(), dpGroup.get()});
   options.rank = rank;
   options.dataShare = me.dp;
   options.dataShares = plan.dp;
@@ -225,10 +245,11 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   options.group.rank = rank;
   options.group.stage = me.stage;
   options.group.dp = me.dp;
-  options.group.writesStage = me.dp == 0 && me.tp == 0;
+  // Each (stage, tp index)'s first rank writes what its program holds.
+  options.group.writesStage = me.dp == 0;
   // Ranks write checkpoints together (pipelines, ZeRO parts): agreed on.
   options.group.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
-  if (plan.pp > 1) {
+  if (plan.pp > 1 || plan.tp > 1) {
     // The last stage computes the loss (averaged over its dp group): its
     // first rank gives it to every rank.
     const int holder = static_cast<int>((plan.pp - 1) * plan.dp * plan.tp);
@@ -290,11 +311,7 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
                   "MiB allocated per rank (%.2f MiB predicted)%s%s\n",
                   static_cast<long long>(report.firstStep),
                   static_cast<long long>(options.steps),
-                  plan.pp > 1 ? (std::to_string(plan.pp) + " pipeline stages (" +
-                                 plan.pipelineSchedule + ") x " + std::to_string(plan.dp) +
-                                 " data-parallel ranks")
-                                    .c_str()
-                              : (std::to_string(world->size()) + " data-parallel ranks").c_str(),
+                  meshText(plan).c_str(),
                   plan.training->zero == "none"
                       ? ""
                       : (" with ZeRO (" + plan.training->zero + ")").c_str(),

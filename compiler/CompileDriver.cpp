@@ -133,8 +133,8 @@ DriverStatus prepareModel(LoadedModel &model, const CompileRequest &request, boo
 /// What data-parallel training does not run yet, refused before it would
 /// silently differ from one device.
 DriverStatus checkDataParallelTraining(const LoadedModel &model, int64_t ranks,
-                                       int64_t microbatches) {
-  if (ranks * microbatches == 1)
+                                       int64_t microbatches, int64_t tensorParallel = 1) {
+  if (ranks * microbatches * tensorParallel == 1)
     return {};
   mlir::Operation *refused = nullptr;
   std::string why;
@@ -151,15 +151,19 @@ DriverStatus checkDataParallelTraining(const LoadedModel &model, int64_t ranks,
     } else if (llvm::isa<mlir::cleave::DropoutTrainOp>(op)) {
       refused = op;
       why = "dropout in training mode: every rank and microbatch would draw the same masks "
-            "for its rows, not one device's masks over the batch; dropout with data "
-            "parallelism or microbatches is not implemented yet (export with dropout 0)";
+            "for its rows (and every tp rank for its part of a split tensor), not one "
+            "device's masks over the batch; dropout with data parallelism, microbatches or "
+            "tensor parallelism is not implemented yet (export with dropout 0)";
     }
   });
   if (!refused)
     return {};
-  mlir::emitError(refused->getLoc())
-      << "cannot train on " << ranks << " data-parallel rank(s) of " << microbatches
-      << " microbatch(es): " << why;
+  mlir::InFlightDiagnostic diagnostic = mlir::emitError(refused->getLoc());
+  diagnostic << "cannot train on " << ranks << " data-parallel rank(s) of " << microbatches
+             << " microbatch(es)";
+  if (tensorParallel > 1)
+    diagnostic << " with " << tensorParallel << " tensor-parallel ranks";
+  diagnostic << ": " << why;
   return DriverStatus::failure();
 }
 
@@ -289,9 +293,9 @@ PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &requ
 /// holds the whole step (the one-device program at one microbatch of its
 /// share of the batch, gradients accumulated over its microbatches) and the
 /// gradients are averaged over the ranks, with ZeRO's optimizer-state,
-/// gradient and parameter sharding when chosen. Tensor splits and
-/// recomputation without a pipeline are refused with the pins that avoid
-/// them (pipelines: compilePipelineTraining).
+/// gradient and parameter sharding when chosen. Recomputation without a
+/// pipeline is refused with the pin that avoids it (pipelines and tensor
+/// splits: compilePartitionedTraining).
 DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const CompileRequest &request,
                                          const planner::Candidate &chosen, PlanResult plan,
                                          CompileResult &result) {
@@ -303,10 +307,6 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
     return DriverStatus::failure();
   };
   const auto &search = request.planner.search;
-  if (chosen.tp > 1)
-    return refuse("splits layers over " + std::to_string(chosen.tp) +
-                      " tensor-parallel ranks (tensor-parallel backward is not implemented)",
-                  "pin --tp 1");
   for (const auto &stage : chosen.stages)
     if (!stage.recomputed.empty())
       return refuse("recomputes " + std::to_string(stage.recomputed.size()) + " layers",
@@ -381,34 +381,35 @@ DriverStatus emitVerified(mlir::MLIRContext &context, LoadedModel &model,
   return {};
 }
 
-/// A training plan with pipeline stages: the model imported at the
-/// microbatch size and prepared for training, planned again with every
-/// choice pinned (so the placement is the chosen one on this IR), placed,
-/// differentiated, split into one unrolled step per stage in the schedule's
-/// order (-cleave-pipeline-training), the gradients averaged over each
-/// stage's dp group and the optimizer added to every stage's step.
-DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRequest &original,
-                                     const cost::ClusterSpec &spec,
-                                     const planner::Candidate &first, CompileResult &result) {
+/// A training plan with pipeline stages or tensor splits: the model
+/// imported at the microbatch size and prepared for training, planned again
+/// with every choice pinned (so the placement is the chosen one on this
+/// IR), placed; with a tp group, its layout changes inserted and the shapes
+/// made each rank's; differentiated, split into one unrolled step per stage
+/// in the schedule's order (-cleave-pipeline-training), the gradients
+/// averaged over each stage's dp group and the optimizer added to every
+/// stage's step; with a tp group, each step written out per tp rank.
+DriverStatus compilePartitionedTraining(mlir::MLIRContext &context,
+                                        const CompileRequest &original,
+                                        const cost::ClusterSpec &spec,
+                                        const planner::Candidate &first, CompileResult &result) {
   CompileRequest request = original;
   auto refuse = [&](const std::string &what, const std::string &pin) {
     error(context) << "the plan for training (" << first.label() << ") " << what
                    << ", which cleave cannot run yet; " << pin;
     return DriverStatus::failure();
   };
-  if (first.tp > 1)
-    return refuse("splits layers over " + std::to_string(first.tp) +
-                      " tensor-parallel ranks (tensor-parallel backward is not implemented)",
-                  "pin --tp 1");
   if (first.dp > 1 && (first.sharding == cost::ShardingLevel::Gradients ||
                        first.sharding == cost::ShardingLevel::Parameters))
     return refuse(std::string("shards ") +
                       (first.sharding == cost::ShardingLevel::Gradients ? "gradients" : "parameters") +
-                      " over data-parallel ranks with pipeline stages (ZeRO-2 and 3 reduce each "
-                      "microbatch, which the pipeline does not yet)",
+                      " over data-parallel ranks with " +
+                      (first.pp > 1 ? "pipeline stages" : "tensor-parallel ranks") +
+                      " (ZeRO-2 and 3 reduce each microbatch, which the partitioned step does "
+                      "not yet)",
                   "pin --zero optimizer or --zero none");
   if (request.planner.batchDim != 0) {
-    error(context) << "pipeline training splits the batch in dim 0 of every input";
+    error(context) << "partitioned training splits the batch in dim 0 of every input";
     return DriverStatus::failure().withUsage();
   }
   LoadedModel &model = result.model;
@@ -419,7 +420,9 @@ DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRe
   if (DriverStatus s = prepareModel(model, request, /*training=*/true); !s.ok())
     return s;
   snapshots.add("prepared", *model.module);
-  if (DriverStatus s = checkDataParallelTraining(model, first.dp, first.microbatches); !s.ok())
+  if (DriverStatus s =
+          checkDataParallelTraining(model, first.dp, first.microbatches, first.tp);
+      !s.ok())
     return s;
   if (DriverStatus s = planAgainPinned(context, model, request, spec, first, *result.plan);
       !s.ok())
@@ -428,9 +431,23 @@ DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRe
   result.partition = partitionInfo(model, request, *result.plan);
   annotateModel(model, *result.plan);
   snapshots.add("planned", *model.module);
+  if (chosen.tp > 1) {
+    // Each rank's forward at its own shapes: what is differentiated.
+    if (mlir::failed(runPasses(*model.module, [](mlir::PassManager &pm) {
+          pm.addNestedPass<mlir::func::FuncOp>(mlir::cleave::createInsertCollectives());
+        })))
+      return DriverStatus::failure();
+    snapshots.add("collectives", *model.module);
+    if (mlir::failed(runPasses(*model.module, [](mlir::PassManager &pm) {
+          pm.addPass(mlir::cleave::createLocalShapes());
+        })))
+      return DriverStatus::failure();
+    snapshots.add("local-shapes", *model.module);
+  }
 
   mlir::cleave::TrainingOptions training = request.training;
   training.pipelineStages = chosen.pp;
+  training.tensorParallel = chosen.tp;
   training.dataParallel = chosen.dp;
   training.microbatches = chosen.microbatches;
   training.zero = chosen.dp > 1 ? std::string(cost::shardingLevelName(chosen.sharding)) : "none";
@@ -441,6 +458,13 @@ DriverStatus compilePipelineTraining(mlir::MLIRContext &context, const CompileRe
       })))
     return DriverStatus::failure();
   snapshots.add("training-step", *model.module);
+  if (chosen.tp > 1) {
+    if (mlir::failed(runPasses(*model.module, [](mlir::PassManager &pm) {
+          pm.addPass(mlir::cleave::createSpecializeRanks());
+        })))
+      return DriverStatus::failure();
+    snapshots.add("ranks", *model.module);
+  }
   // The step's inputs (the loss may have added `labels`) and its output.
   result.partition.inputNames.clear();
   for (auto func : model.module->getOps<mlir::func::FuncOp>())
@@ -517,8 +541,8 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
     chosen = *result.plan->chosen;
   }
   progress(request, "planned");
-  if (search.training && !request.forwardOnly && chosen.pp > 1)
-    return compilePipelineTraining(context, request, spec, chosen, result);
+  if (search.training && !request.forwardOnly && (chosen.pp > 1 || chosen.tp > 1))
+    return compilePartitionedTraining(context, request, spec, chosen, result);
   if (search.training && !request.forwardOnly)
     return compileDataParallelTraining(context, request, chosen, *result.plan, result);
 

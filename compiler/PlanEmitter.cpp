@@ -9,6 +9,8 @@
 #include "runtime/Safetensors.h"
 #include "passes/TensorParallel.h"
 #include "passes/Training.h"
+#include "runtime/PlanVerify.h"
+#include "runtime/TensorParts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -208,25 +210,10 @@ std::string weightName(const std::string &path, const mlir::cleave::TensorShardi
          std::to_string(slicing.ranks) + "]";
 }
 
-/// Copies part `rank` of `ranks` of each of `blocks` blocks of dim `dim` of
-/// a row-major tensor.
-std::vector<char> slicePart(const char *data, const std::vector<int64_t> &shape,
-                            size_t elementBytes, int64_t dim, int64_t blocks, int64_t rank,
-                            int64_t ranks) {
-  int64_t outer = 1, inner = elementBytes;
-  for (int64_t d = 0; d < dim; ++d)
-    outer *= shape[d];
-  for (size_t d = dim + 1; d < shape.size(); ++d)
-    inner *= shape[d];
-  int64_t block = shape[dim] / blocks, part = block / ranks;
-  std::vector<char> out;
-  out.reserve(outer * blocks * part * inner);
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t k = 0; k < blocks; ++k) {
-      const char *from = data + ((o * shape[dim]) + k * block + rank * part) * inner;
-      out.insert(out.end(), from, from + part * inner);
-    }
-  return out;
+/// The parameter a weight name holds (whole, or a tp rank's part of).
+std::string parameterOf(const std::string &weight) {
+  rt::WeightShard shard;
+  return rt::parseWeightShard(weight, &shard) ? shard.parameter : weight;
 }
 
 /// The bindings of one phase: its inputs and outputs by name.
@@ -325,9 +312,16 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         fullBytes /= 2;
       }
       if (slicing.withData && name != path) {
-        program.constantData.push_back(slicePart(static_cast<const char *>(bytes), data->shape,
-                                                 rt::dtypeBytes(desc.dtype), layout->dim,
-                                                 layout->blocks, slicing.rank, slicing.ranks));
+        rt::WeightShard part;
+        part.parameter = path;
+        part.split = true;
+        part.dim = layout->dim;
+        part.blocks = layout->blocks;
+        part.part = slicing.rank;
+        part.parts = slicing.ranks;
+        program.constantData.push_back(rt::copyPart(static_cast<const char *>(bytes),
+                                                    rt::Shape(data->shape.begin(), data->shape.end()),
+                                                    rt::dtypeBytes(desc.dtype), part));
         bytes = program.constantData.back().data();
       }
       if (slicing.withData &&
@@ -341,14 +335,24 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       auto offset = state->getAttrOfType<mlir::IntegerAttr>("cleave.state_offset");
       if (!offset)
         return state.emitError("has no state offset: run cleave-plan-memory first");
-      Json entry{{"state", state.getName().str()}, {"state_offset", offset.getInt()}};
+      // The state of a weight a tp group splits is the rank's part of it,
+      // named as the weight's part is.
+      std::string name = state.getName().str();
+      if (auto layoutText = state->getAttrOfType<mlir::StringAttr>(mlir::cleave::kTpLayoutAttr)) {
+        std::optional<mlir::cleave::TensorSharding> layout =
+            mlir::cleave::TensorSharding::parse(layoutText.getValue());
+        if (!layout)
+          return state.emitError("malformed ") << mlir::cleave::kTpLayoutAttr << " " << layoutText;
+        name = weightName(name, *layout, slicing);
+      }
+      Json entry{{"state", name}, {"state_offset", offset.getInt()}};
       // ZeRO: the state is this rank's part of a tensor of `shape`.
       mlir::FailureOr<Json> shard = shardEntry(state);
       if (mlir::failed(shard))
         return mlir::failure();
       if (!shard->is_null())
         entry["shard"] = std::move(*shard);
-      program.addBuffer(state, state.getName().str(), std::move(entry));
+      program.addBuffer(state, name, std::move(entry));
       continue;
     }
     if (auto constant = llvm::dyn_cast<mlir::cleave::ConstantOp>(op)) {
@@ -625,8 +629,12 @@ mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
   // plan that returns its gradients, those it returns gradients of.
   std::vector<std::string> trained;
   parameterBytes.assign(funcs.size(), 0);
+  // Whole, or as a tp rank's part.
   auto holds = [&](const std::string &name) {
-    return llvm::any_of(programs, [&](const ProgramBuilder *p) { return p->weightNames.count(name); });
+    return llvm::any_of(programs, [&](const ProgramBuilder *p) {
+      return llvm::any_of(p->weightNames,
+                          [&](const std::string &w) { return parameterOf(w) == name; });
+    });
   };
   for (size_t f = 0; f < funcs.size(); ++f) {
   mlir::func::FuncOp func = funcs[f];
@@ -660,7 +668,7 @@ mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
   int64_t &bytes = parameterBytes[f];
   for (const std::string &name : trainedHere) {
     for (const rt::SafetensorsTensor &w : program->weights)
-      if (w.name == name) {
+      if (parameterOf(w.name) == name) {
         auto part = program->partBytes.find(name);
         bytes += part == program->partBytes.end() ? w.desc.bytes()
                                                   : rt::alignWeightSlot(part->second);

@@ -10,6 +10,7 @@
 
 #include "dialects/cleave/CleaveDialect.h"
 #include "passes/Passes.h"
+#include "passes/TensorParallel.h"
 #include "passes/Training.h"
 
 #include "mlir/IR/Builders.h"
@@ -247,10 +248,11 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
 
     // clip_grad_norm_: the global L2 norm over every gradient. The squares
     // of sharded gradients are summed over their group first (the padding
-    // is zero).
+    // is zero): ZeRO parts over the dp group, then the parts of weights
+    // split over a tp group over that group (whole ones count once).
     Value scale;
     if (clipGradNorm > 0) {
-      Value total, shardedTotal;
+      Value totals[2], shardedTotals[2]; // [tp split]
       StringAttr shardGroup;
       for (auto [param, gradient, shard, inNorm] : updates) {
         if (!inNorm)
@@ -268,16 +270,27 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
                                  : b.create<ReduceSumOp>(loc, squares, b.getDenseI64ArrayAttr(dims),
                                                          b.getBoolAttr(false))
                                        .getResult();
-        Value &into = shard ? shardedTotal : total;
+        FailureOr<TensorSharding> layout = annotatedLayout(param.getResult());
+        if (failed(layout))
+          return signalPassFailure();
+        bool split = layout->kind == TensorSharding::Sharded;
+        Value &into = shard ? shardedTotals[split] : totals[split];
         into = into ? b.create<AddOp>(loc, into, sum).getResult() : sum;
         if (shard)
           shardGroup = shard.getAs<StringAttr>("group");
       }
-      if (shardedTotal) {
-        Value summed =
-            b.create<AllReduceOp>(loc, shardedTotal.getType(), shardedTotal, shardGroup);
-        total = total ? b.create<AddOp>(loc, total, summed).getResult() : summed;
-      }
+      auto add = [&](Value x, Value y) {
+        return x && y ? b.create<AddOp>(loc, x, y).getResult() : x ? x : y;
+      };
+      for (int split : {0, 1})
+        if (shardedTotals[split])
+          totals[split] = add(totals[split],
+                              b.create<AllReduceOp>(loc, shardedTotals[split].getType(),
+                                                    shardedTotals[split], shardGroup));
+      if (totals[1])
+        totals[1] = b.create<AllReduceOp>(loc, totals[1].getType(), totals[1],
+                                          b.getStringAttr("tp"));
+      Value total = add(totals[0], totals[1]);
       if (!total)
         total = f32Scalar(0); // only tied copies here: the other stages count them
       total = sumOverStages(b, loc, total);
@@ -370,6 +383,11 @@ struct AddOptimizerPass : impl::AddOptimizerBase<AddOptimizerPass> {
         StateOp made = getOrCreateState(func, stateName, type);
         if (made && stateShard)
           made->setAttr(kShardAttr, stateShard);
+        // A tp rank's part of a split weight has its part of the state: the
+        // plan names it so (a checkpoint assembles the parts).
+        FailureOr<TensorSharding> layout = annotatedLayout(param.getResult());
+        if (made && succeeded(layout) && layout->kind == TensorSharding::Sharded)
+          made->setAttr(kTpLayoutAttr, b.getStringAttr(layout->str()));
         return made;
       };
       if (optimizer == "adamw") {

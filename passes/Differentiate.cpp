@@ -7,10 +7,22 @@
 // that order, which is the order a backward pass runs in: the memory planner
 // then keeps each forward value exactly until its last backward reader.
 //
+// A tensor-parallel step (after -cleave-local-shapes) is differentiated as
+// each rank's program: every rule runs on the rank's part. Every rank of
+// the tp group computes the same loss, so a gradient has its value's layout
+// (the layout changes' rules keep it so), with one exception: an op split
+// along a factor an operand lacks (a column-parallel linear's input) gives
+// that whole operand only this rank's share of its gradient, a partial sum.
+// The shares of a value are summed over the group (one all-reduce per value,
+// after adding them up locally) before the gradient is used: the
+// input-gradient all-reduce of a column split, and of a whole weight read by
+// split ops (a layer norm's under sequence parallelism).
+//
 //===----------------------------------------------------------------------===//
 
 #include "dialects/cleave/CleaveDialect.h"
 #include "passes/Passes.h"
+#include "passes/TensorParallel.h"
 #include "passes/Training.h"
 
 #include "mlir/IR/Builders.h"
@@ -77,6 +89,21 @@ Value combine(OpBuilder &builder, Location loc, ArrayRef<Value> parts) {
   return sum;
 }
 
+/// The tp degree of a per-rank tensor-parallel program, else 1.
+int64_t tensorParallelDegree(func::FuncOp func) {
+  auto module = func->getParentOfType<ModuleOp>();
+  if (!module || !module->hasAttr("cleave.local_shapes"))
+    return 1;
+  auto mesh = module->getAttrOfType<DictionaryAttr>("cleave.mesh");
+  auto tp = mesh ? mesh.getAs<IntegerAttr>("tp") : IntegerAttr();
+  return tp ? tp.getInt() : 1;
+}
+
+/// Whether `op` only changes how its tensor is laid out over a group.
+bool isLayoutChange(Operation *op) {
+  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, ShardOp>(op);
+}
+
 struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -133,17 +160,30 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
 
     OpBuilder builder(ret);
     Operation *lastForward = ret->getPrevNode();
+    const int64_t tp = tensorParallelDegree(func);
     // Each value's gradient contributions, summed when its definition is
     // reached: every user comes after it, so all have arrived by then.
-    llvm::DenseMap<Value, SmallVector<Value, 2>> contributions;
-    contributions[loss].push_back(ones(builder, loss.getLoc(), lossType));
+    // Under tensor parallelism some are this rank's partial sums.
+    struct Contribution {
+      Value gradient;
+      bool partial; // this rank's share of a whole value's gradient
+    };
+    llvm::DenseMap<Value, SmallVector<Contribution, 2>> contributions;
+    contributions[loss].push_back({ones(builder, loss.getLoc(), lossType), false});
     auto gradientOf = [&](Value value, Location loc) -> Value {
       auto it = contributions.find(value);
       if (it == contributions.end())
         return Value();
-      Value gradient = combine(builder, loc, it->second);
+      SmallVector<Value, 2> whole, partial;
+      for (const Contribution &part : it->second)
+        (part.partial ? partial : whole).push_back(part.gradient);
       contributions.erase(it);
-      return gradient;
+      if (!partial.empty()) {
+        Value sum = combine(builder, loc, partial);
+        whole.push_back(builder.create<AllReduceOp>(loc, sum.getType(), sum,
+                                                    builder.getStringAttr("tp")));
+      }
+      return combine(builder, loc, whole);
     };
     // The backward ops built for `op` (since `before`) inherit its
     // placement: the pipeline runs them on the stage (chunk) that ran it.
@@ -175,6 +215,16 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
       SmallVector<Value> operandGradients(op->getNumOperands());
       if (failed(rule.buildGradients(builder, resultGradients, operandGradients)))
         return signalPassFailure();
+      // Split along a parallel factor (a result is split), the op gives
+      // its whole operands partial gradients.
+      bool parallelSplit = false;
+      if (tp > 1 && !isLayoutChange(op))
+        for (Value result : op->getResults()) {
+          FailureOr<TensorSharding> layout = annotatedLayout(result);
+          if (failed(layout))
+            return signalPassFailure();
+          parallelSplit |= layout->kind == TensorSharding::Sharded;
+        }
       for (auto [operand, gradient] : llvm::zip(op->getOperands(), operandGradients)) {
         if (!gradient || !varying.contains(operand))
           continue;
@@ -184,7 +234,22 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
               << operand.getType();
           return signalPassFailure();
         }
-        contributions[operand].push_back(gradient);
+        bool partial = false;
+        if (tp > 1) {
+          FailureOr<TensorSharding> layout = annotatedLayout(operand);
+          if (failed(layout))
+            return signalPassFailure();
+          if (parallelSplit && layout->kind == TensorSharding::Replicated)
+            partial = true;
+          // A split gradient's op says how it is laid out (an embedding
+          // table's gradient needs its rank's rows when specialized).
+          Operation *def = gradient.getDefiningOp();
+          if (layout->kind == TensorSharding::Sharded && def && def->getNumResults() == 1 &&
+              !def->hasAttr("cleave.sharding") && before->isBeforeInBlock(def))
+            def->setAttr("cleave.sharding", builder.getArrayAttr({builder.getStringAttr(
+                                                layout->str())}));
+        }
+        contributions[operand].push_back({gradient, partial});
       }
     }
 
@@ -205,9 +270,9 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
       bool tied = false;
       SmallVector<Attribute> placement;
       if (auto it = contributions.find(param); it != contributions.end()) {
-        placement = placementOf(it->second.front());
-        for (Value part : it->second)
-          tied |= placementOf(part) != placement;
+        placement = placementOf(it->second.front().gradient);
+        for (const Contribution &part : it->second)
+          tied |= placementOf(part.gradient) != placement;
       }
       Operation *before = ret->getPrevNode();
       Value gradient = gradientOf(param, param.getLoc());

@@ -82,6 +82,10 @@ struct TrainingOptions {
   /// also accumulates the microbatches' gradients) before the reduction
   /// and the optimizer, which then run on every stage's step.
   int64_t pipelineStages = 1;
+  /// Tensor-parallel ranks: with more than one the step is differentiated
+  /// as each rank's program (after -cleave-local-shapes) and split into the
+  /// stages' steps as a pipeline's is, even for one stage.
+  int64_t tensorParallel = 1;
 };
 
 /// Canonicalize and CSE: fold what the importer left.

@@ -91,7 +91,7 @@ struct PipelineTrainingPass : impl::PipelineTrainingBase<PipelineTrainingPass> {
 
   // The step being split: each computing op's unit (chunk) and pass.
   func::FuncOp step;
-  int64_t pp = 1, chunks = 1, M = 1;
+  int64_t pp = 1, tp = 1, chunks = 1, M = 1;
   llvm::DenseMap<Operation *, int64_t> unitOf;
   llvm::DenseSet<Operation *> isBackward, tiedOps;
   std::vector<std::vector<Operation *>> forwardOps, backwardOps; // per unit
@@ -213,11 +213,7 @@ struct PipelineTrainingPass : impl::PipelineTrainingBase<PipelineTrainingPass> {
       return signalPassFailure();
     }
     pp = intOf(mesh, "pp", 1);
-    if (intOf(mesh, "tp", 1) != 1) {
-      step.emitError("cleave-pipeline-training runs tp 1 only (tensor-parallel backward is not "
-                     "implemented yet)");
-      return signalPassFailure();
-    }
+    tp = intOf(mesh, "tp", 1);
     int64_t virtualStages = intOf(schedule, "virtual_stages", 1);
     M = intOf(schedule, "microbatches", 1);
     chunks = pp * virtualStages;
@@ -258,7 +254,9 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
   auto fn = outer.create<func::FuncOp>(loc, "train_stage" + std::to_string(stage),
                                        FunctionType::get(context, {}, {}));
   fn->setAttr("cleave.stage", outer.getI64IntegerAttr(stage));
-  fn->setAttr("cleave.tp", outer.getI64IntegerAttr(0));
+  // A tp group's ranks get their copies from -cleave-specialize-ranks.
+  if (tp == 1)
+    fn->setAttr("cleave.tp", outer.getI64IntegerAttr(0));
   for (StringRef name : {"cleave.mesh", "cleave.schedule", "cleave.data_parallel"})
     if (Attribute a = step->getAttr(name))
       fn->setAttr(name, a);

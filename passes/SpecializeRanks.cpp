@@ -65,7 +65,8 @@ struct SpecializeRanksPass : impl::SpecializeRanksBase<SpecializeRanksPass> {
         for (Operation &op : copy.getBody().front())
           ops.push_back(&op);
         for (Operation *op : ops) {
-          if (auto shard = dyn_cast<ShardOp>(op))
+          // A dp group's part (ZeRO's) is the runtime's to cut.
+          if (auto shard = dyn_cast<ShardOp>(op); shard && shard.getGroup() == "tp")
             lowerShard(shard, rank);
           else if (auto sharded = dyn_cast<ShardingOpInterface>(op))
             sharded.specializeForRank(rank, tp);

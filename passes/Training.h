@@ -43,6 +43,10 @@ inline constexpr llvm::StringLiteral kTiedGradientAttr = "cleave.tied_gradient";
 /// On a pipeline stage's gradient result: a copy of a tied weight's
 /// gradient that an earlier stage also holds (a norm counts it once).
 inline constexpr llvm::StringLiteral kTiedCopyAttr = "cleave.tied_copy";
+/// On an optimizer state of a weight a tp group splits: the weight's
+/// `cleave.sharding` (its layout over the group), so the plan names each
+/// rank's part of the state as it names the weight's.
+inline constexpr llvm::StringLiteral kTpLayoutAttr = "cleave.tp_layout";
 /// On a pipeline stage's step: {stages, free_tag}, the number of stages and
 /// the first send/recv tag the pipeline's crossings leave free.
 inline constexpr llvm::StringLiteral kPipelineAttr = "cleave.pipeline";

@@ -1,4 +1,5 @@
 #include "runtime/Plan.h"
+#include "runtime/PlanVerify.h"
 #include "runtime/Kernel.h"
 
 #include <nlohmann/json.hpp>
@@ -1079,6 +1080,21 @@ Status parseTraining(const Node &top, Plan *plan) {
   return {};
 }
 
+} // namespace
+
+const SafetensorsEntry *ProgramSpec::weightHolding(const std::string &tensor) const {
+  if (const SafetensorsEntry *whole = weights.find(tensor))
+    return whole;
+  for (const SafetensorsEntry &entry : weights.entries) {
+    WeightShard shard;
+    if (parseWeightShard(entry.name, &shard) && shard.split && shard.parameter == tensor)
+      return &entry;
+  }
+  return nullptr;
+}
+
+namespace {
+
 /// The training section against the loaded program: inputs hold the batch
 /// in dim 0, the labels are an input, parameters and state_dict tensors are
 /// weights the program holds, extra tensors are in their files.
@@ -1098,7 +1114,7 @@ Status checkTraining(const Plan &plan) {
   // A pipeline's programs hold the stages' weights (a tied one several).
   auto holder = [&](const std::string &name) -> const ProgramSpec * {
     for (const auto &[_, program] : plan.programs)
-      if (program.weights.find(name))
+      if (program.weightHolding(name))
         return &program;
     return nullptr;
   };
@@ -1273,13 +1289,9 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
     return CLEAVE_ERROR("manifest.json: schedule.kind '", plan.schedule, "' in a version ",
                         plan.version, " plan (training plans, and only they, are version ",
                         kTrainingPlanFormatVersion, ")");
-  // Data parallelism replicates the one program, a pipeline runs a program
-  // per stage; tensor splits of a training step are not run yet.
-  if (training && plan.tp != 1)
-    return CLEAVE_ERROR("manifest.json: schedule.kind 'train' runs tp 1 only (tensor-parallel "
-                        "backward is not implemented); the mesh is pp ",
-                        plan.pp, " tp ", plan.tp, " dp ", plan.dp);
-  if (training && plan.pp > 1 && !has(*schedule, "stages"))
+  // Data parallelism replicates the one program, pipelines and tensor
+  // splits run a program per (stage, tp index).
+  if (training && (plan.pp > 1 || plan.tp > 1) && !has(*schedule, "stages"))
     return CLEAVE_ERROR("manifest.json: schedule: a pipelined training plan lists its stages' "
                         "slots (schedule.stages)");
   CLEAVE_RETURN_IF_ERROR(getInt(*schedule, "microbatches", &plan.microbatches, 1));

@@ -159,6 +159,9 @@ struct ProgramSpec {
   }
   /// The index of the first phase named `name`, or -1.
   int64_t phaseIndex(const std::string &name) const;
+  /// The weight holding the model's tensor `tensor`: the tensor whole, or
+  /// this tp rank's part of it (`tensor[split(D) t/n]`); null when none.
+  const SafetensorsEntry *weightHolding(const std::string &tensor) const;
 };
 
 struct TensorSpec {

@@ -608,7 +608,7 @@ def Cleave_AllReduceOp : Cleave_LayoutChangeOp<"all_reduce", (ins), Cleave_HasGr
 }
 
 def Cleave_AllGatherOp : Cleave_LayoutChangeOp<"all_gather",
-    (ins I64Attr:$dim, I64Attr:$blocks)> {
+    (ins I64Attr:$dim, I64Attr:$blocks), Cleave_HasGradient> {
   let summary = "gather the parts of a split tensor: split(dim, blocks) -> replicated";
   let description = [{
     Each rank of `group` holds its part of each of `blocks` equal blocks of
@@ -621,7 +621,7 @@ def Cleave_AllGatherOp : Cleave_LayoutChangeOp<"all_gather",
 }
 
 def Cleave_ReduceScatterOp : Cleave_LayoutChangeOp<"reduce_scatter",
-    (ins I64Attr:$dim, I64Attr:$blocks)> {
+    (ins I64Attr:$dim, I64Attr:$blocks), Cleave_HasGradient> {
   let summary = "sum partial values and keep one part: partial -> split(dim, blocks)";
   let description = [{
     Every rank of `group` holds a partial sum; afterwards each holds its part
@@ -634,7 +634,8 @@ def Cleave_ReduceScatterOp : Cleave_LayoutChangeOp<"reduce_scatter",
 }
 
 def Cleave_AllToAllOp : Cleave_LayoutChangeOp<"all_to_all",
-    (ins I64Attr:$from_dim, I64Attr:$from_blocks, I64Attr:$to_dim, I64Attr:$to_blocks)> {
+    (ins I64Attr:$from_dim, I64Attr:$from_blocks, I64Attr:$to_dim, I64Attr:$to_blocks),
+    Cleave_HasGradient> {
   let summary = "trade parts: split(from_dim) -> split(to_dim)";
   let description = [{
     Each rank of `group` holds its part along `from_dim`; afterwards each
@@ -647,7 +648,8 @@ def Cleave_AllToAllOp : Cleave_LayoutChangeOp<"all_to_all",
   }];
 }
 
-def Cleave_ShardOp : Cleave_LayoutChangeOp<"shard", (ins I64Attr:$dim, I64Attr:$blocks)> {
+def Cleave_ShardOp : Cleave_LayoutChangeOp<"shard", (ins I64Attr:$dim, I64Attr:$blocks),
+                                            Cleave_HasGradient> {
   let summary = "keep this rank's part: replicated -> split(dim, blocks)";
   let description = [{
     Every rank of `group` holds the whole tensor; afterwards each keeps its

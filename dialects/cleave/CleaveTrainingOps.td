@@ -19,9 +19,10 @@ def Cleave_ScaleTensor : 0DTensorOf<[F32]>;
 // result; its results' types are explicit in the IR.
 class Cleave_BackwardOp<string mnemonic, list<Trait> traits = [],
                         list<string> executableOverrides = [],
-                        list<string> costOverrides = []>
+                        list<string> costOverrides = [],
+                        list<string> shardingOverrides = []>
     : Cleave_Op<mnemonic, !listconcat([Pure], traits), executableOverrides,
-                costOverrides> {
+                costOverrides, shardingOverrides> {
   let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
@@ -285,12 +286,15 @@ def Cleave_AttentionBackwardOp
                       Cleave_FloatTensor:$grad_v);
 }
 
-def Cleave_EmbeddingBackwardOp : Cleave_BackwardOp<"embedding_backward"> {
+def Cleave_EmbeddingBackwardOp : Cleave_BackwardOp<"embedding_backward", [], [], [],
+                                                  ["specializeForRank"]> {
   let summary = "gradient of an embedding table (a scatter-add)";
   let description = [{
     Adds the gradient of each looked-up row into its row of a zero table of
     the result's shape, in index order (deterministic); the `padding_idx` row
-    stays zero. With `row_offset` the table is a shard, as in `embedding`.
+    stays zero. With `row_offset` the table is a shard, as in `embedding`;
+    in a tensor-parallel step the table gradient of a split vocabulary is
+    laid out `split(0)` and each tp rank's copy gets its rows' offset.
 
     ```mlir
     %dw = cleave.embedding_backward %g, %ids : (tensor<2x8x128xf32>, tensor<2x8xi64>) -> tensor<512x128xf32>

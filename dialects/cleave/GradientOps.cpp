@@ -239,14 +239,78 @@ LogicalResult AddOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Layout changes. In a tensor-parallel step every rank of the tp group
+// computes the same loss, so a value every rank holds whole (replicated)
+// has the same, whole gradient on every rank, and a split value's gradient
+// is split the same way: each change's gradient is the change back
+// (docs/training.md, "Tensor parallelism"). The data-parallel group is
+// different: its ranks compute different losses whose sum is the objective.
+//===----------------------------------------------------------------------===//
+
 LogicalResult AllReduceOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                           SmallVectorImpl<Value> &og) {
-  // Every rank's result is the sum of every rank's input, so each input's
-  // gradient is the sum over the group of the results' gradients (a
-  // synchronized batch norm's backward sums its statistics' gradients so).
   if (!rg[0] || !isFloat(getResult()))
     return success();
+  // tp: each rank's partial sum counts once in the result, whose gradient
+  // every rank holds whole: that is each partial's gradient.
+  if (getGroup() == "tp") {
+    og[0] = rg[0];
+    return success();
+  }
+  // dp: every rank's result is the sum of every rank's input, so each
+  // input's gradient is the sum over the group of the results' gradients (a
+  // synchronized batch norm's backward sums its statistics' gradients so).
   og[0] = builder.create<AllReduceOp>(getLoc(), rg[0].getType(), rg[0], getGroupAttr());
+  return success();
+}
+
+LogicalResult AllGatherOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                          SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  Type part = getInput().getType();
+  // A gradient summed over the group (the readers' partial sums) only to be
+  // cut to this rank's part is reduce-scattered instead: the pair that
+  // sequence parallelism trades an all-reduce for.
+  if (auto sum = rg[0].getDefiningOp<AllReduceOp>();
+      sum && sum.getGroup() == getGroup() && sum->use_empty()) {
+    og[0] = builder.create<ReduceScatterOp>(getLoc(), part, sum.getInput(), getGroupAttr(),
+                                            getDimAttr(), getBlocksAttr());
+    sum->erase();
+    return success();
+  }
+  og[0] = builder.create<ShardOp>(getLoc(), part, rg[0], getGroupAttr(), getDimAttr(),
+                                  getBlocksAttr());
+  return success();
+}
+
+LogicalResult ReduceScatterOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                              SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  // Each partial sum's gradient is the whole gradient of the sum.
+  og[0] = builder.create<AllGatherOp>(getLoc(), getInput().getType(), rg[0], getGroupAttr(),
+                                      getDimAttr(), getBlocksAttr());
+  return success();
+}
+
+LogicalResult ShardOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                      SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  og[0] = builder.create<AllGatherOp>(getLoc(), getInput().getType(), rg[0], getGroupAttr(),
+                                      getDimAttr(), getBlocksAttr());
+  return success();
+}
+
+LogicalResult AllToAllOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                         SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getResult()))
+    return success();
+  og[0] = builder.create<AllToAllOp>(getLoc(), getInput().getType(), rg[0], getGroupAttr(),
+                                     getToDimAttr(), getToBlocksAttr(), getFromDimAttr(),
+                                     getFromBlocksAttr());
   return success();
 }
 

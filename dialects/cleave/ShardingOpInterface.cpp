@@ -229,6 +229,15 @@ void EmbeddingOp::specializeForRank(int64_t rank, int64_t) {
     setRowOffset(rank * getWeight().getType().getDimSize(0));
 }
 
+void EmbeddingBackwardOp::specializeForRank(int64_t rank, int64_t) {
+  // The gradient of a split vocabulary's table (laid out split(0) by
+  // -cleave-differentiate): this rank's rows start at rank * V.
+  auto layouts = (*this)->getAttrOfType<ArrayAttr>("cleave.sharding");
+  auto first = layouts && !layouts.empty() ? dyn_cast<StringAttr>(layouts[0]) : StringAttr();
+  if (first && first.getValue() == "split(0)")
+    setRowOffset(rank * getResult().getType().getDimSize(0));
+}
+
 ShardingRule EmbeddingOp::getShardingRule() {
   // weight [V, D], indices [...] -> [..., D]. Split V and each rank looks up
   // the rows it holds, zeros for the others; a sum completes the result

@@ -3,6 +3,7 @@
 #include "runtime/AtomicFile.h"
 #include "runtime/Executor.h"
 #include "runtime/Safetensors.h"
+#include "runtime/TensorParts.h"
 
 #include <nlohmann/json.hpp>
 
@@ -70,8 +71,20 @@ TensorDesc wholeDesc(const BufferSpec &state) {
   return state.shardOf ? TensorDesc{state.desc.dtype, *state.shardOf} : state.desc;
 }
 
+/// What a plan's tensor name says: the tensor whole, or a tp rank's part
+/// (`NAME[split(D) t/n]`) of the tensor NAME.
+WeightShard partOfName(const std::string &name) {
+  WeightShard shard;
+  if (!parseWeightShard(name, &shard)) {
+    shard = WeightShard();
+    shard.parameter = name;
+  }
+  return shard;
+}
+
 /// The weights a checkpoint keeps: the model's tensors the program holds
-/// (trained parameters and state_dict entries), in the weights file's order.
+/// (trained parameters and state_dict entries, whole or a tp rank's part),
+/// in the weights file's order.
 std::vector<const SafetensorsEntry *> modelWeightsOf(const Plan &plan,
                                                      const ProgramSpec &program) {
   std::set<std::string> model;
@@ -83,7 +96,7 @@ std::vector<const SafetensorsEntry *> modelWeightsOf(const Plan &plan,
   }
   std::vector<const SafetensorsEntry *> kept;
   for (const SafetensorsEntry &entry : program.weights.entries)
-    if (model.count(entry.name))
+    if (model.count(partOfName(entry.name).parameter))
       kept.push_back(&entry);
   return kept;
 }
@@ -316,12 +329,17 @@ Status writeShardedCheckpoint(const std::string &root, const Plan &plan,
   }
   CLEAVE_RETURN_IF_ERROR(group.agree(where(prepared)));
 
-  auto stageFile = [](int64_t stage, const char *what) {
-    return "stage" + std::to_string(stage) + "." + what + ".safetensors";
+  // With a tp group, each tp index of a stage writes its own files (the
+  // parts of split tensors; the whole ones only tp index 0).
+  auto tpInfix = [&](int64_t tp) {
+    return plan.tp > 1 ? ".tp" + std::to_string(tp) : std::string();
   };
-  auto partFile = [](int64_t stage, int64_t dp, const char *what) {
-    return "stage" + std::to_string(stage) + ".dp" + std::to_string(dp) + "." + what +
-           ".safetensors";
+  auto stageFile = [&](int64_t stage, int64_t tp, const char *what) {
+    return "stage" + std::to_string(stage) + tpInfix(tp) + "." + what + ".safetensors";
+  };
+  auto partFile = [&](int64_t stage, int64_t tp, int64_t dp, const char *what) {
+    return "stage" + std::to_string(stage) + tpInfix(tp) + ".dp" + std::to_string(dp) + "." +
+           what + ".safetensors";
   };
   const bool sharded = std::any_of(program.buffers.begin(), program.buffers.end(),
                                    [](const BufferSpec &b) { return b.shardOf.has_value(); });
@@ -329,7 +347,8 @@ Status writeShardedCheckpoint(const std::string &root, const Plan &plan,
                    bool state) -> Status {
     std::vector<SafetensorsTensor> mine;
     for (const SafetensorsTensor &t : list)
-      if (firstHolder(plan, program, t.name, state))
+      if (firstHolder(plan, program, t.name, state) &&
+          (program.tp == 0 || partOfName(t.name).split))
         mine.push_back(t);
     std::string filePath = temp + "/" + file;
     CLEAVE_RETURN_IF_ERROR(writeSafetensors(filePath, mine));
@@ -337,15 +356,17 @@ Status writeShardedCheckpoint(const std::string &root, const Plan &plan,
   };
   Status written = [&]() -> Status {
     if (group.writesStage) {
-      CLEAVE_RETURN_IF_ERROR(write(stageFile(group.stage, "weights"), local.weights, false));
-      CLEAVE_RETURN_IF_ERROR(write(stageFile(group.stage, "state"), local.states, true));
+      CLEAVE_RETURN_IF_ERROR(
+          write(stageFile(group.stage, program.tp, "weights"), local.weights, false));
+      CLEAVE_RETURN_IF_ERROR(
+          write(stageFile(group.stage, program.tp, "state"), local.states, true));
     }
     // Every rank its own ZeRO parts: nothing is gathered.
-    if (sharded && program.tp == 0) {
+    if (sharded) {
+      CLEAVE_RETURN_IF_ERROR(write(partFile(group.stage, program.tp, group.dp, "weights"),
+                                   local.weightParts, false));
       CLEAVE_RETURN_IF_ERROR(
-          write(partFile(group.stage, group.dp, "weights"), local.weightParts, false));
-      CLEAVE_RETURN_IF_ERROR(
-          write(partFile(group.stage, group.dp, "state"), local.stateParts, true));
+          write(partFile(group.stage, program.tp, group.dp, "state"), local.stateParts, true));
     }
     return {};
   }();
@@ -377,9 +398,22 @@ Status writeShardedCheckpoint(const std::string &root, const Plan &plan,
         CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(filePath, &index));
         Json &kind = state ? states : weights;
         for (const SafetensorsEntry &e : index.entries) {
+          // A tp rank's part also names its tensor and where it lies.
+          auto describePart = [&](Json &entry, const Shape &shape) {
+            WeightShard part = partOfName(e.name);
+            if (!part.split)
+              return;
+            Shape whole = shape;
+            if (part.dim < static_cast<int64_t>(whole.size()))
+              whole[part.dim] *= part.parts;
+            entry["part_of"] = Json{{"tensor", part.parameter}, {"shape", whole},
+                                    {"dim", part.dim},         {"blocks", part.blocks},
+                                    {"part", part.part},       {"parts", part.parts}};
+          };
           if (!dp) {
             kind[e.name] = Json{{"file", file}, {"dtype", dtypeName(e.desc.dtype)},
                                 {"shape", e.desc.shape}};
+            describePart(kind[e.name], e.desc.shape);
             continue;
           }
           std::optional<Shape> shape = wholeShape(e.name, state);
@@ -391,19 +425,22 @@ Status writeShardedCheckpoint(const std::string &root, const Plan &plan,
           entry["dtype"] = dtypeName(e.desc.dtype);
           entry["shape"] = *shape;
           entry["parts"].push_back(Json{{"file", file}, {"begin", *dp * k}});
+          describePart(entry, *shape);
         }
         return {};
       };
-      for (int64_t s = 0; s < plan.pp; ++s) {
-        CLEAVE_RETURN_IF_ERROR(add(stageFile(s, "weights"), false, std::nullopt));
-        CLEAVE_RETURN_IF_ERROR(add(stageFile(s, "state"), true, std::nullopt));
-        for (int64_t d = 0; d < plan.dp; ++d) {
-          CLEAVE_RETURN_IF_ERROR(add(partFile(s, d, "weights"), false, d));
-          CLEAVE_RETURN_IF_ERROR(add(partFile(s, d, "state"), true, d));
+      for (int64_t s = 0; s < plan.pp; ++s)
+        for (int64_t t = 0; t < plan.tp; ++t) {
+          CLEAVE_RETURN_IF_ERROR(add(stageFile(s, t, "weights"), false, std::nullopt));
+          CLEAVE_RETURN_IF_ERROR(add(stageFile(s, t, "state"), true, std::nullopt));
+          for (int64_t d = 0; d < plan.dp; ++d) {
+            CLEAVE_RETURN_IF_ERROR(add(partFile(s, t, d, "weights"), false, d));
+            CLEAVE_RETURN_IF_ERROR(add(partFile(s, t, d, "state"), true, d));
+          }
         }
-      }
       Json json = infoJson(plan, info, kStagesVersion);
-      json["plan"] = Json{{"model", plan.modelSource}, {"stages", plan.pp}, {"dp", plan.dp}};
+      json["plan"] = Json{{"model", plan.modelSource}, {"stages", plan.pp}, {"tp", plan.tp},
+                          {"dp", plan.dp}};
       json["files"] = files;
       // The global index: where each tensor is, whole or in parts.
       json["index"] = Json{{"weights", weights}, {"states", states}};
@@ -635,57 +672,120 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
     stateBuffers[*buffer->state] = buffer;
   }
   // What else may be there: the plan's other programs' tensors (another
-  // stage's), and this program's constants (which checkpoints of earlier
-  // versions kept); anything more is of another model.
+  // stage's, another tp index's part), and this program's constants (which
+  // checkpoints of earlier versions kept); anything more is of another
+  // model. Parts count by the tensor they are of: a checkpoint of another
+  // mesh holds other parts.
   std::set<std::string> known;
   for (const SafetensorsEntry &entry : program.weights.entries)
-    known.insert(entry.name);
+    known.insert(partOfName(entry.name).parameter);
   for (const auto &[_, other] : plan.programs) {
     if (!other.loaded)
       continue;
     for (const SafetensorsEntry *entry : modelWeightsOf(plan, other))
-      known.insert(entry->name);
+      known.insert(partOfName(entry->name).parameter);
     for (const BufferSpec *buffer : statesOf(other))
-      known.insert(*buffer->state);
+      known.insert(partOfName(*buffer->state).parameter);
   }
-  auto check = [&](const Found &found, const std::map<std::string, TensorDesc> &want,
-                   const char *what, const std::string &where) -> Status {
-    for (const auto &[name, desc] : want) {
-      auto it = found.find(name);
-      if (it == found.end())
-        return CLEAVE_ERROR(where, ": missing ", what, " '", name,
-                            "' (the checkpoint is not of this plan)");
-      const TensorDesc &have = it->second.desc;
-      if (have != desc)
-        return CLEAVE_ERROR(it->second.pieces.front().index->path, ": ", what, " '", name,
-                            "' is ", describe(have.shape, have.dtype), ", the plan's is ",
-                            describe(desc.shape, desc.dtype));
-    }
-    for (const auto &[name, at] : found)
-      if (!want.count(name) && !known.count(name))
+  const std::string weightsWhere = version == kVersion ? dir + "/" + kWeightsFile : dir;
+  const std::string statesWhere = version == kVersion ? dir + "/" + kStateFile : dir;
+  for (auto [found, what, where] : {std::tuple{&weights, "weight", &weightsWhere},
+                                    {&states, "state", &statesWhere}})
+    for (const auto &[name, at] : *found)
+      if (!known.count(partOfName(name).parameter))
         return CLEAVE_ERROR(at.pieces.front().index->path, ": ", what, " '", name,
                             "' is not in the plan (the checkpoint is not of this plan)");
+
+  // A tensor's bytes from its pieces, in its dtype.
+  auto assemble = [](const Source &at, std::vector<char> *bytes) -> Status {
+    bytes->assign(at.desc.bytes(), 0);
+    const size_t element = dtypeBytes(at.desc.dtype);
+    for (const Piece &piece : at.pieces)
+      CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(
+          *piece.index, *piece.entry, bytes->data() + static_cast<size_t>(piece.begin) * element));
     return {};
   };
-  CLEAVE_RETURN_IF_ERROR(check(weights, wantWeights, "weight",
-                               version == kVersion ? dir + "/" + kWeightsFile : dir));
-  CLEAVE_RETURN_IF_ERROR(check(states, wantStates, "state",
-                               version == kVersion ? dir + "/" + kStateFile : dir));
+  // What the program holds as `name`, of `want`'s dtype and shape: the
+  // tensor as stored, or, when the checkpoint was written on another mesh,
+  // assembled from the tp parts it holds and cut to the part this program
+  // holds.
+  auto resolve = [&](const Found &found, const std::string &name, const TensorDesc &want,
+                     const char *what, const std::string &where,
+                     std::vector<char> *bytes) -> Status {
+    auto mismatch = [&](const std::string &file, const TensorDesc &have, const TensorDesc &desc) {
+      return CLEAVE_ERROR(file, ": ", what, " '", name, "' is ", describe(have.shape, have.dtype),
+                          ", the plan's is ", describe(desc.shape, desc.dtype));
+    };
+    if (auto it = found.find(name); it != found.end()) {
+      if (it->second.desc != want)
+        return mismatch(it->second.pieces.front().index->path, it->second.desc, want);
+      return assemble(it->second, bytes);
+    }
+    const WeightShard mine = partOfName(name);
+    TensorDesc whole = want;
+    if (mine.split)
+      whole.shape[mine.dim] *= mine.parts;
+    std::vector<char> wholeBytes;
+    if (auto it = found.find(mine.parameter); it != found.end()) {
+      if (it->second.desc != whole)
+        return mismatch(it->second.pieces.front().index->path, it->second.desc, whole);
+      CLEAVE_RETURN_IF_ERROR(assemble(it->second, &wholeBytes));
+    } else {
+      // Every part of one split of the tensor.
+      std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<int64_t, const Source *>> splits;
+      for (const auto &[stored, at] : found) {
+        WeightShard part = partOfName(stored);
+        if (part.split && part.parameter == mine.parameter)
+          splits[{part.dim, part.blocks, part.parts}][part.part] = &at;
+      }
+      const std::map<int64_t, const Source *> *complete = nullptr;
+      WeightShard layout;
+      for (const auto &[key, parts] : splits)
+        if (static_cast<int64_t>(parts.size()) == std::get<2>(key)) {
+          complete = &parts;
+          std::tie(layout.dim, layout.blocks, layout.parts) = key;
+          layout.split = true;
+          break;
+        }
+      if (!complete)
+        return CLEAVE_ERROR(where, ": missing ", what, " '", name,
+                            splits.empty() ? "' (the checkpoint is not of this plan)"
+                                           : "' (the checkpoint holds only some of its parts)");
+      if (!canSplit(whole.shape, layout))
+        return CLEAVE_ERROR(where, ": ", what, " '", mine.parameter,
+                            "' is saved split in dim ", layout.dim, " into ", layout.parts,
+                            " parts, which the plan's ", describe(whole.shape, whole.dtype),
+                            " cannot be");
+      wholeBytes.assign(whole.bytes(), 0);
+      const size_t element = dtypeBytes(whole.dtype);
+      for (const auto &[index, at] : *complete) {
+        layout.part = index;
+        TensorDesc expected{whole.dtype, partShape(whole.shape, layout)};
+        if (at->desc != expected)
+          return mismatch(at->pieces.front().index->path, at->desc, expected);
+        std::vector<char> part;
+        CLEAVE_RETURN_IF_ERROR(assemble(*at, &part));
+        placePart(part.data(), whole.shape, element, layout, wholeBytes.data());
+      }
+    }
+    if (!mine.split) {
+      bytes->swap(wholeBytes);
+      return {};
+    }
+    *bytes = copyPart(wholeBytes.data(), whole.shape, dtypeBytes(whole.dtype), mine);
+    return {};
+  };
 
   // Read everything, then write into the executor.
   // Only what this program holds: a constant an earlier checkpoint kept
   // (the plan's own stands) and other stages' tensors are not read.
   std::vector<std::pair<std::string, std::vector<char>>> weightData, stateData;
-  for (auto [found, want, out] : {std::tuple{&weights, &wantWeights, &weightData},
-                                  {&states, &wantStates, &stateData}})
-    for (const auto &[name, at] : *found) {
-      if (!want->count(name))
-        continue;
-      std::vector<char> bytes(at.desc.bytes());
-      const size_t element = dtypeBytes(at.desc.dtype);
-      for (const Piece &piece : at.pieces)
-        CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(
-            *piece.index, *piece.entry, bytes.data() + static_cast<size_t>(piece.begin) * element));
+  for (auto [found, want, out, what, where] :
+       {std::tuple{&weights, &wantWeights, &weightData, "weight", &weightsWhere},
+        {&states, &wantStates, &stateData, "state", &statesWhere}})
+    for (const auto &[name, desc] : *want) {
+      std::vector<char> bytes;
+      CLEAVE_RETURN_IF_ERROR(resolve(*found, name, desc, what, *where, &bytes));
       out->emplace_back(name, std::move(bytes));
     }
   // A tensor the program holds as this rank's ZeRO part gets that part.

@@ -1,5 +1,7 @@
 #include "runtime/train/Trainer.h"
 
+#include "runtime/TensorParts.h"
+
 #include "runtime/AtomicFile.h"
 #include "runtime/BFloat16.h"
 #include "runtime/Executor.h"
@@ -111,10 +113,16 @@ Status stateDictTensors(const Plan &plan, const Executor &executor, const Checkp
       continue;
     TensorDesc desc;
     std::vector<char> bytes;
+    std::string name = entry.name;
     if (!entry.tensor.empty()) {
-      const SafetensorsEntry *weight = program.weights.find(entry.tensor);
+      const SafetensorsEntry *weight = program.weightHolding(entry.tensor);
+      if (!weight)
+        return CLEAVE_ERROR(program.file, ": holds no weight '", entry.tensor,
+                            "' for state_dict entry '", entry.name, "'");
       desc = weight->desc;
-      CLEAVE_RETURN_IF_ERROR(readWholeWeight(executor, shards, entry.tensor, &bytes));
+      CLEAVE_RETURN_IF_ERROR(readWholeWeight(executor, shards, weight->name, &bytes));
+      // A tp rank's part keeps its part's name: the parts are put together.
+      name += weight->name.substr(entry.tensor.size());
     } else {
       auto it = extras.find(entry.file);
       if (it == extras.end()) {
@@ -136,7 +144,7 @@ Status stateDictTensors(const Plan &plan, const Executor &executor, const Checkp
       desc.dtype = DType::F32;
     }
     data.push_back(std::move(bytes));
-    tensors.push_back({entry.name, desc, data.back().data()});
+    tensors.push_back({name, desc, data.back().data()});
   }
   return {};
 }
@@ -156,25 +164,33 @@ Status saveStateDict(const Plan &plan, const Executor &executor, const std::stri
 Status saveStageStateDict(const Plan &plan, const Executor &executor, const std::string &path,
                           const CheckpointShards &shards, const CheckpointGroup &group) {
   const ProgramSpec &program = executor.program();
-  auto partPath = [&](int64_t stage) { return path + ".stage" + std::to_string(stage) + ".tmp"; };
+  auto partPath = [&](int64_t stage, int64_t tp) {
+    return path + ".stage" + std::to_string(stage) + ".tp" + std::to_string(tp) + ".tmp";
+  };
+  // Each stage's tensors, the whole ones from tp index 0, every tp index
+  // its parts of split ones.
   auto keep = [&](const StateDictEntry &entry) {
     if (entry.tensor.empty())
-      return program.stage == 0;
-    return program.weights.find(entry.tensor) && firstHolder(plan, program, entry.tensor, false);
+      return program.stage == 0 && program.tp == 0;
+    const SafetensorsEntry *weight = program.weightHolding(entry.tensor);
+    if (!weight || !firstHolder(plan, program, weight->name, false))
+      return false;
+    return program.tp == 0 || weight->name != entry.tensor;
   };
   // ZeRO parts are gathered by every rank of the dp group.
   std::deque<std::vector<char>> data;
   std::vector<SafetensorsTensor> tensors;
   Status mine = stateDictTensors(plan, executor, shards, keep, data, tensors);
   if (mine.ok() && group.writesStage)
-    mine = writeSafetensors(partPath(program.stage), tensors, {{"format", "pt"}});
+    mine = writeSafetensors(partPath(program.stage, program.tp), tensors, {{"format", "pt"}});
   CLEAVE_RETURN_IF_ERROR(group.agree(mine));
   Status merged;
   if (group.rank == 0) {
     merged = [&]() -> Status {
-      std::vector<SafetensorsIndex> parts(plan.pp);
+      std::vector<SafetensorsIndex> parts(plan.pp * plan.tp);
       for (int64_t s = 0; s < plan.pp; ++s)
-        CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(partPath(s), &parts[s]));
+        for (int64_t t = 0; t < plan.tp; ++t)
+          CLEAVE_RETURN_IF_ERROR(readSafetensorsIndex(partPath(s, t), &parts[s * plan.tp + t]));
       std::deque<std::vector<char>> all;
       std::vector<SafetensorsTensor> ordered;
       for (const StateDictEntry &entry : plan.training->stateDict) {
@@ -185,16 +201,38 @@ Status saveStageStateDict(const Plan &plan, const Executor &executor, const std:
             in = &part;
             break;
           }
-        if (!found)
+        if (found) {
+          all.emplace_back(found->desc.bytes());
+          CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(*in, *found, all.back().data()));
+          ordered.push_back({entry.name, found->desc, all.back().data()});
+          continue;
+        }
+        // Split over the tp group: its parts, put together.
+        TensorDesc whole;
+        std::vector<std::pair<WeightShard, std::vector<char>>> pieces;
+        for (const SafetensorsIndex &part : parts)
+          for (const SafetensorsEntry &e : part.entries) {
+            WeightShard shard;
+            if (!parseWeightShard(e.name, &shard) || !shard.split || shard.parameter != entry.name)
+              continue;
+            whole = e.desc;
+            whole.shape[shard.dim] *= shard.parts;
+            std::vector<char> bytes(e.desc.bytes());
+            CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(part, e, bytes.data()));
+            pieces.emplace_back(shard, std::move(bytes));
+          }
+        if (pieces.empty() || static_cast<int64_t>(pieces.size()) != pieces.front().first.parts)
           return CLEAVE_ERROR(path, ": no stage holds state_dict entry '", entry.name, "'");
-        all.emplace_back(found->desc.bytes());
-        CLEAVE_RETURN_IF_ERROR(readSafetensorsTensor(*in, *found, all.back().data()));
-        ordered.push_back({entry.name, found->desc, all.back().data()});
+        std::vector<char> &bytes = all.emplace_back(whole.bytes());
+        for (const auto &[shard, piece] : pieces)
+          placePart(piece.data(), whole.shape, dtypeBytes(whole.dtype), shard, bytes.data());
+        ordered.push_back({entry.name, whole, bytes.data()});
       }
       return writeSafetensors(path, ordered, {{"format", "pt"}});
     }();
     for (int64_t s = 0; s < plan.pp; ++s)
-      std::remove(partPath(s).c_str());
+      for (int64_t t = 0; t < plan.tp; ++t)
+        std::remove(partPath(s, t).c_str());
   }
   return group.agree(merged);
 }
@@ -214,8 +252,9 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   TrainingData data;
   const ProgramSpec *mine = plan.programForRank(options.rank);
   const ProgramSpec &program = mine ? *mine : plan.programs.begin()->second;
-  // A pipeline: each stage runs its own slots, each a phase of its program.
-  const bool pipelined = plan.pp > 1;
+  // A pipeline or a tp group: each rank runs its (stage, tp index)'s
+  // program, its stage's slots, each a phase of the program.
+  const bool pipelined = plan.pp > 1 || plan.tp > 1;
   std::unique_ptr<Executor> executor;
   int64_t done = 0;
   StepLog log;
@@ -229,8 +268,9 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
          program.buffers[loss->buffer].desc.numel() != 1))
       return CLEAVE_ERROR(program.file, ": a training program outputs 'loss', one f32 value");
     if (pipelined && !options.shareLoss)
-      return CLEAVE_ERROR(plan.dir, ": a pipelined plan (", plan.pp,
-                          " stages) runs one stage per rank: run it with 'cleave train --local ",
+      return CLEAVE_ERROR(plan.dir, ": a partitioned plan (", plan.pp, " stages, ", plan.tp,
+                          " tensor-parallel ranks) runs one program per rank: run it with "
+                          "'cleave train --local ",
                           plan.devices.size(), "' or 'mpirun -np ", plan.devices.size(),
                           " cleave train'");
     if (pipelined && !options.group.agree)

@@ -31,6 +31,13 @@ usage:
       a ZeRO checkpoint (version 2): the sharded states written as parts by RANKS ranks
   training_files.py whole-states CHECKPOINT_DIR PLAN_DIR
       the checkpoint's states have the shapes of PLAN_DIR's (a one-device plan): whole tensors
+  training_files.py tp-split PLAN_DIR
+      a tensor-parallel training plan: the weights and optimizer states the tp group splits,
+      the same kernels on every tp index of a stage, and the tp collectives of backward (at
+      least one all-reduce or reduce-scatter of a partial gradient)
+  training_files.py tp-parts CHECKPOINT_DIR PLAN_DIR
+      a checkpoint of a tensor-parallel plan: every tensor the plan splits is indexed as its
+      tp parts, each naming its tensor, whole shape and slice, each part the whole shape cut
 Exits 1 with a message on any failure.
 """
 import json
@@ -351,6 +358,81 @@ def parts(checkpoint_dir, ranks):
     print(f"{len(sharded)} states in parts, written by {len(writers)} ranks ({most} parts at most): ok")
 
 
+TP_COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all")
+
+
+def tp_split(plan_dir):
+    with open(os.path.join(plan_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    tp = manifest["mesh"]["tp"]
+    programs = {}
+    for name, entry in manifest["programs"].items():
+        with open(os.path.join(plan_dir, entry["file"])) as f:
+            programs[name] = json.load(f)
+    split_weights, split_states = set(), set()
+    backward = {}
+    for name, program in programs.items():
+        for b in program["buffers"]:
+            if "[split(" in b.get("weight", ""):
+                split_weights.add(b["weight"].split("[")[0])
+            if "[split(" in b.get("state", ""):
+                split_states.add(b["state"].split("[")[0])
+        kernels = [i["kernel"] for ph in program["phases"] for i in ph["instructions"]]
+        twin = programs[name.rsplit("_tp", 1)[0] + "_tp0"]
+        if kernels != [i["kernel"] for ph in twin["phases"] for i in ph["instructions"]]:
+            fail(f"{name} runs other kernels than its stage's tp index 0")
+        for ph in program["phases"]:
+            if ph["name"] != "backward":
+                continue
+            for i in ph["instructions"]:
+                if i["kernel"] in TP_COLLECTIVES and i.get("attrs", {}).get("group") == "tp":
+                    backward[i["kernel"]] = backward.get(i["kernel"], 0) + 1
+    if not split_weights:
+        fail("the plan splits no weight over its tp group")
+    unsplit = {w for w in split_weights if not any(s.endswith("." + w) for s in split_states)}
+    if unsplit and manifest["training"]["optimizer"]["kind"] == "adamw":
+        fail(f"split weights whose optimizer states are whole: {sorted(unsplit)[:3]}")
+    if not backward.get("all_reduce") and not backward.get("reduce_scatter"):
+        fail("backward sums no partial gradient over the tp group")
+    kinds = ", ".join(f"{k} {backward[k]}" for k in TP_COLLECTIVES if k in backward)
+    print(f"tp {tp}: {len(split_weights)} weights split, their optimizer states too; "
+          f"every tp index runs its stage's kernels; backward tp collectives: {kinds}: ok")
+
+
+def tp_parts(checkpoint_dir, plan_dir):
+    with open(os.path.join(checkpoint_dir, "latest")) as f:
+        latest = f.read().strip()
+    ckpt = os.path.join(checkpoint_dir, latest)
+    with open(os.path.join(ckpt, "checkpoint.json")) as f:
+        info = json.load(f)
+    with open(os.path.join(plan_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    tp = manifest["mesh"]["tp"]
+    if info["version"] != 2 or info["plan"].get("tp") != tp:
+        fail(f"checkpoint version {info['version']} of tp {info['plan'].get('tp')}, "
+             f"expected version 2 of tp {tp}")
+    tensors = {}
+    for kind in ("weights", "states"):
+        for name, entry in info["index"][kind].items():
+            of = entry.get("part_of")
+            if ("[split(" in name) != (of is not None):
+                fail(f"{name}: a part must name its tensor, and only a part")
+            if of is None:
+                continue
+            shape = list(of["shape"])
+            shape[of["dim"]] //= of["parts"]
+            if entry["shape"] != shape and "parts" not in entry:
+                fail(f"{name}: {entry['shape']}, the cut of {of['shape']} is {shape}")
+            tensors.setdefault((kind, of["tensor"], tuple(of["shape"])), set()).add(of["part"])
+    if not tensors:
+        fail("the checkpoint holds no tp part")
+    for (kind, tensor, _), found in tensors.items():
+        if found != set(range(tp)):
+            fail(f"{tensor}: parts {sorted(found)} of {tp}")
+    print(f"{len(tensors)} tensors in {tp} tp parts each, every part naming its tensor, "
+          f"whole shape and slice: ok")
+
+
 def trace(path, ranks, microbatches):
     """cleave train --trace: every rank's last step, its phase runs in order and their kernels."""
     with open(path) as f:
@@ -427,7 +509,8 @@ def main():
     command, args = sys.argv[1], sys.argv[2:]
     {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace, "same-slots": same_slots,
      "same-tensors": same_tensors, "memory": memory, "inspect": inspect, "zero": zero,
-     "whole-states": whole_states, "pipeline": pipeline, "parts": parts}[command](*args)
+     "whole-states": whole_states, "pipeline": pipeline, "parts": parts, "tp-split": tp_split,
+     "tp-parts": tp_parts}[command](*args)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include "runtime/Executor.h"
 #include "runtime/Plan.h"
 #include "runtime/Safetensors.h"
+#include "runtime/TensorParts.h"
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingData.h"
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -353,3 +355,39 @@ TEST_F(TrainingPlan, MicrobatchesRunForwardEachAndTheOptimizerOnce) {
 }
 
 } // namespace
+
+// A tp rank's part of a tensor (runtime/TensorParts.h): what the plan cuts
+// and what checkpoints and state_dicts put back together.
+TEST(TensorParts, PartsOfBlocksTileTheTensorAndPutItBackTogether) {
+  // [2, 12] as three blocks of 4 columns (a fused QKV output), over 2 ranks:
+  // rank 1 holds columns 2-3 of each block.
+  const Shape shape = {2, 12};
+  std::vector<float> whole(24);
+  for (size_t i = 0; i < whole.size(); ++i)
+    whole[i] = static_cast<float>(i);
+  WeightShard part;
+  ASSERT_TRUE(parseWeightShard("qkv.weight[split(1, blocks=3) 1/2]", &part));
+  ASSERT_TRUE(canSplit(shape, part));
+  EXPECT_EQ(partShape(shape, part), (Shape{2, 6}));
+  std::vector<char> bytes =
+      copyPart(reinterpret_cast<const char *>(whole.data()), shape, sizeof(float), part);
+  ASSERT_EQ(bytes.size(), 12 * sizeof(float));
+  std::vector<float> got(12);
+  std::memcpy(got.data(), bytes.data(), bytes.size());
+  EXPECT_EQ(got, (std::vector<float>{2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23}));
+
+  std::vector<float> back(24, -1);
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    part.part = rank;
+    std::vector<char> piece =
+        copyPart(reinterpret_cast<const char *>(whole.data()), shape, sizeof(float), part);
+    placePart(piece.data(), shape, sizeof(float), part, reinterpret_cast<char *>(back.data()));
+  }
+  EXPECT_EQ(back, whole);
+
+  WeightShard rows;
+  ASSERT_TRUE(parseWeightShard("w[split(0) 0/4]", &rows));
+  EXPECT_FALSE(canSplit(shape, rows)) << "2 rows do not split 4 ways";
+  rows.dim = 2;
+  EXPECT_FALSE(canSplit(shape, rows)) << "no dim 2";
+}

@@ -3,8 +3,8 @@
 (issue 19).
 
     /usr/bin/python3 bench/dp_train.py [--model gpt] [--config small] [--batch 8]
-        [--ranks 1,2] [--zero none] [--pipelines 2:gpipe,2:1f1b] [--microbatches 4]
-        [--steps 20] [--cluster examples/clusters/cpu-2core.json] [--work DIR] [--json FILE]
+        [--ranks 1,2] [--zero none] [--pipelines 2:gpipe,2:1f1b] [--meshes tp2,tp2.dp2]
+        [--microbatches 4] [--steps 20] [--cluster examples/clusters/cpu-2core.json] [--work DIR] [--json FILE]
 
 Exports the model once (examples/export.py, training mode, dropout 0, its loss computed in the
 model), then for each rank count N and ZeRO level Z (--zero: a comma list of none, optimizer,
@@ -16,7 +16,9 @@ report; the slowest rank's), its compute (kernels) and communication (collective
 next to the plan's prediction, and the memory each rank allocated next to the plan's prediction
 (each rank's own program's; the table shows the largest). --pipelines adds runs with P stages
 under SCHEDULE, one rank per stage, the batch in --microbatches microbatches, and the
-predicted bubble. The cluster spec describes one device of all the machine's cores; with N
+predicted bubble. --meshes adds runs on meshes written as dot-joined parts: ppN, tpN, dpN
+(ZeRO-1 when dp > 1), and a schedule (gpipe, 1f1b, interleaved: two chunks per stage) with pp;
+the planner chooses the tensor splits by the cluster's costs. The cluster spec describes one device of all the machine's cores; with N
 ranks each rank has 1/N of them, which the prediction (N devices of the spec's speed) does not
 know: the table says so where it misses.
 """
@@ -43,6 +45,16 @@ def run(cmd, **kw):
     return r.stdout
 
 
+def tp_collectives(plan):
+    """Tensor-parallel collectives per step on tp index 0 of stage 0: what the split costs."""
+    with open(os.path.join(plan, "manifest.json")) as f:
+        manifest = json.load(f)
+    with open(os.path.join(plan, manifest["programs"][manifest["devices"][0]["program"]]["file"])) as f:
+        program = json.load(f)
+    return sum(1 for ph in program["phases"] for i in ph["instructions"]
+               if i.get("attrs", {}).get("group") == "tp")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--model", default="gpt")
@@ -53,6 +65,8 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--pipelines", default="",
                    help="also pipelined runs: a comma list of STAGES:SCHEDULE (e.g. 2:gpipe,2:1f1b)")
+    p.add_argument("--meshes", default="",
+                   help="comma list of meshes such as tp2, tp2.dp2, pp2.tp2.interleaved")
     p.add_argument("--microbatches", type=int, default=4,
                    help="microbatches per step of the pipelined runs")
     p.add_argument("--cluster", default=os.path.join(ROOT, "examples", "clusters", "cpu-2core.json"))
@@ -79,12 +93,34 @@ def main():
             if n > 1 or z == "none"]
     runs += [(int(spec.split(":")[0]), "none", spec.split(":")[1])
              for spec in a.pipelines.split(",") if spec]
+    runs += [(None, "none", spec) for spec in a.meshes.split(",") if spec]
     for n, zero, schedule in runs:
-        name = f"pp{n}.{schedule}" if schedule else f"dp{n}.{zero}"
+        if n is None:
+            # A mesh such as pp2.tp2.interleaved: the planner splits by the cluster's costs.
+            label, degrees, schedule = schedule, {"pp": 1, "tp": 1, "dp": 1}, None
+            for part in label.split("."):
+                if part[:2] in degrees and part[2:].isdigit():
+                    degrees[part[:2]] = int(part[2:])
+                else:
+                    schedule = part
+            n = degrees["pp"] * degrees["tp"] * degrees["dp"]
+            zero = "optimizer" if degrees["dp"] > 1 else "none"
+            mesh = [f"--{k}={v}" for k, v in degrees.items()]
+            if degrees["pp"] > 1:
+                mesh += ["--schedule", schedule or "1f1b"]
+                if schedule == "interleaved":
+                    mesh += ["--virtual-stages", "2"]
+            per_rank = a.batch // degrees["dp"]
+            mesh += ["--microbatch", str(per_rank // a.microbatches if degrees["pp"] > 1
+                                         else per_rank)]
+            name = label
+        else:
+            label = f"pp{n} {schedule}" if schedule else f"dp{n} {zero}"
+            name = f"pp{n}.{schedule}" if schedule else f"dp{n}.{zero}"
+            mesh = (["--pp", str(n), "--schedule", schedule, "--microbatch",
+                     str(a.batch // a.microbatches)] if schedule else ["--dp", str(n)])
         plan = os.path.join(work, f"plan.{name}")
         report = os.path.join(work, f"report.{name}.json")
-        mesh = (["--pp", str(n), "--schedule", schedule, "--microbatch",
-                 str(a.batch // a.microbatches)] if schedule else ["--dp", str(n)])
         run(["cleave", "compile", model, "--cluster", a.cluster, "--devices", str(n),
              "--global-batch", str(a.batch)] + mesh + ["--zero", zero, "--mode", "train",
              "-o", plan], env=env)
@@ -113,14 +149,16 @@ def main():
                "predicted_bytes": memory}
         rows.append(row)
         exact = all(x["allocated_bytes"] == predicted_of(x["rank"]) for x in ranks)
-        label = f"pp{n} {schedule}" if schedule else f"dp{n} {zero}"
+        row["mesh"] = label
+        row["tp_collectives"] = tp_collectives(plan)
         print(f"{n:>5} {label:>13} | {slowest['step_seconds'] * 1e3:>8.2f} {p['step_seconds'] * 1e3:>7.2f} "
               f"{slowest['step_seconds'] / p['step_seconds']:>5.2f} | "
               f"{slowest['compute_seconds'] * 1e3:>8.2f} {p['compute_seconds'] * 1e3:>7.2f} | "
               f"{slowest['communication_seconds'] * 1e3:>7.2f} "
               f"{p['communication_seconds'] * 1e3:>7.2f} | {p.get('bubble_seconds', 0) * 1e3:>6.2f} | "
               f"{max(x['allocated_bytes'] for x in ranks) / 2**20:>8.2f} {memory / 2**20:>7.2f}"
-              f"{'' if exact else '  MISMATCH'}")
+              f"{'' if exact else '  MISMATCH'}"
+              f"{'' if not row['tp_collectives'] else '  (%d tp collectives)' % row['tp_collectives']}")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"machine": benchlib.machine(), "rows": rows}, f, indent=1)

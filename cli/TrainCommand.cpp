@@ -220,22 +220,11 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
 
   // The dp group: the ranks of this stage and tp index (all of them
   // without a pipeline or tensor splits); the tp group: the ranks of this
-  // stage and dp index. Collective, so every rank splits.
+  // stage and dp index.
   const rt::DeviceSpec &me = plan.devices[rank];
   std::unique_ptr<rt::Communicator> dpGroup, tpGroup;
-  if (rt::Status s = world->split(static_cast<int>(me.stage * plan.tp + me.tp),
-                                  static_cast<int>(me.dp),
-                                  "dp group " + std::to_string(me.stage * plan.tp + me.tp),
-                                  &dpGroup);
-      !s.ok())
+  if (rt::Status s = rt::splitMeshGroups(*world, plan, rank, &tpGroup, &dpGroup); !s.ok())
     return fail(s);
-  if (plan.tp > 1)
-    if (rt::Status s = world->split(static_cast<int>(me.stage * plan.dp + me.dp),
-                                    static_cast<int>(me.tp),
-                                    "tp group " + std::to_string(me.stage * plan.dp + me.dp),
-                                    &tpGroup);
-        !s.ok())
-      return fail(s);
   rt::CommBackend backend(*compute, plan, rank,
                           rt::RankComms{world.get(), tpGroup.get(), dpGroup.get()});
   options.rank = rank;

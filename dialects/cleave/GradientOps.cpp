@@ -285,23 +285,29 @@ LogicalResult AllGatherOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg
   return success();
 }
 
+namespace {
+/// The gradient of a change to split(dim, blocks) from a whole value (a
+/// shard) or a partial sum (a reduce-scatter): the whole gradient of every
+/// rank's input, gathered from the parts.
+template <typename Op>
+LogicalResult gatherBack(Op op, OpBuilder &builder, ArrayRef<Value> rg,
+                         SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(op.getResult()))
+    return success();
+  og[0] = builder.create<AllGatherOp>(op.getLoc(), op.getInput().getType(), rg[0],
+                                      op.getGroupAttr(), op.getDimAttr(), op.getBlocksAttr());
+  return success();
+}
+} // namespace
+
 LogicalResult ReduceScatterOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                               SmallVectorImpl<Value> &og) {
-  if (!rg[0] || !isFloat(getResult()))
-    return success();
-  // Each partial sum's gradient is the whole gradient of the sum.
-  og[0] = builder.create<AllGatherOp>(getLoc(), getInput().getType(), rg[0], getGroupAttr(),
-                                      getDimAttr(), getBlocksAttr());
-  return success();
+  return gatherBack(*this, builder, rg, og);
 }
 
 LogicalResult ShardOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                       SmallVectorImpl<Value> &og) {
-  if (!rg[0] || !isFloat(getResult()))
-    return success();
-  og[0] = builder.create<AllGatherOp>(getLoc(), getInput().getType(), rg[0], getGroupAttr(),
-                                      getDimAttr(), getBlocksAttr());
-  return success();
+  return gatherBack(*this, builder, rg, og);
 }
 
 LogicalResult AllToAllOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,

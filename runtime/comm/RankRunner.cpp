@@ -45,6 +45,16 @@ TensorDesc pieceDesc(const TensorSpec &spec, int64_t pieces) {
 
 /// One status for every rank: ok if all are, else the failed ranks'
 /// messages (identical ones once, with their ranks). Collective.
+Status splitMeshGroups(Communicator &world, const Plan &plan, int64_t rank,
+                       std::unique_ptr<Communicator> *tp, std::unique_ptr<Communicator> *dp) {
+  const DeviceSpec &me = plan.devices[rank];
+  CLEAVE_RETURN_IF_ERROR(
+      world.split(static_cast<int>(me.stage * plan.dp + me.dp), static_cast<int>(me.tp),
+                  "tp group " + std::to_string(me.stage * plan.dp + me.dp), tp));
+  return world.split(static_cast<int>(me.stage * plan.tp + me.tp), static_cast<int>(me.dp),
+                     "dp group " + std::to_string(me.stage * plan.tp + me.tp), dp);
+}
+
 Status agreeAcrossRanks(Communicator &world, const Status &mine) {
   constexpr size_t kBytes = 1024; // per rank; longer messages are cut
   std::vector<char> message(kBytes, 0), all(kBytes * world.size(), 0);
@@ -101,17 +111,9 @@ Status RankRunner::create(const std::string &dir, Communicator &world, Backend &
     loaded = planWithoutWeights(dir, r->plan_.modelSource);
   CLEAVE_RETURN_IF_ERROR(agreeAcrossRanks(world, loaded));
   const Plan &plan = r->plan_;
-  const DeviceSpec &me = plan.devices[r->rank_];
   r->program_ = plan.programForRank(r->rank_);
 
-  // Groups: tp groups are (stage, dp) rows ordered by tp index; dp groups
-  // (stage, tp) ordered by dp index. Collective, so every rank splits.
-  CLEAVE_RETURN_IF_ERROR(
-      world.split(static_cast<int>(me.stage * plan.dp + me.dp), static_cast<int>(me.tp),
-                  "tp group " + std::to_string(me.stage * plan.dp + me.dp), &r->tp_));
-  CLEAVE_RETURN_IF_ERROR(
-      world.split(static_cast<int>(me.stage * plan.tp + me.tp), static_cast<int>(me.dp),
-                  "dp group " + std::to_string(me.stage * plan.tp + me.tp), &r->dp_));
+  CLEAVE_RETURN_IF_ERROR(splitMeshGroups(world, plan, r->rank_, &r->tp_, &r->dp_));
   CLEAVE_RETURN_IF_ERROR(world.split(0, r->rank_, "outputs", &r->gather_));
   RankComms comms{&world, r->tp_.get(), r->dp_.get()};
   if (!compute.sharesHostMemory()) {

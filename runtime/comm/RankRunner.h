@@ -43,6 +43,12 @@ struct RankReport {
 /// ranks' messages (identical ones once, with their ranks). Collective.
 Status agreeAcrossRanks(Communicator &world, const Status &mine);
 
+/// The mesh groups of `rank` of `plan` (collective: every rank of `world`
+/// calls it): its tp group, the (stage, dp) row ordered by tp index, and its
+/// dp group, the (stage, tp) ranks ordered by dp index.
+Status splitMeshGroups(Communicator &world, const Plan &plan, int64_t rank,
+                       std::unique_ptr<Communicator> *tp, std::unique_ptr<Communicator> *dp);
+
 class RankRunner {
 public:
   /// Loads `rank`'s part of the plan in `dir` and prepares it on `compute`.

@@ -13,12 +13,15 @@
 //                         state), the data position and shuffle seed, what
 //                         the plan and data were, and each file's size and
 //                         FNV-1a 64 checksum.
-// That is version 1. A plan with pipeline stages or ZeRO parts writes
-// version 2: instead of the two files, stage<s>.weights.safetensors and
-// stage<s>.state.safetensors per stage (each written by its stage's first
-// rank) and stage<s>.dp<d>.*.safetensors holding rank d's ZeRO parts, and
-// checkpoint.json adds the global index (each tensor's dtype, whole shape,
-// and its file or its parts' files and element ranges).
+// That is version 1. A plan with pipeline stages, tensor splits or ZeRO
+// parts writes version 2: instead of the two files, stage<s>.weights.safetensors
+// and stage<s>.state.safetensors per stage (each written by its stage's first
+// rank; with a tp group stage<s>.tp<t>.*, one pair per tp index, the whole
+// tensors only from tp index 0) and stage<s>[.tp<t>].dp<d>.*.safetensors
+// holding rank d's ZeRO parts, and checkpoint.json adds the global index
+// (each tensor's dtype, whole shape, and its file or its parts' files and
+// element ranges; a tp rank's part, NAME[split(D) t/n], also names its
+// tensor, whole shape and slice).
 // A checkpoint is written into a temporary directory, synced, and renamed
 // into place; only then does `latest` (itself replaced atomically) name it.
 // A crash at any point leaves the previous checkpoint and `latest` intact.
@@ -86,9 +89,9 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
                        const CheckpointTensors &tensors, const CheckpointInfo &info,
                        std::string *path);
 
-/// A pipelined plan's ranks writing one checkpoint together: each stage's
-/// first rank (dp 0, tp 0) writes its stage's tensors, the first rank of
-/// the job the index. `agree` is collective (every rank calls it with its
+/// A pipelined or tensor-parallel plan's ranks writing one checkpoint
+/// together: each (stage, tp index)'s first rank (dp 0) writes its
+/// program's tensors, the first rank of the job the index. `agree` is collective (every rank calls it with its
 /// status and gets one status, all ok or the failures).
 struct CheckpointGroup {
   int64_t rank = 0, stage = 0, dp = 0;
@@ -138,7 +141,9 @@ Status saveCheckpoint(const std::string &root, const Plan &plan, const Executor 
 /// checked (checksums, the plan's weights and states by name, shape and
 /// dtype) before anything is written into the executor; the checkpoint may
 /// hold tensors of the plan's other programs (another stage's), not of
-/// another model. A sharded state gets this rank's part.
+/// another model. A sharded state gets this rank's part; a tensor the
+/// program holds as a tp part is cut from the whole, which is assembled
+/// from the checkpoint's own tp parts when it was written on another mesh.
 Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &executor,
                       CheckpointInfo *info, std::string *resolved = nullptr,
                       const CheckpointShards &shards = {});

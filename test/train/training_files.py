@@ -297,12 +297,17 @@ def zero(plan_dir, none_dir=None):
             print(f"parameters {mine} bytes, {ratio:.3f} of none's {theirs}: ok")
 
 
-def whole_states(checkpoint_dir, plan_dir):
+def latest_checkpoint(checkpoint_dir):
+    """The directory `latest` names under CHECKPOINT_DIR, and its checkpoint.json."""
     with open(os.path.join(checkpoint_dir, "latest")) as f:
         latest = f.read().strip()
     ckpt = os.path.join(checkpoint_dir, latest)
     with open(os.path.join(ckpt, "checkpoint.json")) as f:
-        info = json.load(f)
+        return ckpt, json.load(f)
+
+
+def whole_states(checkpoint_dir, plan_dir):
+    ckpt, info = latest_checkpoint(checkpoint_dir)
     if info["version"] == 1:
         shapes = {name: list(t.shape)
                   for name, t in load_file(os.path.join(ckpt, "state.safetensors")).items()}
@@ -337,10 +342,7 @@ def parts(checkpoint_dir, ranks):
     """A checkpoint of a ZeRO plan on RANKS ranks is version 2 and every rank wrote its own
     parts: the states the plan shards are listed as RANKS parts (fewer where a small tensor
     leaves the last ranks nothing), each in its rank's file."""
-    with open(os.path.join(checkpoint_dir, "latest")) as f:
-        latest = f.read().strip()
-    with open(os.path.join(checkpoint_dir, latest, "checkpoint.json")) as f:
-        info = json.load(f)
+    _, info = latest_checkpoint(checkpoint_dir)
     if info["version"] != 2:
         fail(f"checkpoint version {info['version']}, expected 2")
     ranks = int(ranks)
@@ -400,11 +402,7 @@ def tp_split(plan_dir):
 
 
 def tp_parts(checkpoint_dir, plan_dir):
-    with open(os.path.join(checkpoint_dir, "latest")) as f:
-        latest = f.read().strip()
-    ckpt = os.path.join(checkpoint_dir, latest)
-    with open(os.path.join(ckpt, "checkpoint.json")) as f:
-        info = json.load(f)
+    ckpt, info = latest_checkpoint(checkpoint_dir)
     with open(os.path.join(plan_dir, "manifest.json")) as f:
         manifest = json.load(f)
     tp = manifest["mesh"]["tp"]

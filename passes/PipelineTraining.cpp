@@ -398,18 +398,26 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
     return success();
   };
   // A slot receives what its chunk imports first and sends what it exports
-  // last, each value with its (value, receiving chunk) tag.
-  auto receive = [&](ArrayRef<Value> imports, int64_t unit, IRMapping &map) {
+  // last, each value with its (value, receiving chunk) tag. Between two
+  // chunks of this stage (interleaved) the value is already here: the
+  // producing slot ran earlier in this step.
+  auto receive = [&](ArrayRef<Value> imports, int64_t unit, int64_t m, IRMapping &map) {
     for (Value v : imports) {
       int64_t from = unitOf.lookup(v.getDefiningOp());
+      if (stageOf(from) == stage) {
+        map.map(v, (isBackward.contains(v.getDefiningOp()) ? backwardMap : forwardMap)[{from, m}]
+                       .lookup(v));
+        continue;
+      }
       map.map(v, in.create<RecvOp>(v.getLoc(), v.getType(), in.getI64IntegerAttr(from),
                                    tagAttr(tagOf(v, unit))));
     }
   };
   auto send = [&](ArrayRef<std::pair<Value, int64_t>> exports, IRMapping &map) {
     for (auto [v, to] : exports)
-      in.create<SendOp>(v.getLoc(), map.lookup(v), in.getI64IntegerAttr(to),
-                        tagAttr(tagOf(v, to)));
+      if (stageOf(to) != stage)
+        in.create<SendOp>(v.getLoc(), map.lookup(v), in.getI64IntegerAttr(to),
+                          tagAttr(tagOf(v, to)));
   };
 
   for (size_t n = 0; n < slots.size(); ++n) {
@@ -418,7 +426,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
     listener.first = nullptr;
     if (!slot.backward) {
       IRMapping &map = forwardMap[{unit, m}];
-      receive(forwardImports[unit], unit, map);
+      receive(forwardImports[unit], unit, m, map);
       if (failed(cloneSlot(forwardOps[unit], map, unit, m, [&](Value operand) {
             return forwardValueFor(operand, unit, m);
           })))
@@ -433,7 +441,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
       }
     } else {
       IRMapping &map = backwardMap[{unit, m}];
-      receive(backwardImports[unit], unit, map);
+      receive(backwardImports[unit], unit, m, map);
       if (failed(cloneSlot(backwardOps[unit], map, unit, m, [&](Value operand) -> FailureOr<Value> {
             Operation *def = operand.getDefiningOp();
             if (!def || !isBackward.contains(def))

@@ -4,7 +4,7 @@
 # PyTorch's own outputs; compile it for 4 devices, inspect the plan, run it on 4
 # local ranks and compare with one device and PyTorch; train it for 20 steps
 # against PyTorch's training, with a checkpoint and a resume, on 2
-# data-parallel ranks and on 2 pipeline stages against one device; import a
+# data-parallel ranks, on 2 pipeline stages and on 2 tensor-parallel ranks against one device; import a
 # 145.6B-parameter GPT exported on the meta device (shapes only).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -103,6 +103,20 @@ echo "2 stages against one device (the tied embedding's gradient summed across t
   --names "1-device,2-stages" | tail -3
 /usr/bin/python3 "$root/test/train/training_files.py" pipeline "$out/gpt.train.pp2"
 /usr/bin/python3 "$root/test/train/training_files.py" memory "$out/gpt.train.pp2.report.json" "$out/gpt.train.pp2"
+
+step "Train it on 2 tensor-parallel ranks, resuming the pipeline's checkpoint: each rank holds its part of the split layers"
+"$cleave" compile "$out/gpt-train.pt" --cluster "$root/examples/clusters/cpu-2core.json" --devices 2 \
+  --global-batch 2 --tp 2 --microbatch 2 --mode train --loss cross_entropy \
+  --optimizer adamw --lr 3e-3 -o "$out/gpt.train.tp2"
+"$cleave" train --local 2 "$out/gpt.train.pp2" --data "$out/gpt-train.data.safetensors" --steps 10 -q \
+  --checkpoint "$out/gpt.ckpt.pp2"
+"$cleave" train --local 2 "$out/gpt.train.tp2" --data "$out/gpt-train.data.safetensors" --steps 20 -q \
+  --resume "$out/gpt.ckpt.pp2" --log "$out/gpt.train.tp2.jsonl" --report "$out/gpt.train.tp2.report.json"
+echo "2 tp ranks (from the 2 stages' step-10 checkpoint) against one device:"
+/usr/bin/python3 "$root/test/train/compare_training.py" "$out/gpt.train.jsonl" "$out/gpt.train.tp2.jsonl" \
+  --names "1-device,2-tp-ranks" --from-step 11 | tail -3
+/usr/bin/python3 "$root/test/train/training_files.py" tp-split "$out/gpt.train.tp2"
+/usr/bin/python3 "$root/test/train/training_files.py" memory "$out/gpt.train.tp2.report.json" "$out/gpt.train.tp2"
 
 step "A 145.6B-parameter GPT (80 layers, hidden 12288) exported on the meta device"
 /usr/bin/python3 "$root/examples/export.py" gpt-145.6b -o "$out/gpt-145.6b.pt"

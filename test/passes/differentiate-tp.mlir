@@ -1,4 +1,5 @@
 // RUN: cleave-opt %s -split-input-file -cleave-differentiate -verify-diagnostics | FileCheck %s
+// RUN: cleave-opt %s -split-input-file -cleave-differentiate -cleave-specialize-ranks | FileCheck %s --check-prefix=RANKS
 
 // A tp rank's program (-cleave-local-shapes ran: the types are the rank's),
 // differentiated as it is. Megatron's MLP after a whole linear: the
@@ -71,6 +72,28 @@ func.func @sequence_parallel(%x: tensor<4x8xf32> {cleave.name = "x"}) -> (tensor
   %h = cleave.linear %full, %w1 {cleave.sharding = ["split(1)"]} : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
   %out = cleave.all_gather %h {cleave.sharding = ["replicated"], group = "tp", dim = 1 : i64, blocks = 1 : i64} : tensor<4x8xf32> -> tensor<4x16xf32>
   %l = cleave.reduce_sum %out {dims = array<i64: 0, 1>} : tensor<4x16xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+}
+
+// -----
+
+// A vocabulary split over the tp group (vocab-parallel embedding): each
+// rank's table gradient is its rows' (split(0), marked on the backward op),
+// so each tp index's copy scatters from its first row, as its lookup reads.
+// CHECK-LABEL: func.func @vocabulary
+// CHECK: cleave.embedding_backward %{{.*}}, %arg0 {cleave.sharding = ["split(0)"]} : (tensor<2x3x4xf32>, tensor<2x3xi64>) -> tensor<8x4xf32>
+// RANKS-LABEL: func.func @vocabulary_tp0(
+// RANKS: cleave.embedding_backward %{{.*}}, %arg0 {cleave.sharding = ["split(0)"], row_offset = 0 : i64}
+// RANKS-LABEL: func.func @vocabulary_tp1(
+// RANKS: cleave.embedding %{{.*}}, %arg0 {cleave.sharding = ["partial"], row_offset = 8 : i64}
+// RANKS: cleave.embedding_backward %{{.*}}, %arg0 {cleave.sharding = ["split(0)"], row_offset = 8 : i64}
+module attributes {cleave.local_shapes, cleave.mesh = {dp = 1 : i64, pp = 1 : i64, tp = 2 : i64}} {
+func.func @vocabulary(%ids: tensor<2x3xi64> {cleave.name = "ids"}) -> (tensor<f32> {cleave.name = "loss"}) {
+  %w = cleave.param "tok_emb.weight" {cleave.sharding = ["split(0)"]} : tensor<8x4xf32>
+  %e = cleave.embedding %w, %ids {cleave.sharding = ["partial"]} : tensor<8x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  %s = cleave.all_reduce %e {cleave.sharding = ["replicated"], group = "tp"} : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  %l = cleave.reduce_sum %s {dims = array<i64: 0, 1, 2>} : tensor<2x3x4xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
 }

@@ -99,11 +99,6 @@ int64_t tensorParallelDegree(func::FuncOp func) {
   return tp ? tp.getInt() : 1;
 }
 
-/// Whether `op` only changes how its tensor is laid out over a group.
-bool isLayoutChange(Operation *op) {
-  return isa<AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp, ShardOp>(op);
-}
-
 struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
@@ -218,7 +213,7 @@ struct DifferentiatePass : impl::DifferentiateBase<DifferentiatePass> {
       // Split along a parallel factor (a result is split), the op gives
       // its whole operands partial gradients.
       bool parallelSplit = false;
-      if (tp > 1 && !isLayoutChange(op))
+      if (tp > 1 && !op->hasTrait<trait::LayoutChange>())
         for (Value result : op->getResults()) {
           FailureOr<TensorSharding> layout = annotatedLayout(result);
           if (failed(layout))

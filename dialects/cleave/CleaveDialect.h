@@ -66,6 +66,15 @@ ShardingRule getMapShardingRule(Operation *op, llvm::ArrayRef<int64_t> wholeDims
 /// `keepdim`); kept dims are Parallel.
 ShardingRule getReductionShardingRule(Operation *op, llvm::ArrayRef<int64_t> dims,
                                       bool keepdim, FactorKind reducedKind);
+
+namespace trait {
+/// An op that only changes how its tensor is laid out over a group of ranks
+/// (all_reduce, all_gather, reduce_scatter, all_to_all, shard): whole,
+/// split or partial on every rank before and after. Its gradient is the
+/// change back, which its gradient rule builds.
+template <typename ConcreteType>
+class LayoutChange : public ::mlir::OpTrait::TraitBase<ConcreteType, LayoutChange> {};
+} // namespace trait
 } // namespace mlir::cleave
 #include "dialects/cleave/CleaveInterfaces.h.inc"
 

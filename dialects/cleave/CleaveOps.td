@@ -586,9 +586,14 @@ def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [],
 // larger than its operand.
 //===----------------------------------------------------------------------===//
 
+def Cleave_LayoutChange : NativeOpTrait<"LayoutChange"> {
+  let cppNamespace = "::mlir::cleave::trait";
+}
+
 class Cleave_LayoutChangeOp<string mnemonic, dag layoutArgs,
                             list<string> gradientOverrides = []>
-    : Cleave_Op<mnemonic, [], [], ["getCost", "getSavedForBackward"], [], gradientOverrides> {
+    : Cleave_Op<mnemonic, [Cleave_LayoutChange], [], ["getCost", "getSavedForBackward"], [],
+                gradientOverrides> {
   let arguments = !con((ins Cleave_Tensor:$input, StrAttr:$group), layoutArgs);
   let results = (outs Cleave_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";

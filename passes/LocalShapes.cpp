@@ -49,7 +49,9 @@ struct LocalShapesPass : impl::LocalShapesBase<LocalShapesPass> {
         if (failed(in))
           return failure();
         if (in->kind == TensorSharding::Sharded && in->dim == slice.getDim() && tp > 1) {
-          int64_t size = slice.getInput().getType().getDimSize(in->dim);
+          // The input's type is already the rank's (its definition came
+          // first): the layout's blocks are blocks of the whole dim.
+          int64_t size = slice.getInput().getType().getDimSize(in->dim) * tp;
           int64_t block = size / in->blocks;
           if (slice.getStep() != 1 || slice.getStart() % block || slice.getEnd() % block ||
               block % tp)

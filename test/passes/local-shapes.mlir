@@ -70,6 +70,24 @@ module attributes {cleave.mesh = {dp = 1 : i64, pp = 1 : i64, tp = 2 : i64}} {
 
 // -----
 
+// A cut of one whole block of a blocked layout keeps the rank's rows of it:
+// the blocks are the whole dim's (16 rows, 2 blocks of 8, 2 rows of each on
+// each of 4 ranks), so rows [0, 8) are the rank's first 2 (LLaMA's rotary
+// table cut to the sequence).
+// CHECK-LABEL: func.func @forward_stage0(
+// CHECK: cleave.param "rope_cos" {{.*}} : tensor<4x8xf32>
+// CHECK: cleave.slice {{.*}}end = 2 : i64, start = 0 : i64} : tensor<4x8xf32> -> tensor<2x8xf32>
+module attributes {cleave.mesh = {dp = 1 : i64, pp = 1 : i64, tp = 4 : i64}} {
+  func.func @forward_stage0() -> tensor<8x8xf32> attributes {cleave.stage = 0 : i64} {
+    %t = cleave.param "rope_cos" {buffer, cleave.sharding = ["split(0, blocks=2)"]} : tensor<16x8xf32>
+    %c = cleave.slice %t {cleave.sharding = ["split(0)"], dim = 0 : i64, start = 0 : i64, end = 8 : i64} : tensor<16x8xf32> -> tensor<8x8xf32>
+    %g = cleave.all_gather %c {cleave.sharding = ["replicated"], group = "tp", dim = 0 : i64, blocks = 1 : i64} : tensor<8x8xf32> -> tensor<8x8xf32>
+    return %g : tensor<8x8xf32>
+  }
+}
+
+// -----
+
 // A layout that does not divide the dim is an error at the op.
 module attributes {cleave.mesh = {dp = 1 : i64, pp = 1 : i64, tp = 4 : i64}} {
   func.func @forward_stage0(%x: tensor<4x6xf32>) -> tensor<4x6xf32> {

@@ -148,12 +148,6 @@ DriverStatus checkDataParallelTraining(const LoadedModel &model, int64_t ranks,
       refused = op;
       why = "batch norm in training mode: its statistics would cover one microbatch, not "
             "the whole batch (pin --microbatch to the batch per rank)";
-    } else if (llvm::isa<mlir::cleave::DropoutTrainOp>(op)) {
-      refused = op;
-      why = "dropout in training mode: every rank and microbatch would draw the same masks "
-            "for its rows (and every tp rank for its part of a split tensor), not one "
-            "device's masks over the batch; dropout with data parallelism, microbatches or "
-            "tensor parallelism is not implemented yet (export with dropout 0)";
     }
   });
   if (!refused)

@@ -341,6 +341,24 @@ def Differentiate : Pass<"cleave-differentiate", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def GlobalDropout : Pass<"cleave-global-dropout", "mlir::func::FuncOp"> {
+  let summary = "Each dropout draws one device's mask for the samples it holds";
+  let description = [{
+    Runs before `-cleave-differentiate` when the step's batch is split over
+    data-parallel ranks or microbatches (or the step is partitioned). Every
+    `cleave.dropout_train` gets the step's `sample_offset` state (an i64
+    scalar the trainer sets to the first sample each microbatch holds before
+    running its phases) and `samples`, the microbatch size (dim 0 of the
+    function's inputs): the kernel then draws, for each element, the mask
+    element of the same sample, position and step in the whole batch's
+    tensor, so every mesh applies the masks one device applies. A dropout's
+    input must hold its samples' rows in dim 0 (dim 0 a multiple of the
+    microbatch size), as a batch-first model's activations do; one that does
+    not is an error at the op.
+  }];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def SyncBatchNorm : Pass<"cleave-sync-batch-norm", "mlir::func::FuncOp"> {
   let summary = "Batch statistics over every data-parallel rank's share of the batch";
   let description = [{

@@ -38,6 +38,11 @@ void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options) {
 }
 
 void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
+  // The batch split over ranks or microbatches: dropouts draw one device's
+  // masks for the samples each holds.
+  if (options.dataParallel * options.microbatches > 1 || options.pipelineStages > 1 ||
+      options.tensorParallel > 1)
+    pm.addNestedPass<func::FuncOp>(createGlobalDropout());
   if (options.dataParallel > 1) {
     SyncBatchNormOptions sync;
     sync.ranks = options.dataParallel;

@@ -20,6 +20,11 @@ namespace mlir::cleave {
 /// taken. Dropout masks and learning-rate schedules read it.
 inline constexpr llvm::StringLiteral kStepState = "step";
 
+/// The first of the step's samples the microbatch being run holds: an i64
+/// scalar state the trainer sets before each microbatch's phases, read by
+/// dropouts that draw one device's masks (-cleave-global-dropout).
+inline constexpr llvm::StringLiteral kSampleOffsetState = "sample_offset";
+
 /// The attribute that marks the first op of a phase; every later op belongs
 /// to it until the next mark. Ops before any mark are "forward".
 inline constexpr llvm::StringLiteral kPhaseAttr = "cleave.phase";

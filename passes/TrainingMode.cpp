@@ -49,8 +49,9 @@ struct TrainingModePass : impl::TrainingModeBase<TrainingModePass> {
         return signalPassFailure();
       builder.setInsertionPoint(dropout);
       Value masked = builder.create<DropoutTrainOp>(
-          dropout.getLoc(), dropout.getType(), dropout.getInput(), step, dropout.getPAttr(),
-          builder.getI64IntegerAttr(seed), builder.getI64IntegerAttr(stream++));
+          dropout.getLoc(), dropout.getType(), dropout.getInput(), step, Value(),
+          dropout.getPAttr(), builder.getI64IntegerAttr(seed), builder.getI64IntegerAttr(stream++),
+          IntegerAttr());
       dropout.getResult().replaceAllUsesWith(masked);
       dropout.erase();
       ++dropouts;

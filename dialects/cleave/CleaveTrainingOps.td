@@ -94,17 +94,29 @@ def Cleave_DropoutTrainOp : Cleave_Op<"dropout_train",
     same op on the gradient, and no mask is stored. `stream` tells the
     dropouts of one model apart. The masks differ from PyTorch's.
 
+    With `sample_offset` (an i64 scalar: the first of the step's samples
+    this input holds) and `samples` (how many it holds; dim 0 is their rows,
+    dim 0 / samples rows each), `i` is the element's index in the tensor of
+    the step's whole batch: a rank or microbatch holding samples [o, o + n)
+    draws the elements one device draws for them (-cleave-global-dropout).
+
     Example:
 
     ```mlir
     %y = cleave.dropout_train %x, %step {p = 1.000000e-01 : f64, seed = 0 : i64, stream = 3 : i64}
         : tensor<2x8xf32>, tensor<i64>
+    %z = cleave.dropout_train %x, %step, %offset {p = 1.000000e-01 : f64, samples = 2 : i64, seed = 0 : i64, stream = 3 : i64}
+        : tensor<2x8xf32>, tensor<i64>, tensor<i64>
     ```
   }];
-  let arguments = (ins Cleave_FloatTensor:$input, Cleave_StepTensor:$step, F64Attr:$p,
-                       I64Attr:$seed, I64Attr:$stream);
+  let arguments = (ins Cleave_FloatTensor:$input, Cleave_StepTensor:$step,
+                       Optional<Cleave_StepTensor>:$sample_offset, F64Attr:$p,
+                       I64Attr:$seed, I64Attr:$stream, OptionalAttr<I64Attr>:$samples);
   let results = (outs Cleave_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $step attr-dict `:` type($input) `,` type($step)";
+  let assemblyFormat = [{
+    $input `,` $step (`,` $sample_offset^)? attr-dict `:` type($input) `,` type($step)
+    (`,` type($sample_offset)^)?
+  }];
   let hasVerifier = 1;
 }
 

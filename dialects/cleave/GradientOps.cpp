@@ -178,9 +178,10 @@ LogicalResult DropoutTrainOp::buildGradients(OpBuilder &builder, ArrayRef<Value>
                                              SmallVectorImpl<Value> &og) {
   if (!rg[0])
     return success();
-  // The same mask, regenerated from the same (seed, step, stream).
-  og[0] = builder.create<DropoutTrainOp>(getLoc(), rg[0].getType(), rg[0], getStep(), getPAttr(),
-                                         getSeedAttr(), getStreamAttr());
+  // The same mask, regenerated from the same (seed, step, stream, samples).
+  og[0] = builder.create<DropoutTrainOp>(getLoc(), rg[0].getType(), rg[0], getStep(),
+                                         getSampleOffset(), getPAttr(), getSeedAttr(),
+                                         getStreamAttr(), getSamplesAttr());
   return success();
 }
 

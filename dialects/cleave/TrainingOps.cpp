@@ -170,6 +170,14 @@ LogicalResult DropoutTrainOp::verify() {
   double p = getP().convertToDouble();
   if (!(p > 0 && p < 1))
     return emitOpError("p must be in (0, 1), got ") << p;
+  if (static_cast<bool>(getSampleOffset()) != getSamples().has_value())
+    return emitOpError("sample_offset and samples come together");
+  if (auto samples = getSamples()) {
+    auto input = tensorType(getInput());
+    if (*samples < 1 || input.getRank() == 0 || input.getDimSize(0) % *samples)
+      return emitOpError("dim 0 of ") << input << " is not the rows of " << *samples
+                                      << " samples";
+  }
   return success();
 }
 

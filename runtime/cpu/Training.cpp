@@ -140,7 +140,7 @@ CLEAVE_CLONES void dropoutApply(const float *__restrict x, float *__restrict y,
 }
 
 Status buildDropoutTrain(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
   const TensorDesc &x = *sig.inputs[0];
   CLEAVE_RETURN_IF_ERROR(checkF32(sig, "input", x));
@@ -158,22 +158,46 @@ Status buildDropoutTrain(const KernelSignature &sig, KernelFn *fn) {
   if (stream < 0 || stream > int64_t(UINT32_MAX))
     return CLEAVE_ERROR(sig.kernel, ": stream must be in [0, 2^32), got ", stream);
   const int64_t n = x.numel();
+  // A part of the step's batch (input 2: its first sample; `samples`: how
+  // many it holds): element i is element offset·(n / samples) + i of the
+  // whole batch's tensor, whose mask it draws.
+  const bool part = sig.inputs.size() == 3;
+  int64_t samples = 0;
+  if (part) {
+    CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "sample_offset"));
+    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "sample_offset", *sig.inputs[2], DType::I64, {},
+                                     "the i64 first sample"));
+    CLEAVE_RETURN_IF_ERROR(getInt(sig, "samples", &samples));
+    if (samples < 1 || x.rank() == 0 || x.shape[0] % samples)
+      return CLEAVE_ERROR(sig.kernel, ": dim 0 of the input is not the rows of ", samples,
+                          " samples");
+  } else if (sig.attrs.has("samples")) {
+    return CLEAVE_ERROR(sig.kernel, ": 'samples' needs the sample_offset input");
+  }
+  const int64_t perSample = part ? n / samples : 0;
   const float scale = philox::dropoutScale(p);
-  *fn = [n, p, seed, stream, scale](const KernelCall &call) -> Status {
+  *fn = [n, p, seed, stream, scale, part, perSample](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const int64_t t = *static_cast<const int64_t *>(call.inputs[1]);
+    const int64_t offset = part ? *static_cast<const int64_t *>(call.inputs[2]) : 0;
+    if (offset < 0)
+      return CLEAVE_ERROR("dropout_train: sample_offset ", offset, " is negative");
+    const uint64_t base = static_cast<uint64_t>(offset) * static_cast<uint64_t>(perSample);
     float *y = static_cast<float *>(call.outputs[0]);
     const philox::DropoutMask mask(static_cast<uint64_t>(seed), static_cast<uint32_t>(stream), t,
                                    p);
     const int64_t batchElems = 4 * kDropoutBatch;
     const int64_t batches = (n + batchElems - 1) / batchElems;
     parallelRange(batches, 24 * batchElems, [&](int64_t begin, int64_t end) {
-      uint32_t words[4 * kDropoutBatch];
+      // One block more: a part may start inside a block of 4.
+      uint32_t words[4 * (kDropoutBatch + 1)];
       for (int64_t b = begin; b < end; ++b) {
         const int64_t first = b * batchElems;
         const int64_t count = std::min(batchElems, n - first);
-        dropoutBlocks(mask, static_cast<uint64_t>(first / 4), (count + 3) / 4, words);
-        dropoutApply(x + first, y + first, words, count, mask.threshold, scale);
+        const uint64_t at = base + static_cast<uint64_t>(first);
+        const int64_t skip = static_cast<int64_t>(at % 4);
+        dropoutBlocks(mask, at / 4, (count + skip + 3) / 4, words);
+        dropoutApply(x + first, y + first, words + skip, count, mask.threshold, scale);
       }
     });
     return {};

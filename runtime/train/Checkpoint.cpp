@@ -55,10 +55,12 @@ std::vector<const BufferSpec *> statesOf(const ProgramSpec &program) {
   std::vector<const BufferSpec *> states;
   std::set<std::string> seen;
   // Gradient accumulators are zero between steps (and absent from a plan
-  // without microbatches), and ZeRO's copy of a rank's part of a parameter
-  // is taken from the parameter each step: nothing to keep.
+  // without microbatches), ZeRO's copy of a rank's part of a parameter is
+  // taken from the parameter each step, and the sample offset is set before
+  // each microbatch: nothing to keep.
   auto transient = [](const std::string &name) {
-    return name.rfind("gradient_accumulator.", 0) == 0 || name.rfind("zero.param_shard.", 0) == 0;
+    return name.rfind("gradient_accumulator.", 0) == 0 ||
+           name.rfind("zero.param_shard.", 0) == 0 || name == "sample_offset";
   };
   for (const BufferSpec &b : program.buffers)
     if (b.state && !transient(*b.state) && seen.insert(*b.state).second)

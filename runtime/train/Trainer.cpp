@@ -313,6 +313,9 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
                                    [](const BufferSpec &b) { return b.shardOf.has_value(); });
   executor->setProfiling(true);
   const int64_t microbatches = std::max<int64_t>(1, plan.microbatches);
+  const bool holdsSampleOffset =
+      std::any_of(program.buffers.begin(), program.buffers.end(),
+                  [](const BufferSpec &b) { return b.state && *b.state == "sample_offset"; });
   report->loadSeconds = since(loadStart);
   report->firstStep = done + 1;
   report->stepping = true;
@@ -338,6 +341,12 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
                                 : program.phaseIndex(slot.phase);
       if (index < 0)
         return CLEAVE_ERROR(program.file, ": no phase runs ", slotName(slot));
+      // Dropouts drawing one device's masks read which samples this
+      // microbatch holds.
+      if (holdsSampleOffset && !update) {
+        const int64_t first = data.sampleOffset(slot.microbatch, microbatches);
+        CLEAVE_RETURN_IF_ERROR(executor->writeState("sample_offset", &first, sizeof(first)));
+      }
       if (pipelined ? !program.phases[index].inputs.empty()
                     : !update && (n == 0 || !sameMicrobatch(n - 1)))
         CLEAVE_RETURN_IF_ERROR(

@@ -49,6 +49,12 @@ public:
   /// shares·microbatches equal pieces.
   std::vector<int64_t> microbatchIndices(int64_t step, std::optional<uint64_t> shuffleSeed,
                                          int64_t microbatch, int64_t microbatches) const;
+  /// The position in the step's batch of the first sample
+  /// microbatchIndices gives this rank's microbatch `microbatch`.
+  int64_t sampleOffset(int64_t microbatch, int64_t microbatches) const {
+    const int64_t pieces = shares_ * microbatches;
+    return pieces <= 1 ? 0 : (share_ * microbatches + microbatch) * (batch_ / pieces);
+  }
   /// Copies step `step`'s batch (this rank's share of it) into the
   /// executor's inputs; with `microbatches` > 1, microbatch `microbatch`
   /// of that share (equal runs of its rows, in order). With `phase` (a

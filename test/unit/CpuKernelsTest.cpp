@@ -1895,6 +1895,37 @@ TEST_P(KernelTest, AssignCopiesIntoTheTarget) {
               {"assign", "expects 1 input, got 2"});
 }
 
+// A part of the step's batch (samples [o, o + n), rows of 3 elements each:
+// dim 0 is 2 rows per sample) draws the whole batch's elements for them,
+// whatever block of 4 it starts in.
+TEST_P(KernelTest, DropoutTrainPartsDrawTheWholeBatchsMask) {
+  REQUIRE_KERNEL("dropout_train");
+  const int64_t batch = 6, rows = 2, cols = 3;
+  HostTensor whole = random({batch * rows, cols}), step = stepTensor(5), all;
+  Attributes base = attrs({{"p", F(0.4)}, {"seed", I(9)}, {"stream", I(1)}});
+  ASSERT_OK(run("dropout_train", {&whole, &step}, whole.desc, &all, base));
+  for (auto [offset, samples] : {std::pair<int64_t, int64_t>{0, 6}, {1, 2}, {3, 3}, {5, 1}}) {
+    std::vector<double> values(samples * rows * cols), want(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = whole.as<float>()[offset * rows * cols + i];
+      want[i] = all.as<float>()[offset * rows * cols + i];
+    }
+    HostTensor x = make(f32, {samples * rows, cols}, values), first = stepTensor(offset), y;
+    Attributes withSamples = base;
+    withSamples.set("samples", I(samples));
+    ASSERT_OK(run("dropout_train", {&x, &step, &first}, x.desc, &y, withSamples));
+    expectEqual(y, want, "samples " + std::to_string(offset) + " + " + std::to_string(samples));
+  }
+  Attributes withSamples = base;
+  withSamples.set("samples", I(4));
+  expectError(sig("dropout_train", {D(f32, {6, 3}), D(i64, {}), D(i64, {})}, D(f32, {6, 3}),
+                  withSamples),
+              {"dropout_train", "dim 0 of the input is not the rows of 4 samples"});
+  withSamples.set("samples", I(2));
+  expectError(sig("dropout_train", {D(f32, {6, 3}), D(i64, {})}, D(f32, {6, 3}), withSamples),
+              {"dropout_train", "'samples' needs the sample_offset input"});
+}
+
 TEST_P(KernelTest, DropoutTrainUsesPhilox) {
   REQUIRE_KERNEL("dropout_train");
   const double p = 0.3;
@@ -1947,7 +1978,7 @@ TEST_P(KernelTest, DropoutTrainUsesPhilox) {
   expectError(sig("dropout_train", {D(i64, {4}), D(i64, {})}, D(i64, {4}), ok),
               {"dropout_train", "input", "i64"});
   expectError(sig("dropout_train", {D(f32, {4})}, D(f32, {4}), ok),
-              {"dropout_train", "expects 2 inputs, got 1"});
+              {"dropout_train", "expects 2 to 3 inputs, got 1"});
   expectError(sig("dropout_train", {D(f32, {4}), D(i64, {})}, D(f32, {5}), ok),
               {"dropout_train", "output is 5xf32"});
   for (double bad : {0.0, 1.0, -0.5})

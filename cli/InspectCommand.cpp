@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -547,13 +548,20 @@ void printTrainingMemory(const Facts &facts, llvm::raw_ostream &os) {
      << " trainable parameters\n";
   if (plan.predicted.byCategory.empty() || facts.programs.empty())
     return;
-  const ProgramFacts &p = facts.programs.front();
+  // The manifest's categories are the largest program's (a pipeline's or a
+  // tp group's programs differ): its regions are beside them.
+  const ProgramFacts &p = *std::max_element(
+      facts.programs.begin(), facts.programs.end(),
+      [](const ProgramFacts &a, const ProgramFacts &b) { return a.total() < b.total(); });
   std::map<std::string, int64_t> c(plan.predicted.byCategory.begin(),
                                    plan.predicted.byCategory.end());
   int64_t sum = 0;
   for (const auto &[name, bytes] : c)
     sum += bytes;
-  os << "predicted memory by category        | allocated\n";
+  os << "predicted memory by category        | allocated";
+  if (facts.programs.size() > 1)
+    os << " (" << p.name << ", the largest program)";
+  os << "\n";
   auto row = [&](const std::string &left, int64_t a, const std::string &right, int64_t b) {
     os << llvm::formatv("  {0,-16} {1,10}        | {2,-8} {3,10}\n", left, formatBytes(a),
                         right, right.empty() ? std::string() : formatBytes(b));

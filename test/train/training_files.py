@@ -490,7 +490,8 @@ def inspect(path):
     with open(path) as f:
         j = json.load(f)
     categories = j["training"]["predicted_memory_by_category"]
-    program = j["programs"][0]
+    # The categories are the largest program's (a pipeline's stages differ).
+    program = max(j["programs"], key=lambda p: p["allocated_bytes"])
     allocated = program["arena_bytes"] + program["weight_bytes"] + program["state_bytes"]
     if program["allocated_bytes"] != allocated:
         fail(f"inspect: allocated {program['allocated_bytes']}, the regions add to {allocated}")

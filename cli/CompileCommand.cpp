@@ -30,8 +30,9 @@ With --mode train, the plan holds a training step that every data-parallel
 rank runs on its share of the batch, in the planned microbatches (gradients
 accumulated), the gradients averaged in fused buckets, with ZeRO when chosen;
 with pipeline stages, one step per stage that runs the schedule's forward and
-backward slots (GPipe, 1F1B or interleaved), recomputation as planned (tensor
-splits in training are refused with the pin that avoids them). A meta-device model
+backward slots (GPipe, 1F1B or interleaved), recomputation as planned; with
+tensor splits, one step per stage and tp index, each rank's part
+differentiated. A meta-device model
 gives a plan without weights, for inspection.
 Inputs keep the names of the model's forward arguments; outputs are output_0,
 output_1, ... PLAN_DIR appears complete or not at all; an earlier plan there

@@ -29,12 +29,13 @@ namespace rt = cleave::runtime;
 
 constexpr const char *kTrainUsage =
     R"(usage: cleave train PLAN_DIR --data DATA.safetensors --steps N [options]
-       mpirun -np N cleave train PLAN_DIR ...   (a plan for N data-parallel ranks)
+       mpirun -np N cleave train PLAN_DIR ...   (a plan for N ranks)
        cleave train --local N PLAN_DIR ...      (the same, N ranks started here)
 
 Trains a plan compiled with 'cleave compile --mode train': on one device, or
-on the data-parallel ranks of a plan compiled with --cluster, each rank on
-its share of every batch (rank r of N: rows [r*B/N, (r+1)*B/N)), the loss
+on the ranks of a plan compiled with --cluster: each data-parallel rank on
+its share of every batch (rank r of N: rows [r*B/N, (r+1)*B/N)), each
+pipeline stage and tensor-parallel rank running its own program, the loss
 reported being the whole batch's. DATA
 holds one tensor per plan input (the model's inputs, and 'labels' when the
 loss was appended), dim 0 indexing the samples; step i (from 1) takes samples

@@ -9,7 +9,6 @@
 #include "runtime/Safetensors.h"
 #include "passes/TensorParallel.h"
 #include "passes/Training.h"
-#include "runtime/PlanVerify.h"
 #include "runtime/TensorParts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -152,6 +151,8 @@ struct ProgramBuilder {
   std::vector<rt::SafetensorsTensor> weights;
   std::deque<std::vector<char>> constantData; // owns constant and sliced bytes
   std::set<std::string> weightNames;
+  /// Each parameter's weight: its path, or its tp part's name.
+  std::map<std::string, std::string> weightOfParameter;
   /// Weights the program holds as the rank's ZeRO part (the file holds them
   /// whole): their part's bytes, which is what the runtime allocates.
   std::map<std::string, size_t> partBytes;
@@ -208,12 +209,6 @@ std::string weightName(const std::string &path, const mlir::cleave::TensorShardi
     return path;
   return path + "[" + layout.str() + " " + std::to_string(slicing.rank) + "/" +
          std::to_string(slicing.ranks) + "]";
-}
-
-/// The parameter a weight name holds (whole, or a tp rank's part of).
-std::string parameterOf(const std::string &weight) {
-  rt::WeightShard shard;
-  return rt::parseWeightShard(weight, &shard) ? shard.parameter : weight;
 }
 
 /// The bindings of one phase: its inputs and outputs by name.
@@ -284,6 +279,7 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         storage["shard"] = std::move(*shard);
       }
       program.addBuffer(param, path, std::move(storage));
+      program.weightOfParameter.emplace(path, name);
       if (!program.weightNames.insert(name).second)
         continue; // a weight several phases read (interleaved chunks)
       std::optional<rt::DType> stored = rt::parseDType(data->dtype);
@@ -631,10 +627,8 @@ mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
   parameterBytes.assign(funcs.size(), 0);
   // Whole, or as a tp rank's part.
   auto holds = [&](const std::string &name) {
-    return llvm::any_of(programs, [&](const ProgramBuilder *p) {
-      return llvm::any_of(p->weightNames,
-                          [&](const std::string &w) { return parameterOf(w) == name; });
-    });
+    return llvm::any_of(programs,
+                        [&](const ProgramBuilder *p) { return p->weightOfParameter.count(name); });
   };
   for (size_t f = 0; f < funcs.size(); ++f) {
   mlir::func::FuncOp func = funcs[f];
@@ -667,9 +661,10 @@ mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
       trainedHere.push_back(of.str());
   int64_t &bytes = parameterBytes[f];
   for (const std::string &name : trainedHere) {
+    auto held = program->weightOfParameter.find(name);
     for (const rt::SafetensorsTensor &w : program->weights)
-      if (parameterOf(w.name) == name) {
-        auto part = program->partBytes.find(name);
+      if (held != program->weightOfParameter.end() && w.name == held->second) {
+        auto part = program->partBytes.find(w.name);
         bytes += part == program->partBytes.end() ? w.desc.bytes()
                                                   : rt::alignWeightSlot(part->second);
       }

@@ -1087,7 +1087,7 @@ const SafetensorsEntry *ProgramSpec::weightHolding(const std::string &tensor) co
     return whole;
   for (const SafetensorsEntry &entry : weights.entries) {
     WeightShard shard;
-    if (parseWeightShard(entry.name, &shard) && shard.split && shard.parameter == tensor)
+    if (isPartOf(entry.name, tensor, &shard))
       return &entry;
   }
   return nullptr;

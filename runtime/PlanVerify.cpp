@@ -701,6 +701,11 @@ bool parseWeightShard(const std::string &name, WeightShard *out) {
   return !out->parameter.empty() && out->blocks >= 1 && out->parts >= 1 && out->part < out->parts;
 }
 
+bool isPartOf(const std::string &name, const std::string &tensor, WeightShard *out) {
+  return name.size() > tensor.size() && name[tensor.size()] == '[' &&
+         name.compare(0, tensor.size(), tensor) == 0 && parseWeightShard(name, out) && out->split;
+}
+
 VerifyResult verifyPlan(const Plan &plan, size_t maxErrors) {
   VerifyResult result;
   result.ranks = static_cast<int64_t>(plan.devices.size());

@@ -55,4 +55,8 @@ struct WeightShard {
 /// Parses `name`; false when it has a bracket that is not a split.
 bool parseWeightShard(const std::string &name, WeightShard *out);
 
+/// Whether weight `name` is a tp rank's part of tensor `tensor`
+/// (`tensor[split(...) t/n]`, parsed into `out`). Cheap for other names.
+bool isPartOf(const std::string &name, const std::string &tensor, WeightShard *out);
+
 } // namespace cleave::runtime

@@ -711,8 +711,17 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   // tensor as stored, or, when the checkpoint was written on another mesh,
   // assembled from the tp parts it holds and cut to the part this program
   // holds.
-  auto resolve = [&](const Found &found, const std::string &name, const TensorDesc &want,
-                     const char *what, const std::string &where,
+  // The tp parts each checkpoint tensor is stored as, by tensor (parsed once).
+  using PartsOf = std::map<std::string, std::vector<std::pair<WeightShard, const Source *>>>;
+  auto partsOf = [](const Found &found) {
+    PartsOf parts;
+    for (const auto &[stored, at] : found)
+      if (WeightShard part = partOfName(stored); part.split)
+        parts[part.parameter].emplace_back(part, &at);
+    return parts;
+  };
+  auto resolve = [&](const Found &found, const PartsOf &stored, const std::string &name,
+                     const TensorDesc &want, const char *what, const std::string &where,
                      std::vector<char> *bytes) -> Status {
     auto mismatch = [&](const std::string &file, const TensorDesc &have, const TensorDesc &desc) {
       return CLEAVE_ERROR(file, ": ", what, " '", name, "' is ", describe(have.shape, have.dtype),
@@ -735,11 +744,9 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
     } else {
       // Every part of one split of the tensor.
       std::map<std::tuple<int64_t, int64_t, int64_t>, std::map<int64_t, const Source *>> splits;
-      for (const auto &[stored, at] : found) {
-        WeightShard part = partOfName(stored);
-        if (part.split && part.parameter == mine.parameter)
-          splits[{part.dim, part.blocks, part.parts}][part.part] = &at;
-      }
+      if (auto it = stored.find(mine.parameter); it != stored.end())
+        for (const auto &[part, at] : it->second)
+          splits[{part.dim, part.blocks, part.parts}][part.part] = at;
       const std::map<int64_t, const Source *> *complete = nullptr;
       WeightShard layout;
       for (const auto &[key, parts] : splits)
@@ -784,12 +791,14 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   std::vector<std::pair<std::string, std::vector<char>>> weightData, stateData;
   for (auto [found, want, out, what, where] :
        {std::tuple{&weights, &wantWeights, &weightData, "weight", &weightsWhere},
-        {&states, &wantStates, &stateData, "state", &statesWhere}})
+        {&states, &wantStates, &stateData, "state", &statesWhere}}) {
+    const PartsOf stored = partsOf(*found);
     for (const auto &[name, desc] : *want) {
       std::vector<char> bytes;
-      CLEAVE_RETURN_IF_ERROR(resolve(*found, name, desc, what, *where, &bytes));
+      CLEAVE_RETURN_IF_ERROR(resolve(*found, stored, name, desc, what, *where, &bytes));
       out->emplace_back(name, std::move(bytes));
     }
+  }
   // A tensor the program holds as this rank's ZeRO part gets that part.
   auto partOf = [&](const std::string &what, size_t partBytes, std::vector<char> &bytes) {
     if (shards.index < 0 || shards.index >= shards.ranks)

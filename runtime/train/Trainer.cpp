@@ -213,7 +213,7 @@ Status saveStageStateDict(const Plan &plan, const Executor &executor, const std:
         for (const SafetensorsIndex &part : parts)
           for (const SafetensorsEntry &e : part.entries) {
             WeightShard shard;
-            if (!parseWeightShard(e.name, &shard) || !shard.split || shard.parameter != entry.name)
+            if (!isPartOf(e.name, entry.name, &shard))
               continue;
             whole = e.desc;
             whole.shape[shard.dim] *= shard.parts;

@@ -130,37 +130,6 @@ DriverStatus prepareModel(LoadedModel &model, const CompileRequest &request, boo
   return {};
 }
 
-/// What data-parallel training does not run yet, refused before it would
-/// silently differ from one device.
-DriverStatus checkDataParallelTraining(const LoadedModel &model, int64_t ranks,
-                                       int64_t microbatches, int64_t tensorParallel = 1) {
-  if (ranks * microbatches * tensorParallel == 1)
-    return {};
-  mlir::Operation *refused = nullptr;
-  std::string why;
-  model.forward().walk([&](mlir::Operation *op) {
-    if (refused)
-      return;
-    if (llvm::isa<mlir::cleave::BatchNormTrainOp>(op) && microbatches > 1) {
-      // Across data-parallel ranks the statistics are synchronized
-      // (-cleave-sync-batch-norm); across microbatches they cannot be
-      // before every microbatch's forward has run.
-      refused = op;
-      why = "batch norm in training mode: its statistics would cover one microbatch, not "
-            "the whole batch (pin --microbatch to the batch per rank)";
-    }
-  });
-  if (!refused)
-    return {};
-  mlir::InFlightDiagnostic diagnostic = mlir::emitError(refused->getLoc());
-  diagnostic << "cannot train on " << ranks << " data-parallel rank(s) of " << microbatches
-             << " microbatch(es)";
-  if (tensorParallel > 1)
-    diagnostic << " with " << tensorParallel << " tensor-parallel ranks";
-  diagnostic << ": " << why;
-  return DriverStatus::failure();
-}
-
 /// One device: the preparation (with the precision conversion and, for
 /// training, model.train() semantics), the training step's passes, memory
 /// planning, emission.
@@ -195,10 +164,8 @@ DriverStatus compileForOneDevice(mlir::MLIRContext &context, const CompileReques
   if (request.isTraining()) {
     mlir::cleave::TrainingOptions training = request.training;
     if (dataParallel) {
-      if (DriverStatus s =
-              checkDataParallelTraining(model, dataParallel->ranks, dataParallel->microbatches);
-          !s.ok())
-        return s;
+      // Batch norm's statistics are synchronized over the ranks
+      // (-cleave-sync-batch-norm); the planner keeps them to one microbatch.
       training.dataParallel = dataParallel->ranks;
       training.microbatches = dataParallel->microbatches;
       training.zero = dataParallel->zero;
@@ -414,10 +381,6 @@ DriverStatus compilePartitionedTraining(mlir::MLIRContext &context,
   if (DriverStatus s = prepareModel(model, request, /*training=*/true); !s.ok())
     return s;
   snapshots.add("prepared", *model.module);
-  if (DriverStatus s =
-          checkDataParallelTraining(model, first.dp, first.microbatches, first.tp);
-      !s.ok())
-    return s;
   if (DriverStatus s = planAgainPinned(context, model, request, spec, first, *result.plan);
       !s.ok())
     return s;

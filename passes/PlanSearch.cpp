@@ -560,8 +560,16 @@ bool Searcher::run(SearchResult &result, std::string &error) {
         reject(5, "--microbatch " + std::to_string(*options.microbatchSize) +
                       " does not divide the " + std::to_string(perReplica) +
                       " samples per replica");
+      if (options.batchStatistics && options.training && options.microbatchSize &&
+          *options.microbatchSize != perReplica)
+        reject(5, "--microbatch " + std::to_string(*options.microbatchSize) +
+                      ": batch norm trains on the statistics of each replica's whole batch, so "
+                      "its microbatch is the " + std::to_string(perReplica) +
+                      " samples per replica (dp=" + std::to_string(dp) + ")");
       for (int64_t mb : divisors(perReplica)) {
         if (options.microbatchSize && mb != *options.microbatchSize)
+          continue;
+        if (options.batchStatistics && options.training && mb != perReplica)
           continue;
         int64_t m = perReplica / mb;
         std::vector<std::pair<Schedule, int>> schedules;

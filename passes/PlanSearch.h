@@ -84,6 +84,11 @@ struct SearchOptions {
   // Pins the search must respect.
   std::optional<int> tp, pp, dp, virtualStages;
   std::optional<int64_t> microbatchSize;
+  /// Training normalizes over the batch (batch norm): a replica runs its
+  /// whole share as one microbatch, since statistics over a microbatch would
+  /// differ from the batch's and waiting for every microbatch before
+  /// normalizing any leaves nothing to overlap.
+  bool batchStatistics = false;
   std::optional<cost::Schedule> schedule;
   std::optional<cost::ShardingLevel> sharding;
   int top = 1;

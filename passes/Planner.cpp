@@ -170,9 +170,22 @@ FailureOr<PlannerResult> planModel(func::FuncOp func, const ::cleave::cost::Clus
   plan.splitSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
+  ::cleave::planner::SearchOptions search = options.search;
+  Operation *batchStatistics = nullptr;
+  func.walk([&](Operation *op) {
+    if (!batchStatistics && op->hasTrait<trait::BatchStatistics>())
+      batchStatistics = op;
+  });
+  search.batchStatistics = batchStatistics != nullptr;
   std::string error;
-  if (!::cleave::planner::searchPlan(plan.profile, cluster, options.search, plan.search, error))
-    return emitError(func.getLoc()) << "no parallelization to consider: " << error;
+  if (!::cleave::planner::searchPlan(plan.profile, cluster, search, plan.search, error)) {
+    InFlightDiagnostic diagnostic = emitError(func.getLoc())
+                                    << "no parallelization to consider: " << error;
+    if (batchStatistics && search.training)
+      diagnostic.attachNote(batchStatistics->getLoc())
+          << "the first batch norm, which keeps a replica's batch whole";
+    return diagnostic;
+  }
   return plan;
 }
 

@@ -20,6 +20,21 @@ namespace mlir::cleave {
 
 namespace {
 
+/// The ops written in place of a batch norm run where it ran: its pipeline
+/// placement, and its recomputation mark except on the all_reduces, whose
+/// small statistics backward keeps rather than reduces again.
+struct InheritPlacement : OpBuilder::Listener {
+  Operation *from;
+  explicit InheritPlacement(Operation *from) : from(from) {}
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    for (StringRef name : kPlacementAttrs)
+      if (Attribute a = from->getAttr(name))
+        op->setAttr(name, a);
+    if (Attribute a = from->getAttr("cleave.recompute"); a && !isa<AllReduceOp>(op))
+      op->setAttr("cleave.recompute", a);
+  }
+};
+
 struct SyncBatchNormPass : impl::SyncBatchNormBase<SyncBatchNormPass> {
   using SyncBatchNormBase::SyncBatchNormBase;
 
@@ -40,6 +55,8 @@ struct SyncBatchNormPass : impl::SyncBatchNormBase<SyncBatchNormPass> {
       return op.emitOpError("a batch norm synchronized over data-parallel ranks needs f32, not ")
              << type.getElementType();
     OpBuilder b(op);
+    InheritPlacement placement(op);
+    b.setListener(&placement);
     Location loc = op.getLoc();
     MLIRContext *context = op.getContext();
     StringAttr groupAttr = StringAttr::get(context, group);

@@ -74,6 +74,12 @@ namespace trait {
 /// change back, which its gradient rule builds.
 template <typename ConcreteType>
 class LayoutChange : public ::mlir::OpTrait::TraitBase<ConcreteType, LayoutChange> {};
+
+/// An op whose training-mode result depends on the whole batch (batch norm's
+/// statistics), so the batch of a replica cannot be cut into microbatches.
+/// The eval form carries it too: training turns it into the training form.
+template <typename ConcreteType>
+class BatchStatistics : public ::mlir::OpTrait::TraitBase<ConcreteType, BatchStatistics> {};
 } // namespace trait
 } // namespace mlir::cleave
 #include "dialects/cleave/CleaveInterfaces.h.inc"

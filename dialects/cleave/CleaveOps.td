@@ -307,8 +307,16 @@ def Cleave_LayerNormOp : Cleave_Op<"layer_norm",
   let hasVerifier = 1;
 }
 
+// In training the op's result depends on every sample of the batch: cutting
+// the batch into microbatches changes it (the planner keeps one microbatch
+// per replica; data-parallel ranks synchronize the statistics).
+def Cleave_BatchStatistics : NativeOpTrait<"BatchStatistics"> {
+  let cppNamespace = "::mlir::cleave::trait";
+}
+
 def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
-    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>], [],
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>,
+     Cleave_BatchStatistics], [],
     ["getFlopsPerElement"], ["getShardingRule"]> {
   let summary = "batch normalization with running statistics (inference form)";
   let description = [{

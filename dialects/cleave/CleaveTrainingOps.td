@@ -121,7 +121,8 @@ def Cleave_DropoutTrainOp : Cleave_Op<"dropout_train",
 }
 
 def Cleave_BatchNormTrainOp : Cleave_Op<"batch_norm_train",
-    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>], [],
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>,
+     Cleave_BatchStatistics], [],
     ["getFlopsPerElement", "getSavedForBackward"], [], Cleave_HasGradient> {
   let summary = "batch normalization with batch statistics (training)";
   let description = [{

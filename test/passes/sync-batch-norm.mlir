@@ -44,3 +44,20 @@ func.func @step(%x: tensor<2x4x3x3xf32>) -> tensor<f32> {
   %l = cleave.reduce_sum %y {dims = array<i64: 0, 1, 2, 3>} : tensor<2x4x3x3xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// In a pipeline the ops written in its place run where the batch norm ran
+// (stage and chunk), and inherit its recomputation mark except the
+// all_reduces: backward keeps their small statistics instead of reducing
+// again.
+// CHECK-LABEL: func.func @placed
+// CHECK: cleave.reduce_sum {{.*}}cleave.chunk = 1 : i64, cleave.recompute, cleave.stage = 1 : i64
+// CHECK-NEXT: cleave.all_reduce
+// CHECK-SAME: {cleave.chunk = 1 : i64, cleave.stage = 1 : i64, group = "dp"}
+// CHECK: cleave.rsqrt {{.*}}cleave.chunk = 1 : i64, cleave.recompute, cleave.stage = 1 : i64
+// CHECK-NOT: cleave.batch_norm_train
+func.func @placed(%x: tensor<2x4x3x3xf32>) -> tensor<f32> {
+  %w = cleave.param "bn.weight" : tensor<4xf32>
+  %y, %mean, %var = cleave.batch_norm_train %x weight %w {eps = 1.0e-05 : f64, cleave.stage = 1 : i64, cleave.chunk = 1 : i64, cleave.recompute} : (tensor<2x4x3x3xf32>, tensor<4xf32>) -> (tensor<2x4x3x3xf32>, tensor<4xf32>, tensor<4xf32>)
+  %l = cleave.reduce_sum %y {dims = array<i64: 0, 1, 2, 3>} : tensor<2x4x3x3xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

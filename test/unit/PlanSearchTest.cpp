@@ -156,6 +156,38 @@ TEST(PlanSearch, PinsAreRespected) {
     EXPECT_EQ(n, 1);
 }
 
+TEST(PlanSearch, BatchStatisticsKeepEachReplicasBatchWhole) {
+  // Unconstrained, this pipeline would cut each replica's batch into
+  // microbatches to fill its bubble; batch norm's statistics forbid that.
+  SearchOptions o = options(64, 128);
+  o.pp = 4;
+  o.top = 50;
+  SearchResult free, whole;
+  std::string error;
+  ASSERT_TRUE(searchPlan(syntheticGpt(16), dgx(8), o, free, error)) << error;
+  ASSERT_FALSE(free.best.empty());
+  EXPECT_GT(free.best.front().microbatches, 1);
+  o.batchStatistics = true;
+  ASSERT_TRUE(searchPlan(syntheticGpt(16), dgx(8), o, whole, error)) << error;
+  ASSERT_FALSE(whole.best.empty());
+  for (const Candidate &c : whole.best) {
+    EXPECT_EQ(c.microbatches, 1) << c.label();
+    EXPECT_EQ(c.microbatchSize * c.dp, 128) << c.label();
+  }
+  // A pinned microbatch smaller than a replica's batch leaves nothing, and
+  // the reason names batch norm and the size that would do.
+  o.microbatchSize = 2;
+  o.dp = 8;
+  EXPECT_FALSE(searchPlan(syntheticGpt(16), dgx(8), o, whole, error));
+  EXPECT_NE(error.find("--microbatch 2: batch norm"), std::string::npos) << error;
+  EXPECT_NE(error.find("16 samples per replica"), std::string::npos) << error;
+  // Inference normalizes with running statistics: no constraint.
+  o.training = false;
+  o.microbatchSize.reset();
+  o.dp.reset();
+  ASSERT_TRUE(searchPlan(syntheticGpt(16), dgx(8), o, whole, error)) << error;
+}
+
 TEST(PlanSearch, InterleavedChunksFitWhenBalanced) {
   // 16 blocks of 5e8 parameters (8 GB each with AdamW in mixed precision,
   // nothing sharded) in 8 chunks on 4 devices: balanced, a device holds 4-5 blocks and fits

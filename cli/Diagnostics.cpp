@@ -22,6 +22,9 @@ static void print(const Diagnostic &diag, llvm::StringRef prefix) {
 }
 
 CliDiagnostics::CliDiagnostics(MLIRContext &context) : context(context) {
+  // A user reads the source line an error names; a dump of the failing
+  // function's IR is for cleave-opt and the plan's ir/ snapshots.
+  context.printOpOnDiagnostic(false);
   id = context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
     if (diag.getSeverity() == DiagnosticSeverity::Error)
       ++errorCount;

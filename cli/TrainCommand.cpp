@@ -239,7 +239,7 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   options.group.writesStage = me.dp == 0;
   // Ranks write checkpoints together (pipelines, ZeRO parts): agreed on.
   options.group.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
-  if (plan.pp > 1 || plan.tp > 1) {
+  if (plan.partitionedTraining()) {
     // The last stage computes the loss (averaged over its dp group): its
     // first rank gives it to every rank.
     const int holder = static_cast<int>((plan.pp - 1) * plan.dp * plan.tp);
@@ -452,6 +452,13 @@ int runTrain(int argc, char **argv) {
       std::printf("\n");
     std::fflush(stdout);
   };
+  if (plan.partitionedTraining()) {
+    // A one-stage step in slot order (recomputation): this process holds
+    // the loss and writes the checkpoint alone.
+    options.shareLoss = [](double *) { return rt::Status(); };
+    options.group.writesStage = true;
+    options.group.agree = [](const rt::Status &s) { return s; };
+  }
   rt::TrainReport report;
   rt::Status status = rt::train(plan, *device, options, &report, onStep);
   if (terminal && !quiet && !report.steps.empty() && report.steps.back().step != total)

@@ -254,24 +254,12 @@ PartitionInfo partitionInfo(const LoadedModel &model, const CompileRequest &requ
 /// holds the whole step (the one-device program at one microbatch of its
 /// share of the batch, gradients accumulated over its microbatches) and the
 /// gradients are averaged over the ranks, with ZeRO's optimizer-state,
-/// gradient and parameter sharding when chosen. Recomputation without a
-/// pipeline is refused with the pin that avoids it (pipelines and tensor
-/// splits: compilePartitionedTraining).
+/// gradient and parameter sharding when chosen. (Pipelines, tensor splits
+/// and recomputation: compilePartitionedTraining.)
 DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const CompileRequest &request,
                                          const planner::Candidate &chosen, PlanResult plan,
                                          CompileResult &result) {
-  auto refuse = [&](const std::string &what, const std::string &pin) {
-    error(context) << "the plan for training (" << chosen.label() << ") " << what
-                   << ", which cleave cannot run yet (training runs data parallelism and "
-                      "pipelines so far); "
-                   << pin;
-    return DriverStatus::failure();
-  };
   const auto &search = request.planner.search;
-  for (const auto &stage : chosen.stages)
-    if (!stage.recomputed.empty())
-      return refuse("recomputes " + std::to_string(stage.recomputed.size()) + " layers",
-                    "pin --recompute none");
   if (request.planner.batchDim != 0) {
     error(context) << "data-parallel training splits the batch in dim 0 of every input";
     return DriverStatus::failure().withUsage();
@@ -342,7 +330,14 @@ DriverStatus emitVerified(mlir::MLIRContext &context, LoadedModel &model,
   return {};
 }
 
-/// A training plan with pipeline stages or tensor splits: the model
+/// Whether the plan recomputes any layer's activations in backward.
+bool recomputes(const planner::Candidate &chosen) {
+  return llvm::any_of(chosen.stages,
+                      [](const planner::StagePlan &stage) { return !stage.recomputed.empty(); });
+}
+
+/// A training plan with pipeline stages, tensor splits or recomputation
+/// (which runs in the backward slots of a stage's step, one stage or many): the model
 /// imported at the microbatch size and prepared for training, planned again
 /// with every choice pinned (so the placement is the chosen one on this
 /// IR), placed; with a tp group, its layout changes inserted and the shapes
@@ -360,15 +355,24 @@ DriverStatus compilePartitionedTraining(mlir::MLIRContext &context,
                    << ", which cleave cannot run yet; " << pin;
     return DriverStatus::failure();
   };
+  const std::string partitionedBy = first.pp > 1   ? "pipeline stages"
+                                    : first.tp > 1 ? "tensor-parallel ranks"
+                                                   : "recomputation";
   if (first.dp > 1 && (first.sharding == cost::ShardingLevel::Gradients ||
                        first.sharding == cost::ShardingLevel::Parameters))
     return refuse(std::string("shards ") +
                       (first.sharding == cost::ShardingLevel::Gradients ? "gradients" : "parameters") +
-                      " over data-parallel ranks with " +
-                      (first.pp > 1 ? "pipeline stages" : "tensor-parallel ranks") +
+                      " over data-parallel ranks with " + partitionedBy +
                       " (ZeRO-2 and 3 reduce each microbatch, which the partitioned step does "
                       "not yet)",
                   "pin --zero optimizer or --zero none");
+  // The gradients are a one-device plan's outputs; here each stage and tp
+  // rank holds its own, and the manifest lists the model's outputs only.
+  if (request.training.optimizer == "none")
+    return refuse("returns the gradients as outputs (--optimizer none) with " + partitionedBy,
+                  first.pp > 1 || first.tp > 1
+                      ? "pin --pp 1 --tp 1 (one device or data parallelism) or choose an optimizer"
+                      : "pin --recompute none or choose an optimizer");
   if (request.planner.batchDim != 0) {
     error(context) << "partitioned training splits the batch in dim 0 of every input";
     return DriverStatus::failure().withUsage();
@@ -405,6 +409,7 @@ DriverStatus compilePartitionedTraining(mlir::MLIRContext &context,
   mlir::cleave::TrainingOptions training = request.training;
   training.pipelineStages = chosen.pp;
   training.tensorParallel = chosen.tp;
+  training.partitioned = true;
   training.dataParallel = chosen.dp;
   training.microbatches = chosen.microbatches;
   training.zero = chosen.dp > 1 ? std::string(cost::shardingLevelName(chosen.sharding)) : "none";
@@ -498,7 +503,8 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
     chosen = *result.plan->chosen;
   }
   progress(request, "planned");
-  if (search.training && !request.forwardOnly && (chosen.pp > 1 || chosen.tp > 1))
+  if (search.training && !request.forwardOnly &&
+      (chosen.pp > 1 || chosen.tp > 1 || recomputes(chosen)))
     return compilePartitionedTraining(context, request, spec, chosen, result);
   if (search.training && !request.forwardOnly)
     return compileDataParallelTraining(context, request, chosen, *result.plan, result);

@@ -86,6 +86,9 @@ struct TrainingOptions {
   /// as each rank's program (after -cleave-local-shapes) and split into the
   /// stages' steps as a pipeline's is, even for one stage.
   int64_t tensorParallel = 1;
+  /// Split into the stages' steps even for one stage and no tp group:
+  /// recomputation runs in the backward slots that step has.
+  bool partitioned = false;
 };
 
 /// Canonicalize and CSE: fold what the importer left.

@@ -13,6 +13,8 @@
 
 #include "passes/PipelineTraining.h"
 #include "dialects/cleave/CleaveDialect.h"
+#include "dialects/cleave/Locations.h"
+#include "passes/Layers.h"
 #include "passes/Passes.h"
 #include "passes/Training.h"
 
@@ -303,12 +305,29 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
     return failure();
   };
   // A forward value that backward reads: kept since forward, or, in a
-  // recomputed region, computed again from the values the region reads.
-  std::function<FailureOr<Value>(Value, int64_t, int64_t)> keptOrRecomputed =
-      [&](Value v, int64_t unit, int64_t m) -> FailureOr<Value> {
+  // recomputed region, computed again from the values the region reads. A
+  // region is one layer's marked ops (as -cleave-mark-recompute counts
+  // them): a value another layer computed is the region's checkpoint, kept,
+  // so backward holds one layer's activations at a time, not the chunk's.
+  llvm::DenseMap<Operation *, std::string> layerOfOp;
+  auto layerOf = [&](Operation *op) -> StringRef {
+    auto [it, added] = layerOfOp.try_emplace(op);
+    if (added)
+      it->second = layerOfScope(moduleScope(op->getLoc()));
+    return it->second;
+  };
+  std::function<FailureOr<Value>(Value, int64_t, int64_t, std::optional<StringRef>)>
+      keptOrRecomputed = [&](Value v, int64_t unit, int64_t m,
+                             std::optional<StringRef> region) -> FailureOr<Value> {
     Operation *def = v.getDefiningOp();
     bool recompute = def && !isGlobal(def) && def->hasAttr("cleave.recompute") &&
-                     unitOf.lookup(def) == unit;
+                     unitOf.lookup(def) == unit && (!region || layerOf(def) == *region);
+    // A layer's output that a later recomputed layer reads is that layer's
+    // checkpoint, kept anyway: backward reads the kept copy too.
+    if (recompute && !region)
+      recompute = llvm::none_of(def->getUsers(), [&](Operation *user) {
+        return user->hasAttr("cleave.recompute") && layerOf(user) != layerOf(def);
+      });
     if (!recompute)
       return forwardValueFor(v, unit, m);
     IRMapping &again = recomputed[{unit, m}];
@@ -316,7 +335,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
       return mapped;
     IRMapping operands;
     for (Value operand : def->getOperands()) {
-      FailureOr<Value> local = keptOrRecomputed(operand, unit, m);
+      FailureOr<Value> local = keptOrRecomputed(operand, unit, m, layerOf(def));
       if (failed(local))
         return def->emitError("cannot recompute: an operand is not available in backward");
       operands.map(operand, *local);
@@ -445,7 +464,7 @@ LogicalResult PipelineTrainingPass::buildStage(OpBuilder &outer, int64_t stage,
       if (failed(cloneSlot(backwardOps[unit], map, unit, m, [&](Value operand) -> FailureOr<Value> {
             Operation *def = operand.getDefiningOp();
             if (!def || !isBackward.contains(def))
-              return keptOrRecomputed(operand, unit, m);
+              return keptOrRecomputed(operand, unit, m, std::nullopt);
             if (Value mapped = map.lookupOrNull(operand))
               return mapped;
             return failure();

@@ -52,7 +52,8 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   loss.loss = options.loss;
   pm.addNestedPass<func::FuncOp>(createAppendLoss(loss));
   pm.addNestedPass<func::FuncOp>(createDifferentiate());
-  const bool pipelined = options.pipelineStages > 1 || options.tensorParallel > 1;
+  const bool pipelined =
+      options.pipelineStages > 1 || options.tensorParallel > 1 || options.partitioned;
   if (pipelined)
     pm.addPass(createPipelineTraining());
   bool sharded = options.zero != "none";

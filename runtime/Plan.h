@@ -273,6 +273,9 @@ struct Plan {
   /// A pipelined training plan's schedule (gpipe, 1f1b or interleaved):
   /// the order of its stages' slots (schedule.pipeline).
   std::string pipelineSchedule;
+  /// A training step written per (stage, tp index) in slot order: pipelines,
+  /// tensor splits, and recomputation even on one stage.
+  bool partitionedTraining() const { return pp > 1 || tp > 1 || !pipelineSchedule.empty(); }
   /// From the manifest, or derived from the mesh when it has none.
   Groups groups;
   std::vector<DeviceSpec> devices;

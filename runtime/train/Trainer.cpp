@@ -254,7 +254,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   const ProgramSpec &program = mine ? *mine : plan.programs.begin()->second;
   // A pipeline or a tp group: each rank runs its (stage, tp index)'s
   // program, its stage's slots, each a phase of the program.
-  const bool pipelined = plan.pp > 1 || plan.tp > 1;
+  const bool pipelined = plan.partitionedTraining();
   std::unique_ptr<Executor> executor;
   int64_t done = 0;
   StepLog log;

@@ -27,6 +27,10 @@ usage:
       a pipelined training plan's schedule: every slot once, backwards after forwards, the
       optimizer last; the microbatches each stage holds (1F1B: at most pp - stage); with
       OTHER_PLAN_DIR, each stage's arena against it
+  training_files.py recompute PLAN_DIR KEPT_PLAN_DIR
+      a plan that recomputes layers in backward against the same plan that keeps every
+      activation: its backward runs forward ops again (ops marked cleave.recompute in a backward
+      phase of its training-step IR), and each program's arena is smaller
   training_files.py parts CHECKPOINT_DIR RANKS
       a ZeRO checkpoint (version 2): the sharded states written as parts by RANKS ranks
   training_files.py whole-states CHECKPOINT_DIR PLAN_DIR
@@ -485,6 +489,36 @@ def same_slots(predicted, measured):
     print("same slots: ok")
 
 
+def recompute(plan_dir, kept_dir):
+    """A recomputing plan against the same plan without recomputation."""
+    import glob
+    steps = glob.glob(os.path.join(plan_dir, "ir", "*-training-step.mlir"))
+    if len(steps) != 1:
+        fail(f"{plan_dir}: expected one training-step IR snapshot, found {len(steps)}")
+    # The phase mark sits on a slot's first op: count the marked ops after a backward mark.
+    with open(steps[0]) as f:
+        text = f.read()
+    again = 0
+    in_backward = False
+    for line in text.splitlines():
+        if "cleave.phase = " in line:
+            in_backward = 'cleave.phase = "backward"' in line
+        if in_backward and "cleave.recompute" in line:
+            again += 1
+    if again == 0:
+        fail(f"{plan_dir}: no op marked cleave.recompute runs in a backward slot")
+    with open(os.path.join(plan_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    with open(os.path.join(kept_dir, "manifest.json")) as f:
+        kept = json.load(f)
+    for name, entry in sorted(manifest["programs"].items()):
+        other = kept["programs"].get(name) or next(iter(kept["programs"].values()))
+        if not entry["arena_bytes"] < other["arena_bytes"]:
+            fail(f"{name}: arena {entry['arena_bytes']} bytes recomputing, "
+                 f"{other['arena_bytes']} keeping every activation")
+    print(f"forward ops run again in backward; arenas smaller than when kept: ok")
+
+
 def inspect(path):
     """cleave inspect --json of a training plan: the categories next to the allocation."""
     with open(path) as f:
@@ -510,7 +544,7 @@ def main():
     {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace, "same-slots": same_slots,
      "same-tensors": same_tensors, "memory": memory, "inspect": inspect, "zero": zero,
      "whole-states": whole_states, "pipeline": pipeline, "parts": parts, "tp-split": tp_split,
-     "tp-parts": tp_parts}[command](*args)
+     "tp-parts": tp_parts, "recompute": recompute}[command](*args)
 
 
 if __name__ == "__main__":

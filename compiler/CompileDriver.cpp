@@ -358,14 +358,18 @@ DriverStatus compilePartitionedTraining(mlir::MLIRContext &context,
   const std::string partitionedBy = first.pp > 1   ? "pipeline stages"
                                     : first.tp > 1 ? "tensor-parallel ranks"
                                                    : "recomputation";
-  if (first.dp > 1 && (first.sharding == cost::ShardingLevel::Gradients ||
-                       first.sharding == cost::ShardingLevel::Parameters))
+  // Across stages or tp ranks, ZeRO-2 and 3 would reduce each microbatch's
+  // gradients per stage bucket, which the partitioned step does not yet;
+  // recomputation alone takes ZeRO-2 (the step's gradients reduce-scattered
+  // once), not ZeRO-3's per-slot gathers.
+  const bool split = first.pp > 1 || first.tp > 1;
+  if (first.dp > 1 && (first.sharding == cost::ShardingLevel::Parameters ||
+                       (split && first.sharding == cost::ShardingLevel::Gradients)))
     return refuse(std::string("shards ") +
                       (first.sharding == cost::ShardingLevel::Gradients ? "gradients" : "parameters") +
-                      " over data-parallel ranks with " + partitionedBy +
-                      " (ZeRO-2 and 3 reduce each microbatch, which the partitioned step does "
-                      "not yet)",
-                  "pin --zero optimizer or --zero none");
+                      " over data-parallel ranks with " + partitionedBy,
+                  split ? "pin --zero optimizer or --zero none"
+                        : "pin --zero gradients or --recompute none");
   // The gradients are a one-device plan's outputs; here each stage and tp
   // rank holds its own, and the manifest lists the model's outputs only.
   if (request.training.optimizer == "none")

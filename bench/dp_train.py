@@ -66,7 +66,8 @@ def main():
     p.add_argument("--pipelines", default="",
                    help="also pipelined runs: a comma list of STAGES:SCHEDULE (e.g. 2:gpipe,2:1f1b)")
     p.add_argument("--meshes", default="",
-                   help="comma list of meshes such as tp2, tp2.dp2, pp2.tp2.interleaved")
+                   help="comma list of meshes such as tp2, tp2.dp2, pp2.tp2.interleaved, dp1.recompute "
+                        "(.recompute: every layer recomputed in backward)")
     p.add_argument("--microbatches", type=int, default=4,
                    help="microbatches per step of the pipelined runs")
     p.add_argument("--cluster", default=os.path.join(ROOT, "examples", "clusters", "cpu-2core.json"))
@@ -98,9 +99,12 @@ def main():
         if n is None:
             # A mesh such as pp2.tp2.interleaved: the planner splits by the cluster's costs.
             label, degrees, schedule = schedule, {"pp": 1, "tp": 1, "dp": 1}, None
+            recompute = False
             for part in label.split("."):
                 if part[:2] in degrees and part[2:].isdigit():
                     degrees[part[:2]] = int(part[2:])
+                elif part == "recompute":
+                    recompute = True  # every layer recomputed in backward
                 else:
                     schedule = part
             n = degrees["pp"] * degrees["tp"] * degrees["dp"]
@@ -110,6 +114,8 @@ def main():
                 mesh += ["--schedule", schedule or "1f1b"]
                 if schedule == "interleaved":
                     mesh += ["--virtual-stages", "2"]
+            if recompute:
+                mesh += ["--recompute", "full"]
             per_rank = a.batch // degrees["dp"]
             mesh += ["--microbatch", str(per_rank // a.microbatches if degrees["pp"] > 1
                                          else per_rank)]

@@ -358,18 +358,13 @@ DriverStatus compilePartitionedTraining(mlir::MLIRContext &context,
   const std::string partitionedBy = first.pp > 1   ? "pipeline stages"
                                     : first.tp > 1 ? "tensor-parallel ranks"
                                                    : "recomputation";
-  // Across stages or tp ranks, ZeRO-2 and 3 would reduce each microbatch's
-  // gradients per stage bucket, which the partitioned step does not yet;
-  // recomputation alone takes ZeRO-2 (the step's gradients reduce-scattered
-  // once), not ZeRO-3's per-slot gathers.
-  const bool split = first.pp > 1 || first.tp > 1;
-  if (first.dp > 1 && (first.sharding == cost::ShardingLevel::Parameters ||
-                       (split && first.sharding == cost::ShardingLevel::Gradients)))
-    return refuse(std::string("shards ") +
-                      (first.sharding == cost::ShardingLevel::Gradients ? "gradients" : "parameters") +
-                      " over data-parallel ranks with " + partitionedBy,
-                  split ? "pin --zero optimizer or --zero none"
-                        : "pin --zero gradients or --recompute none");
+  // Across stages or tp ranks the search leaves ZeRO-2 and 3 out
+  // (SearchOptions::shardGradientsAcrossStages). Recomputation alone takes
+  // ZeRO-2 (the step's gradients reduce-scattered once), not ZeRO-3's
+  // per-slot gathers.
+  if (first.dp > 1 && first.sharding == cost::ShardingLevel::Parameters)
+    return refuse("shards parameters over data-parallel ranks with " + partitionedBy,
+                  "pin --zero gradients or --recompute none");
   // The gradients are a one-device plan's outputs; here each stage and tp
   // rank holds its own, and the manifest lists the model's outputs only.
   if (request.training.optimizer == "none")
@@ -488,6 +483,8 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
   // The pins and ZeRO level change below as choices are fixed.
   CompileRequest request = original;
   auto &search = request.planner.search;
+  // A plan to run: the search leaves out what the runtime does not train.
+  search.shardGradientsAcrossStages = !(search.training && !request.forwardOnly);
   LoadedModel &model = result.model;
   Snapshots snapshots;
   if (DriverStatus s = importForPlan(context, request, std::nullopt, model, snapshots); !s.ok())

@@ -606,6 +606,13 @@ bool Searcher::run(SearchResult &result, std::string &error) {
           for (ShardingLevel level : levels) {
             if (options.sharding && level != *options.sharding)
               continue;
+            if (!options.shardGradientsAcrossStages && (tp > 1 || pp > 1) &&
+                level >= ShardingLevel::Gradients) {
+              reject(7, "--zero " + std::string(cost::shardingLevelName(level)) +
+                            " with pipeline stages or tensor splits does not train yet: pin "
+                            "--zero optimizer or --zero none, or --pp 1 --tp 1");
+              continue;
+            }
             Config c{tp, int(pp), dp, v, mb, m, schedule, level, 0};
             // Lower bound: stages perfectly balanced, nothing recomputed.
             double sum = 0;

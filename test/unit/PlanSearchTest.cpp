@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 using namespace cleave;
@@ -186,6 +187,31 @@ TEST(PlanSearch, BatchStatisticsKeepEachReplicasBatchWhole) {
   o.microbatchSize.reset();
   o.dp.reset();
   ASSERT_TRUE(searchPlan(syntheticGpt(16), dgx(8), o, whole, error)) << error;
+}
+
+TEST(PlanSearch, CompileLeavesOutShardedGradientsAcrossStages) {
+  // A budget that ZeRO-3 helps: explored, the search picks sharded
+  // gradients or parameters with stages or splits somewhere in its top.
+  SearchOptions o = options(64, 128, 20);
+  o.top = 200;
+  SearchResult explored, runnable;
+  std::string error;
+  ASSERT_TRUE(searchPlan(syntheticGpt(16), dgx(8), o, explored, error)) << error;
+  auto splitAndSharded = [](const Candidate &c) {
+    return (c.tp > 1 || c.pp > 1) && c.sharding >= cost::ShardingLevel::Gradients;
+  };
+  EXPECT_TRUE(std::any_of(explored.best.begin(), explored.best.end(), splitAndSharded));
+  o.shardGradientsAcrossStages = false;
+  ASSERT_TRUE(searchPlan(syntheticGpt(16), dgx(8), o, runnable, error)) << error;
+  ASSERT_FALSE(runnable.best.empty());
+  EXPECT_TRUE(std::none_of(runnable.best.begin(), runnable.best.end(), splitAndSharded));
+  // Pinned, the combination is refused naming the pins that avoid it.
+  o.pp = 4;
+  o.sharding = cost::ShardingLevel::Parameters;
+  EXPECT_FALSE(searchPlan(syntheticGpt(16), dgx(8), o, runnable, error));
+  EXPECT_NE(error.find("--zero parameters with pipeline stages or tensor splits does not train"),
+            std::string::npos)
+      << error;
 }
 
 TEST(PlanSearch, InterleavedChunksFitWhenBalanced) {

@@ -358,10 +358,10 @@ DriverStatus compilePartitionedTraining(mlir::MLIRContext &context,
   const std::string partitionedBy = first.pp > 1   ? "pipeline stages"
                                     : first.tp > 1 ? "tensor-parallel ranks"
                                                    : "recomputation";
-  // Across stages or tp ranks the search leaves ZeRO-2 and 3 out
-  // (SearchOptions::shardGradientsAcrossStages). Recomputation alone takes
-  // ZeRO-2 (the step's gradients reduce-scattered once), not ZeRO-3's
-  // per-slot gathers.
+  // The search leaves ZeRO-2 and 3 with stages or splits, and ZeRO-3 with
+  // recomputation, out (SearchOptions::untrainedCombinations); this is the
+  // backstop. Recomputation alone takes ZeRO-2 (the step's gradients
+  // reduce-scattered once), not ZeRO-3's per-slot gathers.
   if (first.dp > 1 && first.sharding == cost::ShardingLevel::Parameters)
     return refuse("shards parameters over data-parallel ranks with " + partitionedBy,
                   "pin --zero gradients or --recompute none");
@@ -484,7 +484,7 @@ DriverStatus compileForCluster(mlir::MLIRContext &context, const CompileRequest 
   CompileRequest request = original;
   auto &search = request.planner.search;
   // A plan to run: the search leaves out what the runtime does not train.
-  search.shardGradientsAcrossStages = !(search.training && !request.forwardOnly);
+  search.untrainedCombinations = !(search.training && !request.forwardOnly);
   LoadedModel &model = result.model;
   Snapshots snapshots;
   if (DriverStatus s = importForPlan(context, request, std::nullopt, model, snapshots); !s.ok())

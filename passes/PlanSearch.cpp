@@ -289,12 +289,17 @@ bool Searcher::fillStage(const Config &c, int stage,
     m.parameters += buffers;
     return m;
   };
+  // ZeRO-3's per-slot gathers with recomputation do not train yet.
+  const bool mayRecompute = options.untrainedCombinations || c.dp == 1 ||
+                            c.sharding != ShardingLevel::Parameters;
   bool recomputeAll = options.recompute == RecomputeMode::Full ||
                       (ignoreBudget && options.recompute == RecomputeMode::Auto);
-  if (!recomputeAll) {
+  if (recomputeAll && !mayRecompute && !ignoreBudget)
+    return false;
+  if (!recomputeAll || !mayRecompute) {
     plan.memory = memoryWith(activation, 0, 0);
     if (ignoreBudget || plan.memory.total() <= options.memoryBudget ||
-        options.recompute == RecomputeMode::None)
+        options.recompute == RecomputeMode::None || !mayRecompute)
       return ignoreBudget || plan.memory.total() <= options.memoryBudget;
   }
   // Recompute the layers that save the most memory per extra second until
@@ -606,11 +611,17 @@ bool Searcher::run(SearchResult &result, std::string &error) {
           for (ShardingLevel level : levels) {
             if (options.sharding && level != *options.sharding)
               continue;
-            if (!options.shardGradientsAcrossStages && (tp > 1 || pp > 1) &&
+            if (!options.untrainedCombinations && (tp > 1 || pp > 1) &&
                 level >= ShardingLevel::Gradients) {
               reject(7, "--zero " + std::string(cost::shardingLevelName(level)) +
                             " with pipeline stages or tensor splits does not train yet: pin "
                             "--zero optimizer or --zero none, or --pp 1 --tp 1");
+              continue;
+            }
+            if (!options.untrainedCombinations && level == ShardingLevel::Parameters &&
+                options.recompute == RecomputeMode::Full) {
+              reject(7, "--zero parameters with --recompute full does not train yet: pin "
+                        "--zero gradients or --recompute none");
               continue;
             }
             Config c{tp, int(pp), dp, v, mb, m, schedule, level, 0};

@@ -89,10 +89,10 @@ struct SearchOptions {
   /// differ from the batch's and waiting for every microbatch before
   /// normalizing any leaves nothing to overlap.
   bool batchStatistics = false;
-  /// Whether ZeRO-2 and 3 may go with pipeline stages or tensor splits.
-  /// `cleave plan` explores them; `cleave compile` turns this off, since
-  /// the runtime does not train them yet (docs/training.md).
-  bool shardGradientsAcrossStages = true;
+  /// Whether to consider what the runtime does not train yet (ZeRO-2 and 3
+  /// with pipeline stages or tensor splits, ZeRO-3 with recomputation):
+  /// `cleave plan` explores them; `cleave compile` turns this off.
+  bool untrainedCombinations = true;
   std::optional<cost::Schedule> schedule;
   std::optional<cost::ShardingLevel> sharding;
   int top = 1;

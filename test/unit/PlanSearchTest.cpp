@@ -201,10 +201,16 @@ TEST(PlanSearch, CompileLeavesOutShardedGradientsAcrossStages) {
     return (c.tp > 1 || c.pp > 1) && c.sharding >= cost::ShardingLevel::Gradients;
   };
   EXPECT_TRUE(std::any_of(explored.best.begin(), explored.best.end(), splitAndSharded));
-  o.shardGradientsAcrossStages = false;
+  o.untrainedCombinations = false;
   ASSERT_TRUE(searchPlan(syntheticGpt(16), dgx(8), o, runnable, error)) << error;
   ASSERT_FALSE(runnable.best.empty());
   EXPECT_TRUE(std::none_of(runnable.best.begin(), runnable.best.end(), splitAndSharded));
+  // Nor ZeRO-3 with recomputation.
+  EXPECT_TRUE(std::none_of(runnable.best.begin(), runnable.best.end(), [](const Candidate &c) {
+    return c.dp > 1 && c.sharding == cost::ShardingLevel::Parameters &&
+           std::any_of(c.stages.begin(), c.stages.end(),
+                       [](const StagePlan &s) { return !s.recomputed.empty(); });
+  }));
   // Pinned, the combination is refused naming the pins that avoid it.
   o.pp = 4;
   o.sharding = cost::ShardingLevel::Parameters;

@@ -181,7 +181,8 @@ FailureOr<PlannerResult> planModel(func::FuncOp func, const ::cleave::cost::Clus
   if (!::cleave::planner::searchPlan(plan.profile, cluster, search, plan.search, error)) {
     InFlightDiagnostic diagnostic = emitError(func.getLoc())
                                     << "no parallelization to consider: " << error;
-    if (batchStatistics && search.training)
+    // Only where batch norm's whole-batch rule is what left nothing.
+    if (batchStatistics && search.training && llvm::StringRef(error).contains("batch norm"))
       diagnostic.attachNote(batchStatistics->getLoc())
           << "the first batch norm, which keeps a replica's batch whole";
     return diagnostic;

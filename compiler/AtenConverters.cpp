@@ -32,8 +32,10 @@ RankedTensorType typeOf(Value value) {
 
 /// Normalizes a PyTorch dim (negative counts from the end) for `rank`.
 FailureOr<int64_t> normDim(Importer &imp, int64_t dim, int64_t rank) {
-  int64_t d = dim < 0 ? dim + rank : dim;
-  if (d < 0 || d >= std::max<int64_t>(rank, 1)) {
+  // PyTorch wraps dims of a 0-d tensor as if it had one (0 and -1 name it).
+  int64_t wrap = std::max<int64_t>(rank, 1);
+  int64_t d = dim < 0 ? dim + wrap : dim;
+  if (d < 0 || d >= wrap) {
     imp.error() << "dim " << dim << " is out of range for rank " << rank;
     return failure();
   }
@@ -220,6 +222,17 @@ Result clamp(Importer &imp, jit::Node *, Inputs in) {
   for (int i : {1, 2}) {
     if (imp.isNone(in[i]))
       continue;
+    if (in[i].isTensor() || (in[i].isConstant() && in[i].constant.isTensor())) { // clamp.Tensor
+      auto values = imp.promote({Val::ofTensor(x), in[i]});
+      if (failed(values))
+        return failure();
+      auto clamped = i == 1 ? imp.create<mlir::cleave::MaximumOp>((*values)[0], (*values)[1])
+                            : imp.create<mlir::cleave::MinimumOp>((*values)[0], (*values)[1]);
+      if (failed(clamped))
+        return failure();
+      x = *clamped;
+      continue;
+    }
     auto bound = imp.real(in[i]);
     if (failed(bound))
       return failure();
@@ -482,6 +495,42 @@ Converter normalizeAlongDim() {
   };
 }
 
+/// The dims and keepdim of a reduction, by the schema's argument names:
+/// `dim` an int, a list or None (None or [] reduce every dim).
+struct ReduceArgs {
+  SmallVector<int64_t> dims;
+  bool keepdim = false;
+};
+
+FailureOr<ReduceArgs> reduceArgs(Importer &imp, jit::Node *node, Inputs in, int64_t rank,
+                                 const char *dimName = "dim") {
+  ReduceArgs args;
+  auto dimIndex = node->schema().argumentIndexWithName(dimName);
+  if (dimIndex && !imp.isNone(in[*dimIndex])) {
+    auto given = imp.intList(in[*dimIndex]);
+    if (failed(given))
+      return failure();
+    for (int64_t d : *given) {
+      auto dim = normDim(imp, d, rank);
+      if (failed(dim))
+        return failure();
+      args.dims.push_back(*dim);
+    }
+  }
+  if (auto keepIndex = node->schema().argumentIndexWithName("keepdim")) {
+    auto keep = imp.boolean(in[*keepIndex]);
+    if (failed(keep))
+      return failure();
+    args.keepdim = *keep;
+  }
+  if (args.dims.empty())
+    for (int64_t d = 0; d < rank; ++d)
+      args.dims.push_back(d);
+  if (rank == 0) // dim 0 (or -1) of a 0-d tensor: nothing to reduce, the result stays 0-d
+    args.dims.clear();
+  return args;
+}
+
 /// mean/sum/amax: (self, dims, keepdim[, dtype]) or (self[, dtype]) for all dims.
 template <typename OpTy>
 Converter reduction(bool mean) {
@@ -489,28 +538,11 @@ Converter reduction(bool mean) {
     auto x = imp.tensor(in[0]);
     if (failed(x))
       return failure();
-    int64_t rank = typeOf(*x).getRank();
-    SmallVector<int64_t> dims;
-    bool keepdim = false;
-    auto dimIndex = node->schema().argumentIndexWithName("dim");
-    if (dimIndex && !imp.isNone(in[*dimIndex])) {
-      auto given = imp.intList(in[*dimIndex]);
-      if (failed(given))
-        return failure();
-      for (int64_t d : *given) {
-        auto dim = normDim(imp, d, rank);
-        if (failed(dim))
-          return failure();
-        dims.push_back(*dim);
-      }
-      auto keep = imp.boolean(in[*node->schema().argumentIndexWithName("keepdim")]);
-      if (failed(keep))
-        return failure();
-      keepdim = *keep;
-    }
-    if (dims.empty()) // no dims (or an empty list) reduces everything
-      for (int64_t d = 0; d < rank; ++d)
-        dims.push_back(d);
+    auto args = reduceArgs(imp, node, in, typeOf(*x).getRank());
+    if (failed(args))
+      return failure();
+    SmallVector<int64_t> dims = args->dims;
+    bool keepdim = args->keepdim;
     auto dtype = dtypeArg(imp, node, in);
     if (failed(dtype))
       return failure();
@@ -520,10 +552,15 @@ Converter reduction(bool mean) {
       imp.error() << "mean of an integer tensor (PyTorch rejects it too)";
       return failure();
     }
-    if (!mean && !dtype->has_value() && et.isInteger(1))
-      input = imp.cast(input, imp.builder.getI64Type()); // sum of bools counts
-    return one(imp.create<OpTy>(input,
-                                        imp.builder.getDenseI64ArrayAttr(dims), keepdim));
+    constexpr bool isMax = std::is_same_v<OpTy, mlir::cleave::ReduceMaxOp>;
+    if (!mean && !dtype->has_value() && et.isInteger(1)) {
+      // A sum of bools counts; a max of bools is an any(), computed on i64.
+      input = imp.cast(input, imp.builder.getI64Type());
+    }
+    auto reduced = imp.create<OpTy>(input, imp.builder.getDenseI64ArrayAttr(dims), keepdim);
+    if (isMax && succeeded(reduced) && et.isInteger(1) && !dtype->has_value())
+      return one(imp.cast(*reduced, et));
+    return one(reduced);
   };
 }
 
@@ -1308,6 +1345,554 @@ Result broadcastTensors(Importer &imp, jit::Node *, Inputs in) {
   return std::vector<Val>{Val::ofList(std::move(results))};
 }
 
+//===----------------------------------------------------------------------===//
+// Composite ops: one cleave op per aten op, rewritten into core ops by
+// -cleave-decompose. Converters here only read arguments and promote types.
+//===----------------------------------------------------------------------===//
+
+/// A composite of one float operand and no parameters (log2, hardswish).
+template <typename OpTy>
+Converter floatMap() {
+  return unary<OpTy>(/*needsFloat=*/true);
+}
+
+/// The f64 attribute of argument `name`, `fallback` when absent or None.
+FailureOr<FloatAttr> realAttr(Importer &imp, jit::Node *node, Inputs in, const char *name,
+                              double fallback) {
+  auto index = node->schema().argumentIndexWithName(name);
+  double value = fallback;
+  if (index && !imp.isNone(in[*index])) {
+    auto given = imp.real(in[*index]);
+    if (failed(given))
+      return failure();
+    value = *given;
+  }
+  return imp.builder.getF64FloatAttr(value);
+}
+
+/// leaky_relu / hardtanh / softshrink / hardshrink / threshold: one operand
+/// and the f64 parameters named in `params` (with their defaults).
+template <typename OpTy>
+Converter parameterizedMap(bool needsFloat,
+                           std::vector<std::pair<const char *, double>> params) {
+  return [needsFloat, params](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto values = imp.promote({in[0]}, needsFloat);
+    if (failed(values))
+      return failure();
+    SmallVector<Attribute> attrs;
+    for (auto [name, fallback] : params) {
+      auto attr = realAttr(imp, node, in, name, fallback);
+      if (failed(attr))
+        return failure();
+      attrs.push_back(*attr);
+    }
+    if constexpr (std::is_same_v<OpTy, mlir::cleave::HardtanhOp> ||
+                  std::is_same_v<OpTy, mlir::cleave::ThresholdOp>)
+      return one(imp.create<OpTy>((*values)[0], llvm::cast<FloatAttr>(attrs[0]),
+                                  llvm::cast<FloatAttr>(attrs[1])));
+    else
+      return one(imp.create<OpTy>((*values)[0], llvm::cast<FloatAttr>(attrs[0])));
+  };
+}
+
+/// relu6(x) = hardtanh(x, 0, 6).
+Result relu6(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0]});
+  if (failed(values))
+    return failure();
+  return one(imp.create<mlir::cleave::HardtanhOp>((*values)[0], imp.builder.getF64FloatAttr(0),
+                                                  imp.builder.getF64FloatAttr(6)));
+}
+
+/// nan_to_num(x, nan, posinf, neginf): by default 0 and the largest
+/// finite values of the dtype.
+Result nanToNum(Importer &imp, jit::Node *node, Inputs in) {
+  auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+  if (failed(values))
+    return failure();
+  auto type = llvm::cast<FloatType>(typeOf((*values)[0]).getElementType());
+  double largest = APFloat::getLargest(type.getFloatSemantics()).convertToDouble();
+  auto nan = realAttr(imp, node, in, "nan", 0.0);
+  auto posinf = realAttr(imp, node, in, "posinf", largest);
+  auto neginf = realAttr(imp, node, in, "neginf", -largest);
+  if (failed(nan) || failed(posinf) || failed(neginf))
+    return failure();
+  return one(imp.create<mlir::cleave::NanToNumOp>((*values)[0], *nan, *posinf, *neginf));
+}
+
+Result logit(Importer &imp, jit::Node *node, Inputs in) {
+  auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+  if (failed(values))
+    return failure();
+  FloatAttr eps;
+  if (in.size() > 1 && !imp.isNone(in[1])) {
+    auto given = imp.real(in[1]);
+    if (failed(given))
+      return failure();
+    eps = imp.builder.getF64FloatAttr(*given);
+  }
+  return one(imp.create<mlir::cleave::LogitOp>((*values)[0], eps));
+}
+
+/// isnan / isinf / ...: the tensor as it is (integers pass no test).
+template <typename OpTy>
+Converter test() {
+  return [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    return one(imp.create<OpTy>(*x));
+  };
+}
+
+/// Broadcasting composites of `arity` promoted operands (scalars included).
+template <typename OpTy, int Arity>
+Converter broadcastComposite(bool needsFloat) {
+  return [needsFloat](Importer &imp, jit::Node *, Inputs in) -> Result {
+    std::vector<Val> operands(in.begin(), in.begin() + Arity);
+    auto values = imp.promote(operands, needsFloat);
+    if (failed(values))
+      return failure();
+    if constexpr (Arity == 2)
+      return one(imp.create<OpTy>((*values)[0], (*values)[1]));
+    else
+      return one(imp.create<OpTy>((*values)[0], (*values)[1], (*values)[2]));
+  };
+}
+
+/// addcmul / addcdiv(self, tensor1, tensor2, value).
+template <typename OpTy>
+Converter addcOp(bool needsFloat) {
+  return [needsFloat](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto values = imp.promote({in[0], in[1], in[2]}, needsFloat);
+    auto value = realAttr(imp, node, in, "value", 1.0);
+    if (failed(values) || failed(value))
+      return failure();
+    return one(imp.create<OpTy>((*values)[0], (*values)[1], (*values)[2], *value));
+  };
+}
+
+/// The reduction's input: cast to the `dtype` argument when given, promoted
+/// to float when `needsFloat`.
+FailureOr<Value> reductionInput(Importer &imp, jit::Node *node, Inputs in, bool needsFloat) {
+  auto x = imp.tensor(in[0]);
+  auto dtype = dtypeArg(imp, node, in);
+  if (failed(x) || failed(dtype))
+    return failure();
+  Value input = *dtype ? imp.cast(*x, **dtype) : *x;
+  if (needsFloat && !llvm::isa<FloatType>(typeOf(input).getElementType()))
+    input = imp.cast(input, imp.builder.getF32Type());
+  return input;
+}
+
+/// var / std / var_mean / std_mean: `unbiased` (bool) or `correction`
+/// (None meaning 1).
+template <typename OpTy>
+Converter varianceOf() {
+  return [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = reductionInput(imp, node, in, /*needsFloat=*/true);
+    if (failed(x))
+      return failure();
+    auto args = reduceArgs(imp, node, in, typeOf(*x).getRank());
+    if (failed(args))
+      return failure();
+    double correction = 1;
+    const auto &schema = node->schema();
+    if (auto i = schema.argumentIndexWithName("unbiased")) {
+      auto unbiased = imp.boolean(in[*i]);
+      if (failed(unbiased))
+        return failure();
+      correction = *unbiased ? 1 : 0;
+    } else if (auto i = schema.argumentIndexWithName("correction");
+               i && !imp.isNone(in[*i])) {
+      auto given = imp.real(in[*i]);
+      if (failed(given))
+        return failure();
+      correction = *given;
+    }
+    auto dims = imp.builder.getDenseI64ArrayAttr(args->dims);
+    auto attr = imp.builder.getF64FloatAttr(correction);
+    if constexpr (OpTy::template hasTrait<OpTrait::NResults<2>::Impl>()) {
+      OpTy op = imp.builder.create<OpTy>(imp.loc(), *x, dims,
+                                         imp.builder.getBoolAttr(args->keepdim), attr);
+      return std::vector<Val>{Val::ofTensor(op.getFirst()), Val::ofTensor(op.getSecond())};
+    } else {
+      return one(imp.create<OpTy>(*x, dims, imp.builder.getBoolAttr(args->keepdim), attr));
+    }
+  };
+}
+
+/// logsumexp / amin / nansum / nanmean / aminmax over dims.
+template <typename OpTy>
+Converter compositeReduction(bool needsFloat) {
+  return [needsFloat](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = reductionInput(imp, node, in, needsFloat);
+    if (failed(x))
+      return failure();
+    auto args = reduceArgs(imp, node, in, typeOf(*x).getRank());
+    if (failed(args))
+      return failure();
+    auto dims = imp.builder.getDenseI64ArrayAttr(args->dims);
+    if constexpr (OpTy::template hasTrait<OpTrait::NResults<2>::Impl>()) {
+      OpTy op = imp.builder.create<OpTy>(imp.loc(), *x, dims,
+                                         imp.builder.getBoolAttr(args->keepdim));
+      return std::vector<Val>{Val::ofTensor(op.getFirst()), Val::ofTensor(op.getSecond())};
+    } else {
+      return one(imp.create<OpTy>(*x, dims, args->keepdim));
+    }
+  };
+}
+
+/// norm / linalg_vector_norm / frobenius_norm: the order is `p` or `ord`
+/// (None meaning 2).
+Result norm(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = reductionInput(imp, node, in, /*needsFloat=*/true);
+  if (failed(x))
+    return failure();
+  auto args = reduceArgs(imp, node, in, typeOf(*x).getRank());
+  if (failed(args))
+    return failure();
+  double p = 2;
+  for (const char *name : {"p", "ord"})
+    if (auto i = node->schema().argumentIndexWithName(name); i && !imp.isNone(in[*i])) {
+      auto given = imp.real(in[*i]);
+      if (failed(given))
+        return failure();
+      p = *given;
+    }
+  return one(imp.create<mlir::cleave::NormOp>(*x, imp.builder.getDenseI64ArrayAttr(args->dims),
+                                              imp.builder.getBoolAttr(args->keepdim),
+                                              imp.builder.getF64FloatAttr(p)));
+}
+
+Result prelu(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0], in[1]}, /*integerToFloat=*/true);
+  if (failed(values))
+    return failure();
+  return one(imp.create<mlir::cleave::PreluOp>((*values)[0], (*values)[1]));
+}
+
+Result glu(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+  if (failed(dim))
+    return failure();
+  auto type = typeOf(*x);
+  if (type.getDimSize(*dim) % 2 != 0) {
+    imp.error() << "glu halves dim " << *dim << ", of odd size " << type.getDimSize(*dim);
+    return failure();
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  shape[*dim] /= 2;
+  return one(imp.create<mlir::cleave::GluOp>(type.clone(shape), *x, *dim));
+}
+
+//===----------------------------------------------------------------------===//
+// Other spellings of core ops: views, clamps and products.
+//===----------------------------------------------------------------------===//
+
+/// mT / mH / adjoint: the last two dims swapped (real tensors: no conjugate).
+Result matrixTranspose(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  if (rank == 0) // as PyTorch: a 0-d tensor is its own transpose
+    return one(*x);
+  if (rank < 2) {
+    imp.error() << "needs a tensor of at least 2 dims, got rank " << rank;
+    return failure();
+  }
+  SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(dims[rank - 1], dims[rank - 2]);
+  return permuteTo(imp, *x, dims);
+}
+
+/// movedim / moveaxis(self, source, destination), ints or lists.
+Result movedim(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto source = imp.intList(in[1]), destination = imp.intList(in[2]);
+  if (failed(x) || failed(source) || failed(destination))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  if (source->size() != destination->size()) {
+    imp.error() << "source and destination name " << source->size() << " and "
+                << destination->size() << " dims";
+    return failure();
+  }
+  SmallVector<int64_t> order(rank, -1);
+  SmallVector<bool> moved(rank, false);
+  for (auto [s, d] : llvm::zip(*source, *destination)) {
+    auto from = normDim(imp, s, rank), to = normDim(imp, d, rank);
+    if (failed(from) || failed(to))
+      return failure();
+    if (order[*to] != -1 || moved[*from]) {
+      imp.error() << "repeated dim in movedim";
+      return failure();
+    }
+    order[*to] = *from;
+    moved[*from] = true;
+  }
+  int64_t next = 0;
+  for (int64_t &slot : order) {
+    if (slot != -1)
+      continue;
+    while (moved[next])
+      ++next;
+    slot = next++;
+  }
+  return permuteTo(imp, *x, order);
+}
+
+/// ravel: the tensor flattened.
+Result ravel(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  return one(imp.reshape(*x, {typeOf(*x).getNumElements()}));
+}
+
+/// unflatten(self, dim, sizes): one dim split into `sizes` (one may be -1).
+Result unflatten(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto sizes = imp.intList(in[2]);
+  if (failed(x) || failed(sizes))
+    return failure();
+  auto type = typeOf(*x);
+  auto dim = dimArg(imp, in[1], type.getRank());
+  if (failed(dim))
+    return failure();
+  auto split = resolveShape(imp, *sizes, type.getDimSize(*dim));
+  if (failed(split))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape().take_front(*dim));
+  shape.append(split->begin(), split->end());
+  shape.append(type.getShape().begin() + *dim + 1, type.getShape().end());
+  return one(imp.reshape(*x, shape));
+}
+
+/// clamp_min / clamp_max / clamp with a scalar or tensor bound.
+FailureOr<Value> clampBound(Importer &imp, Value x, const Val &bound, bool lower) {
+  auto values = imp.promote({Val::ofTensor(x), bound});
+  if (failed(values))
+    return failure();
+  return lower ? imp.create<mlir::cleave::MaximumOp>((*values)[0], (*values)[1])
+               : imp.create<mlir::cleave::MinimumOp>((*values)[0], (*values)[1]);
+}
+
+Converter clampOneSide(bool lower) {
+  return [lower](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    return one(clampBound(imp, *x, in[1], lower));
+  };
+}
+
+/// beta * self + alpha * product, self ignored when beta is 0 (PyTorch's
+/// rule: its NaNs do not propagate).
+Result scaledSum(Importer &imp, Value self, Value product, const Val &betaVal,
+                 const Val &alphaVal) {
+  auto beta = imp.real(betaVal), alpha = imp.real(alphaVal);
+  if (failed(beta) || failed(alpha))
+    return failure();
+  Type et = typeOf(product).getElementType();
+  FailureOr<Value> scaled = product;
+  if (*alpha != 1.0)
+    scaled = imp.create<mlir::cleave::MulOp>(product, imp.splat(*alpha, et));
+  if (failed(scaled) || *beta == 0.0) {
+    if (succeeded(scaled) && typeOf(*scaled).getShape() != typeOf(self).getShape() &&
+        mlir::cleave::broadcastShapes({typeOf(self).getShape(), typeOf(*scaled).getShape()}))
+      return broadcastTo(imp, *scaled,
+                         *mlir::cleave::broadcastShapes({typeOf(self).getShape(),
+                                                         typeOf(*scaled).getShape()}));
+    return one(scaled);
+  }
+  FailureOr<Value> bias = self;
+  if (*beta != 1.0)
+    bias = imp.create<mlir::cleave::MulOp>(self, imp.splat(*beta, et));
+  if (failed(bias))
+    return failure();
+  return one(imp.create<mlir::cleave::AddOp>(*bias, *scaled));
+}
+
+/// a[:, None] * b[None, :].
+FailureOr<Value> outerProduct(Importer &imp, Value a, Value b) {
+  if (typeOf(a).getRank() != 1 || typeOf(b).getRank() != 1) {
+    imp.error() << "outer product of tensors of ranks " << typeOf(a).getRank() << " and "
+                << typeOf(b).getRank() << ", not 1";
+    return failure();
+  }
+  return imp.create<mlir::cleave::MulOp>(imp.reshape(a, {typeOf(a).getDimSize(0), 1}),
+                                         imp.reshape(b, {1, typeOf(b).getDimSize(0)}));
+}
+
+Result outer(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0], in[1]});
+  if (failed(values))
+    return failure();
+  return one(outerProduct(imp, (*values)[0], (*values)[1]));
+}
+
+/// inner(a, b): sums over the last dim of both; result a.shape[:-1] + b.shape[:-1].
+Result inner(Importer &imp, jit::Node *node, Inputs in) {
+  auto values = imp.promote({in[0], in[1]});
+  if (failed(values))
+    return failure();
+  Value a = (*values)[0], b = (*values)[1];
+  auto at = typeOf(a), bt = typeOf(b);
+  if (at.getRank() == 0 || bt.getRank() == 0)
+    return one(imp.create<mlir::cleave::MulOp>(a, b));
+  int64_t k = at.getShape().back();
+  if (bt.getShape().back() != k) {
+    imp.error() << "last dims differ: " << k << " and " << bt.getShape().back();
+    return failure();
+  }
+  Value lhs = imp.reshape(a, {at.getNumElements() / std::max<int64_t>(k, 1), k});
+  Value rhs = imp.reshape(b, {bt.getNumElements() / std::max<int64_t>(k, 1), k});
+  auto transposed = imp.create<mlir::cleave::PermuteOp>(rhs, imp.builder.getDenseI64ArrayAttr({1, 0}));
+  if (failed(transposed))
+    return failure();
+  auto product = imp.create<mlir::cleave::MatmulOp>(lhs, *transposed);
+  if (failed(product))
+    return failure();
+  SmallVector<int64_t> shape(at.getShape().drop_back());
+  shape.append(bt.getShape().begin(), bt.getShape().end() - 1);
+  return one(imp.reshape(*product, shape));
+}
+
+/// addmv(self, mat, vec, beta, alpha) / addr(self, vec1, vec2, beta, alpha) /
+/// baddbmm(self, batch1, batch2, beta, alpha) / addbmm (the batch summed).
+enum class AddProduct { Mv, Outer, Bmm, SummedBmm };
+
+Converter addProduct(AddProduct kind) {
+  return [kind](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto values = imp.promote({in[0], in[1], in[2]});
+    if (failed(values))
+      return failure();
+    Value self = (*values)[0], a = (*values)[1], b = (*values)[2];
+    FailureOr<Value> product;
+    switch (kind) {
+    case AddProduct::Mv: {
+      auto r = matmul(imp, node, {Val::ofTensor(a), Val::ofTensor(b)});
+      if (failed(r))
+        return failure();
+      product = r->front().tensor;
+      break;
+    }
+    case AddProduct::Outer:
+      product = outerProduct(imp, a, b);
+      break;
+    case AddProduct::Bmm:
+      product = imp.create<mlir::cleave::MatmulOp>(a, b);
+      break;
+    case AddProduct::SummedBmm:
+      product = imp.create<mlir::cleave::MatmulOp>(a, b);
+      if (succeeded(product))
+        product = imp.create<mlir::cleave::ReduceSumOp>(
+            *product, imp.builder.getDenseI64ArrayAttr({0}), false);
+      break;
+    }
+    if (failed(product))
+      return failure();
+    return scaledSum(imp, self, *product, in[3], in[4]);
+  };
+}
+
+void addCompositeConverters(llvm::StringMap<Converter> &r) {
+  namespace c = mlir::cleave;
+  r["aten::square"] = unary<c::SquareOp>(false);
+  r["aten::reciprocal"] = floatMap<c::ReciprocalOp>();
+  r["aten::exp2"] = floatMap<c::Exp2Op>();
+  r["aten::special_exp2"] = floatMap<c::Exp2Op>();
+  r["aten::log2"] = floatMap<c::Log2Op>();
+  r["aten::log10"] = floatMap<c::Log10Op>();
+  r["aten::erfc"] = floatMap<c::ErfcOp>();
+  r["aten::special_erfc"] = floatMap<c::ErfcOp>();
+  r["aten::sinc"] = floatMap<c::SincOp>();
+  r["aten::special_sinc"] = floatMap<c::SincOp>();
+  r["aten::rad2deg"] = floatMap<c::Rad2degOp>();
+  r["aten::deg2rad"] = floatMap<c::Deg2radOp>();
+  r["aten::hardsigmoid"] = floatMap<c::HardsigmoidOp>();
+  r["aten::hardswish"] = floatMap<c::HardswishOp>();
+  r["aten::logit"] = logit;
+  r["aten::special_logit"] = logit;
+  r["aten::leaky_relu"] = parameterizedMap<c::LeakyReluOp>(true, {{"negative_slope", 0.01}});
+  r["aten::hardtanh"] = parameterizedMap<c::HardtanhOp>(false, {{"min_val", -1.0}, {"max_val", 1.0}});
+  r["aten::relu6"] = relu6;
+  r["aten::softshrink"] = parameterizedMap<c::SoftshrinkOp>(true, {{"lambd", 0.5}});
+  r["aten::hardshrink"] = parameterizedMap<c::HardshrinkOp>(true, {{"lambd", 0.5}});
+  r["aten::threshold"] = parameterizedMap<c::ThresholdOp>(false, {{"threshold", 0.0}, {"value", 0.0}});
+  r["aten::nan_to_num"] = nanToNum;
+  r["aten::isnan"] = test<c::IsnanOp>();
+  r["aten::isinf"] = test<c::IsinfOp>();
+  r["aten::isposinf"] = test<c::IsposinfOp>();
+  r["aten::isneginf"] = test<c::IsneginfOp>();
+  r["aten::isfinite"] = test<c::IsfiniteOp>();
+  r["aten::xlogy"] = broadcastComposite<c::XlogyOp, 2>(true);
+  r["aten::special_xlogy"] = broadcastComposite<c::XlogyOp, 2>(true);
+  r["aten::hypot"] = broadcastComposite<c::HypotOp, 2>(true);
+  r["aten::copysign"] = broadcastComposite<c::CopysignOp, 2>(true);
+  r["aten::heaviside"] = broadcastComposite<c::HeavisideOp, 2>(false);
+  r["aten::fmax"] = broadcastComposite<c::FmaxOp, 2>(false);
+  r["aten::fmin"] = broadcastComposite<c::FminOp, 2>(false);
+  r["aten::lerp"] = broadcastComposite<c::LerpOp, 3>(true);
+  r["aten::addcmul"] = addcOp<c::AddcmulOp>(false);
+  r["aten::addcdiv"] = addcOp<c::AddcdivOp>(true);
+  r["aten::var"] = varianceOf<c::VarOp>();
+  r["aten::std"] = varianceOf<c::StdOp>();
+  r["aten::var_mean"] = varianceOf<c::VarMeanOp>();
+  r["aten::std_mean"] = varianceOf<c::StdMeanOp>();
+  r["aten::logsumexp"] = compositeReduction<c::LogsumexpOp>(true);
+  r["aten::special_logsumexp"] = compositeReduction<c::LogsumexpOp>(true);
+  r["aten::amin"] = compositeReduction<c::AminOp>(false);
+  r["aten::aminmax"] = compositeReduction<c::AminmaxOp>(false);
+  r["aten::nansum"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = reductionInput(imp, node, in, /*needsFloat=*/false);
+    if (failed(x))
+      return failure();
+    if (typeOf(*x).getElementType().isInteger(1)) // bools count, as sum's
+      x = imp.cast(*x, imp.builder.getI64Type());
+    auto args = reduceArgs(imp, node, in, typeOf(*x).getRank());
+    if (failed(args))
+      return failure();
+    return one(imp.create<c::NansumOp>(*x, imp.builder.getDenseI64ArrayAttr(args->dims),
+                                       imp.builder.getBoolAttr(args->keepdim)));
+  };
+  r["aten::nanmean"] = compositeReduction<c::NanmeanOp>(true);
+  r["aten::norm"] = norm;
+  r["aten::linalg_vector_norm"] = norm;
+  r["aten::frobenius_norm"] = norm;
+  r["aten::prelu"] = prelu;
+  r["aten::glu"] = glu;
+  // Spellings of core ops.
+  r["aten::positive"] = identity;
+  r["aten::mT"] = matrixTranspose;
+  r["aten::mH"] = matrixTranspose;
+  r["aten::adjoint"] = matrixTranspose;
+  r["aten::swapaxes"] = transpose;
+  r["aten::swapdims"] = transpose;
+  r["aten::movedim"] = movedim;
+  r["aten::moveaxis"] = movedim;
+  r["aten::ravel"] = ravel;
+  r["aten::unflatten"] = unflatten;
+  r["aten::narrow_copy"] = narrow;
+  r["aten::clamp_min"] = clampOneSide(true);
+  r["aten::clamp_max"] = clampOneSide(false);
+  r["aten::mv"] = matmul;
+  r["aten::dot"] = matmul;
+  r["aten::vdot"] = matmul;
+  r["aten::inner"] = inner;
+  r["aten::outer"] = outer;
+  r["aten::ger"] = outer;
+  r["aten::addmv"] = addProduct(AddProduct::Mv);
+  r["aten::addr"] = addProduct(AddProduct::Outer);
+  r["aten::baddbmm"] = addProduct(AddProduct::Bmm);
+  r["aten::addbmm"] = addProduct(AddProduct::SummedBmm);
+}
+
 struct Registry {
   llvm::StringMap<Converter> converters;
 
@@ -1426,6 +2011,7 @@ struct Registry {
     r["aten::mse_loss"] = mseLoss;
     r["aten::tril"] = triangle<mlir::cleave::TrilOp>();
     r["aten::triu"] = triangle<mlir::cleave::TriuOp>();
+    addCompositeConverters(r);
   }
 };
 

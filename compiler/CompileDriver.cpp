@@ -70,6 +70,12 @@ DriverStatus import(mlir::MLIRContext &context, const CompileRequest &request,
   model.params = std::move(imported->params);
   model.meta = imported->meta;
   model.stateDict = std::move(imported->stateDict);
+  // Composite aten ops become core ops before anything asks an op's cost,
+  // sharding or gradient.
+  if (mlir::failed(runPasses(*model.module, [](mlir::PassManager &pm) {
+        mlir::cleave::addDecomposePipeline(pm);
+      })))
+    return DriverStatus::failure();
   return {};
 }
 

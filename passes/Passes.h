@@ -98,6 +98,8 @@ void addCleanupPipeline(OpPassManager &pm);
 /// their imported type), then the precision conversion for `dtype`. The
 /// cost model, the planner and the memory planner all see this IR.
 void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options = {});
+/// `cleave-decompose` on every function: composite ops become core ops.
+void addDecomposePipeline(OpPassManager &pm);
 /// What `cleave compile` runs between import and emission for one device:
 /// the preparation, then memory planning.
 void addSingleDevicePlanPipeline(OpPassManager &pm, const PrepareOptions &options = {});

@@ -5,6 +5,21 @@
 
 include "mlir/Pass/PassBase.td"
 
+def Decompose : Pass<"cleave-decompose", "mlir::func::FuncOp"> {
+  let summary = "Rewrite composite ops (var, logsumexp, hardswish, ...) into core ops";
+  let description = [{
+    The first pass after import. Every op with `DecomposableOpInterface`
+    (CleaveCompositeOps.td) is replaced by the core ops its rule builds, until
+    none is left; only core ops carry kernels, costs, sharding and gradient
+    rules, so every later pass, differentiation included, sees core ops only.
+    docs/ops.md lists the core set and the table of decompositions.
+  }];
+  let statistics = [
+    Statistic<"numDecomposed", "decomposed", "Composite ops rewritten">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def PrintModelSummary : Pass<"cleave-print-summary", "mlir::ModuleOp"> {
   let summary = "Print ops, parameters and bytes per module of the model";
   let description = [{

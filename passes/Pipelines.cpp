@@ -21,7 +21,14 @@ void addPrecisionPipeline(OpPassManager &pm, llvm::StringRef dtype, bool masterW
   pm.addNestedPass<func::FuncOp>(createConvertPrecision(options));
 }
 
+void addDecomposePipeline(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createDecompose());
+}
+
 void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options) {
+  // First: every later pass asks core ops' interfaces (a no-op after import,
+  // which decomposes already; IR read from a file may hold composites).
+  addDecomposePipeline(pm);
   addCleanupPipeline(pm);
   // Before fusion: a training dropout inside attention must stay visible.
   if (options.training) {

@@ -135,4 +135,24 @@ def Cleave_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Cleave_DecomposableOpInterface : OpInterface<"DecomposableOpInterface"> {
+  let cppNamespace = "::mlir::cleave";
+  let description = [{
+    A composite op: an aten op with its own semantics that cleave writes as
+    core ops (Decompositions.cpp) instead of giving it kernels, costs,
+    sharding and gradient rules. `-cleave-decompose` rewrites every one of
+    them right after import, so no later pass sees one; only core ops carry
+    the other interfaces.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds the op's results as core (or other composite) ops at
+        `builder`'s insertion point, with the op's location, one value per
+        result of the result's type.
+      }], "::llvm::LogicalResult", "decompose",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$results)>,
+  ];
+}
+
 #endif // CLEAVE_INTERFACES_TD

@@ -709,5 +709,6 @@ def Cleave_RecvOp : Cleave_Op<"recv", [], [], ["getCost", "getSavedForBackward"]
 }
 
 include "dialects/cleave/CleaveTrainingOps.td"
+include "dialects/cleave/CleaveCompositeOps.td"
 
 #endif // CLEAVE_OPS_TD

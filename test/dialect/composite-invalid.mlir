@@ -1,0 +1,24 @@
+// RUN: cleave-opt %s -split-input-file -verify-diagnostics
+
+func.func @prelu_weight(%x: tensor<2x4x3xf32>, %w: tensor<3xf32>) -> tensor<2x4x3xf32> {
+  // expected-error @+1 {{weight of 3 elements is neither one nor one per channel (dim 1) of the input}}
+  %0 = cleave.prelu %x, %w : tensor<2x4x3xf32>, tensor<3xf32>
+  return %0 : tensor<2x4x3xf32>
+}
+
+// -----
+
+func.func @glu_odd(%x: tensor<2x5xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{halves dim 1 of odd size 5}}
+  %0 = cleave.glu %x {dim = 1 : i64} : tensor<2x5xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @var_dim(%x: tensor<2x5xf32>) -> tensor<2xf32> {
+  // expected-error @+2 {{reduction dim 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = cleave.var %x {dims = array<i64: 2>, correction = 1.0 : f64} : tensor<2x5xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}

@@ -1,0 +1,75 @@
+// RUN: cleave-opt %s -cleave-decompose | FileCheck %s
+
+// Composite ops become core ops; what is left carries every interface of
+// the core set, so differentiation needs no rule for any composite.
+
+// std builds var, which decomposes in the next round: two passes over the
+// data (mean, then centered squares), the unbiased divisor 4 - 1 = 3.
+// CHECK-LABEL: func.func @std
+// CHECK: %[[MEAN:.*]] = cleave.reduce_mean %arg0 {dims = array<i64: 1>, keepdim = true} : tensor<2x4xf32> -> tensor<2x1xf32>
+// CHECK-NEXT: %[[D:.*]] = cleave.sub %arg0, %[[MEAN]]
+// CHECK-NEXT: %[[SQ:.*]] = cleave.mul %[[D]], %[[D]]
+// CHECK-NEXT: %[[SUM:.*]] = cleave.reduce_sum %[[SQ]] {dims = array<i64: 1>} : tensor<2x4xf32> -> tensor<2xf32>
+// CHECK-NEXT: %[[N:.*]] = cleave.constant dense<3.000000e+00> : tensor<f32>
+// CHECK-NEXT: %[[VAR:.*]] = cleave.div %[[SUM]], %[[N]]
+// CHECK-NEXT: %[[STD:.*]] = cleave.sqrt %[[VAR]] : tensor<2xf32>
+// CHECK-NEXT: return %[[STD]]
+// CHECK-NOT: cleave.std
+// CHECK-NOT: cleave.var
+func.func @std(%x: tensor<2x4xf32>) -> tensor<2xf32> {
+  %0 = cleave.std %x {dims = array<i64: 1>, correction = 1.0 : f64} : tensor<2x4xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// PyTorch's order of operations: x * clamp(x + 3, 0, 6), then / 6.
+// CHECK-LABEL: func.func @hardswish
+// CHECK: %[[X3:.*]] = cleave.add %arg0, %{{.*}} : tensor<8xf32>, tensor<f32>
+// CHECK: %[[LO:.*]] = cleave.maximum %[[X3]]
+// CHECK: %[[HI:.*]] = cleave.minimum %[[LO]]
+// CHECK: %[[P:.*]] = cleave.mul %arg0, %[[HI]]
+// CHECK: cleave.div %[[P]]
+// CHECK-NOT: cleave.hardswish
+func.func @hardswish(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = cleave.hardswish %x : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// An integer tensor holds no infinity: all false, of the input's shape.
+// CHECK-LABEL: func.func @isinf_int
+// CHECK: cleave.compare ne, %arg0, %arg0 : tensor<3xi64>, tensor<3xi64> -> tensor<3xi1>
+// CHECK-LABEL: func.func @isinf_float
+// CHECK: %[[A:.*]] = cleave.abs %arg0
+// CHECK: cleave.compare eq, %[[A]], %{{.*}} : tensor<3xf32>, tensor<f32> -> tensor<3xi1>
+func.func @isinf_int(%x: tensor<3xi64>) -> tensor<3xi1> {
+  %0 = cleave.isinf %x : tensor<3xi64> -> tensor<3xi1>
+  return %0 : tensor<3xi1>
+}
+func.func @isinf_float(%x: tensor<3xf32>) -> tensor<3xi1> {
+  %0 = cleave.isinf %x : tensor<3xf32> -> tensor<3xi1>
+  return %0 : tensor<3xi1>
+}
+
+// logsumexp guards an infinite maximum (taken as 0), keeps dims while it
+// reduces and drops them at the end.
+// CHECK-LABEL: func.func @logsumexp
+// CHECK: %[[M:.*]] = cleave.reduce_max %arg0 {dims = array<i64: 1>, keepdim = true}
+// CHECK: cleave.where
+// CHECK: cleave.exp
+// CHECK: cleave.reduce_sum {{.*}} {dims = array<i64: 1>, keepdim = true}
+// CHECK: cleave.log
+// CHECK: cleave.reshape {{.*}} : tensor<2x1xf32> to tensor<2xf32>
+func.func @logsumexp(%x: tensor<2x5xf32>) -> tensor<2xf32> {
+  %0 = cleave.logsumexp %x {dims = array<i64: 1>} : tensor<2x5xf32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// glu: the halves along dim 1, the second gating the first.
+// CHECK-LABEL: func.func @glu
+// CHECK: %[[A:.*]] = cleave.slice %arg0 {dim = 1 : i64, end = 3 : i64, start = 0 : i64}
+// CHECK: %[[B:.*]] = cleave.slice %arg0 {dim = 1 : i64, end = 6 : i64, start = 3 : i64}
+// CHECK: %[[S:.*]] = cleave.sigmoid %[[B]]
+// CHECK: cleave.mul %[[A]], %[[S]]
+func.func @glu(%x: tensor<2x6xf32>) -> tensor<2x3xf32> {
+  %0 = cleave.glu %x {dim = 1 : i64} : tensor<2x6xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -1422,6 +1422,7 @@ struct Registry {
     r["aten::trunc"] = rounding<mlir::cleave::TruncOp>();
     r["aten::round"] = roundDecimals;
     r["aten::sign"] = unary<mlir::cleave::SignOp>(false);
+    r["aten::sgn"] = unary<mlir::cleave::SignOp>(false); // sign, for the real tensors cleave has
     r["aten::log1p"] = unary<mlir::cleave::Log1pOp>(true);
     r["aten::expm1"] = unary<mlir::cleave::Expm1Op>(true);
     r["aten::tan"] = unary<mlir::cleave::TanOp>(true);

@@ -11,6 +11,8 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <cmath>
+
 using namespace mlir;
 namespace jit = torch::jit;
 
@@ -129,6 +131,62 @@ Converter unary(bool needsFloat) {
       return failure();
     return one(imp.create<OpTy>((*values)[0]));
   };
+}
+
+/// floor/ceil/trunc/round(self): an integer tensor rounds to itself in its
+/// own dtype, as PyTorch; a bool tensor is refused, as PyTorch refuses it.
+FailureOr<Value> roundingOperand(Importer &imp, jit::Node *node, const Val &val) {
+  auto values = imp.promote({val});
+  if (failed(values))
+    return failure();
+  Value x = (*values)[0];
+  if (typeOf(x).getElementType().isInteger(1)) {
+    imp.error() << node->kind().toQualString() << " of a bool tensor (PyTorch refuses it too)";
+    return failure();
+  }
+  return x;
+}
+
+template <typename OpTy>
+Converter rounding() {
+  return [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = roundingOperand(imp, node, in[0]);
+    if (failed(x))
+      return failure();
+    return one(imp.create<OpTy>(*x));
+  };
+}
+
+/// round(self, decimals=d): as PyTorch's kernel, round(x * 10^d) / 10^d, or
+/// round(x / 10^-d) * 10^-d for negative d, with 10^|d| in the tensor's dtype.
+Result roundDecimals(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = roundingOperand(imp, node, in[0]);
+  if (failed(x))
+    return failure();
+  int64_t decimals = 0;
+  if (in.size() > 1) {
+    auto d = imp.integer(in[1]);
+    if (failed(d))
+      return failure();
+    decimals = *d;
+  }
+  if (decimals == 0)
+    return one(imp.create<mlir::cleave::RoundOp>(*x));
+  Type et = typeOf(*x).getElementType();
+  if (!llvm::isa<FloatType>(et)) {
+    imp.error() << "round with decimals of an integer tensor (PyTorch refuses it too)";
+    return failure();
+  }
+  Value scale = imp.splat(std::pow(10.0, static_cast<double>(std::abs(decimals))), et);
+  auto scaled = decimals > 0 ? imp.create<mlir::cleave::MulOp>(*x, scale)
+                             : imp.create<mlir::cleave::DivOp>(*x, scale);
+  if (failed(scaled))
+    return failure();
+  auto rounded = imp.create<mlir::cleave::RoundOp>(*scaled);
+  if (failed(rounded))
+    return failure();
+  return one(decimals > 0 ? imp.create<mlir::cleave::DivOp>(*rounded, scale)
+                          : imp.create<mlir::cleave::MulOp>(*rounded, scale));
 }
 
 template <typename OpTy>
@@ -1944,6 +2002,24 @@ struct Registry {
     r["aten::sin"] = unary<mlir::cleave::SinOp>(true);
     r["aten::cos"] = unary<mlir::cleave::CosOp>(true);
     r["aten::erf"] = unary<mlir::cleave::ErfOp>(true);
+    r["aten::floor"] = rounding<mlir::cleave::FloorOp>();
+    r["aten::ceil"] = rounding<mlir::cleave::CeilOp>();
+    r["aten::trunc"] = rounding<mlir::cleave::TruncOp>();
+    r["aten::round"] = roundDecimals;
+    r["aten::sign"] = unary<mlir::cleave::SignOp>(false);
+    r["aten::sgn"] = unary<mlir::cleave::SignOp>(false); // sign, for the real tensors cleave has
+    r["aten::log1p"] = unary<mlir::cleave::Log1pOp>(true);
+    r["aten::expm1"] = unary<mlir::cleave::Expm1Op>(true);
+    r["aten::tan"] = unary<mlir::cleave::TanOp>(true);
+    r["aten::asin"] = unary<mlir::cleave::AsinOp>(true);
+    r["aten::acos"] = unary<mlir::cleave::AcosOp>(true);
+    r["aten::atan"] = unary<mlir::cleave::AtanOp>(true);
+    r["aten::sinh"] = unary<mlir::cleave::SinhOp>(true);
+    r["aten::cosh"] = unary<mlir::cleave::CoshOp>(true);
+    r["aten::asinh"] = unary<mlir::cleave::AsinhOp>(true);
+    r["aten::acosh"] = unary<mlir::cleave::AcoshOp>(true);
+    r["aten::atanh"] = unary<mlir::cleave::AtanhOp>(true);
+    r["aten::reciprocal"] = unary<mlir::cleave::ReciprocalOp>(true);
     r["aten::gelu"] = gelu;
     r["aten::clamp"] = clamp;
     r["aten::to"] = castTo;

@@ -42,6 +42,8 @@ def Cleave_IndexElementType : AnyTypeOf<[I64, I32]>;
 def Cleave_Tensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32, I1]>;
 def Cleave_FloatTensor : StaticShapeTensorOf<[F32, BF16, F16]>;
 def Cleave_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
+// Floats and integers, not bool: PyTorch refuses to round a bool tensor.
+def Cleave_NumericTensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32]>;
 def Cleave_BoolTensor : StaticShapeTensorOf<[I1]>;
 
 //===----------------------------------------------------------------------===//

@@ -76,6 +76,33 @@ def Cleave_RsqrtOp : Cleave_UnaryElementwiseOp<"rsqrt", Cleave_FloatTensor, "1 /
 def Cleave_SinOp : Cleave_UnaryElementwiseOp<"sin", Cleave_FloatTensor, "sin(x)", 12>;
 def Cleave_CosOp : Cleave_UnaryElementwiseOp<"cos", Cleave_FloatTensor, "cos(x)", 12>;
 def Cleave_ErfOp : Cleave_UnaryElementwiseOp<"erf", Cleave_FloatTensor, "erf(x)", 14>;
+// Rounding maps integers to themselves; round takes halfway cases to even (as
+// torch.round). sign of NaN is 0 and of a bool the bool (as torch.sign). These
+// have a zero gradient (as PyTorch's), so nothing is kept for backward.
+def Cleave_FloorOp : Cleave_UnaryElementwiseOp<"floor", Cleave_NumericTensor, "floor(x)", 1,
+                                                ["getSavedForBackward"]>;
+def Cleave_CeilOp : Cleave_UnaryElementwiseOp<"ceil", Cleave_NumericTensor, "ceil(x)", 1,
+                                               ["getSavedForBackward"]>;
+def Cleave_RoundOp : Cleave_UnaryElementwiseOp<"round", Cleave_NumericTensor,
+                                                "round_half_even(x)", 1,
+                                                ["getSavedForBackward"]>;
+def Cleave_TruncOp : Cleave_UnaryElementwiseOp<"trunc", Cleave_NumericTensor, "trunc(x)", 1,
+                                                ["getSavedForBackward"]>;
+def Cleave_SignOp : Cleave_UnaryElementwiseOp<"sign", Cleave_Tensor,
+                                               "(x > 0) - (x < 0)", 2,
+                                               ["getSavedForBackward"]>;
+def Cleave_Log1pOp : Cleave_UnaryElementwiseOp<"log1p", Cleave_FloatTensor, "log(1 + x)", 12>;
+def Cleave_Expm1Op : Cleave_UnaryElementwiseOp<"expm1", Cleave_FloatTensor, "exp(x) - 1", 12>;
+def Cleave_TanOp : Cleave_UnaryElementwiseOp<"tan", Cleave_FloatTensor, "tan(x)", 16>;
+def Cleave_AsinOp : Cleave_UnaryElementwiseOp<"asin", Cleave_FloatTensor, "asin(x)", 14>;
+def Cleave_AcosOp : Cleave_UnaryElementwiseOp<"acos", Cleave_FloatTensor, "acos(x)", 14>;
+def Cleave_AtanOp : Cleave_UnaryElementwiseOp<"atan", Cleave_FloatTensor, "atan(x)", 14>;
+def Cleave_SinhOp : Cleave_UnaryElementwiseOp<"sinh", Cleave_FloatTensor, "sinh(x)", 12>;
+def Cleave_CoshOp : Cleave_UnaryElementwiseOp<"cosh", Cleave_FloatTensor, "cosh(x)", 12>;
+def Cleave_AsinhOp : Cleave_UnaryElementwiseOp<"asinh", Cleave_FloatTensor, "asinh(x)", 14>;
+def Cleave_AcoshOp : Cleave_UnaryElementwiseOp<"acosh", Cleave_FloatTensor, "acosh(x)", 14>;
+def Cleave_AtanhOp : Cleave_UnaryElementwiseOp<"atanh", Cleave_FloatTensor, "atanh(x)", 12>;
+def Cleave_ReciprocalOp : Cleave_UnaryElementwiseOp<"reciprocal", Cleave_FloatTensor, "1 / x">;
 def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
 
 def Cleave_DropoutOp : Cleave_Op<"dropout", [Pure, Elementwise, SameOperandsAndResultType],

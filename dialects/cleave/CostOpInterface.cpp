@@ -173,6 +173,12 @@ void ReshapeOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 //===----------------------------------------------------------------------===//
 
 void NegOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+// Piecewise constant: the gradient is zero whatever the input.
+void FloorOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void CeilOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void RoundOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void TruncOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void SignOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 void AddOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 void SubOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 

@@ -78,6 +78,38 @@ CLEAVE_UNARY_GRADIENT(CosOp, b.mul(g, b.neg(b.make<SinOp>(x))))
 CLEAVE_UNARY_GRADIENT(ErfOp, b.mul(b.mul(b.scalarLike(2.0 / std::sqrt(M_PI), x),
                                          b.make<ExpOp>(b.neg(b.mul(x, x)))),
                                    g))
+// Piecewise constant: zeros_like(grad), as PyTorch.
+CLEAVE_UNARY_GRADIENT(FloorOp, b.broadcastTo(b.scalarLike(0, g), typeOf(g)))
+CLEAVE_UNARY_GRADIENT(CeilOp, b.broadcastTo(b.scalarLike(0, g), typeOf(g)))
+CLEAVE_UNARY_GRADIENT(RoundOp, b.broadcastTo(b.scalarLike(0, g), typeOf(g)))
+CLEAVE_UNARY_GRADIENT(TruncOp, b.broadcastTo(b.scalarLike(0, g), typeOf(g)))
+CLEAVE_UNARY_GRADIENT(SignOp, b.broadcastTo(b.scalarLike(0, g), typeOf(g)))
+// grad / (self + 1).
+CLEAVE_UNARY_GRADIENT(Log1pOp, b.div(g, b.add(x, b.scalarLike(1, x))))
+// grad * (result + 1).
+CLEAVE_UNARY_GRADIENT(Expm1Op, b.mul(g, b.add(y, b.scalarLike(1, y))))
+// grad * (1 + result^2).
+CLEAVE_UNARY_GRADIENT(TanOp, b.mul(g, b.add(b.scalarLike(1, y), b.mul(y, y))))
+// grad * rsqrt(-self * self + 1).
+CLEAVE_UNARY_GRADIENT(AsinOp,
+                      b.mul(g, b.make<RsqrtOp>(b.add(b.mul(b.neg(x), x), b.scalarLike(1, x)))))
+// grad * -rsqrt(-self * self + 1).
+CLEAVE_UNARY_GRADIENT(AcosOp, b.mul(g, b.neg(b.make<RsqrtOp>(
+                                           b.add(b.mul(b.neg(x), x), b.scalarLike(1, x))))))
+// grad / (self * self + 1).
+CLEAVE_UNARY_GRADIENT(AtanOp, b.div(g, b.add(b.mul(x, x), b.scalarLike(1, x))))
+CLEAVE_UNARY_GRADIENT(SinhOp, b.mul(g, b.make<CoshOp>(x)))
+CLEAVE_UNARY_GRADIENT(CoshOp, b.mul(g, b.make<SinhOp>(x)))
+// grad * rsqrt(self^2 + 1).
+CLEAVE_UNARY_GRADIENT(AsinhOp,
+                      b.mul(g, b.make<RsqrtOp>(b.add(b.mul(x, x), b.scalarLike(1, x)))))
+// grad * rsqrt(self^2 - 1).
+CLEAVE_UNARY_GRADIENT(AcoshOp,
+                      b.mul(g, b.make<RsqrtOp>(b.sub(b.mul(x, x), b.scalarLike(1, x)))))
+// grad * 1 / (1 - self^2).
+CLEAVE_UNARY_GRADIENT(AtanhOp, b.div(g, b.sub(b.scalarLike(1, x), b.mul(x, x))))
+// -grad * (result * result).
+CLEAVE_UNARY_GRADIENT(ReciprocalOp, b.mul(b.neg(g), b.mul(y, y)))
 #undef CLEAVE_UNARY_GRADIENT
 
 LogicalResult NotOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {

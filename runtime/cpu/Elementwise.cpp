@@ -53,13 +53,43 @@ CLEAVE_FLOAT_UNARY(rsqrtF32, 1.0f / std::sqrt(v))
 CLEAVE_FLOAT_UNARY(sinF32, std::sin(v))
 CLEAVE_FLOAT_UNARY(cosF32, std::cos(v))
 CLEAVE_FLOAT_UNARY(erfF32, vmath::erf(v))
+// std::nearbyint rounds halfway cases to even under the default rounding mode,
+// as torch.round; std::round would take them away from zero.
+CLEAVE_FLOAT_UNARY(floorF32, std::floor(v))
+CLEAVE_FLOAT_UNARY(ceilF32, std::ceil(v))
+CLEAVE_FLOAT_UNARY(roundF32, std::nearbyint(v))
+CLEAVE_FLOAT_UNARY(truncF32, std::trunc(v))
+// NaN and -0 give +0, as torch.sign.
+CLEAVE_FLOAT_UNARY(signF32, static_cast<float>((0.0f < v) - (v < 0.0f)))
+CLEAVE_FLOAT_UNARY(log1pF32, std::log1p(v))
+CLEAVE_FLOAT_UNARY(expm1F32, std::expm1(v))
+CLEAVE_FLOAT_UNARY(tanF32, std::tan(v))
+CLEAVE_FLOAT_UNARY(asinF32, std::asin(v))
+CLEAVE_FLOAT_UNARY(acosF32, std::acos(v))
+CLEAVE_FLOAT_UNARY(atanF32, std::atan(v))
+CLEAVE_FLOAT_UNARY(sinhF32, std::sinh(v))
+CLEAVE_FLOAT_UNARY(coshF32, std::cosh(v))
+CLEAVE_FLOAT_UNARY(asinhF32, std::asinh(v))
+CLEAVE_FLOAT_UNARY(acoshF32, std::acosh(v))
+CLEAVE_FLOAT_UNARY(atanhF32, std::atanh(v))
+CLEAVE_FLOAT_UNARY(reciprocalF32, 1.0f / v)
 CLEAVE_FLOAT_UNARY(geluErfF32, 0.5f * v * (1.0f + vmath::erf(v * 0.70710678118654752f)))
 CLEAVE_FLOAT_UNARY(geluTanhF32,
                    0.5f * v *
                        (1.0f + vmath::tanh(0.79788456080286536f *
                                            (v + 0.044715f * v * v * v))))
 
-enum class Unary { Neg, Abs, Relu, Silu, Sigmoid, Tanh, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Erf, Not, Gelu };
+enum class Unary {
+  Neg, Abs, Relu, Silu, Sigmoid, Tanh, Exp, Log, Sqrt, Rsqrt, Sin, Cos, Erf, Not, Gelu,
+  Floor, Ceil, Round, Trunc, Sign, Log1p, Expm1, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh,
+  Acosh, Atanh, Reciprocal
+};
+
+/// Ops that integers take too (no promotion to float).
+constexpr bool takesIntegers(Unary op) {
+  return op == Unary::Neg || op == Unary::Abs || op == Unary::Relu || op == Unary::Floor ||
+         op == Unary::Ceil || op == Unary::Round || op == Unary::Trunc || op == Unary::Sign;
+}
 
 template <typename T> void negInt(const T *x, T *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
@@ -72,6 +102,15 @@ template <typename T> void absInt(const T *x, T *y, int64_t n) {
 template <typename T> void reluInt(const T *x, T *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = x[i] < 0 ? T(0) : x[i];
+}
+template <typename T> void signInt(const T *x, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<T>((T(0) < x[i]) - (x[i] < T(0)));
+}
+/// Rounding an integer, or the sign of a bool: the value itself.
+template <typename T> void copyElements(const T *x, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = x[i];
 }
 void notBool(const Bool *x, Bool *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
@@ -95,16 +134,25 @@ template <typename T> KernelFn intUnary(Unary op, int64_t n) {
     return flatUnary<T, T>(n, 1, negInt<T>);
   case Unary::Abs:
     return flatUnary<T, T>(n, 1, absInt<T>);
+  case Unary::Sign:
+    return flatUnary<T, T>(n, 1, signInt<T>);
+  case Unary::Floor:
+  case Unary::Ceil:
+  case Unary::Round:
+  case Unary::Trunc:
+    return flatUnary<T, T>(n, 1, copyElements<T>);
   default:
     return flatUnary<T, T>(n, 1, reluInt<T>);
   }
 }
 
 template <Unary Op> Status buildUnary(const KernelSignature &sig, KernelFn *fn) {
-  constexpr bool anyNumber = Op == Unary::Neg || Op == Unary::Abs || Op == Unary::Relu;
   if constexpr (Op == Unary::Not)
     CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cpu", {DType::I1}));
-  else if constexpr (anyNumber)
+  else if constexpr (Op == Unary::Sign)
+    CLEAVE_RETURN_IF_ERROR(
+        checkUnary(sig, "cpu", {DType::F32, DType::I64, DType::I32, DType::I1}));
+  else if constexpr (takesIntegers(Op))
     CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cpu", {DType::F32, DType::I64, DType::I32}));
   else
     CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cpu", {DType::F32}));
@@ -127,6 +175,23 @@ template <Unary Op> Status buildUnary(const KernelSignature &sig, KernelFn *fn) 
   case Unary::Sin: loop = sinF32; cost = 16; break;
   case Unary::Cos: loop = cosF32; cost = 16; break;
   case Unary::Erf: loop = erfF32; cost = 8; break;
+  case Unary::Floor: loop = floorF32; break;
+  case Unary::Ceil: loop = ceilF32; break;
+  case Unary::Round: loop = roundF32; break;
+  case Unary::Trunc: loop = truncF32; break;
+  case Unary::Sign: loop = signF32; break;
+  case Unary::Log1p: loop = log1pF32; cost = 16; break;
+  case Unary::Expm1: loop = expm1F32; cost = 16; break;
+  case Unary::Tan: loop = tanF32; cost = 16; break;
+  case Unary::Asin: loop = asinF32; cost = 16; break;
+  case Unary::Acos: loop = acosF32; cost = 16; break;
+  case Unary::Atan: loop = atanF32; cost = 16; break;
+  case Unary::Sinh: loop = sinhF32; cost = 16; break;
+  case Unary::Cosh: loop = coshF32; cost = 16; break;
+  case Unary::Asinh: loop = asinhF32; cost = 16; break;
+  case Unary::Acosh: loop = acoshF32; cost = 16; break;
+  case Unary::Atanh: loop = atanhF32; cost = 16; break;
+  case Unary::Reciprocal: loop = reciprocalF32; cost = 2; break;
   case Unary::Gelu: {
     std::string approximation;
     CLEAVE_RETURN_IF_ERROR(
@@ -154,6 +219,9 @@ template <Unary Op> Status buildUnary(const KernelSignature &sig, KernelFn *fn) 
     return {};
   case DType::I32:
     *fn = intUnary<int32_t>(Op, n);
+    return {};
+  case DType::I1:
+    *fn = flatUnary<Bool, Bool>(n, 1, copyElements<Bool>); // sign
     return {};
   default:
     return noKernelFor(sig.kernel, in.dtype);
@@ -579,6 +647,23 @@ void registerElementwiseKernels(KernelTable &table) {
   table["erf"] = buildUnary<Unary::Erf>;
   table["not"] = buildUnary<Unary::Not>;
   table["gelu"] = buildUnary<Unary::Gelu>;
+  table["floor"] = buildUnary<Unary::Floor>;
+  table["ceil"] = buildUnary<Unary::Ceil>;
+  table["round"] = buildUnary<Unary::Round>;
+  table["trunc"] = buildUnary<Unary::Trunc>;
+  table["sign"] = buildUnary<Unary::Sign>;
+  table["log1p"] = buildUnary<Unary::Log1p>;
+  table["expm1"] = buildUnary<Unary::Expm1>;
+  table["tan"] = buildUnary<Unary::Tan>;
+  table["asin"] = buildUnary<Unary::Asin>;
+  table["acos"] = buildUnary<Unary::Acos>;
+  table["atan"] = buildUnary<Unary::Atan>;
+  table["sinh"] = buildUnary<Unary::Sinh>;
+  table["cosh"] = buildUnary<Unary::Cosh>;
+  table["asinh"] = buildUnary<Unary::Asinh>;
+  table["acosh"] = buildUnary<Unary::Acosh>;
+  table["atanh"] = buildUnary<Unary::Atanh>;
+  table["reciprocal"] = buildUnary<Unary::Reciprocal>;
   table["add"] = buildArithmetic<AddOp>;
   table["sub"] = buildArithmetic<SubOp>;
   table["mul"] = buildArithmetic<MulOp>;

@@ -27,6 +27,8 @@ struct KernelEntry {
 using KernelTable = std::map<std::string, KernelEntry, std::less<>>;
 
 /// neg abs relu silu sigmoid tanh exp log sqrt rsqrt sin cos erf not gelu,
+/// floor ceil round trunc sign log1p expm1 tan asin acos atan sinh cosh asinh
+/// acosh atanh reciprocal,
 /// add sub mul div pow maximum minimum and or, compare where cast tril triu.
 void registerElementwiseKernels(KernelTable &table);
 /// matmul linear embedding conv2d.

@@ -94,6 +94,8 @@ inline Status checkDType(const KernelSignature &sig, const char *name, const Ten
 /// Families of kernels, each registering its builders under the dialect's
 /// kernel names (the same names as runtime/cpu/Registry.h).
 /// neg abs relu silu sigmoid tanh exp log sqrt rsqrt sin cos erf not gelu,
+/// floor ceil round trunc sign log1p expm1 tan asin acos atan sinh cosh asinh
+/// acosh atanh reciprocal,
 /// add sub mul div pow maximum minimum and or, compare where cast tril triu.
 void registerElementwiseKernels(KernelTable &table);
 /// matmul linear (cuBLASLt).

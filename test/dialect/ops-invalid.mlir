@@ -101,6 +101,24 @@ func.func @gelu_int(%a: tensor<2x3xi64>) {
 
 // -----
 
+// Rounding takes integers but not bools (PyTorch refuses to round a bool).
+func.func @floor_bool(%a: tensor<2x3xi1>) {
+  // expected-error @+1 {{'cleave.floor' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<2x3xi1>'}}
+  %0 = cleave.floor %a : tensor<2x3xi1>
+  return
+}
+
+// -----
+
+// The trigonometric and hyperbolic maps are float-only.
+func.func @atanh_int(%a: tensor<2x3xi64>) {
+  // expected-error @+1 {{'cleave.atanh' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float values, but got 'tensor<2x3xi64>'}}
+  %0 = cleave.atanh %a : tensor<2x3xi64>
+  return
+}
+
+// -----
+
 // not takes i1 only.
 func.func @not_float(%a: tensor<2x3xf32>) {
   // expected-error @+1 {{'cleave.not' op operand #0 must be statically shaped tensor of 1-bit signless integer values, but got 'tensor<2x3xf32>'}}

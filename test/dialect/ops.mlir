@@ -83,6 +83,49 @@ func.func @unary(%x: tensor<2x8xf32>, %i: tensor<3xi64>, %b: tensor<4xi1>, %h: t
   return
 }
 
+// CHECK-LABEL: func.func @unary_math(
+// CHECK-SAME:    %[[X:[^:]+]]: tensor<2x8xf32>, %[[I:[^:]+]]: tensor<3xi64>, %[[B:[^:]+]]: tensor<4xi1>, %[[H:[^:]+]]: tensor<5xbf16>)
+func.func @unary_math(%x: tensor<2x8xf32>, %i: tensor<3xi64>, %b: tensor<4xi1>, %h: tensor<5xbf16>) {
+  // Rounding takes integers (which round to themselves) and keeps the type.
+  // CHECK-NEXT: %{{.+}} = cleave.floor %[[X]] : tensor<2x8xf32>
+  %0 = cleave.floor %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.ceil %[[I]] : tensor<3xi64>
+  %1 = cleave.ceil %i : tensor<3xi64>
+  // CHECK-NEXT: %{{.+}} = cleave.round %[[H]] : tensor<5xbf16>
+  %2 = cleave.round %h : tensor<5xbf16>
+  // CHECK-NEXT: %{{.+}} = cleave.trunc %[[X]] : tensor<2x8xf32>
+  %3 = cleave.trunc %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.sign %[[I]] : tensor<3xi64>
+  %4 = cleave.sign %i : tensor<3xi64>
+  // CHECK-NEXT: %{{.+}} = cleave.sign %[[B]] : tensor<4xi1>
+  %5 = cleave.sign %b : tensor<4xi1>
+  // CHECK-NEXT: %{{.+}} = cleave.log1p %[[X]] : tensor<2x8xf32>
+  %6 = cleave.log1p %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.expm1 %[[X]] : tensor<2x8xf32>
+  %7 = cleave.expm1 %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.tan %[[X]] : tensor<2x8xf32>
+  %8 = cleave.tan %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.asin %[[X]] : tensor<2x8xf32>
+  %9 = cleave.asin %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.acos %[[X]] : tensor<2x8xf32>
+  %10 = cleave.acos %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.atan %[[H]] : tensor<5xbf16>
+  %11 = cleave.atan %h : tensor<5xbf16>
+  // CHECK-NEXT: %{{.+}} = cleave.sinh %[[X]] : tensor<2x8xf32>
+  %12 = cleave.sinh %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.cosh %[[X]] : tensor<2x8xf32>
+  %13 = cleave.cosh %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.asinh %[[X]] : tensor<2x8xf32>
+  %14 = cleave.asinh %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.acosh %[[X]] : tensor<2x8xf32>
+  %15 = cleave.acosh %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.atanh %[[X]] : tensor<2x8xf32>
+  %16 = cleave.atanh %x : tensor<2x8xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.reciprocal %[[X]] : tensor<2x8xf32>
+  %17 = cleave.reciprocal %x : tensor<2x8xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @binary(
 // CHECK-SAME:    %[[A:[^:]+]]: tensor<2x8xf32>, %[[V:[^:]+]]: tensor<8xf32>, %[[S:[^:]+]]: tensor<f32>, %[[C:[^:]+]]: tensor<4x1x8xf32>, %[[D:[^:]+]]: tensor<3x1xf32>, %[[I:[^:]+]]: tensor<2x1xi64>, %[[J:[^:]+]]: tensor<5xi64>, %[[P:[^:]+]]: tensor<2x1xi1>, %[[Q:[^:]+]]: tensor<1x3xi1>)
 func.func @binary(%a: tensor<2x8xf32>, %v: tensor<8xf32>, %s: tensor<f32>, %c: tensor<4x1x8xf32>, %d: tensor<3x1xf32>, %i: tensor<2x1xi64>, %j: tensor<5xi64>, %p: tensor<2x1xi1>, %q: tensor<1x3xi1>) {

@@ -81,6 +81,23 @@ def cases(gen):
         add(name, fn, {"a": x(3, 17)})
     for name, fn in [("log", torch.log), ("sqrt", torch.sqrt), ("rsqrt", torch.rsqrt)]:
         add(name, fn, {"a": pos(3, 17)})
+    for name, fn in [("expm1", torch.expm1), ("atan", torch.atan), ("sinh", torch.sinh),
+                     ("cosh", torch.cosh), ("asinh", torch.asinh)]:
+        add(name, fn, {"a": x(3, 17)})
+    # Inside each domain, away from its poles.
+    inside = lambda low, high: r(3, 17, gen=gen, low=low, high=high)  # noqa: E731
+    add("log1p", torch.log1p, {"a": inside(-0.5, 2.0)})
+    add("tan", torch.tan, {"a": inside(-1.2, 1.2)})
+    add("asin", torch.asin, {"a": inside(-0.9, 0.9)})
+    add("acos", torch.acos, {"a": inside(-0.9, 0.9)})
+    add("atanh", torch.atanh, {"a": inside(-0.9, 0.9)})
+    add("acosh", torch.acosh, {"a": inside(1.2, 3.0)})
+    add("reciprocal", torch.reciprocal, {"a": pos(3, 17)})
+    # Piecewise constant: a zero gradient, and added to another path's.
+    for name, fn in [("floor", torch.floor), ("ceil", torch.ceil), ("round", torch.round),
+                     ("trunc", torch.trunc), ("sign", torch.sign)]:
+        add(name, fn, {"a": x(3, 17)})
+    add("round_plus_square", lambda a: torch.round(a * 4.0) + a * a, {"a": x(3, 17)})
     add("pow_scalar", lambda a: a.pow(3.0), {"a": x(3, 17)})
     add("pow_tensor", lambda a, b: torch.pow(a, b), {"a": pos(4, 5), "b": x(5)})
     # Binary maps with broadcasting (the gradient of the broadcast operand sums back).

@@ -310,7 +310,9 @@ protected:
 
 const std::vector<std::string> kAllKernels = {
     "neg", "abs", "relu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt",
-    "sin", "cos", "erf", "not", "gelu", "add", "sub", "mul", "div", "pow",
+    "sin", "cos", "erf", "not", "gelu", "floor", "ceil", "round", "trunc", "sign",
+    "log1p", "expm1", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "reciprocal", "add", "sub", "mul", "div", "pow",
     "maximum", "minimum", "and", "or", "compare", "where", "cast", "tril", "triu",
     "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
     "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "conv2d", "max_pool2d",
@@ -410,6 +412,23 @@ TEST_P(KernelTest, FloatUnaryOpsMatchReference) {
       {"sin", [](double x) { return std::sin(x); }, -7, 7, {}},
       {"cos", [](double x) { return std::cos(x); }, -7, 7, {}},
       {"erf", [](double x) { return std::erf(x); }, -5, 5, {}},
+      {"floor", [](double x) { return std::floor(x); }, -10, 10, {}},
+      {"ceil", [](double x) { return std::ceil(x); }, -10, 10, {}},
+      {"round", [](double x) { return std::nearbyint(x); }, -10, 10, {}},
+      {"trunc", [](double x) { return std::trunc(x); }, -10, 10, {}},
+      {"sign", [](double x) { return double((x > 0) - (x < 0)); }, -3, 3, {}},
+      {"log1p", [](double x) { return std::log1p(x); }, -0.99, 50, {}},
+      {"expm1", [](double x) { return std::expm1(x); }, -20, 20, {}},
+      {"tan", [](double x) { return std::tan(x); }, -1.5, 1.5, {}},
+      {"asin", [](double x) { return std::asin(x); }, -1, 1, {}},
+      {"acos", [](double x) { return std::acos(x); }, -1, 1, {}},
+      {"atan", [](double x) { return std::atan(x); }, -20, 20, {}},
+      {"sinh", [](double x) { return std::sinh(x); }, -10, 10, {}},
+      {"cosh", [](double x) { return std::cosh(x); }, -10, 10, {}},
+      {"asinh", [](double x) { return std::asinh(x); }, -50, 50, {}},
+      {"acosh", [](double x) { return std::acosh(x); }, 1, 50, {}},
+      {"atanh", [](double x) { return std::atanh(x); }, -0.999, 0.999, {}},
+      {"reciprocal", [](double x) { return 1 / x; }, -10, 10, {}},
       {"gelu", refGeluErf, -6, 6, {}},
       {"gelu", refGeluErf, -6, 6, attrs({{"approximation", S("none")}})},
       {"gelu", refGeluTanh, -6, 6, attrs({{"approximation", S("tanh")}})},
@@ -450,6 +469,46 @@ TEST_P(KernelTest, FloatUnarySpecialValues) {
   check("sigmoid", {1, 0, kNaN, 0.5, 1, 0, 0.50000025});
   check("relu", {kInf, 0, kNaN, 0, 100, 0, 1e-6});
   check("gelu", {kInf, kNaN, kNaN, 0, 100, 0, refGeluErf(1e-6)});
+  check("floor", {kInf, -kInf, kNaN, 0, 100, -100, 0});
+  check("ceil", {kInf, -kInf, kNaN, 0, 100, -100, 1});
+  check("round", {kInf, -kInf, kNaN, 0, 100, -100, 0});
+  check("trunc", {kInf, -kInf, kNaN, 0, 100, -100, 0});
+  // NaN gives 0, as torch.sign (not NaN as numpy.sign).
+  check("sign", {1, -1, 0, 0, 1, -1, 1});
+  check("log1p", {kInf, kNaN, kNaN, 0, std::log1p(100.0), kNaN, std::log1p(1e-6)});
+  check("expm1", {kInf, -1, kNaN, 0, kInf, -1, std::expm1(1e-6)});
+  check("tan", {kNaN, kNaN, kNaN, 0, std::tan(100.0), std::tan(-100.0), 1e-6});
+  check("asin", {kNaN, kNaN, kNaN, 0, kNaN, kNaN, 1e-6});
+  check("acos", {kNaN, kNaN, kNaN, M_PI / 2, kNaN, kNaN, std::acos(1e-6)});
+  check("atan", {M_PI / 2, -M_PI / 2, kNaN, 0, std::atan(100.0), std::atan(-100.0), 1e-6});
+  check("sinh", {kInf, -kInf, kNaN, 0, kInf, -kInf, 1e-6});
+  check("cosh", {kInf, kInf, kNaN, 1, kInf, kInf, 1});
+  check("asinh", {kInf, -kInf, kNaN, 0, std::asinh(100.0), std::asinh(-100.0), 1e-6});
+  check("acosh", {kInf, kNaN, kNaN, kNaN, std::acosh(100.0), kNaN, kNaN});
+  check("atanh", {kNaN, kNaN, kNaN, 0, kNaN, kNaN, 1e-6});
+  check("reciprocal", {0, 0, kNaN, kInf, 0.01, -0.01, 1e6});
+}
+
+TEST_P(KernelTest, FloatRoundingTiesAndSignedZeros) {
+  // Halfway cases go to even (torch.round), not away from zero (std::round).
+  const double huge = static_cast<float>(1e20); // already an integer
+  HostTensor x = make(f32, {10}, {0.5, 1.5, 2.5, -0.5, -2.5, 3.5, -2.7, 2.7, -0.2, huge});
+  HostTensor y;
+  ASSERT_OK(run("round", {&x}, x.desc, &y));
+  expectEqual(y, {0, 2, 2, 0, -2, 4, -3, 3, 0, huge}, "round");
+  EXPECT_TRUE(std::signbit(y.at(3))) << "round(-0.5) is -0";
+  ASSERT_OK(run("floor", {&x}, x.desc, &y));
+  expectEqual(y, {0, 1, 2, -1, -3, 3, -3, 2, -1, huge}, "floor");
+  ASSERT_OK(run("ceil", {&x}, x.desc, &y));
+  expectEqual(y, {1, 2, 3, 0, -2, 4, -2, 3, 0, huge}, "ceil");
+  ASSERT_OK(run("trunc", {&x}, x.desc, &y));
+  expectEqual(y, {0, 1, 2, 0, -2, 3, -2, 2, 0, huge}, "trunc");
+  // sign(-0) is +0, as torch.sign; reciprocal keeps the zero's sign.
+  HostTensor zeros = make(f32, {2}, {-0.0, 0.0});
+  ASSERT_OK(run("sign", {&zeros}, zeros.desc, &y));
+  EXPECT_FALSE(std::signbit(y.at(0)));
+  ASSERT_OK(run("reciprocal", {&zeros}, zeros.desc, &y));
+  expectEqual(y, {-kInf, kInf}, "reciprocal");
 }
 
 TEST_P(KernelTest, IntegerUnaryOps) {
@@ -462,7 +521,26 @@ TEST_P(KernelTest, IntegerUnaryOps) {
     expectEqual(y, {5, 0, 7, 1, 2147483647, 2147483647}, "abs");
     ASSERT_OK(run("relu", {&x}, x.desc, &y));
     expectEqual(y, {0, 0, 7, 0, 2147483647, 0}, "relu");
+    ASSERT_OK(run("sign", {&x}, x.desc, &y));
+    expectEqual(y, {-1, 0, 1, -1, 1, -1}, "sign");
+    // An integer rounds to itself, in its own dtype (as torch.floor etc.).
+    for (const char *kernel : {"floor", "ceil", "round", "trunc"}) {
+      ASSERT_OK(run(kernel, {&x}, x.desc, &y));
+      expectEqual(y, {-5, 0, 7, -1, 2147483647, -2147483647}, kernel);
+    }
   }
+  // Beyond float's 24-bit mantissa: a copy, not a trip through float.
+  HostTensor big = make(i64, {2}, {0, 0});
+  big.as<int64_t>()[0] = (int64_t(1) << 53) + 1;
+  big.as<int64_t>()[1] = -((int64_t(1) << 40) + 3);
+  HostTensor y;
+  ASSERT_OK(run("floor", {&big}, big.desc, &y));
+  EXPECT_EQ(y.as<int64_t>()[0], (int64_t(1) << 53) + 1);
+  EXPECT_EQ(y.as<int64_t>()[1], -((int64_t(1) << 40) + 3));
+  // sign of a bool is the bool (torch.sign).
+  HostTensor b = make(i1, {3}, {1, 0, 1});
+  ASSERT_OK(run("sign", {&b}, b.desc, &y));
+  expectEqual(y, {1, 0, 1}, "sign");
 }
 
 TEST_P(KernelTest, LogicalNot) {
@@ -479,6 +557,10 @@ TEST_P(KernelTest, UnaryValidation) {
   expectError(sig("relu", {D(f16, {2})}, D(f16, {2})), {"no f16 kernel for 'relu'"});
   expectError(sig("not", {D(f32, {2})}, D(f32, {2})), {"not", "expected i1"});
   expectError(sig("neg", {D(i1, {2})}, D(i1, {2})), {"neg", "i1"});
+  // Rounding takes integers but not bools; the float-only maps take neither.
+  expectError(sig("floor", {D(i1, {2})}, D(i1, {2})), {"floor", "i1"});
+  expectError(sig("tan", {D(i64, {2})}, D(i64, {2})), {"tan", "i64", "f32"});
+  expectError(sig("reciprocal", {D(i32, {2})}, D(i32, {2})), {"reciprocal", "i32"});
   expectError(sig("relu", {D(f32, {2, 3})}, D(f32, {3, 2})), {"relu", "output is 3x2xf32", "2x3xf32"});
   expectError(sig("relu", {D(f32, {2, 3})}, D(i64, {2, 3})), {"output is 2x3xi64"});
   expectError(sig("relu", {D(f32, {2}), D(f32, {2})}, D(f32, {2})), {"relu", "expects 1 input, got 2"});

@@ -94,8 +94,31 @@ enum class Unary {
   Erf,
   Not,
   Gelu,
-  GeluTanh
+  GeluTanh,
+  Floor,
+  Ceil,
+  Round,
+  Trunc,
+  Sign,
+  Log1p,
+  Expm1,
+  Tan,
+  Asin,
+  Acos,
+  Atan,
+  Sinh,
+  Cosh,
+  Asinh,
+  Acosh,
+  Atanh,
+  Reciprocal
 };
+
+/// Ops that integers take too (no promotion to float).
+constexpr bool takesIntegers(Unary op) {
+  return op == Unary::Neg || op == Unary::Abs || op == Unary::Relu || op == Unary::Floor ||
+         op == Unary::Ceil || op == Unary::Round || op == Unary::Trunc || op == Unary::Sign;
+}
 
 /// Two's complement negation without signed overflow.
 template <typename T> __device__ __forceinline__ T wrapNeg(T v) {
@@ -131,8 +154,42 @@ template <Unary Op> __device__ __forceinline__ float floatUnary(float v) {
     return erff(v);
   else if constexpr (Op == Unary::Gelu)
     return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
-  else
+  else if constexpr (Op == Unary::GeluTanh)
     return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+  else if constexpr (Op == Unary::Floor)
+    return floorf(v);
+  else if constexpr (Op == Unary::Ceil)
+    return ceilf(v);
+  else if constexpr (Op == Unary::Round)
+    return rintf(v); // halfway cases to even, as torch.round
+  else if constexpr (Op == Unary::Trunc)
+    return truncf(v);
+  else if constexpr (Op == Unary::Sign)
+    return static_cast<float>((0.0f < v) - (v < 0.0f)); // NaN and -0 give +0, as torch.sign
+  else if constexpr (Op == Unary::Log1p)
+    return log1pf(v);
+  else if constexpr (Op == Unary::Expm1)
+    return expm1f(v);
+  else if constexpr (Op == Unary::Tan)
+    return tanf(v);
+  else if constexpr (Op == Unary::Asin)
+    return asinf(v);
+  else if constexpr (Op == Unary::Acos)
+    return acosf(v);
+  else if constexpr (Op == Unary::Atan)
+    return atanf(v);
+  else if constexpr (Op == Unary::Sinh)
+    return sinhf(v);
+  else if constexpr (Op == Unary::Cosh)
+    return coshf(v);
+  else if constexpr (Op == Unary::Asinh)
+    return asinhf(v);
+  else if constexpr (Op == Unary::Acosh)
+    return acoshf(v);
+  else if constexpr (Op == Unary::Atanh)
+    return atanhf(v);
+  else
+    return 1.0f / v; // Reciprocal
 }
 
 template <Unary Op, typename T> struct UnaryFn {
@@ -145,6 +202,13 @@ template <Unary Op, typename T> struct UnaryFn {
       return wrapNeg(x);
     else if constexpr (Op == Unary::Abs)
       return x < 0 ? wrapNeg(x) : x;
+    else if constexpr (Op == Unary::Sign && std::is_same_v<T, Bool>)
+      return x;
+    else if constexpr (Op == Unary::Sign)
+      return static_cast<T>((T(0) < x) - (x < T(0)));
+    else if constexpr (Op == Unary::Floor || Op == Unary::Ceil || Op == Unary::Round ||
+                       Op == Unary::Trunc)
+      return x; // an integer rounds to itself
     else
       return x < 0 ? T(0) : x; // Relu
   }
@@ -152,10 +216,10 @@ template <Unary Op, typename T> struct UnaryFn {
 
 template <Unary Op, typename T>
 KernelFn makeUnary(const KernelSignature &sig, DeviceContext &ctx, int64_t n) {
-  constexpr bool anyNumber = Op == Unary::Neg || Op == Unary::Abs || Op == Unary::Relu;
-  constexpr bool supported = Op == Unary::Not ? std::is_same_v<T, Bool>
-                             : anyNumber      ? !std::is_same_v<T, Bool>
-                                              : kIsFloat<T>;
+  constexpr bool supported = Op == Unary::Not    ? std::is_same_v<T, Bool>
+                             : Op == Unary::Sign  ? true
+                             : takesIntegers(Op) ? !std::is_same_v<T, Bool>
+                                                 : kIsFloat<T>;
   if constexpr (supported)
     return makeMap<T, T>(sig, ctx, n, UnaryFn<Op, T>{});
   else
@@ -180,10 +244,12 @@ KernelFn unaryFor(const KernelSignature &sig, DeviceContext &ctx, DType dtype, i
 
 template <Unary Op>
 Status buildUnary(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  constexpr bool anyNumber = Op == Unary::Neg || Op == Unary::Abs || Op == Unary::Relu;
   if constexpr (Op == Unary::Not)
     CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cuda", {DType::I1}));
-  else if constexpr (anyNumber)
+  else if constexpr (Op == Unary::Sign)
+    CLEAVE_RETURN_IF_ERROR(
+        checkUnary(sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}));
+  else if constexpr (takesIntegers(Op))
     CLEAVE_RETURN_IF_ERROR(
         checkUnary(sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32}));
   else
@@ -661,6 +727,23 @@ void registerElementwiseKernels(KernelTable &table) {
   table["erf"] = buildUnary<Unary::Erf>;
   table["not"] = buildUnary<Unary::Not>;
   table["gelu"] = buildUnary<Unary::Gelu>;
+  table["floor"] = buildUnary<Unary::Floor>;
+  table["ceil"] = buildUnary<Unary::Ceil>;
+  table["round"] = buildUnary<Unary::Round>;
+  table["trunc"] = buildUnary<Unary::Trunc>;
+  table["sign"] = buildUnary<Unary::Sign>;
+  table["log1p"] = buildUnary<Unary::Log1p>;
+  table["expm1"] = buildUnary<Unary::Expm1>;
+  table["tan"] = buildUnary<Unary::Tan>;
+  table["asin"] = buildUnary<Unary::Asin>;
+  table["acos"] = buildUnary<Unary::Acos>;
+  table["atan"] = buildUnary<Unary::Atan>;
+  table["sinh"] = buildUnary<Unary::Sinh>;
+  table["cosh"] = buildUnary<Unary::Cosh>;
+  table["asinh"] = buildUnary<Unary::Asinh>;
+  table["acosh"] = buildUnary<Unary::Acosh>;
+  table["atanh"] = buildUnary<Unary::Atanh>;
+  table["reciprocal"] = buildUnary<Unary::Reciprocal>;
   table["add"] = buildArithmetic<AddOp>;
   table["sub"] = buildArithmetic<SubOp>;
   table["mul"] = buildArithmetic<MulOp>;

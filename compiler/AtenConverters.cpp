@@ -189,13 +189,35 @@ Result roundDecimals(Importer &imp, jit::Node *node, Inputs in) {
                           : imp.create<mlir::cleave::MulOp>(*rounded, scale));
 }
 
+/// div(self, other, rounding_mode): 'trunc' and 'floor' keep integer
+/// dtypes (PyTorch's rule); floats round the true quotient.
+Result roundedDivision(Importer &imp, Inputs in) {
+  if (!in[2].isConstant() || !in[2].constant.isString()) {
+    imp.error() << "expected the rounding mode as a string";
+    return failure();
+  }
+  const std::string &mode = in[2].constant.toStringRef();
+  if (mode != "trunc" && mode != "floor") {
+    imp.error() << "unknown rounding mode '" << mode << "' (expected 'trunc' or 'floor')";
+    return failure();
+  }
+  auto values = imp.promote({in[0], in[1]});
+  if (failed(values))
+    return failure();
+  Value x = (*values)[0], y = (*values)[1];
+  if (mode == "floor")
+    return one(imp.create<mlir::cleave::FloorDivideOp>(x, y));
+  auto quotient = imp.create<mlir::cleave::DivOp>(x, y); // integer division truncates
+  if (failed(quotient) || !llvm::isa<FloatType>(typeOf(x).getElementType()))
+    return one(quotient);
+  return one(imp.create<mlir::cleave::TruncOp>(*quotient));
+}
+
 template <typename OpTy>
 Converter binary(bool trueDivision = false) {
   return [trueDivision](Importer &imp, jit::Node *node, Inputs in) -> Result {
-    if (trueDivision && in.size() > 2 && !imp.isNone(in[2])) {
-      imp.error() << "division with a rounding mode is not supported";
-      return failure();
-    }
+    if (trueDivision && in.size() > 2 && !imp.isNone(in[2]))
+      return roundedDivision(imp, in);
     auto values = imp.promote({in[0], in[1]}, trueDivision);
     if (failed(values))
       return failure();
@@ -1861,8 +1883,15 @@ Converter addProduct(AddProduct kind) {
 
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
-  r["aten::square"] = unary<c::SquareOp>(false);
-  r["aten::reciprocal"] = floatMap<c::ReciprocalOp>();
+  r["aten::square"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    Value input = *x; // a bool squares as pow(x, 2): to i64, as PyTorch
+    if (typeOf(input).getElementType().isInteger(1))
+      input = imp.cast(input, imp.builder.getI64Type());
+    return one(imp.create<c::SquareOp>(input));
+  };
   r["aten::exp2"] = floatMap<c::Exp2Op>();
   r["aten::special_exp2"] = floatMap<c::Exp2Op>();
   r["aten::log2"] = floatMap<c::Log2Op>();
@@ -1884,6 +1913,75 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   r["aten::hardshrink"] = parameterizedMap<c::HardshrinkOp>(true, {{"lambd", 0.5}});
   r["aten::threshold"] = parameterizedMap<c::ThresholdOp>(false, {{"threshold", 0.0}, {"value", 0.0}});
   r["aten::nan_to_num"] = nanToNum;
+  r["aten::frac"] = floatMap<c::FracOp>();
+  r["aten::log_sigmoid"] = floatMap<c::LogSigmoidOp>();
+  r["aten::mish"] = floatMap<c::MishOp>();
+  r["aten::softplus"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+    auto beta = realAttr(imp, node, in, "beta", 1.0);
+    auto threshold = realAttr(imp, node, in, "threshold", 20.0);
+    if (failed(values) || failed(beta) || failed(threshold))
+      return failure();
+    return one(imp.create<c::SoftplusOp>((*values)[0], *beta, *threshold));
+  };
+  r["aten::elu"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+    auto alpha = realAttr(imp, node, in, "alpha", 1.0);
+    auto scale = realAttr(imp, node, in, "scale", 1.0);
+    auto inputScale = realAttr(imp, node, in, "input_scale", 1.0);
+    if (failed(values) || failed(alpha) || failed(scale) || failed(inputScale))
+      return failure();
+    return one(imp.create<c::EluOp>((*values)[0], *alpha, *scale, *inputScale));
+  };
+  r["aten::selu"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+    if (failed(values))
+      return failure();
+    auto f = [&](double v) { return imp.builder.getF64FloatAttr(v); };
+    return one(imp.create<c::EluOp>((*values)[0], f(1.6732632423543772848170429916717),
+                                    f(1.0507009873554804934193349852946), f(1.0)));
+  };
+  r["aten::celu"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+    auto alpha = realAttr(imp, node, in, "alpha", 1.0);
+    if (failed(values) || failed(alpha))
+      return failure();
+    double a = alpha->getValueAsDouble();
+    if (a == 0.0) {
+      imp.error() << "celu with alpha 0 (PyTorch rejects it too)";
+      return failure();
+    }
+    return one(imp.create<c::EluOp>((*values)[0], *alpha, imp.builder.getF64FloatAttr(1.0),
+                                    imp.builder.getF64FloatAttr(1.0 / a)));
+  };
+  // rrelu outside training: leaky_relu with the mean slope.
+  r["aten::rrelu"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+    auto lower = realAttr(imp, node, in, "lower", 1.0 / 8);
+    auto upper = realAttr(imp, node, in, "upper", 1.0 / 3);
+    if (failed(values) || failed(lower) || failed(upper))
+      return failure();
+    if (auto i = node->schema().argumentIndexWithName("training")) {
+      auto training = imp.boolean(in[*i]);
+      if (failed(training))
+        return failure();
+      if (*training) {
+        imp.error() << "rrelu in training draws a random slope per element; not supported";
+        return failure();
+      }
+    }
+    double slope = (lower->getValueAsDouble() + upper->getValueAsDouble()) / 2;
+    return one(imp.create<c::LeakyReluOp>((*values)[0], imp.builder.getF64FloatAttr(slope)));
+  };
+  r["aten::xlog1py"] = broadcastComposite<c::Xlog1pyOp, 2>(true);
+  r["aten::special_xlog1py"] = broadcastComposite<c::Xlog1pyOp, 2>(true);
+  r["aten::logaddexp"] = broadcastComposite<c::LogaddexpOp, 2>(true);
+  r["aten::logaddexp2"] = broadcastComposite<c::Logaddexp2Op, 2>(true);
+  r["aten::atan2"] = broadcastComposite<c::Atan2Op, 2>(true);
+  r["aten::arctan2"] = broadcastComposite<c::Atan2Op, 2>(true);
+  r["aten::fmod"] = broadcastComposite<c::FmodOp, 2>(false);
+  r["aten::remainder"] = broadcastComposite<c::RemainderOp, 2>(false);
+  r["aten::floor_divide"] = broadcastComposite<c::FloorDivideOp, 2>(false);
   r["aten::isnan"] = test<c::IsnanOp>();
   r["aten::isinf"] = test<c::IsinfOp>();
   r["aten::isposinf"] = test<c::IsposinfOp>();

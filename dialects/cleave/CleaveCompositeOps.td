@@ -131,7 +131,6 @@ class Cleave_CompositeReductionPairOp<string mnemonic, string formula,
 //===----------------------------------------------------------------------===//
 
 def Cleave_SquareOp : Cleave_CompositeMapOp<"square", "x * x", Cleave_Tensor>;
-def Cleave_ReciprocalOp : Cleave_CompositeMapOp<"reciprocal", "1 / x">;
 def Cleave_Exp2Op : Cleave_CompositeMapOp<"exp2", "2 ^ x">;
 def Cleave_Log2Op : Cleave_CompositeMapOp<"log2", "log(x) / log(2)">;
 def Cleave_Log10Op : Cleave_CompositeMapOp<"log10", "log(x) / log(10)">;
@@ -154,6 +153,15 @@ def Cleave_HardshrinkOp : Cleave_CompositeMapOp<"hardshrink", "|x| > lambd ? x :
     Cleave_FloatTensor, (ins F64Attr:$lambd)>;
 def Cleave_ThresholdOp : Cleave_CompositeMapOp<"threshold", "x > threshold ? x : value",
     Cleave_Tensor, (ins F64Attr:$threshold, F64Attr:$value)>;
+def Cleave_FracOp : Cleave_CompositeMapOp<"frac", "x - trunc(x)">;
+def Cleave_LogSigmoidOp : Cleave_CompositeMapOp<"log_sigmoid", "min(x, 0) - log1p(exp(-|x|))">;
+def Cleave_SoftplusOp : Cleave_CompositeMapOp<"softplus",
+    "x * beta > threshold ? x : log1p(exp(x * beta)) / beta", Cleave_FloatTensor,
+    (ins F64Attr:$beta, F64Attr:$threshold)>;
+def Cleave_MishOp : Cleave_CompositeMapOp<"mish", "x * tanh(log1p(exp(x)))">;
+def Cleave_EluOp : Cleave_CompositeMapOp<"elu",
+    "x <= 0 ? expm1(x * input_scale) * alpha * scale : x * scale (selu and celu are elus)",
+    Cleave_FloatTensor, (ins F64Attr:$alpha, F64Attr:$scale, F64Attr:$input_scale)>;
 def Cleave_NanToNumOp : Cleave_CompositeMapOp<"nan_to_num",
     "NaN, +inf and -inf replaced by nan, posinf and neginf", Cleave_FloatTensor,
     (ins F64Attr:$nan, F64Attr:$posinf, F64Attr:$neginf)>;
@@ -180,6 +188,18 @@ def Cleave_CopysignOp : Cleave_CompositeBinaryOp<"copysign", "|x| with the sign 
 def Cleave_HeavisideOp : Cleave_CompositeBinaryOp<"heaviside", "x == 0 ? y : x > 0">;
 def Cleave_FmaxOp : Cleave_CompositeBinaryOp<"fmax", "max(x, y), ignoring a NaN operand">;
 def Cleave_FminOp : Cleave_CompositeBinaryOp<"fmin", "min(x, y), ignoring a NaN operand">;
+def Cleave_Xlog1pyOp : Cleave_CompositeBinaryOp<"xlog1py", "x == 0 ? 0 : x * log1p(y) (NaN y stays NaN)",
+                                                 Cleave_FloatTensor>;
+def Cleave_LogaddexpOp : Cleave_CompositeBinaryOp<"logaddexp", "log(exp(x) + exp(y))",
+                                                 Cleave_FloatTensor>;
+def Cleave_Logaddexp2Op : Cleave_CompositeBinaryOp<"logaddexp2", "log2(2^x + 2^y)",
+                                                  Cleave_FloatTensor>;
+def Cleave_Atan2Op : Cleave_CompositeBinaryOp<"atan2", "the angle of the point (x = rhs, y = lhs)",
+                                             Cleave_FloatTensor>;
+def Cleave_FmodOp : Cleave_CompositeBinaryOp<"fmod", "x - trunc(x / y) * y, the sign of x">;
+def Cleave_RemainderOp : Cleave_CompositeBinaryOp<"remainder",
+    "x - floor(x / y) * y, the sign of y (Python's %)">;
+def Cleave_FloorDivideOp : Cleave_CompositeBinaryOp<"floor_divide", "floor(x / y)">;
 def Cleave_LerpOp : Cleave_CompositeBroadcastOp<"lerp",
     "start + weight * (end - start), computed from the nearer end",
     (ins Cleave_FloatTensor:$start, Cleave_FloatTensor:$end, Cleave_FloatTensor:$weight),

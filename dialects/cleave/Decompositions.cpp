@@ -56,11 +56,11 @@ int64_t reducedCount(Value input, ArrayRef<int64_t> dims) {
 
 } // namespace
 
-#define CLEAVE_MAP_RULE(OP, BODY)                                                             \
+#define CLEAVE_MAP_RULE(OP, ...)                                                             \
   LogicalResult OP::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {          \
     Rules b = rulesFor(builder, *this);                                                       \
     Value x = getInput();                                                                     \
-    results.push_back(BODY);                                                                  \
+    results.push_back(__VA_ARGS__);                                                           \
     return success();                                                                         \
   }
 
@@ -69,7 +69,6 @@ int64_t reducedCount(Value input, ArrayRef<int64_t> dims) {
 //===----------------------------------------------------------------------===//
 
 CLEAVE_MAP_RULE(SquareOp, b.mul(x, x))
-CLEAVE_MAP_RULE(ReciprocalOp, b.div(b.scalarLike(1, x), x))
 CLEAVE_MAP_RULE(Exp2Op, b.make<PowOp>(b.scalarLike(2, x), x))
 CLEAVE_MAP_RULE(Log2Op, b.mulBy(b.make<LogOp>(x), 1.0 / M_LN2))
 CLEAVE_MAP_RULE(Log10Op, b.mulBy(b.make<LogOp>(x), 1.0 / M_LN10))
@@ -108,6 +107,28 @@ CLEAVE_MAP_RULE(HardshrinkOp, [&] {
 CLEAVE_MAP_RULE(ThresholdOp,
                 b.where(b.cmp(ComparePredicate::le, x, getThreshold().convertToDouble()),
                         b.scalarLike(getValue().convertToDouble(), x), x))
+CLEAVE_MAP_RULE(FracOp, b.sub(x, b.make<TruncOp>(x)))
+CLEAVE_MAP_RULE(LogSigmoidOp,
+                b.sub(b.minimum(x, b.scalarLike(0, x)),
+                      b.make<Log1pOp>(b.make<ExpOp>(b.neg(b.absOf(x))))))
+CLEAVE_MAP_RULE(SoftplusOp, [&] {
+  double beta = getBeta().convertToDouble();
+  Value scaled = beta == 1.0 ? x : b.mulBy(x, beta);
+  Value soft = b.make<Log1pOp>(b.make<ExpOp>(scaled));
+  if (beta != 1.0)
+    soft = b.div(soft, b.scalarLike(beta, x));
+  return b.where(b.cmp(ComparePredicate::gt, scaled, getThreshold().convertToDouble()), x, soft);
+}())
+CLEAVE_MAP_RULE(MishOp, b.mul(x, b.make<TanhOp>(b.make<Log1pOp>(b.make<ExpOp>(x)))))
+// PyTorch's form; NaN takes the positive branch and stays NaN.
+CLEAVE_MAP_RULE(EluOp, [&] {
+  double alpha = getAlpha().convertToDouble(), scale = getScale().convertToDouble();
+  double inputScale = getInputScale().convertToDouble();
+  Value inner = inputScale == 1.0 ? x : b.mulBy(x, inputScale);
+  Value negative = b.mulBy(b.make<Expm1Op>(inner), alpha * scale);
+  Value positive = scale == 1.0 ? x : b.mulBy(x, scale);
+  return b.where(b.cmp(ComparePredicate::le, x, 0.0), negative, positive);
+}())
 CLEAVE_MAP_RULE(NanToNumOp, [&] {
   Value y = b.where(b.cmp(ComparePredicate::eq, x, -kInf),
                     b.scalarLike(getNeginf().convertToDouble(), x), x);
@@ -150,11 +171,11 @@ CLEAVE_MAP_RULE(IsfiniteOp, isFloat(x) ? b.cmp(ComparePredicate::lt, b.absOf(x),
 // Elementwise with broadcasting.
 //===----------------------------------------------------------------------===//
 
-#define CLEAVE_BINARY_RULE(OP, BODY)                                                          \
+#define CLEAVE_BINARY_RULE(OP, ...)                                                          \
   LogicalResult OP::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {          \
     Rules b = rulesFor(builder, *this);                                                       \
     Value x = getLhs(), y = getRhs();                                                         \
-    results.push_back(b.broadcastTo(BODY, typeOf(getResult())));                                        \
+    results.push_back(b.broadcastTo(__VA_ARGS__, typeOf(getResult())));                                        \
     return success();                                                                         \
   }
 
@@ -181,6 +202,64 @@ CLEAVE_BINARY_RULE(FmaxOp, isFloat(x) ? b.where(b.isNan(x), y, b.where(b.isNan(y
                                       : b.maximum(x, y))
 CLEAVE_BINARY_RULE(FminOp, isFloat(x) ? b.where(b.isNan(x), y, b.where(b.isNan(y), x, b.minimum(x, y)))
                                       : b.minimum(x, y))
+CLEAVE_BINARY_RULE(Xlog1pyOp,
+                   b.where(b.isNan(y), y,
+                           b.where(b.cmp(ComparePredicate::eq, x, 0.0), b.scalarLike(0, x),
+                                   b.mul(x, b.make<Log1pOp>(y)))))
+// PyTorch's form: equal infinities give themselves (not inf - inf).
+CLEAVE_BINARY_RULE(LogaddexpOp, [&] {
+  Value sum = b.add(b.maximum(x, y),
+                    b.make<Log1pOp>(b.make<ExpOp>(b.neg(b.absOf(b.sub(x, y))))));
+  Value same = b.logicalAnd(b.cmp(ComparePredicate::eq, b.absOf(x), kInf),
+                            b.cmp(ComparePredicate::eq, x, y));
+  return b.where(same, x, sum);
+}())
+CLEAVE_BINARY_RULE(Logaddexp2Op, [&] {
+  Value d = b.neg(b.absOf(b.sub(x, y)));
+  Value sum = b.add(b.maximum(x, y),
+                    b.mulBy(b.make<Log1pOp>(b.make<PowOp>(b.scalarLike(2, d), d)), 1.0 / M_LN2));
+  Value same = b.logicalAnd(b.cmp(ComparePredicate::eq, b.absOf(x), kInf),
+                            b.cmp(ComparePredicate::eq, x, y));
+  return b.where(same, x, sum);
+}())
+// atan(y / x) moved to the quadrant of (x, y); x = rhs, y = lhs.
+CLEAVE_BINARY_RULE(Atan2Op, [&] {
+  Value py = x, px = y;
+  Value base = b.make<AtanOp>(b.div(py, px));
+  Value yNonNegative = b.cmp(ComparePredicate::ge, py, 0.0);
+  Value left = b.where(yNonNegative, b.addTo(base, M_PI), b.addTo(base, -M_PI));
+  Value vertical = b.where(b.cmp(ComparePredicate::gt, py, 0.0), b.scalarLike(M_PI / 2, py),
+                           b.where(b.cmp(ComparePredicate::lt, py, 0.0),
+                                   b.scalarLike(-M_PI / 2, py), b.mulBy(py, 0.0)));
+  return b.where(b.cmp(ComparePredicate::gt, px, 0.0), base,
+                 b.where(b.cmp(ComparePredicate::lt, px, 0.0), left, vertical));
+}())
+// Integer division truncates already; floats truncate the quotient.
+CLEAVE_BINARY_RULE(FmodOp, b.sub(x, b.mul(isFloat(x) ? b.make<TruncOp>(b.div(x, y)) : b.div(x, y), y)))
+// fmod, moved by y when its sign differs from y's (PyTorch's kernel).
+CLEAVE_BINARY_RULE(RemainderOp, [&] {
+  Value r = b.make<FmodOp>(x, y);
+  Value zero = b.scalarLike(0, r);
+  Value differs = b.logicalAnd(
+      b.cmp(ComparePredicate::ne, r, zero),
+      b.cmp(ComparePredicate::ne, b.cmp(ComparePredicate::lt, r, zero),
+            b.cmp(ComparePredicate::lt, y, b.scalarLike(0, y))));
+  return b.where(differs, b.add(r, y), r);
+}())
+// Floats: floor of the quotient. Integers: the truncated quotient, one
+// less where the remainder's sign differs from y's.
+CLEAVE_BINARY_RULE(FloorDivideOp, [&] {
+  if (isFloat(x))
+    return b.make<FloorOp>(b.div(x, y));
+  Value q = b.div(x, y);
+  Value r = b.sub(x, b.mul(q, y));
+  Value zero = b.scalarLike(0, r);
+  Value differs = b.logicalAnd(
+      b.cmp(ComparePredicate::ne, r, zero),
+      b.cmp(ComparePredicate::ne, b.cmp(ComparePredicate::lt, r, zero),
+            b.cmp(ComparePredicate::lt, y, b.scalarLike(0, y))));
+  return b.where(differs, b.addTo(q, -1), q);
+}())
 #undef CLEAVE_BINARY_RULE
 
 // PyTorch's form: from start when |weight| < 0.5, from end otherwise.

@@ -18,8 +18,11 @@
 
 #include <dnnl.h>
 
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace cleave::runtime::cpu {
 namespace {
@@ -62,9 +65,51 @@ void fillRowsWithScalars(float *out, int64_t rows, int64_t cols, const float *va
 // matmul
 //===----------------------------------------------------------------------===//
 
+/// C[M,N] = A[M,K] * B[K,N] over integers, wrapping on overflow as
+/// PyTorch's integer matmul (no BLAS has one); rows run in parallel.
+template <typename T>
+void integerGemm(int64_t m, int64_t n, int64_t k, const T *a, const T *b, T *c) {
+  using U = std::make_unsigned_t<T>;
+  parallelRange(m, n * k, [&](int64_t begin, int64_t end) {
+    std::vector<U> row(n);
+    for (int64_t i = begin; i < end; ++i) {
+      std::fill(row.begin(), row.end(), U(0));
+      for (int64_t p = 0; p < k; ++p) {
+        const U av = static_cast<U>(a[i * k + p]);
+        const T *brow = b + p * n;
+        for (int64_t j = 0; j < n; ++j)
+          row[j] += av * static_cast<U>(brow[j]);
+      }
+      for (int64_t j = 0; j < n; ++j)
+        c[i * n + j] = static_cast<T>(row[j]);
+    }
+  });
+}
+
+template <typename T> KernelFn integerMatmul(const MatmulParams &p) {
+  std::vector<std::pair<int64_t, int64_t>> offsets = matmulBatchOffsets(p);
+  const int64_t m = p.m, k = p.k, n = p.n;
+  return [offsets, m, n, k](const KernelCall &call) -> Status {
+    const T *a = static_cast<const T *>(call.inputs[0]);
+    const T *b = static_cast<const T *>(call.inputs[1]);
+    T *c = static_cast<T *>(call.outputs[0]);
+    for (size_t i = 0; i < offsets.size(); ++i)
+      integerGemm(m, n, k, a + offsets[i].first, b + offsets[i].second, c + i * m * n);
+    return {};
+  };
+}
+
 Status buildMatmul(const KernelSignature &sig, KernelFn *fn) {
   MatmulParams p;
-  CLEAVE_RETURN_IF_ERROR(parseMatmul(sig, "cpu", {DType::F32}, &p));
+  CLEAVE_RETURN_IF_ERROR(parseMatmul(sig, "cpu", {DType::F32, DType::I64, DType::I32}, &p));
+  if (sig.inputs[0]->dtype == DType::I64) {
+    *fn = integerMatmul<int64_t>(p);
+    return {};
+  }
+  if (sig.inputs[0]->dtype == DType::I32) {
+    *fn = integerMatmul<int32_t>(p);
+    return {};
+  }
   const int64_t m = p.m, k = p.k, n = p.n;
   // rhs shared by every batch: fold the batches of lhs into its rows.
   if (numElements(p.bBatch) == 1) {

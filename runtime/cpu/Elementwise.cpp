@@ -354,10 +354,30 @@ KernelFn makeBinary(const BroadcastLayout &layout) {
   };
 }
 
+/// What an arithmetic op means on bools, as PyTorch computes it: add and
+/// maximum are `or`, mul and minimum are `and`; sub and div have none
+/// (PyTorch refuses a bool sub and divides bools as floats).
+template <typename Op> struct OnBools { using type = void; };
+template <> struct OnBools<AddOp> { using type = OrOp; };
+template <> struct OnBools<MaxOp> { using type = OrOp; };
+template <> struct OnBools<MulOp> { using type = AndOp; };
+template <> struct OnBools<MinOp> { using type = AndOp; };
+
 template <typename Op> Status buildArithmetic(const KernelSignature &sig, KernelFn *fn) {
+  using BoolOp = typename OnBools<Op>::type;
+  constexpr bool takesBools = !std::is_void_v<BoolOp>;
   BroadcastLayout layout;
-  CLEAVE_RETURN_IF_ERROR(
-      parseBinary(sig, "cpu", {DType::F32, DType::I64, DType::I32}, std::nullopt, &layout));
+  CLEAVE_RETURN_IF_ERROR(parseBinary(
+      sig, "cpu",
+      takesBools ? std::initializer_list<DType>{DType::F32, DType::I64, DType::I32, DType::I1}
+                 : std::initializer_list<DType>{DType::F32, DType::I64, DType::I32},
+      std::nullopt, &layout));
+  if constexpr (takesBools) {
+    if (sig.inputs[0]->dtype == DType::I1) {
+      *fn = makeBinary<Bool, Bool, BoolOp>(layout);
+      return {};
+    }
+  }
   switch (sig.inputs[0]->dtype) {
   case DType::F32:
     *fn = makeBinary<float, float, Op>(layout);

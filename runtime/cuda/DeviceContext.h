@@ -14,6 +14,7 @@
 #pragma once
 
 #include "runtime/KernelContract.h"
+#include "runtime/KernelParams.h"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -98,6 +99,10 @@ inline Status checkDType(const KernelSignature &sig, const char *name, const Ten
 /// acosh atanh reciprocal,
 /// add sub mul div pow maximum minimum and or, compare where cast tril triu.
 void registerElementwiseKernels(KernelTable &table);
+/// matmul of i64 or i32 operands (kernels/IntegerMatmul.cu), wrapping on
+/// overflow as PyTorch's; Gemm.cpp's matmul hands such operands here.
+Status buildIntegerMatmul(const KernelSignature &sig, DeviceContext &ctx,
+                          const MatmulParams &params, KernelFn *fn);
 /// matmul linear (cuBLASLt).
 void registerGemmKernels(KernelTable &table);
 /// conv2d (cuDNN).

@@ -173,8 +173,11 @@ bool tf32Allowed(const DeviceContext &ctx) { return ctx.tf32; }
 
 Status buildMatmul(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   MatmulParams mp;
-  CLEAVE_RETURN_IF_ERROR(parseMatmul(sig, "cuda", {DType::F32, DType::BF16}, &mp));
+  CLEAVE_RETURN_IF_ERROR(
+      parseMatmul(sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32}, &mp));
   const TensorDesc &a = *sig.inputs[0];
+  if (a.dtype == DType::I64 || a.dtype == DType::I32) // cuBLAS has no integer GEMM
+    return buildIntegerMatmul(sig, ctx, mp, fn);
   const int64_t m = mp.m, k = mp.k, n = mp.n, batches = mp.batches;
   const size_t esz = dtypeBytes(a.dtype);
   DeviceContext *c = &ctx;

@@ -733,7 +733,9 @@ TEST_P(KernelTest, BinaryValidation) {
               {"add", "different element types"});
   expectError(sig("add", {D(f16, {4}), D(f16, {4})}, D(f16, {4})),
               {GetParam() + " backend has no f16 kernel for 'add' yet"});
-  expectError(sig("add", {D(i1, {4}), D(i1, {4})}, D(i1, {4})), {"add", "i1"});
+  // PyTorch refuses a bool sub; add, mul, maximum and minimum have bool forms.
+  expectError(sig("sub", {D(i1, {4}), D(i1, {4})}, D(i1, {4})), {"sub", "i1"});
+  expectError(sig("div", {D(i1, {4}), D(i1, {4})}, D(i1, {4})), {"div", "i1"});
   expectError(sig("add", {D(f32, {4}), D(f32, {4}), D(f32, {4})}, D(f32, {4})),
               {"add", "expects 2 inputs, got 3"});
   expectError(sig("pow", {D(i64, {4}), D(i64, {4})}, D(i64, {4})), {"pow", "i64"});
@@ -896,9 +898,54 @@ TEST_P(KernelTest, MatmulWithBroadcastBatches) {
   expectError(sig("matmul", {D(f32, {4}), D(f32, {4, 5})}, D(f32, {5})), {"matmul", "rank >= 2"});
   expectError(sig("matmul", {D(f32, {2, 4}), D(f32, {4, 5})}, D(f32, {2, 4})),
               {"matmul", "output is 2x4xf32, expected 2x5xf32"});
-  expectError(sig("matmul", {D(i64, {2, 4}), D(i64, {4, 5})}, D(i64, {2, 5})), {"matmul", "i64"});
+  expectError(sig("matmul", {D(i1, {2, 4}), D(i1, {4, 5})}, D(i1, {2, 5})), {"matmul", "i1"});
   expectError(sig("matmul", {D(f16, {2, 4}), D(f16, {4, 5})}, D(f16, {2, 5})),
               {"no f16 kernel for 'matmul'"});
+}
+
+// Integer matmul is exact and wraps on overflow, as PyTorch's; batches
+// broadcast as the float kernel's.
+TEST_P(KernelTest, IntegerMatmul) {
+  struct Case { Shape a, b, out; };
+  std::vector<Case> cases = {
+      {{5, 7}, {7, 3}, {5, 3}},
+      {{2, 3, 4}, {4, 5}, {2, 3, 5}},
+      {{2, 1, 3, 4}, {3, 4, 6}, {2, 3, 3, 6}},
+      {{2, 3, 0}, {2, 0, 4}, {2, 3, 4}}, // empty contraction: zeros
+  };
+  for (DType dt : {i64, i32}) {
+    for (const Case &c : cases) {
+      HostTensor a = randomInts(dt, c.a, -50, 50), b = randomInts(dt, c.b, -50, 50), y;
+      ASSERT_OK(run("matmul", {&a, &b}, D(dt, c.out), &y));
+      expectEqual(y, refMatmul(a, b, c.out),
+                  "matmul " + describe(c.a, dt) + " x " + describe(c.b, dt));
+    }
+  }
+  // 2^62 * 4 + 1 * 1 wraps to 1 in i64.
+  HostTensor a = make(i64, {1, 2}, {4, 1}), b = make(i64, {2, 1}, {double(int64_t(1) << 62), 1});
+  HostTensor y;
+  ASSERT_OK(run("matmul", {&a, &b}, D(i64, {1, 1}), &y));
+  expectEqual(y, {1});
+}
+
+// On bools add and maximum are `or`, mul and minimum are `and` (PyTorch's
+// results, which stay bool).
+TEST_P(KernelTest, BoolArithmetic) {
+  HostTensor a = randomBools({3, 1, 4}), b = randomBools({5, 1});
+  Shape out = {3, 5, 4};
+  std::vector<std::pair<const char *, std::function<double(double, double)>>> ops = {
+      {"add", [](double x, double z) { return x || z; }},
+      {"maximum", [](double x, double z) { return x || z; }},
+      {"mul", [](double x, double z) { return x && z; }},
+      {"minimum", [](double x, double z) { return x && z; }},
+  };
+  for (const auto &[kernel, f] : ops) {
+    HostTensor y;
+    ASSERT_OK(run(kernel, {&a, &b}, D(i1, out), &y));
+    std::vector<double> want;
+    referenceBinary(a, b, out, f, &want);
+    expectEqual(y, want, std::string(kernel) + " i1");
+  }
 }
 
 TEST_P(KernelTest, LinearWithAndWithoutBias) {

@@ -468,12 +468,32 @@ Status checkBinary(const KernelSignature &sig, std::initializer_list<DType> allo
   return toDevice(sig, host, layout);
 }
 
+/// What an arithmetic op means on bools, as PyTorch computes it (and as
+/// the CPU backend): add and maximum are `or`, mul and minimum are `and`.
+template <typename Op> struct OnBools { using type = void; };
+template <> struct OnBools<AddOp> { using type = OrOp; };
+template <> struct OnBools<MaxOp2> { using type = OrOp; };
+template <> struct OnBools<MulOp> { using type = AndOp; };
+template <> struct OnBools<MinOp2> { using type = AndOp; };
+
 template <typename Op>
 Status buildArithmetic(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  using BoolOp = typename OnBools<Op>::type;
+  constexpr bool takesBools = !std::is_void_v<BoolOp>;
   DeviceLayout layout;
   int64_t n = 0;
-  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32, DType::BF16, DType::I64, DType::I32},
-                                     std::nullopt, &layout, &n));
+  CLEAVE_RETURN_IF_ERROR(checkBinary(
+      sig,
+      takesBools ? std::initializer_list<DType>{DType::F32, DType::BF16, DType::I64, DType::I32,
+                                                DType::I1}
+                 : std::initializer_list<DType>{DType::F32, DType::BF16, DType::I64, DType::I32},
+      std::nullopt, &layout, &n));
+  if constexpr (takesBools) {
+    if (sig.inputs[0]->dtype == DType::I1) {
+      *fn = makeBinary<Bool, Bool, BoolOp>(sig, ctx, layout, n);
+      return {};
+    }
+  }
   switch (sig.inputs[0]->dtype) {
   case DType::F32:
     *fn = makeBinary<float, float, Op>(sig, ctx, layout, n);

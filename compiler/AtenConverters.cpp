@@ -1487,7 +1487,12 @@ Result relu6(Importer &imp, jit::Node *, Inputs in) {
 /// nan_to_num(x, nan, posinf, neginf): by default 0 and the largest
 /// finite values of the dtype.
 Result nanToNum(Importer &imp, jit::Node *node, Inputs in) {
-  auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  if (!llvm::isa<FloatType>(typeOf(*x).getElementType()))
+    return one(*x); // integers hold no NaN or infinity: PyTorch returns them as they are
+  auto values = imp.promote({in[0]});
   if (failed(values))
     return failure();
   auto type = llvm::cast<FloatType>(typeOf((*values)[0]).getElementType());

@@ -55,14 +55,12 @@ std::optional<InputSpec> parseInputSpec(const std::string &text,
     size_t x = rest.find('x', pos);
     std::string dim = rest.substr(pos, x == std::string::npos ? x : x - pos);
     if (dim.empty() || dim.size() > 18)
-      return fail("dim '" + dim + "' is not a positive integer");
+      return fail("dim '" + dim + "' is not a non-negative integer");
     for (char c : dim)
       if (!std::isdigit(static_cast<unsigned char>(c)))
-        return fail("dim '" + dim + "' is not a positive integer");
-    int64_t value = std::stoll(dim);
-    if (value <= 0)
-      return fail("dim '" + dim + "' is not a positive integer");
-    spec.shape.push_back(value);
+        return fail("dim '" + dim + "' is not a non-negative integer");
+    // Zero-size dims are shapes like any other (an empty batch, no boxes).
+    spec.shape.push_back(std::stoll(dim));
     if (x == std::string::npos)
       break;
     pos = x + 1;

@@ -98,6 +98,24 @@ def cases(gen):
                      ("trunc", torch.trunc), ("sign", torch.sign)]:
         add(name, fn, {"a": x(3, 17)})
     add("round_plus_square", lambda a: torch.round(a * 4.0) + a * a, {"a": x(3, 17)})
+    # Composite ops: decomposed into core ops before differentiation, so their gradients
+    # are the core rules' (docs/ops.md's decomposition table).
+    for name, fn in [("hardswish", F.hardswish), ("softplus", F.softplus), ("elu", F.elu),
+                     ("selu", F.selu), ("leaky_relu", F.leaky_relu), ("mish", F.mish),
+                     ("logsigmoid", F.logsigmoid), ("hardsigmoid", F.hardsigmoid),
+                     ("square", torch.square), ("sinc", torch.sinc)]:
+        add(name, fn, {"a": x(3, 17)})
+    add("var", lambda a: torch.var(a, dim=1), {"a": x(3, 17)})
+    add("std_keepdim", lambda a: torch.std(a, dim=0, keepdim=True), {"a": x(3, 17)})
+    add("logsumexp", lambda a: torch.logsumexp(a, dim=-1), {"a": x(3, 17)})
+    add("vector_norm", lambda a: torch.linalg.vector_norm(a, dim=1), {"a": x(3, 17)})
+    add("norm_p3", lambda a: torch.norm(a, p=3), {"a": pos(3, 17)})
+    add("logaddexp", torch.logaddexp, {"a": x(3, 17), "b": x(17)})
+    add("atan2", torch.atan2, {"a": x(3, 17), "b": pos(3, 17)})
+    add("xlogy", torch.xlogy, {"a": x(3, 17), "b": pos(3, 17)})
+    add("lerp", lambda a, b, w: torch.lerp(a, b, w), {"a": x(3, 17), "b": x(3, 17), "w": x(17)})
+    add("glu", lambda a: F.glu(a, dim=-1), {"a": x(3, 16)})
+    add("prelu", lambda a, w: F.prelu(a, w), {"a": x(2, 4, 5), "w": x(4)})
     add("pow_scalar", lambda a: a.pow(3.0), {"a": x(3, 17)})
     add("pow_tensor", lambda a, b: torch.pow(a, b), {"a": pos(4, 5), "b": x(5)})
     # Binary maps with broadcasting (the gradient of the broadcast operand sums back).

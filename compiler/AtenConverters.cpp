@@ -745,6 +745,77 @@ Result adaptiveAvgPool2d(Importer &imp, jit::Node *, Inputs in) {
   return one(imp.create<mlir::cleave::AdaptiveAvgPool2dOp>(*x, imp.builder.getDenseI64ArrayAttr(*size)));
 }
 
+/// 1-D convolutions and pools as their 2-D forms over a height of 1:
+/// [N, C, L] becomes [N, C, 1, L] (an unbatched [C, L] gains N = 1 too), the
+/// weight [O, C/g, K] becomes [O, C/g, 1, K], spatial lists (k) become (1, k)
+/// and paddings (0, p); the result drops the height again. `spatial` and
+/// `paddings` are argument indices; `extra` arguments (None) fill the 2-D
+/// form's tail.
+Converter as2d(Converter form2d, std::vector<int> spatial, std::vector<int> paddings,
+               bool reshapeWeight, int extra = 0) {
+  return [=](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    auto type = typeOf(*x);
+    bool unbatched = type.getRank() == 2;
+    if (type.getRank() != 3 && !unbatched) {
+      imp.error() << "expected a [N, C, L] or [C, L] input, got " << type;
+      return failure();
+    }
+    int64_t n = unbatched ? 1 : type.getDimSize(0);
+    std::vector<Val> args(in.begin(), in.end());
+    args[0] = Val::ofTensor(imp.reshape(*x, {n, type.getDimSize(type.getRank() - 2), 1,
+                                            type.getDimSize(type.getRank() - 1)}));
+    if (reshapeWeight) {
+      auto w = imp.tensor(in[1]);
+      if (failed(w))
+        return failure();
+      auto wt = typeOf(*w);
+      if (wt.getRank() != 3) {
+        imp.error() << "expected a [out, in / groups, k] weight, got " << wt;
+        return failure();
+      }
+      args[1] = Val::ofTensor(
+          imp.reshape(*w, {wt.getDimSize(0), wt.getDimSize(1), 1, wt.getDimSize(2)}));
+    }
+    auto widen = [&](int i, int64_t height) -> LogicalResult {
+      if (in[i].isConstant() && in[i].constant.isString())
+        return success(); // padding='same' / 'valid'
+      auto values = imp.intList(in[i]);
+      if (failed(values))
+        return failure();
+      if (values->size() > 1) {
+        imp.error() << "expected one size for a 1-D op, got " << values->size();
+        return failure();
+      }
+      std::vector<int64_t> wide;
+      if (!values->empty())
+        wide = {height, (*values)[0]};
+      args[i] = Val::ofConstant(c10::IValue(wide));
+      return success();
+    };
+    for (int i : spatial)
+      if (failed(widen(i, 1)))
+        return failure();
+    for (int i : paddings)
+      if (failed(widen(i, 0)))
+        return failure();
+    for (int i = 0; i < extra; ++i)
+      args.push_back(Val::ofConstant(c10::IValue()));
+    auto result = form2d(imp, node, args);
+    if (failed(result))
+      return failure();
+    Value y = result->front().tensor;
+    auto yt = typeOf(y);
+    SmallVector<int64_t> shape;
+    if (!unbatched)
+      shape.push_back(yt.getDimSize(0));
+    shape.append({yt.getDimSize(1), yt.getDimSize(3)});
+    return one(imp.reshape(y, shape));
+  };
+}
+
 //===----------------------------------------------------------------------===//
 // Data movement.
 //===----------------------------------------------------------------------===//
@@ -1758,6 +1829,91 @@ Result unflatten(Importer &imp, jit::Node *, Inputs in) {
   return one(imp.reshape(*x, shape));
 }
 
+/// repeat(self, repeats) / tile(self, dims): each dim of size s repeated r
+/// times is [r, s] broadcast from [1, s] and flattened.
+Converter repeat(bool tile) {
+  return [tile](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto repeats = imp.intList(in[1]);
+    if (failed(x) || failed(repeats))
+      return failure();
+    auto type = typeOf(*x);
+    std::vector<int64_t> reps = *repeats;
+    int64_t rank = type.getRank();
+    if (static_cast<int64_t>(reps.size()) < rank) {
+      if (!tile) {
+        imp.error() << "repeat needs at least " << rank << " repeats, got " << reps.size();
+        return failure();
+      }
+      reps.insert(reps.begin(), rank - reps.size(), 1); // tile pads the repeats with 1s
+    }
+    for (int64_t r : reps)
+      if (r < 0) {
+        imp.error() << "negative repeat " << r;
+        return failure();
+      }
+    // The shape padded with leading 1s to the repeats' length.
+    SmallVector<int64_t> shape(reps.size() - rank, 1);
+    shape.append(type.getShape().begin(), type.getShape().end());
+    SmallVector<int64_t> split, broadcast, result;
+    for (auto [r, size] : llvm::zip(reps, shape)) {
+      split.append({1, size});
+      broadcast.append({r, size});
+      result.push_back(r * size);
+    }
+    Value v = imp.reshape(*x, split);
+    auto expanded = broadcastTo(imp, v, broadcast);
+    if (failed(expanded))
+      return failure();
+    return one(imp.reshape(expanded->front().tensor, result));
+  };
+}
+
+/// pixel_shuffle(self, r): [.., C r², H, W] -> [.., C, H r, W r]; the
+/// unshuffle is the inverse. A reshape, a permute and a reshape.
+Converter pixelShuffle(bool unshuffle) {
+  return [unshuffle](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto factor = imp.integer(in[1]);
+    if (failed(x) || failed(factor))
+      return failure();
+    auto type = typeOf(*x);
+    int64_t rank = type.getRank(), r = *factor;
+    if (rank < 3 || r <= 0) {
+      imp.error() << "expected a [..., C, H, W] input and a positive factor";
+      return failure();
+    }
+    SmallVector<int64_t> lead(type.getShape().begin(), type.getShape().end() - 3);
+    int64_t c = type.getDimSize(rank - 3), h = type.getDimSize(rank - 2),
+            w = type.getDimSize(rank - 1);
+    int64_t l = lead.size();
+    SmallVector<int64_t> split = lead, order, result = lead;
+    for (int64_t d = 0; d < l; ++d)
+      order.push_back(d);
+    if (!unshuffle) {
+      if (c % (r * r)) {
+        imp.error() << "channels " << c << " are not divisible by " << r * r;
+        return failure();
+      }
+      split.append({c / (r * r), r, r, h, w});     // [.., C, r1, r2, H, W]
+      order.append({l, l + 3, l + 1, l + 4, l + 2}); // [.., C, H, r1, W, r2]
+      result.append({c / (r * r), h * r, w * r});
+    } else {
+      if (h % r || w % r) {
+        imp.error() << "height " << h << " and width " << w << " are not divisible by " << r;
+        return failure();
+      }
+      split.append({c, h / r, r, w / r, r});         // [.., C, H, r1, W, r2]
+      order.append({l, l + 2, l + 4, l + 1, l + 3}); // [.., C, r1, r2, H, W]
+      result.append({c * r * r, h / r, w / r});
+    }
+    auto permuted = permuteTo(imp, imp.reshape(*x, split), order);
+    if (failed(permuted))
+      return failure();
+    return one(imp.reshape(permuted->front().tensor, result));
+  };
+}
+
 /// clamp_min / clamp_max / clamp with a scalar or tensor bound.
 FailureOr<Value> clampBound(Importer &imp, Value x, const Val &bound, bool lower) {
   auto values = imp.promote({Val::ofTensor(x), bound});
@@ -2052,6 +2208,24 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   r["aten::addr"] = addProduct(AddProduct::Outer);
   r["aten::baddbmm"] = addProduct(AddProduct::Bmm);
   r["aten::addbmm"] = addProduct(AddProduct::SummedBmm);
+  r["aten::repeat"] = repeat(false);
+  r["aten::tile"] = repeat(true);
+  r["aten::pixel_shuffle"] = pixelShuffle(false);
+  r["aten::pixel_unshuffle"] = pixelShuffle(true);
+  r["aten::conv1d"] = as2d(conv2d, {3, 5}, {4}, /*reshapeWeight=*/true);
+  // Traced convolutions: 1-D ones (a 3-D weight) through their 2-D form.
+  for (const char *kind : {"aten::_convolution", "aten::convolution"})
+    r[kind] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+      auto w = imp.tensor(in[1]);
+      if (failed(w))
+        return failure();
+      if (typeOf(*w).getRank() == 3)
+        return as2d(convolution, {3, 5}, {4}, /*reshapeWeight=*/true)(imp, node, in);
+      return convolution(imp, node, in);
+    };
+  r["aten::max_pool1d"] = as2d(maxPool2d, {1, 2, 4}, {3}, false);
+  r["aten::avg_pool1d"] = as2d(avgPool2d, {1, 2}, {3}, false, /*extra=*/1);
+  r["aten::adaptive_avg_pool1d"] = as2d(adaptiveAvgPool2d, {1}, {}, false);
 }
 
 struct Registry {
@@ -2155,7 +2329,6 @@ struct Registry {
     r["aten::amax"] = reduction<mlir::cleave::ReduceMaxOp>(false);
 
     r["aten::conv2d"] = conv2d;
-    r["aten::_convolution"] = convolution;
     r["aten::max_pool2d"] = maxPool2d;
     r["aten::avg_pool2d"] = avgPool2d;
     r["aten::adaptive_avg_pool2d"] = adaptiveAvgPool2d;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/TorchImporter.h"
+#include "dialects/cleave/ShapeInference.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -2042,8 +2043,716 @@ Converter addProduct(AddProduct kind) {
   };
 }
 
+//===----------------------------------------------------------------------===//
+// Indexing: core gather/scatter and the composites written with them.
+//===----------------------------------------------------------------------===//
+
+namespace c = mlir::cleave;
+
+/// An index operand as a tensor of i64 (PyTorch's index dtype) or i32.
+FailureOr<Value> indexTensor(Importer &imp, const Val &val, const char *what = "index") {
+  auto index = imp.tensor(val);
+  if (failed(index))
+    return failure();
+  Type et = typeOf(*index).getElementType();
+  if (!et.isInteger(64) && !et.isInteger(32)) {
+    imp.error() << what << " must be an integer tensor, got " << typeOf(*index);
+    return failure();
+  }
+  return *index;
+}
+
+/// A scatter's source: a tensor cast to the input's dtype and sliced to the
+/// index's shape (PyTorch reads only that corner), or a number splat to it.
+FailureOr<Value> scatterSource(Importer &imp, const Val &val, Value input, Value index) {
+  Type et = typeOf(input).getElementType();
+  ArrayRef<int64_t> shape = typeOf(index).getShape();
+  if (!val.isTensor() && !(val.isConstant() && val.constant.isTensor())) {
+    auto value = imp.real(val);
+    if (failed(value))
+      return failure();
+    return imp.splat(*value, et, shape);
+  }
+  auto src = imp.tensor(val);
+  if (failed(src))
+    return failure();
+  if (typeOf(*src).getRank() == 0 && !shape.empty()) { // a 0-d value tensor
+    Value v = imp.cast(*src, et);
+    return imp.create<c::BroadcastToOp>(RankedTensorType::get(shape, et), v);
+  }
+  if (typeOf(*src).getRank() != static_cast<int64_t>(shape.size())) {
+    imp.error() << "src " << typeOf(*src) << " must have the index's rank " << shape.size();
+    return failure();
+  }
+  Value v = imp.cast(*src, et);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (typeOf(v).getDimSize(d) < shape[d]) {
+      imp.error() << "src " << typeOf(*src) << " is smaller than the index "
+                  << typeOf(index) << " in dim " << d;
+      return failure();
+    }
+    auto sliced = slice(imp, v, d, 0, shape[d]);
+    if (failed(sliced))
+      return failure();
+    v = *sliced;
+  }
+  return v;
+}
+
+Result scatterWith(Importer &imp, Value input, int64_t dim, Value index, Value src,
+                   c::ScatterReduce reduce, bool includeSelf = true) {
+  auto attr = c::ScatterReduceAttr::get(imp.builder.getContext(), reduce);
+  return one(imp.create<c::ScatterOp>(input, index, src,
+                                      imp.builder.getI64IntegerAttr(dim), attr,
+                                      imp.builder.getBoolAttr(includeSelf)));
+}
+
+/// gather(self, dim, index, sparse_grad).
+Result gather(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[2]);
+  if (failed(index))
+    return failure();
+  auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+  if (failed(dim))
+    return failure();
+  auto type = RankedTensorType::get(typeOf(*index).getShape(), typeOf(*x).getElementType());
+  int64_t xRank = typeOf(*x).getRank(), iRank = typeOf(*index).getRank();
+  if (xRank != iRank && xRank <= 1 && iRank <= 1) {
+    // PyTorch takes a 0-d input or index as 1-D here.
+    Value flatX = imp.reshape(*x, {typeOf(*x).getNumElements()});
+    Value flatI = imp.reshape(*index, {typeOf(*index).getNumElements()});
+    auto g = imp.create<c::GatherOp>(typeOf(flatX).clone(typeOf(flatI).getShape()), flatX, flatI,
+                                     imp.builder.getI64IntegerAttr(0));
+    if (failed(g))
+      return failure();
+    return one(imp.reshape(*g, type.getShape()));
+  }
+  return one(imp.create<c::GatherOp>(type, *x, *index, imp.builder.getI64IntegerAttr(*dim)));
+}
+
+/// scatter(self, dim, index, src | value [, reduce]), scatter_add and
+/// scatter_reduce(self, dim, index, src, reduce, include_self).
+Converter scatter(std::optional<c::ScatterReduce> fixed) {
+  return [fixed](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[2]);
+    if (failed(index))
+      return failure();
+    auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+    if (failed(dim))
+      return failure();
+    auto src = scatterSource(imp, in[3], *x, *index);
+    if (failed(src))
+      return failure();
+    c::ScatterReduce reduce = fixed.value_or(c::ScatterReduce::none);
+    bool includeSelf = true;
+    if (!fixed && in.size() > 4 && !imp.isNone(in[4])) {
+      if (!in[4].isConstant() || !in[4].constant.isString()) {
+        imp.error() << "reduce must be a constant string";
+        return failure();
+      }
+      std::string kind = in[4].constant.toStringRef();
+      bool twoStep = node->kind().toQualString() == std::string("aten::scatter_reduce");
+      std::optional<c::ScatterReduce> parsed;
+      if (!twoStep && kind == "add")
+        parsed = c::ScatterReduce::sum;
+      else if (!twoStep && kind == "multiply")
+        parsed = c::ScatterReduce::prod;
+      else if (twoStep && kind != "none")
+        parsed = c::symbolizeScatterReduce(kind);
+      if (!parsed) {
+        imp.error() << "unknown reduce '" << kind << "'"
+                    << (twoStep ? " (sum, prod, mean, amax, amin)" : " (add, multiply)");
+        return failure();
+      }
+      reduce = *parsed;
+      if (twoStep && in.size() > 5) {
+        auto include = imp.boolean(in[5]);
+        if (failed(include))
+          return failure();
+        includeSelf = *include;
+      }
+    }
+    if (reduce == c::ScatterReduce::mean && typeOf(*x).getElementType().isInteger(1)) {
+      imp.error() << "mean of a bool tensor is not supported (PyTorch refuses it)";
+      return failure();
+    }
+    return scatterWith(imp, *x, *dim, *index, *src, reduce, includeSelf);
+  };
+}
+
+/// A 1-D (or 0-d) index of index_add/copy/fill as a scatter index along
+/// `dim` of `shape`.
+FailureOr<Value> alongDim(Importer &imp, Value index, int64_t dim, ArrayRef<int64_t> shape) {
+  if (typeOf(index).getRank() > 1) {
+    imp.error() << "index " << typeOf(index) << " must be 0-d or 1-D";
+    return failure();
+  }
+  SmallVector<int64_t> along(shape.size(), 1);
+  if (!shape.empty())
+    along[dim] = typeOf(index).getNumElements();
+  Value reshaped = imp.reshape(index, along);
+  if (typeOf(reshaped).getShape() == shape)
+    return reshaped;
+  return imp.create<c::BroadcastToOp>(
+      RankedTensorType::get(shape, typeOf(index).getElementType()), reshaped);
+}
+
+/// index_add(self, dim, index, source, alpha), index_copy(self, dim, index,
+/// source): the source's slices scattered (added or written) along dim.
+Converter indexAlongDimUpdate(c::ScatterReduce reduce) {
+  return [reduce](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[2]);
+    auto source = failed(index) ? FailureOr<Value>(failure()) : imp.tensor(in[3]);
+    if (failed(source))
+      return failure();
+    auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+    if (failed(dim))
+      return failure();
+    Type et = typeOf(*x).getElementType();
+    Value src = imp.cast(*source, et);
+    if (typeOf(src).getRank() != typeOf(*x).getRank()) {
+      if (typeOf(src).getNumElements() != typeOf(*x).getNumElements() || typeOf(*x).getRank() > 1) {
+        imp.error() << "source " << typeOf(*source) << " must have the input's rank";
+        return failure();
+      }
+      src = imp.reshape(src, typeOf(*x).getShape()); // 0-d and 1-element 1-D mix
+    }
+    if (in.size() > 4 && reduce == c::ScatterReduce::sum) {
+      auto alpha = imp.real(in[4]);
+      if (failed(alpha))
+        return failure();
+      if (*alpha != 1.0) {
+        auto scaled = imp.create<c::MulOp>(src, imp.splat(*alpha, et));
+        if (failed(scaled))
+          return failure();
+        src = *scaled;
+      }
+    }
+    auto scatterIndex = alongDim(imp, *index, *dim, typeOf(src).getShape());
+    if (failed(scatterIndex))
+      return failure();
+    return scatterWith(imp, *x, *dim, *scatterIndex, src, reduce);
+  };
+}
+
+/// index_fill(self, dim, index, value): negative indices count from the
+/// end (PyTorch's index_fill wraps them).
+Result indexFill(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[2]);
+  if (failed(index))
+    return failure();
+  auto type = typeOf(*x);
+  auto dim = dimArg(imp, in[1], type.getRank());
+  if (failed(dim))
+    return failure();
+  int64_t size = type.getRank() == 0 ? 1 : type.getDimSize(*dim);
+  Type it = typeOf(*index).getElementType();
+  auto negative = imp.create<c::CompareOp>(
+      c::ComparePredicateAttr::get(imp.builder.getContext(), c::ComparePredicate::lt), *index,
+      imp.splat(0, it));
+  auto shifted = imp.create<c::AddOp>(*index, imp.splat(size, it));
+  if (failed(negative) || failed(shifted))
+    return failure();
+  auto wrapped = imp.create<c::WhereOp>(*negative, *shifted, *index);
+  if (failed(wrapped))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape());
+  if (!shape.empty())
+    shape[*dim] = typeOf(*index).getNumElements();
+  auto scatterIndex = alongDim(imp, *wrapped, *dim, shape);
+  if (failed(scatterIndex))
+    return failure();
+  auto src = scatterSource(imp, in[3], *x, *scatterIndex);
+  if (failed(src))
+    return failure();
+  return scatterWith(imp, *x, *dim, *scatterIndex, *src, c::ScatterReduce::none);
+}
+
+Result indexSelect(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[2]);
+  if (failed(index))
+    return failure();
+  auto type = typeOf(*x);
+  auto dim = dimArg(imp, in[1], type.getRank());
+  if (failed(dim))
+    return failure();
+  SmallVector<int64_t> shape(type.getShape());
+  if (!shape.empty())
+    shape[*dim] = typeOf(*index).getNumElements();
+  return one(imp.create<c::IndexSelectOp>(type.clone(shape), *x, *index, *dim));
+}
+
+Result take(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[1]);
+  if (failed(index))
+    return failure();
+  auto type = RankedTensorType::get(typeOf(*index).getShape(), typeOf(*x).getElementType());
+  return one(imp.create<c::TakeOp>(type, *x, *index));
+}
+
+/// take_along_dim(self, indices, dim): self and indices broadcast outside
+/// dim, then a gather; without dim, both flattened.
+Result takeAlongDim(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[1]);
+  if (failed(index))
+    return failure();
+  Value input = *x, idx = *index;
+  int64_t dim = 0;
+  if (in.size() < 3 || imp.isNone(in[2])) {
+    input = imp.reshape(input, {typeOf(input).getNumElements()});
+    idx = imp.reshape(idx, {typeOf(idx).getNumElements()});
+  } else {
+    if (typeOf(input).getRank() != typeOf(idx).getRank()) {
+      imp.error() << "input " << typeOf(input) << " and indices " << typeOf(idx)
+                  << " must have the same number of dims";
+      return failure();
+    }
+    auto d = dimArg(imp, in[2], typeOf(input).getRank());
+    if (failed(d))
+      return failure();
+    dim = *d;
+    if (typeOf(input).getRank() > 0) {
+      SmallVector<int64_t> a(typeOf(input).getShape()), b(typeOf(idx).getShape());
+      a[dim] = b[dim];
+      auto indexShape = c::broadcastShapes({ArrayRef<int64_t>(a), ArrayRef<int64_t>(b)});
+      b[dim] = typeOf(input).getDimSize(dim);
+      a[dim] = b[dim];
+      auto inputShape = c::broadcastShapes({ArrayRef<int64_t>(b), typeOf(input).getShape()});
+      if (!indexShape || !inputShape) {
+        imp.error() << "input " << typeOf(input) << " and indices " << typeOf(idx)
+                    << " do not broadcast outside dim " << dim;
+        return failure();
+      }
+      if (ArrayRef<int64_t>(*inputShape) != typeOf(input).getShape()) {
+        auto e = imp.create<c::BroadcastToOp>(typeOf(input).clone(*inputShape), input);
+        if (failed(e))
+          return failure();
+        input = *e;
+      }
+      if (ArrayRef<int64_t>(*indexShape) != typeOf(idx).getShape()) {
+        auto e = imp.create<c::BroadcastToOp>(typeOf(idx).clone(*indexShape), idx);
+        if (failed(e))
+          return failure();
+        idx = *e;
+      }
+    }
+  }
+  auto type = RankedTensorType::get(typeOf(idx).getShape(), typeOf(input).getElementType());
+  return one(imp.create<c::GatherOp>(type, input, idx, imp.builder.getI64IntegerAttr(dim)));
+}
+
+/// Index tensors of aten::index / index_put and the input dim each indexes.
+struct AdvancedIndices {
+  SmallVector<Value> indices;
+  SmallVector<int64_t> dims;
+};
+
+/// Reads PyTorch's list of optional index tensors: None skips a dim; an
+/// integer tensor indexes one; a bool (or uint8) mask of k dims indexes k,
+/// by its true positions. Only a constant mask can be read at compile time:
+/// a mask computed at run time gives a result whose shape depends on tensor
+/// values, which a static plan cannot hold.
+FailureOr<AdvancedIndices> advancedIndices(Importer &imp, const Val &list, Value input) {
+  auto items = imp.list(list);
+  if (failed(items))
+    return failure();
+  AdvancedIndices out;
+  int64_t rank = typeOf(input).getRank(), dim = 0;
+  for (const Val &item : *items) {
+    if (imp.isNone(item)) {
+      ++dim;
+      continue;
+    }
+    bool constant = item.isConstant() && item.constant.isTensor();
+    bool mask = false;
+    if (constant) {
+      auto st = item.constant.toTensor().scalar_type();
+      mask = st == c10::ScalarType::Bool || st == c10::ScalarType::Byte;
+    } else if (item.isTensor()) {
+      mask = typeOf(item.tensor).getElementType().isInteger(1);
+    }
+    if (mask && !constant) {
+      imp.error() << "shape depends on tensor values: a bool mask index computed at run time "
+                     "selects a data-dependent number of elements";
+      return failure();
+    }
+    if (mask) {
+      at::Tensor m = item.constant.toTensor();
+      int64_t k = m.dim();
+      if (k == 0 || dim + k > rank) {
+        imp.error() << "a bool index of " << k << " dims does not fit input dims from " << dim
+                    << " of " << typeOf(input);
+        return failure();
+      }
+      for (int64_t j = 0; j < k; ++j)
+        if (m.size(j) != typeOf(input).getDimSize(dim + j)) {
+          imp.error() << "the bool index's size " << m.size(j) << " in its dim " << j
+                      << " does not match the input's " << typeOf(input).getDimSize(dim + j);
+          return failure();
+        }
+      at::Tensor positions = m.to(c10::ScalarType::Bool).nonzero(); // [n, k]
+      for (int64_t j = 0; j < k; ++j) {
+        auto index = imp.constantTensor(positions.select(1, j).contiguous());
+        if (failed(index))
+          return failure();
+        out.indices.push_back(*index);
+        out.dims.push_back(dim + j);
+      }
+      dim += k;
+      continue;
+    }
+    auto index = indexTensor(imp, item, "an index");
+    if (failed(index))
+      return failure();
+    if (dim >= rank) {
+      imp.error() << "too many indices for a tensor of rank " << rank;
+      return failure();
+    }
+    out.indices.push_back(*index);
+    out.dims.push_back(dim++);
+  }
+  return out;
+}
+
+FailureOr<RankedTensorType> selectionType(Importer &imp, Value input, const AdvancedIndices &ai) {
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (Value index : ai.indices)
+    shapes.emplace_back(typeOf(index).getShape());
+  std::string why;
+  auto shape = c::advancedIndexShape(typeOf(input).getShape(), ai.dims, shapes, why);
+  if (!shape) {
+    imp.error() << why;
+    return failure();
+  }
+  return typeOf(input).clone(*shape);
+}
+
+/// aten::index(self, indices).
+Result advancedIndex(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto ai = advancedIndices(imp, in[1], *x);
+  if (failed(ai))
+    return failure();
+  if (ai->indices.empty())
+    return one(*x);
+  auto type = selectionType(imp, *x, *ai);
+  if (failed(type))
+    return failure();
+  return one(imp.create<c::IndexOp>(*type, *x, ai->indices, ai->dims));
+}
+
+Result putAt(Importer &imp, Value x, const AdvancedIndices &ai, Value values, bool accumulate) {
+  if (ai.indices.empty()) {
+    imp.error() << "needs at least one index tensor";
+    return failure();
+  }
+  Value v = imp.cast(values, typeOf(x).getElementType());
+  return one(imp.create<c::IndexPutOp>(x, ai.indices, v, ai.dims, accumulate));
+}
+
+/// x[mask] = v (or += v) for one bool mask over the leading dims computed at
+/// run time, when v is one value per selected row: a `where`, whose shape
+/// does not depend on how many elements the mask selects. Nullopt when the
+/// index list is not of that form.
+std::optional<Result> indexPutRuntimeMask(Importer &imp, Value x, const Val &list,
+                                          const Val &valuesVal, bool accumulate) {
+  auto items = imp.list(list);
+  if (failed(items) || items->size() != 1 || !(*items)[0].isTensor())
+    return std::nullopt;
+  Value mask = (*items)[0].tensor;
+  auto mt = typeOf(mask), xt = typeOf(x);
+  if (!mt.getElementType().isInteger(1) || mt.getRank() == 0 || mt.getRank() > xt.getRank() ||
+      mt.getShape() != xt.getShape().take_front(mt.getRank()))
+    return std::nullopt;
+  auto values = imp.tensor(valuesVal);
+  if (failed(values))
+    return Result(failure());
+  // The values broadcast against [n, rest...]; n is unknown, so they must
+  // not depend on it: their dim for n (if any) is 1.
+  auto vt = typeOf(*values);
+  ArrayRef<int64_t> rest = xt.getShape().drop_front(mt.getRank());
+  if (vt.getRank() > static_cast<int64_t>(rest.size()) + 1 ||
+      (vt.getRank() == static_cast<int64_t>(rest.size()) + 1 && vt.getDimSize(0) != 1))
+    return std::nullopt;
+  SmallVector<int64_t> vshape(vt.getShape().begin(), vt.getShape().end());
+  if (vt.getRank() == static_cast<int64_t>(rest.size()) + 1)
+    vshape.erase(vshape.begin());
+  auto bshape = c::broadcastShapes({ArrayRef<int64_t>(vshape), rest});
+  if (!bshape || ArrayRef<int64_t>(*bshape) != rest)
+    return std::nullopt;
+  SmallVector<int64_t> aligned(xt.getRank() - vshape.size(), 1);
+  aligned.append(vshape);
+  Value v = imp.reshape(imp.cast(*values, xt.getElementType()), aligned);
+  SmallVector<int64_t> maskShape(mt.getShape());
+  maskShape.append(rest.size(), 1);
+  Value m = imp.reshape(mask, maskShape);
+  if (accumulate) {
+    auto added = imp.create<c::WhereOp>(m, v, imp.splat(0, xt.getElementType()));
+    if (failed(added))
+      return Result(failure());
+    if (xt.getElementType().isInteger(1))
+      return one(imp.create<c::OrOp>(x, *added));
+    return one(imp.create<c::AddOp>(x, *added));
+  }
+  return one(imp.create<c::WhereOp>(m, v, x));
+}
+
+/// index_put(self, indices, values, accumulate).
+Result indexPut(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  {
+    bool accumulate = false;
+    if (in.size() > 3) {
+      auto a = imp.boolean(in[3]);
+      if (failed(a))
+        return failure();
+      accumulate = *a;
+    }
+    if (auto r = indexPutRuntimeMask(imp, *x, in[1], in[2], accumulate))
+      return *r;
+  }
+  auto ai = advancedIndices(imp, in[1], *x);
+  auto values = failed(ai) ? FailureOr<Value>(failure()) : imp.tensor(in[2]);
+  if (failed(values))
+    return failure();
+  bool accumulate = false;
+  if (in.size() > 3) {
+    auto a = imp.boolean(in[3]);
+    if (failed(a))
+      return failure();
+    accumulate = *a;
+  }
+  return putAt(imp, *x, *ai, *values, accumulate);
+}
+
+/// A constant mask broadcast to `shape`, as index tensors over every dim;
+/// failure (with the data-dependence reason) for a mask computed at run time.
+FailureOr<AdvancedIndices> constantMask(Importer &imp, const Val &mask, ArrayRef<int64_t> shape,
+                                        const char *why) {
+  if (!(mask.isConstant() && mask.constant.isTensor())) {
+    imp.error() << why;
+    return failure();
+  }
+  at::Tensor m = mask.constant.toTensor().to(c10::ScalarType::Bool);
+  std::vector<int64_t> sizes(shape.begin(), shape.end());
+  at::Tensor positions = m.expand(sizes).nonzero(); // [n, rank]
+  AdvancedIndices out;
+  for (int64_t j = 0; j < static_cast<int64_t>(shape.size()); ++j) {
+    auto index = imp.constantTensor(positions.select(1, j).contiguous());
+    if (failed(index))
+      return failure();
+    out.indices.push_back(*index);
+    out.dims.push_back(j);
+  }
+  return out;
+}
+
+/// masked_select(self, mask): self[mask] over their broadcast shape.
+Result maskedSelect(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  ArrayRef<int64_t> maskShape;
+  at::Tensor constMask;
+  if (in[1].isConstant() && in[1].constant.isTensor()) {
+    constMask = in[1].constant.toTensor();
+    maskShape = ArrayRef<int64_t>(constMask.sizes().data(), constMask.sizes().size());
+  }
+  auto shape = c::broadcastShapes({typeOf(*x).getShape(), maskShape});
+  if (!shape) {
+    imp.error() << "the mask does not broadcast with " << typeOf(*x);
+    return failure();
+  }
+  auto ai = constantMask(imp, in[1], *shape,
+                         "shape depends on tensor values: a mask computed at run time selects a "
+                         "data-dependent number of elements");
+  if (failed(ai))
+    return failure();
+  Value input = *x;
+  if (typeOf(input).getShape() != ArrayRef<int64_t>(*shape)) {
+    auto e = imp.create<c::BroadcastToOp>(typeOf(input).clone(*shape), input);
+    if (failed(e))
+      return failure();
+    input = *e;
+  }
+  if (shape->empty()) { // 0-d: one element or none
+    int64_t n = constMask.item<bool>() ? 1 : 0;
+    if (n == 1)
+      return one(imp.reshape(input, {1}));
+    imp.error() << "selects no element of a 0-d tensor (an empty result)";
+    return failure();
+  }
+  auto type = selectionType(imp, input, *ai);
+  if (failed(type))
+    return failure();
+  return one(imp.create<c::IndexOp>(*type, input, ai->indices, ai->dims));
+}
+
+/// masked_scatter(self, mask, source): the true positions of mask (in
+/// row-major order) get source's leading elements.
+Result maskedScatter(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto source = failed(x) ? FailureOr<Value>(failure()) : imp.tensor(in[2]);
+  if (failed(source))
+    return failure();
+  auto ai = constantMask(imp, in[1], typeOf(*x).getShape(),
+                         "needs a constant mask: with a mask computed at run time, which source "
+                         "element lands where depends on tensor values");
+  if (failed(ai))
+    return failure();
+  if (typeOf(*x).getRank() == 0) {
+    imp.error() << "a 0-d input is not supported";
+    return failure();
+  }
+  int64_t n = typeOf(ai->indices.front()).getNumElements();
+  int64_t available = typeOf(*source).getNumElements();
+  if (available < n) {
+    imp.error() << "source has " << available << " elements for " << n << " masked positions";
+    return failure();
+  }
+  Value flat = imp.reshape(*source, {available});
+  auto values = slice(imp, flat, 0, 0, n);
+  if (failed(values))
+    return failure();
+  if (n == 0)
+    return one(*x);
+  return putAt(imp, *x, *ai, *values, /*accumulate=*/false);
+}
+
+FailureOr<SmallVector<int64_t>> dimListArg(Importer &imp, const Val &val, int64_t rank) {
+  auto dims = imp.intList(val);
+  if (failed(dims))
+    return failure();
+  SmallVector<int64_t> out;
+  for (int64_t d : *dims) {
+    auto n = normDim(imp, d, rank);
+    if (failed(n))
+      return failure();
+    out.push_back(*n);
+  }
+  return out;
+}
+
+Result flipDims(Importer &imp, Value x, ArrayRef<int64_t> dims) {
+  if (typeOf(x).getRank() == 0)
+    return one(x);
+  return one(imp.create<c::FlipOp>(x, imp.builder.getDenseI64ArrayAttr(dims)));
+}
+
+/// flip(self, dims).
+Result flip(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto dims = dimListArg(imp, in[1], typeOf(*x).getRank());
+  if (failed(dims))
+    return failure();
+  return flipDims(imp, *x, *dims);
+}
+
+/// fliplr (dim 1, rank >= 2) and flipud (dim 0, rank >= 1).
+Converter flipFixed(int64_t dim) {
+  return [dim](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    if (typeOf(*x).getRank() <= dim) {
+      imp.error() << "needs a tensor of at least " << dim + 1 << " dims, got "
+                  << typeOf(*x);
+      return failure();
+    }
+    return flipDims(imp, *x, {dim});
+  };
+}
+
+/// roll(self, shifts, dims): without dims, the flattened tensor rolls.
+Result roll(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto shifts = imp.intList(in[1]);
+  if (failed(shifts))
+    return failure();
+  auto type = typeOf(*x);
+  auto dims = dimListArg(imp, in[2], type.getRank());
+  if (failed(dims))
+    return failure();
+  SmallVector<int64_t> s(shifts->begin(), shifts->end());
+  if (dims->empty()) {
+    if (s.size() != 1) {
+      imp.error() << "without dims takes one shift, got " << s.size();
+      return failure();
+    }
+    Value flat = imp.reshape(*x, {type.getNumElements()});
+    auto rolled = imp.create<c::RollOp>(flat, imp.builder.getDenseI64ArrayAttr(s),
+                                        imp.builder.getDenseI64ArrayAttr({0}));
+    if (failed(rolled))
+      return failure();
+    return one(imp.reshape(*rolled, type.getShape()));
+  }
+  return one(imp.create<c::RollOp>(*x, imp.builder.getDenseI64ArrayAttr(s),
+                                   imp.builder.getDenseI64ArrayAttr(*dims)));
+}
+
+/// rot90(self, k, dims): flips and a transpose, as PyTorch writes it.
+Result rot90(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto k = failed(x) ? FailureOr<int64_t>(failure()) : imp.integer(in[1]);
+  if (failed(k))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  auto dims = dimListArg(imp, in[2], rank);
+  if (failed(dims))
+    return failure();
+  if (rank < 2 || dims->size() != 2 || (*dims)[0] == (*dims)[1]) {
+    imp.error() << "needs two different dims of a tensor of rank >= 2";
+    return failure();
+  }
+  int64_t a = (*dims)[0], b = (*dims)[1], turns = ((*k % 4) + 4) % 4;
+  SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(swap[a], swap[b]);
+  if (turns == 0)
+    return one(*x);
+  if (turns == 2)
+    return flipDims(imp, *x, {a, b});
+  auto flipped = flipDims(imp, *x, {turns == 1 ? b : a});
+  if (failed(flipped))
+    return failure();
+  return permuteTo(imp, (*flipped)[0].tensor, swap);
+}
+
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
+  r["aten::gather"] = gather;
+  r["aten::scatter"] = scatter(std::nullopt);
+  r["aten::scatter_add"] = scatter(c::ScatterReduce::sum);
+  r["aten::scatter_reduce"] = scatter(std::nullopt);
+  r["aten::index_add"] = indexAlongDimUpdate(c::ScatterReduce::sum);
+  r["aten::index_copy"] = indexAlongDimUpdate(c::ScatterReduce::none);
+  r["aten::index_fill"] = indexFill;
+  r["aten::index_select"] = indexSelect;
+  r["aten::take"] = take;
+  r["aten::take_along_dim"] = takeAlongDim;
+  r["aten::index"] = advancedIndex;
+  r["aten::index_put"] = indexPut;
+  r["aten::masked_select"] = maskedSelect;
+  r["aten::masked_scatter"] = maskedScatter;
+  r["aten::flip"] = flip;
+  r["aten::fliplr"] = flipFixed(1);
+  r["aten::flipud"] = flipFixed(0);
+  r["aten::roll"] = roll;
+  r["aten::rot90"] = rot90;
   r["aten::square"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
     auto x = imp.tensor(in[0]);
     if (failed(x))

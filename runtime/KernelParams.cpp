@@ -502,6 +502,103 @@ Status parseEmbedding(const KernelSignature &sig, const char *backend,
 }
 
 //===----------------------------------------------------------------------===//
+// Indexing along one dim
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The index (input slot 1) against the input (slot 0) along attribute dim.
+Status parseIndexAlongDim(const KernelSignature &sig, IndexAlongDim *out) {
+  const TensorDesc &x = *sig.inputs[0], &idx = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "", "index", idx, {DType::I64, DType::I32}));
+  int64_t dim = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  if (idx.rank() != x.rank())
+    return CLEAVE_ERROR(sig.kernel, ": index ", describe(idx.shape, idx.dtype),
+                        " must have the input's rank ", x.rank());
+  if (x.rank() > kMaxIndexRank)
+    return CLEAVE_ERROR(sig.kernel, ": rank ", x.rank(), " is above the supported ",
+                        kMaxIndexRank);
+  IndexAlongDim p;
+  if (x.rank() == 0) {
+    if (dim != 0)
+      return CLEAVE_ERROR(sig.kernel, ": dim ", dim, " is out of range for rank 0");
+    p.rank = 1;
+    p.indexShape[0] = p.inputShape[0] = 1;
+  } else {
+    CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
+    p.rank = static_cast<int>(x.rank());
+    for (int d = 0; d < p.rank; ++d) {
+      p.indexShape[d] = idx.shape[d];
+      p.inputShape[d] = x.shape[d];
+      if (d != dim && idx.shape[d] > x.shape[d])
+        return CLEAVE_ERROR(sig.kernel, ": index ", describe(idx.shape, idx.dtype),
+                            " is larger than the input ", describe(x.shape, x.dtype), " in dim ",
+                            d);
+    }
+  }
+  p.dim = static_cast<int>(dim);
+  p.size = p.inputShape[dim];
+  p.k = p.indexShape[dim];
+  p.lines = p.k == 0 ? 0 : idx.numel() / p.k;
+  for (int d = p.dim + 1; d < p.rank; ++d) {
+    p.indexStride *= p.indexShape[d];
+    p.inputStride *= p.inputShape[d];
+  }
+  p.wide = idx.dtype == DType::I64;
+  *out = p;
+  return {};
+}
+
+} // namespace
+
+Status parseGather(const KernelSignature &sig, const char *backend,
+                   std::initializer_list<DType> dtypes, IndexAlongDim *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "index"));
+  const TensorDesc &x = *sig.inputs[0], &idx = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  CLEAVE_RETURN_IF_ERROR(parseIndexAlongDim(sig, out));
+  return checkOutput(sig, {x.dtype, idx.shape}, "the index's shape");
+}
+
+Status parseScatter(const KernelSignature &sig, const char *backend,
+                    std::initializer_list<DType> dtypes, IndexAlongDim *out,
+                    ScatterReduceKind *reduce, bool *includeSelf) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "index"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "src"));
+  const TensorDesc &x = *sig.inputs[0], &idx = *sig.inputs[1], &src = *sig.inputs[2];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "input", x, "src", src));
+  CLEAVE_RETURN_IF_ERROR(parseIndexAlongDim(sig, out));
+  if (src.shape != idx.shape)
+    return CLEAVE_ERROR(sig.kernel, ": src ", describe(src.shape, src.dtype),
+                        " must have the index's shape ", describe(idx.shape, idx.dtype));
+  std::string kind;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getString("reduce", &kind, "none")));
+  static const std::pair<const char *, ScatterReduceKind> kinds[] = {
+      {"none", ScatterReduceKind::None}, {"sum", ScatterReduceKind::Sum},
+      {"prod", ScatterReduceKind::Prod}, {"mean", ScatterReduceKind::Mean},
+      {"amax", ScatterReduceKind::Amax}, {"amin", ScatterReduceKind::Amin}};
+  bool known = false;
+  for (const auto &[name, value] : kinds)
+    if (kind == name) {
+      *reduce = value;
+      known = true;
+    }
+  if (!known)
+    return CLEAVE_ERROR(sig.kernel, ": unknown reduce '", kind,
+                        "' (none, sum, prod, mean, amax, amin)");
+  if (*reduce == ScatterReduceKind::Mean && x.dtype == DType::I1)
+    return CLEAVE_ERROR(sig.kernel, ": mean of i1 elements is not defined");
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("include_self", includeSelf, true)));
+  return checkOutput(sig, x, "the input's type");
+}
+
+//===----------------------------------------------------------------------===//
 // Elementwise
 //===----------------------------------------------------------------------===//
 

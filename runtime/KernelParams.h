@@ -181,6 +181,68 @@ Status parseEmbedding(const KernelSignature &sig, const char *backend,
                       std::initializer_list<DType> dtypes, EmbeddingParams *out);
 
 //===----------------------------------------------------------------------===//
+// Indexing along one dim (gather, scatter).
+//===----------------------------------------------------------------------===//
+
+#if defined(__CUDACC__)
+#define CLEAVE_HOST_DEVICE __host__ __device__
+#else
+#define CLEAVE_HOST_DEVICE
+#endif
+
+constexpr int kMaxIndexRank = 8;
+
+/// An index tensor of the input's rank that picks positions along `dim`.
+/// Its positions group into `lines`: the index entries that differ only in
+/// `dim` (`k` of them, `indexStride` apart). Every other dim of an entry is
+/// its own, so two lines never touch the same input (or output) element.
+/// Plain data: the CUDA kernels take it by value. A 0-d input is one of
+/// size [1].
+struct IndexAlongDim {
+  int rank = 1, dim = 0;
+  int64_t indexShape[kMaxIndexRank] = {};
+  int64_t inputShape[kMaxIndexRank] = {};
+  int64_t size = 0;         // the input's size along dim
+  int64_t k = 0;            // index entries per line
+  int64_t lines = 0;        // numel(index) / k
+  int64_t indexStride = 1;  // between entries of a line, in the index
+  int64_t inputStride = 1;  // between positions along dim, in the input
+  bool wide = false;        // i64 (not i32) indices
+
+  /// The offsets of a line's first entry in the index and of its position 0
+  /// along dim in the input.
+  CLEAVE_HOST_DEVICE void lineStart(int64_t line, int64_t *index, int64_t *input) const {
+    int64_t rest = line, idx = 0, in = 0, idxStride = 1, inStride = 1;
+    for (int d = rank - 1; d >= 0; --d) {
+      if (d != dim) {
+        int64_t c = rest % indexShape[d];
+        rest /= indexShape[d];
+        idx += c * idxStride;
+        in += c * inStride;
+      }
+      idxStride *= indexShape[d];
+      inStride *= inputShape[d];
+    }
+    *index = idx;
+    *input = in;
+  }
+};
+
+/// gather(input, index) {dim}: input of `dtypes`, index i64/i32 of its rank,
+/// no larger outside dim; the output has the index's shape.
+Status parseGather(const KernelSignature &sig, const char *backend,
+                   std::initializer_list<DType> dtypes, IndexAlongDim *out);
+
+/// How scatter combines (cleave.scatter's `reduce`).
+enum class ScatterReduceKind { None, Sum, Prod, Mean, Amax, Amin };
+
+/// scatter(input, index, src) {dim, reduce, include_self}: src of the
+/// index's shape and the input's dtype; the output is the input's type.
+Status parseScatter(const KernelSignature &sig, const char *backend,
+                    std::initializer_list<DType> dtypes, IndexAlongDim *out,
+                    ScatterReduceKind *reduce, bool *includeSelf);
+
+//===----------------------------------------------------------------------===//
 // Elementwise (unary, binary, where, cast, tril/triu).
 //===----------------------------------------------------------------------===//
 

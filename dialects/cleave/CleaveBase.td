@@ -75,6 +75,25 @@ def Cleave_GeluApproximation : I32EnumAttr<"GeluApproximation",
 def Cleave_GeluApproximationAttr
     : EnumAttr<Cleave_Dialect, Cleave_GeluApproximation, "gelu_approximation">;
 
+// How cleave.scatter combines a scattered value with the element it lands
+// on: `none` overwrites (torch.scatter), the others are scatter_reduce's
+// (torch.scatter_add is `sum`, scatter's reduce="multiply" is `prod`).
+def Cleave_ScatterNone : I32EnumAttrCase<"none", 0>;
+def Cleave_ScatterSum : I32EnumAttrCase<"sum", 1>;
+def Cleave_ScatterProd : I32EnumAttrCase<"prod", 2>;
+def Cleave_ScatterMean : I32EnumAttrCase<"mean", 3>;
+def Cleave_ScatterAmax : I32EnumAttrCase<"amax", 4>;
+def Cleave_ScatterAmin : I32EnumAttrCase<"amin", 5>;
+def Cleave_ScatterReduce : I32EnumAttr<"ScatterReduce",
+    "how scatter combines values that land on one element",
+    [Cleave_ScatterNone, Cleave_ScatterSum, Cleave_ScatterProd, Cleave_ScatterMean,
+     Cleave_ScatterAmax, Cleave_ScatterAmin]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::cleave";
+}
+def Cleave_ScatterReduceAttr
+    : EnumAttr<Cleave_Dialect, Cleave_ScatterReduce, "scatter_reduce">;
+
 //===----------------------------------------------------------------------===//
 // Op classes.
 //===----------------------------------------------------------------------===//

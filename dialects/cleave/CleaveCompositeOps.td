@@ -262,4 +262,120 @@ def Cleave_GluOp : Cleave_CompositeOp<"glu"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Indexing: written as cleave.gather and cleave.scatter (and views).
+//===----------------------------------------------------------------------===//
+
+def Cleave_IndexSelectOp : Cleave_CompositeOp<"index_select"> {
+  let summary = "select slices along a dim by a 1-D index (composite)";
+  let description = [{
+    `result` is `input` with dim `dim` replaced by the `index` entries, as
+    `torch.index_select`: indices outside [0, size) are a runtime error
+    (no wrapping, as PyTorch). A gather of the index broadcast to the result.
+
+    ```mlir
+    %y = cleave.index_select %x, %i {dim = 1 : i64} : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, Cleave_IndexTensor:$index, I64Attr:$dim);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input `,` $index attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Cleave_TakeOp : Cleave_CompositeOp<"take"> {
+  let summary = "elements of the flattened input by index (composite)";
+  let description = [{
+    `result[p] = flatten(input)[index[p]]`, negative indices counting from
+    the end, as `torch.take`; the result has the index's shape.
+
+    ```mlir
+    %y = cleave.take %x, %i : (tensor<4x8xf32>, tensor<2x3xi64>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, Cleave_IndexTensor:$index);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input `,` $index attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Cleave_FlipOp : Cleave_CompositeOp<"flip", [SameOperandsAndResultType]> {
+  let summary = "reverse the order along dims (composite)";
+  let description = [{
+    Reverses `input` along each of `dims`, as `torch.flip`: one gather per
+    dim with a constant reversed index.
+
+    ```mlir
+    %y = cleave.flip %x {dims = array<i64: 0, 1>} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Cleave_RollOp : Cleave_CompositeOp<"roll", [SameOperandsAndResultType]> {
+  let summary = "rotate elements along dims (composite)";
+  let description = [{
+    Shifts `input` by `shifts[i]` along `dims[i]`, elements leaving one end
+    entering at the other, as `torch.roll` with dims: two slices and a
+    concat per dim.
+
+    ```mlir
+    %y = cleave.roll %x {shifts = array<i64: 2>, dims = array<i64: 1>} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, DenseI64ArrayAttr:$shifts,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Cleave_IndexOp : Cleave_CompositeOp<"index"> {
+  let summary = "advanced indexing by integer tensors (composite)";
+  let description = [{
+    PyTorch's `input[..., i0, ..., i1, ...]` (`aten::index`): `indices[k]`
+    indexes input dim `dims[k]` (increasing); the index tensors broadcast
+    together to a shape B, negative entries count from the end. The result
+    is B in place of the indexed dims when those are adjacent, else B
+    followed by the other dims. The importer turns constant bool masks into
+    such indices. A gather over the indexed dims flattened into one.
+
+    ```mlir
+    %y = cleave.index %x[%i, %j] {dims = array<i64: 0, 2>} : (tensor<4x5x6xf32>, tensor<3xi64>, tensor<3xi64>) -> tensor<3x5xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, Variadic<Cleave_IndexTensor>:$indices,
+                       DenseI64ArrayAttr:$dims);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cleave_IndexPutOp : Cleave_CompositeOp<"index_put", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "write values at advanced-indexing positions (composite)";
+  let description = [{
+    `input[indices] = values` (`aten::index_put`), the positions as
+    `cleave.index` picks them; `values` broadcasts to that selection and has
+    the input's element type. With `accumulate` repeated positions add up,
+    without it the last write wins (PyTorch's CPU order). A scatter over the
+    indexed dims flattened into one.
+
+    ```mlir
+    %y = cleave.index_put %x[%i], %v {dims = array<i64: 0>, accumulate = false} : (tensor<4x5xf32>, tensor<2xi64>, tensor<f32>) -> tensor<4x5xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, Variadic<Cleave_IndexTensor>:$indices,
+                       Cleave_Tensor:$values, DenseI64ArrayAttr:$dims, BoolAttr:$accumulate);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` `,` $values attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // CLEAVE_COMPOSITE_OPS_TD

@@ -67,6 +67,13 @@ ShardingRule getMapShardingRule(Operation *op, llvm::ArrayRef<int64_t> wholeDims
 ShardingRule getReductionShardingRule(Operation *op, llvm::ArrayRef<int64_t> dims,
                                       bool keepdim, FactorKind reducedKind);
 
+/// The shape `input[indices]` has (aten::index): index tensor k of shape
+/// `indexShapes[k]` indexes input dim `dims[k]` (increasing); nullopt, with
+/// `why` set, when the indices do not broadcast or the dims are bad.
+std::optional<llvm::SmallVector<int64_t>>
+advancedIndexShape(llvm::ArrayRef<int64_t> input, llvm::ArrayRef<int64_t> dims,
+                   llvm::ArrayRef<llvm::SmallVector<int64_t>> indexShapes, std::string &why);
+
 namespace trait {
 /// An op that only changes how its tensor is laid out over a group of ranks
 /// (all_reduce, all_gather, reduce_scatter, all_to_all, shard): whole,

@@ -563,5 +563,51 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Indexing.
+//===----------------------------------------------------------------------===//
+
+/// The index of a gather or scatter: the input's rank, `dim` a dim of it
+/// (0 for a 0-d input, as PyTorch), no larger than the input outside `dim`.
+static LogicalResult verifyIndexAlongDim(Operation *op, RankedTensorType input,
+                                         RankedTensorType index, int64_t dim) {
+  if (index.getRank() != input.getRank())
+    return op->emitOpError() << "index " << index << " must have the input's rank "
+                             << input.getRank();
+  if (!(input.getRank() == 0 && dim == 0) &&
+      failed(verifyDim(op, dim, input.getRank())))
+    return failure();
+  for (int64_t d = 0; d < input.getRank(); ++d)
+    if (d != dim && index.getDimSize(d) > input.getDimSize(d))
+      return op->emitOpError() << "index " << index << " is larger than the input " << input
+                               << " in dim " << d;
+  return success();
+}
+
+LogicalResult GatherOp::verify() {
+  auto input = tensorType(getInput()), index = tensorType(getIndex());
+  if (failed(verifyIndexAlongDim(*this, input, index, getDim())))
+    return failure();
+  auto result = tensorType(getResult());
+  if (result.getShape() != index.getShape() ||
+      result.getElementType() != input.getElementType())
+    return emitOpError() << "result " << result << " must have the index's shape and the "
+                         << "input's element type";
+  return success();
+}
+
+LogicalResult ScatterOp::verify() {
+  auto input = tensorType(getInput()), index = tensorType(getIndex());
+  auto src = tensorType(getSrc());
+  if (failed(verifyIndexAlongDim(*this, input, index, getDim())))
+    return failure();
+  if (src.getShape() != index.getShape() || src.getElementType() != input.getElementType())
+    return emitOpError() << "src " << src << " must have the index's shape and the input's "
+                         << "element type";
+  if (getReduce() == ScatterReduce::mean && input.getElementType().isInteger(1))
+    return emitOpError() << "mean of i1 elements is not defined (PyTorch refuses it)";
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/cleave/CleaveOps.cpp.inc"

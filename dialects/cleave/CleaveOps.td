@@ -613,6 +613,65 @@ def Cleave_ConcatOp : Cleave_Op<"concat", [Pure, InferTypeOpAdaptor], [],
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, results)";
 }
 
+// Indexing: torch.gather and torch.scatter(_reduce) along one dim. The
+// index operand holds positions along `dim`; the other dims of an element
+// are its own. Indices outside [0, size of dim) are a runtime error naming
+// the op (PyTorch's gather and scatter do not wrap negative ones either).
+def Cleave_GatherOp : Cleave_Op<"gather", [Pure], [],
+    ["getCost", "getSavedForBackward"], [], Cleave_HasGradient> {
+  let summary = "gather elements along one dim by index";
+  let description = [{
+    `result[p] = input[p with dim d replaced by index[p]]` for every position
+    `p` of `index`, as `torch.gather`: the result has the index's shape and
+    the input's element type; the index has the input's rank and is no
+    larger than the input outside `dim`.
+
+    Example:
+
+    ```mlir
+    %y = cleave.gather %x, %i {dim = 1 : i64} : tensor<4x8xf32>, tensor<4x3xi64> -> tensor<4x3xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, Cleave_IndexTensor:$index, I64Attr:$dim);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index attr-dict `:` type($input) `,` type($index) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cleave_ScatterOp : Cleave_Op<"scatter", [Pure, AllTypesMatch<["input", "result"]>],
+    ["getKernelAttributes"], ["getCost", "getSavedForBackward"], [], Cleave_HasGradient> {
+  let summary = "scatter elements along one dim by index, overwriting or reducing";
+  let description = [{
+    Starts from `input` and, for every position `p` of `index` in row-major
+    order, combines `src[p]` into `result[p with dim d replaced by
+    index[p]]`, as `torch.scatter` (`reduce = none`: the last write wins)
+    and `torch.scatter_reduce` (`sum`, `prod`, `mean`, `amax`, `amin`).
+    Without `include_self`, an element that receives values starts from
+    them alone (scatter_reduce's include_self=False). `mean` of integers
+    divides with floor rounding, as PyTorch. `src` has the index's shape.
+
+    Example:
+
+    ```mlir
+    %y = cleave.scatter %x, %i, %s {dim = 0 : i64, reduce = #cleave<scatter_reduce sum>}
+        : tensor<5x4xf32>, tensor<3x4xi64>, tensor<3x4xf32> -> tensor<5x4xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, Cleave_IndexTensor:$index, Cleave_Tensor:$src,
+                       I64Attr:$dim,
+                       DefaultValuedAttr<Cleave_ScatterReduceAttr,
+                                         "::mlir::cleave::ScatterReduce::none">:$reduce,
+                       DefaultValuedAttr<BoolAttr, "true">:$include_self);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $index `,` $src attr-dict `:` type($input) `,` type($index) `,` type($src)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Layout changes across a group of ranks (lowering of a planned strategy).
 // Inserted at global shapes, where an op changes how its tensor is laid out

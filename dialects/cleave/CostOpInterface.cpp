@@ -306,6 +306,45 @@ void EmbeddingOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
   saved.push_back(getIndices());
 }
 
+OpCost GatherOp::getCost() {
+  // Reads one input element and one index per result element; the backward
+  // scatter-adds the result's gradient into a zeroed input gradient.
+  OpCost cost;
+  cost.opClass = OpClass::Elementwise;
+  double moved = bytesOf(getResult()) + bytesOf(getIndex());
+  cost.forward = {0, moved, bytesOf(getResult()), 1};
+  cost.savedBytes = savedBytesOf(*this, /*activations=*/true);
+  if (isFloat(getInput()))
+    cost.backward = {elementsOf(getResult()), moved, bytesOf(getInput()), 2};
+  return cost;
+}
+
+void GatherOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  if (isFloat(getInput()))
+    saved.push_back(getIndex());
+}
+
+OpCost ScatterOp::getCost() {
+  // Copies the input, then reads the index and src and updates one element
+  // per index (one operation when reducing). The backward gathers src's
+  // gradient and masks (or passes) the input's.
+  OpCost cost;
+  cost.opClass = OpClass::Elementwise;
+  double updates = elementsOf(getIndex());
+  double flops = getReduce() == ScatterReduce::none ? 0 : updates;
+  cost.forward = {flops, sumBytes(getOperands()), bytesOf(getResult()), 1};
+  cost.savedBytes = savedBytesOf(*this, /*activations=*/true);
+  if (isFloat(getInput()))
+    cost.backward = {0, bytesOf(getResult()) + bytesOf(getIndex()),
+                     bytesOf(getInput()) + bytesOf(getSrc()), 2};
+  return cost;
+}
+
+void ScatterOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  if (isFloat(getInput()))
+    saved.push_back(getIndex());
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions and normalizations.
 //===----------------------------------------------------------------------===//

@@ -11,6 +11,7 @@
 
 #include "dialects/cleave/CleaveBuilder.h"
 #include "dialects/cleave/CleaveDialect.h"
+#include "dialects/cleave/ShapeInference.h"
 
 #include <cmath>
 #include <limits>
@@ -472,5 +473,368 @@ LogicalResult GluOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &resul
   Value a = b.make<SliceOp>(getInput(), dim, 0, half, 1);
   Value gate = b.make<SliceOp>(getInput(), dim, half, 2 * half, 1);
   results.push_back(b.mul(a, b.make<SigmoidOp>(gate)));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing. Negative indices wrap where PyTorch wraps them (take, index,
+// index_put); an index still outside its dim becomes -1, which the gather
+// or scatter kernel rejects at run time naming itself.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// `index` as i64, negative entries plus `size`; entries still outside
+/// [0, size) are flagged in `inside` (when given).
+Value wrapIndex(Rules &b, Value index, int64_t size, Value *inside = nullptr) {
+  index = b.cast(index, b.b.getI64Type());
+  Value wrapped = b.where(b.cmp(ComparePredicate::lt, index, 0.0), b.addTo(index, size), index);
+  if (inside)
+    *inside = b.logicalAnd(b.cmp(ComparePredicate::ge, wrapped, 0.0),
+                           b.cmp(ComparePredicate::lt, wrapped, static_cast<double>(size)));
+  return wrapped;
+}
+
+/// A 1-D index of `n` entries as an index of `rank` dims, the entries
+/// along `dim`, broadcast to `shape`.
+Value indexAlong(Rules &b, Value index, int64_t dim, ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> along(shape.size(), 1);
+  along[dim] = typeOf(index).getNumElements();
+  Value reshaped = b.reshape(index, along);
+  return b.broadcastTo(reshaped, RankedTensorType::get(shape, typeOf(index).getElementType()));
+}
+
+Value gatherAlong(Rules &b, Value input, Value index, int64_t dim) {
+  auto type = RankedTensorType::get(typeOf(index).getShape(), typeOf(input).getElementType());
+  return b.make<GatherOp>(type, input, index, b.b.getI64IntegerAttr(dim));
+}
+
+bool adjacentDims(ArrayRef<int64_t> dims) {
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] != dims[i - 1] + 1)
+      return false;
+  return true;
+}
+
+/// The advanced-indexing frame shared by index and index_put: the input
+/// permuted to [indexed dims..., other dims...] and viewed as [P, rest...],
+/// and the position of every index entry among the P rows (-1 when an
+/// index is out of range), flattened to [numel(B)].
+struct IndexFrame {
+  SmallVector<int64_t> perm, rest, broadcast;
+  int64_t rows = 1;
+  Value flatInput, rowIndex;
+};
+
+IndexFrame indexFrame(Rules &b, Value input, ValueRange indices, ArrayRef<int64_t> dims) {
+  IndexFrame f;
+  auto type = typeOf(input);
+  f.perm.assign(dims.begin(), dims.end());
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (!llvm::is_contained(dims, d)) {
+      f.perm.push_back(d);
+      f.rest.push_back(type.getDimSize(d));
+    }
+  for (int64_t d : dims)
+    f.rows *= type.getDimSize(d);
+  bool identity = true;
+  for (size_t i = 0; i < f.perm.size(); ++i)
+    identity &= f.perm[i] == static_cast<int64_t>(i);
+  Value permuted = identity ? input : b.permute(input, f.perm);
+  SmallVector<int64_t> flatShape{f.rows};
+  flatShape.append(f.rest);
+  f.flatInput = b.reshape(permuted, flatShape);
+
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value index : indices)
+    shapes.push_back(typeOf(index).getShape());
+  f.broadcast = *broadcastShapes(shapes);
+  auto bType = RankedTensorType::get(f.broadcast, b.b.getI64Type());
+  Value row, allInside;
+  int64_t stride = 1;
+  for (int64_t k = static_cast<int64_t>(dims.size()) - 1; k >= 0; --k) {
+    int64_t size = type.getDimSize(dims[k]);
+    Value inside;
+    Value wrapped = b.broadcastTo(wrapIndex(b, indices[k], size, &inside), bType);
+    inside = b.broadcastTo(inside, RankedTensorType::get(f.broadcast, b.b.getI1Type()));
+    Value term = stride == 1 ? wrapped : b.mulBy(wrapped, static_cast<double>(stride));
+    row = row ? b.add(row, term) : term;
+    allInside = allInside ? b.logicalAnd(allInside, inside) : inside;
+    stride *= size;
+  }
+  row = b.where(allInside, row, b.scalar(-1, b.b.getI64Type()));
+  f.rowIndex = b.reshape(row, {bType.getNumElements()});
+  return f;
+}
+
+/// [numel(B), rest...] index of the frame's rows, for a gather or scatter
+/// along dim 0 of the flat input.
+Value rowIndexFor(Rules &b, const IndexFrame &f) {
+  SmallVector<int64_t> shape{typeOf(f.rowIndex).getNumElements()};
+  shape.append(f.rest);
+  return indexAlong(b, f.rowIndex, 0, shape);
+}
+
+/// The permutation from [B..., rest...] to the result's order: B moves to
+/// the first indexed dim when the indexed dims are adjacent.
+SmallVector<int64_t> resultOrder(ArrayRef<int64_t> dims, int64_t broadcastRank,
+                                 int64_t restRank) {
+  SmallVector<int64_t> order;
+  int64_t lead = adjacentDims(dims) ? dims.front() : 0;
+  for (int64_t i = 0; i < lead; ++i)
+    order.push_back(broadcastRank + i);
+  for (int64_t i = 0; i < broadcastRank; ++i)
+    order.push_back(i);
+  for (int64_t i = broadcastRank + lead; i < broadcastRank + restRank; ++i)
+    order.push_back(i);
+  return order;
+}
+
+bool isIdentity(ArrayRef<int64_t> perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i))
+      return false;
+  return true;
+}
+
+} // namespace
+
+std::optional<SmallVector<int64_t>>
+mlir::cleave::advancedIndexShape(ArrayRef<int64_t> input, ArrayRef<int64_t> dims,
+                                 ArrayRef<SmallVector<int64_t>> indexShapes, std::string &why) {
+  if (dims.empty() || dims.size() != indexShapes.size()) {
+    why = "needs one dim per index tensor, and at least one";
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] < 0 || dims[i] >= static_cast<int64_t>(input.size()) ||
+        (i > 0 && dims[i] <= dims[i - 1])) {
+      why = "dims must be increasing dims of the input";
+      return std::nullopt;
+    }
+  SmallVector<ArrayRef<int64_t>> shapes(indexShapes.begin(), indexShapes.end());
+  auto broadcast = broadcastShapes(shapes);
+  if (!broadcast) {
+    why = "the index tensors do not broadcast together";
+    return std::nullopt;
+  }
+  SmallVector<int64_t> rest;
+  for (int64_t d = 0; d < static_cast<int64_t>(input.size()); ++d)
+    if (!llvm::is_contained(dims, d))
+      rest.push_back(d);
+  SmallVector<int64_t> shape;
+  int64_t lead = adjacentDims(dims) ? dims.front() : 0;
+  for (int64_t d = 0; d < lead; ++d)
+    shape.push_back(input[d]);
+  shape.append(broadcast->begin(), broadcast->end());
+  for (int64_t d : rest)
+    if (d >= lead)
+      shape.push_back(input[d]);
+  return shape;
+}
+
+LogicalResult IndexSelectOp::verify() {
+  auto input = typeOf(getInput()), index = typeOf(getIndex());
+  int64_t dim = getDim(), rank = input.getRank();
+  if (index.getRank() > 1)
+    return emitOpError() << "index " << index << " must be 0-d or 1-D";
+  if (!(rank == 0 && dim == 0) && (dim < 0 || dim >= rank))
+    return emitOpError() << "dim " << dim << " is out of range for rank " << rank;
+  SmallVector<int64_t> shape(input.getShape());
+  if (rank > 0)
+    shape[dim] = index.getNumElements();
+  if (getType().getShape() != ArrayRef<int64_t>(shape) ||
+      getType().getElementType() != input.getElementType())
+    return emitOpError() << "result " << getType() << " must be the input with dim " << dim
+                         << " of the index's size";
+  return success();
+}
+
+LogicalResult IndexSelectOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  auto input = typeOf(getInput());
+  if (input.getRank() == 0) {
+    // A 0-d input takes index 0 only.
+    Value x = b.reshape(getInput(), {1});
+    Value y = gatherAlong(b, x, b.reshape(getIndex(), {1}), 0);
+    results.push_back(b.reshape(y, {}));
+    return success();
+  }
+  Value index = indexAlong(b, getIndex(), getDim(), getType().getShape());
+  results.push_back(gatherAlong(b, getInput(), index, getDim()));
+  return success();
+}
+
+LogicalResult TakeOp::verify() {
+  if (getType().getShape() != typeOf(getIndex()).getShape() ||
+      getType().getElementType() != typeOf(getInput()).getElementType())
+    return emitOpError() << "result " << getType()
+                         << " must have the index's shape and the input's element type";
+  return success();
+}
+
+LogicalResult TakeOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  int64_t n = typeOf(getInput()).getNumElements();
+  int64_t m = typeOf(getIndex()).getNumElements();
+  Value flat = b.reshape(getInput(), {n});
+  Value index = b.reshape(wrapIndex(b, getIndex(), n), {m});
+  results.push_back(b.reshape(gatherAlong(b, flat, index, 0), getType().getShape()));
+  return success();
+}
+
+/// Dims each once and in range.
+static LogicalResult verifyDimList(Operation *op, ArrayRef<int64_t> dims, int64_t rank) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= rank)
+      return op->emitOpError() << "dim " << dims[i] << " is out of range for rank " << rank;
+    if (llvm::is_contained(dims.take_front(i), dims[i]))
+      return op->emitOpError() << "dim " << dims[i] << " appears twice";
+  }
+  return success();
+}
+
+LogicalResult FlipOp::verify() {
+  return verifyDimList(*this, getDims(), typeOf(getInput()).getRank());
+}
+
+LogicalResult FlipOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput();
+  auto type = typeOf(x);
+  for (int64_t d : getDims()) {
+    int64_t n = type.getDimSize(d);
+    if (n <= 1)
+      continue;
+    SmallVector<int64_t> reversed(n);
+    for (int64_t i = 0; i < n; ++i)
+      reversed[i] = n - 1 - i;
+    auto indexType = RankedTensorType::get({n}, b.b.getI64Type());
+    Value index = b.make<ConstantOp>(DenseElementsAttr::get(indexType, ArrayRef(reversed)));
+    x = gatherAlong(b, x, indexAlong(b, index, d, type.getShape()), d);
+  }
+  results.push_back(x);
+  return success();
+}
+
+LogicalResult RollOp::verify() {
+  if (getShifts().size() != getDims().size())
+    return emitOpError() << "has " << getShifts().size() << " shifts for " << getDims().size()
+                         << " dims";
+  return verifyDimList(*this, getDims(), typeOf(getInput()).getRank());
+}
+
+LogicalResult RollOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput();
+  for (auto [shift, d] : llvm::zip(getShifts(), getDims())) {
+    int64_t n = typeOf(x).getDimSize(d);
+    int64_t s = n == 0 ? 0 : ((shift % n) + n) % n;
+    if (s == 0)
+      continue;
+    // The last s elements first.
+    Value tail = b.make<SliceOp>(x, d, n - s, n, 1);
+    Value head = b.make<SliceOp>(x, d, 0, n - s, 1);
+    x = b.make<ConcatOp>(ValueRange{tail, head}, d);
+  }
+  results.push_back(x);
+  return success();
+}
+
+/// The shape of input[indices] for an index or index_put op, or an error.
+static FailureOr<SmallVector<int64_t>> selectionShape(Operation *op, Value input,
+                                                      ValueRange indices,
+                                                      ArrayRef<int64_t> dims) {
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (Value index : indices)
+    shapes.emplace_back(typeOf(index).getShape());
+  std::string why;
+  auto shape = advancedIndexShape(typeOf(input).getShape(), dims, shapes, why);
+  if (!shape)
+    return op->emitOpError() << why;
+  return *shape;
+}
+
+LogicalResult IndexOp::verify() {
+  auto shape = selectionShape(*this, getInput(), getIndices(), getDims());
+  if (failed(shape))
+    return failure();
+  if (getType().getShape() != ArrayRef<int64_t>(*shape) ||
+      getType().getElementType() != typeOf(getInput()).getElementType())
+    return emitOpError() << "result " << getType() << " must have shape ["
+                         << ArrayRef<int64_t>(*shape) << "] and the input's element type";
+  return success();
+}
+
+LogicalResult IndexOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  IndexFrame f = indexFrame(b, getInput(), getIndices(), getDims());
+  Value rows = gatherAlong(b, f.flatInput, rowIndexFor(b, f), 0);
+  SmallVector<int64_t> shape(f.broadcast);
+  shape.append(f.rest);
+  Value y = b.reshape(rows, shape);
+  SmallVector<int64_t> order =
+      resultOrder(getDims(), static_cast<int64_t>(f.broadcast.size()),
+                  static_cast<int64_t>(f.rest.size()));
+  if (!isIdentity(order))
+    y = b.permute(y, order);
+  results.push_back(y);
+  return success();
+}
+
+LogicalResult IndexPutOp::verify() {
+  auto shape = selectionShape(*this, getInput(), getIndices(), getDims());
+  if (failed(shape))
+    return failure();
+  auto values = typeOf(getValues());
+  if (values.getElementType() != typeOf(getInput()).getElementType())
+    return emitOpError() << "values " << values << " must have the input's element type";
+  auto joint = broadcastShapes({values.getShape(), ArrayRef<int64_t>(*shape)});
+  if (!joint || ArrayRef<int64_t>(*joint) != ArrayRef<int64_t>(*shape))
+    return emitOpError() << "values " << values << " do not broadcast to the selection ["
+                         << ArrayRef<int64_t>(*shape) << "]";
+  return success();
+}
+
+LogicalResult IndexPutOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value input = getInput();
+  IndexFrame f = indexFrame(b, input, getIndices(), getDims());
+  // The values in the selection's shape, then in the frame's [B..., rest...]
+  // order, then [numel(B), rest...].
+  std::string why;
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (Value index : getIndices())
+    shapes.emplace_back(typeOf(index).getShape());
+  auto selection = *advancedIndexShape(typeOf(input).getShape(), getDims(), shapes, why);
+  Value v = b.broadcastTo(getValues(),
+                          RankedTensorType::get(selection, typeOf(input).getElementType()));
+  SmallVector<int64_t> order = resultOrder(getDims(), static_cast<int64_t>(f.broadcast.size()),
+                                           static_cast<int64_t>(f.rest.size()));
+  if (!isIdentity(order)) {
+    SmallVector<int64_t> inverse(order.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      inverse[order[i]] = static_cast<int64_t>(i);
+    v = b.permute(v, inverse);
+  }
+  SmallVector<int64_t> flatShape{typeOf(f.rowIndex).getNumElements()};
+  flatShape.append(f.rest);
+  v = b.reshape(v, flatShape);
+  auto reduce = getAccumulate() ? ScatterReduce::sum : ScatterReduce::none;
+  Value scattered = b.make<ScatterOp>(f.flatInput, rowIndexFor(b, f), v, b.b.getI64IntegerAttr(0),
+                                      ScatterReduceAttr::get(b.b.getContext(), reduce),
+                                      b.b.getBoolAttr(true));
+  // Back to the input's shape and dim order.
+  SmallVector<int64_t> permutedShape;
+  for (int64_t d : f.perm)
+    permutedShape.push_back(typeOf(input).getDimSize(d));
+  Value y = b.reshape(scattered, permutedShape);
+  if (!isIdentity(f.perm)) {
+    SmallVector<int64_t> inverse(f.perm.size());
+    for (size_t i = 0; i < f.perm.size(); ++i)
+      inverse[f.perm[i]] = static_cast<int64_t>(i);
+    y = b.permute(y, inverse);
+  }
+  results.push_back(y);
   return success();
 }

@@ -43,6 +43,10 @@ SmallVector<NamedAttribute> GeluOp::getKernelAttributes() {
   return withEnumSpelled(*this, "approximation", stringifyGeluApproximation(getApproximation()));
 }
 
+SmallVector<NamedAttribute> ScatterOp::getKernelAttributes() {
+  return withEnumSpelled(*this, "reduce", stringifyScatterReduce(getReduce()));
+}
+
 /// Inference: dropout is the identity, its result the input's buffer.
 std::optional<unsigned> DropoutOp::getViewedOperand() { return 0; }
 

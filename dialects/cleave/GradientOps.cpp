@@ -436,6 +436,46 @@ LogicalResult EmbeddingOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg
   return success();
 }
 
+LogicalResult GatherOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  // gather_backward: the gradient scatter-added into zeros of the input's
+  // shape (repeated indices add up).
+  GradBuilder b{builder, getLoc()};
+  Value zeros = b.broadcastTo(b.scalarLike(0, getInput()), typeOf(getInput()));
+  og[0] = b.make<ScatterOp>(zeros, getIndex(), rg[0], getDimAttr(),
+                            ScatterReduceAttr::get(builder.getContext(), ScatterReduce::sum),
+                            builder.getBoolAttr(true));
+  return success();
+}
+
+LogicalResult ScatterOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  ScatterReduce reduce = getReduce();
+  if (reduce != ScatterReduce::none && reduce != ScatterReduce::sum)
+    return emitError() << "no gradient rule for cleave.scatter with reduce = "
+                       << stringifyScatterReduce(reduce)
+                       << ": training through it is not supported (only none and sum)";
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0];
+  // derivatives.yaml: src gets grad.gather(dim, index); self gets grad where
+  // nothing overwrote it (scatter: grad.scatter(dim, index, 0)), all of grad
+  // for a sum that includes self.
+  og[2] = b.make<GatherOp>(getSrc().getType(), g, getIndex(), getDimAttr());
+  if (reduce == ScatterReduce::sum && getIncludeSelf()) {
+    og[0] = g;
+  } else {
+    Value zeros = b.broadcastTo(b.scalarLike(0, g), typeOf(getSrc()));
+    og[0] = b.make<ScatterOp>(g, getIndex(), zeros, getDimAttr(),
+                              ScatterReduceAttr::get(builder.getContext(), ScatterReduce::none),
+                              builder.getBoolAttr(true));
+  }
+  return success();
+}
+
 LogicalResult LayerNormOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                           SmallVectorImpl<Value> &og) {
   if (!rg[0])

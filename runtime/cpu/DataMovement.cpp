@@ -1,4 +1,4 @@
-//===- DataMovement.cpp - reshape, permute, broadcast_to, slice, concat ---===//
+//===- DataMovement.cpp - reshape, permute, broadcast_to, slice, concat, gather, scatter ===//
 //
 // These kernels move elements without looking at them, so they work on every
 // dtype (bf16 and f16 included) by element size. Contiguous runs are
@@ -11,7 +11,9 @@
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace cleave::runtime::cpu {
 namespace {
@@ -313,6 +315,207 @@ Status buildConcat(const KernelSignature &sig, KernelFn *fn) {
   return {};
 }
 
+//===----------------------------------------------------------------------===//
+// gather and scatter: along one dim, by line (IndexAlongDim).
+//===----------------------------------------------------------------------===//
+
+/// Checks every index before anything is written, so that a bad one is an
+/// error naming the kernel, its value and position, never a wild access.
+template <typename Index>
+Status checkIndices(const char *kernel, const Index *index, int64_t count, int64_t size,
+                    int dim) {
+  for (int64_t i = 0; i < count; ++i)
+    if (index[i] < 0 || index[i] >= size)
+      return CLEAVE_ERROR(kernel, ": index ", static_cast<int64_t>(index[i]), " at position ", i,
+                          " is out of range for dim ", dim, " of size ", size);
+  return {};
+}
+
+template <typename T, typename Index>
+Status gatherLines(const IndexAlongDim &p, const T *x, const Index *index, T *y,
+                   const std::string &kernel) {
+  CLEAVE_RETURN_IF_ERROR(
+      checkIndices(kernel.c_str(), index, p.lines * p.k, p.size, p.dim));
+  parallelRange(p.lines, p.k, [&](int64_t b, int64_t e) {
+    for (int64_t line = b; line < e; ++line) {
+      int64_t at, in;
+      p.lineStart(line, &at, &in);
+      for (int64_t j = 0; j < p.k; ++j, at += p.indexStride)
+        y[at] = x[in + static_cast<int64_t>(index[at]) * p.inputStride];
+    }
+  });
+  return {};
+}
+
+/// Elements move as bytes, so every dtype takes one path.
+Status buildGather(const KernelSignature &sig, KernelFn *fn) {
+  IndexAlongDim p;
+  CLEAVE_RETURN_IF_ERROR(parseGather(sig, "cpu",
+                                     {DType::F32, DType::BF16, DType::F16, DType::I64,
+                                      DType::I32, DType::I1},
+                                     &p));
+  const size_t elem = dtypeBytes(sig.inputs[0]->dtype);
+  std::string kernel = sig.kernel;
+  *fn = [p, elem, kernel](const KernelCall &call) -> Status {
+    return withElementType(elem, [&](auto tag) -> Status {
+      using T = decltype(tag);
+      const T *x = static_cast<const T *>(call.inputs[0]);
+      T *y = static_cast<T *>(call.outputs[0]);
+      if (p.wide)
+        return gatherLines(p, x, static_cast<const int64_t *>(call.inputs[1]), y, kernel);
+      return gatherLines(p, x, static_cast<const int32_t *>(call.inputs[1]), y, kernel);
+    });
+  };
+  return {};
+}
+
+/// How one scattered value combines with the element it lands on. Bools
+/// add as `or` and multiply as `and` (PyTorch's bool arithmetic); float
+/// maxima and minima propagate NaN, as scatter_reduce's CPU kernel.
+template <typename T> struct Combine {
+  static T apply(ScatterReduceKind kind, T a, T v) {
+    switch (kind) {
+    case ScatterReduceKind::None:
+      return v;
+    case ScatterReduceKind::Sum:
+    case ScatterReduceKind::Mean:
+      if constexpr (std::is_same_v<T, Bool>)
+        return static_cast<Bool>(a || v);
+      else
+        return a + v;
+    case ScatterReduceKind::Prod:
+      if constexpr (std::is_same_v<T, Bool>)
+        return static_cast<Bool>(a && v);
+      else
+        return a * v;
+    case ScatterReduceKind::Amax:
+      if constexpr (std::is_floating_point_v<T>)
+        if (std::isnan(v) || std::isnan(a))
+          return std::isnan(a) ? a : v;
+      return v > a ? v : a;
+    case ScatterReduceKind::Amin:
+      if constexpr (std::is_floating_point_v<T>)
+        if (std::isnan(v) || std::isnan(a))
+          return std::isnan(a) ? a : v;
+      return v < a ? v : a;
+    }
+    return v;
+  }
+  /// The start of an element that receives values without include_self:
+  /// combining it with the first value gives that value.
+  static T identity(ScatterReduceKind kind) {
+    switch (kind) {
+    case ScatterReduceKind::Prod:
+      return T(1);
+    case ScatterReduceKind::Amax:
+      if constexpr (std::is_floating_point_v<T>)
+        return -std::numeric_limits<T>::infinity();
+      else
+        return std::numeric_limits<T>::lowest();
+    case ScatterReduceKind::Amin:
+      if constexpr (std::is_floating_point_v<T>)
+        return std::numeric_limits<T>::infinity();
+      else
+        return std::numeric_limits<T>::max();
+    default:
+      return T(0);
+    }
+  }
+  /// sum / count; integers round toward -inf, as PyTorch's floor division.
+  static T mean(T sum, int64_t count) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return sum / static_cast<T>(count);
+    } else {
+      T n = static_cast<T>(count), q = sum / n;
+      if (sum % n != 0 && sum < 0)
+        --q;
+      return q;
+    }
+  }
+};
+
+/// Lines own disjoint output elements, so they run in parallel; within a
+/// line the entries apply in index order (the last write wins for `none`,
+/// as PyTorch's CPU kernel).
+template <typename T, typename Index>
+Status scatterLines(const IndexAlongDim &p, ScatterReduceKind kind, bool includeSelf, const T *x,
+                    const Index *index, const T *src, T *y, int64_t numel,
+                    const std::string &kernel) {
+  CLEAVE_RETURN_IF_ERROR(checkIndices(kernel.c_str(), index, p.lines * p.k, p.size, p.dim));
+  if (y != x)
+    parallelCopy(y, x, sizeof(T) * numel);
+  const bool fresh = kind != ScatterReduceKind::None && !includeSelf;
+  const bool mean = kind == ScatterReduceKind::Mean;
+  parallelRange(p.lines, p.k, [&](int64_t b, int64_t e) {
+    std::vector<int64_t> count(mean ? p.size : 0);
+    for (int64_t line = b; line < e; ++line) {
+      int64_t start, in;
+      p.lineStart(line, &start, &in);
+      if (fresh)
+        for (int64_t j = 0, at = start; j < p.k; ++j, at += p.indexStride)
+          y[in + static_cast<int64_t>(index[at]) * p.inputStride] = Combine<T>::identity(kind);
+      for (int64_t j = 0, at = start; j < p.k; ++j, at += p.indexStride) {
+        const int64_t pos = static_cast<int64_t>(index[at]);
+        T &dst = y[in + pos * p.inputStride];
+        dst = Combine<T>::apply(kind, dst, src[at]);
+        if (mean)
+          ++count[pos];
+      }
+      if (!mean)
+        continue;
+      for (int64_t j = 0, at = start; j < p.k; ++j, at += p.indexStride) {
+        const int64_t pos = static_cast<int64_t>(index[at]);
+        if (count[pos] == 0)
+          continue; // divided already
+        T &dst = y[in + pos * p.inputStride];
+        dst = Combine<T>::mean(dst, count[pos] + (includeSelf ? 1 : 0));
+        count[pos] = 0;
+      }
+    }
+  });
+  return {};
+}
+
+template <typename T>
+KernelFn makeScatter(const IndexAlongDim &p, ScatterReduceKind kind, bool includeSelf,
+                     int64_t numel, std::string kernel) {
+  return [=](const KernelCall &call) -> Status {
+    const T *x = static_cast<const T *>(call.inputs[0]);
+    const T *src = static_cast<const T *>(call.inputs[2]);
+    T *y = static_cast<T *>(call.outputs[0]);
+    if (p.wide)
+      return scatterLines(p, kind, includeSelf, x, static_cast<const int64_t *>(call.inputs[1]),
+                          src, y, numel, kernel);
+    return scatterLines(p, kind, includeSelf, x, static_cast<const int32_t *>(call.inputs[1]),
+                        src, y, numel, kernel);
+  };
+}
+
+Status buildScatter(const KernelSignature &sig, KernelFn *fn) {
+  IndexAlongDim p;
+  ScatterReduceKind kind;
+  bool includeSelf = true;
+  CLEAVE_RETURN_IF_ERROR(parseScatter(sig, "cpu", {DType::F32, DType::I64, DType::I32, DType::I1},
+                                      &p, &kind, &includeSelf));
+  const TensorDesc &x = *sig.inputs[0];
+  const int64_t numel = x.numel();
+  switch (x.dtype) {
+  case DType::F32:
+    *fn = makeScatter<float>(p, kind, includeSelf, numel, sig.kernel);
+    break;
+  case DType::I64:
+    *fn = makeScatter<int64_t>(p, kind, includeSelf, numel, sig.kernel);
+    break;
+  case DType::I32:
+    *fn = makeScatter<int32_t>(p, kind, includeSelf, numel, sig.kernel);
+    break;
+  default:
+    *fn = makeScatter<Bool>(p, kind, includeSelf, numel, sig.kernel);
+    break;
+  }
+  return {};
+}
+
 } // namespace
 
 void registerDataMovementKernels(KernelTable &table) {
@@ -321,6 +524,9 @@ void registerDataMovementKernels(KernelTable &table) {
   table["broadcast_to"] = {buildBroadcastTo, /*takesBf16=*/true};
   table["slice"] = {buildSlice, /*takesBf16=*/true};
   table["concat"] = {buildConcat, /*takesBf16=*/true};
+  table["gather"] = {buildGather, /*takesBf16=*/true};
+  // Reductions compute: bf16 scatters run widened to f32.
+  table["scatter"] = buildScatter;
 }
 
 } // namespace cleave::runtime::cpu

@@ -39,7 +39,7 @@ void registerNormalizationKernels(KernelTable &table);
 void registerReductionKernels(KernelTable &table);
 /// max_pool2d avg_pool2d adaptive_avg_pool2d.
 void registerPoolingKernels(KernelTable &table);
-/// reshape permute broadcast_to slice concat.
+/// reshape permute broadcast_to slice concat gather scatter.
 void registerDataMovementKernels(KernelTable &table);
 /// attention (fused, causal or not).
 void registerAttentionKernels(KernelTable &table);

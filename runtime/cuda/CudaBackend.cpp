@@ -172,6 +172,11 @@ public:
     if (error.code == DeviceError::EmbeddingIndexOutOfRange)
       return CLEAVE_ERROR("embedding: index ", error.values[0], " at position ", error.values[1],
                           " is out of range for a table of ", error.values[2], " rows");
+    if (error.code == DeviceError::GatherIndexOutOfRange ||
+        error.code == DeviceError::ScatterIndexOutOfRange)
+      return CLEAVE_ERROR(error.code == DeviceError::GatherIndexOutOfRange ? "gather" : "scatter",
+                          ": index ", error.values[0], " at position ", error.values[1],
+                          " is out of range for a dim of size ", error.values[2]);
     return CLEAVE_ERROR("cuda backend: a kernel reported error code ", error.code);
   }
 

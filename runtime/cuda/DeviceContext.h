@@ -31,10 +31,17 @@ namespace cleave::runtime::cuda {
 /// one (atomicCAS on `code`); the backend turns it into an error naming the
 /// instruction at its next synchronize.
 struct DeviceError {
-  enum Code : int { None = 0, EmbeddingIndexOutOfRange = 1 };
+  enum Code : int {
+    None = 0,
+    EmbeddingIndexOutOfRange = 1,
+    GatherIndexOutOfRange = 2,
+    ScatterIndexOutOfRange = 3
+  };
   int code;
   int pad;
   /// EmbeddingIndexOutOfRange: the index, its position, the table's rows.
+  /// Gather/ScatterIndexOutOfRange: the index, its position, the size of
+  /// the indexed dim.
   long long values[3];
 };
 
@@ -113,7 +120,7 @@ void registerNormalizationKernels(KernelTable &table);
 void registerReductionKernels(KernelTable &table);
 /// max_pool2d avg_pool2d adaptive_avg_pool2d.
 void registerPoolingKernels(KernelTable &table);
-/// reshape permute broadcast_to slice concat embedding.
+/// reshape permute broadcast_to slice concat embedding gather scatter.
 void registerDataMovementKernels(KernelTable &table);
 /// attention (fused causal or full; online softmax, no S x S buffer).
 void registerAttentionKernels(KernelTable &table);

@@ -142,6 +142,24 @@ def cases(gen):
     ids[1, 1] = 2  # padding rows repeat
     add("embedding_padding_idx", lambda w, i: F.embedding(i, w, padding_idx=2), {"w": x(7, 4)}, [ids])
     add("embedding", lambda w, i: F.embedding(i, w), {"w": x(7, 4)}, [ids])
+    # Indexing: gather's gradient scatter-adds (repeated indices add up),
+    # scatter's gathers src's and masks or passes the input's.
+    cols = torch.randint(0, 5, (3, 7), generator=gen)
+    add("gather_repeats", lambda a, i: torch.gather(a, 1, i), {"a": x(3, 5)}, [cols])
+    rows = torch.argsort(torch.rand(4, 5, generator=gen), dim=0)[:3]  # unique per column
+    add("scatter_src", lambda a, b, i: a.scatter(0, i, b), {"a": x(4, 5), "b": x(3, 5)}, [rows])
+    add("scatter_add_repeats", lambda a, b, i: a.scatter_add(1, i, b),
+        {"a": x(3, 5), "b": x(3, 7)}, [cols])
+    add("scatter_reduce_sum_exclude_self",
+        lambda a, b, i: a.scatter_reduce(1, i, b, "sum", include_self=False),
+        {"a": x(3, 5), "b": x(3, 7)}, [cols])
+    picks = torch.tensor([4, 0, 4, 2])
+    add("index_select", lambda a, i: torch.index_select(a, 1, i), {"a": x(3, 5)}, [picks])
+    add("advanced_index", lambda a, i: a[i, :, i - 1], {"a": x(5, 2, 5)}, [picks])
+    add("index_put_accumulate", lambda a, b, i: a.index_put((i,), b, accumulate=True),
+        {"a": x(5, 3), "b": x(4, 3)}, [picks])
+    add("take_negative", lambda a, i: torch.take(a, i - 8), {"a": x(3, 5)}, [picks])
+    add("flip_roll", lambda a: torch.roll(torch.flip(a, [0, 2]), 2, 1) * a, {"a": x(2, 4, 3)})
     # Normalizations.
     add("layer_norm", lambda a, w, b: F.layer_norm(a, (6,), w, b, 1e-5),
         {"a": x(2, 3, 6), "w": x(6), "b": x(6)})

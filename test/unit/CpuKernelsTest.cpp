@@ -317,7 +317,7 @@ const std::vector<std::string> kAllKernels = {
     "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
     "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "conv2d", "max_pool2d",
     "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
-    "concat", "attention"};
+    "concat", "gather", "scatter", "attention"};
 
 /// The training kernels (runtime/cpu/Training.cpp and
 /// TrainingContractions.cpp): CPU only for now.
@@ -1014,6 +1014,202 @@ TEST_P(KernelTest, EmbeddingLooksUpRows) {
               {"embedding", "indices", "f32"});
   expectError(sig("embedding", {D(f32, {10, 4}), D(i64, {3})}, D(f32, {4, 3})),
               {"embedding", "expected 3x4xf32"});
+}
+
+//===----------------------------------------------------------------------===//
+// gather and scatter.
+//===----------------------------------------------------------------------===//
+
+/// torch.gather by its definition: out[p] = x[p with dim = index[p]].
+std::vector<double> gatherReference(const HostTensor &x, const HostTensor &index, int64_t dim) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < index.numel(); ++i) {
+    std::vector<int64_t> p = unravel(i, index.desc.shape);
+    p[dim] = static_cast<int64_t>(index.at(i));
+    out.push_back(x.at(ravel(p, x.desc.shape)));
+  }
+  return out;
+}
+
+TEST_P(KernelTest, GatherAlongEachDim) {
+  HostTensor x = random({3, 4, 5}, -4, 4);
+  for (DType it : {i64, i32})
+    for (int64_t dim = 0; dim < 3; ++dim) {
+      // The index is smaller than the input outside dim, longer along it.
+      Shape is = {2, 3, 4};
+      is[dim] = 7;
+      HostTensor index = randomInts(it, is, 0, x.desc.shape[dim] - 1), y;
+      ASSERT_OK(run("gather", {&x, &index}, D(f32, is), &y, attrs({{"dim", I(dim)}})));
+      expectEqual(y, gatherReference(x, index, dim),
+                  "gather dim " + std::to_string(dim) + " " + dtypeName(it));
+    }
+  // Integers and bools move unchanged (values beyond 2^53 included).
+  HostTensor big = make(i64, {2, 2}, {9007199254740993.0, -5, 7, 1});
+  big.as<int64_t>()[0] = (int64_t(1) << 53) + 1;
+  HostTensor index = make(i64, {2, 3}, {1, 0, 0, 1, 1, 0}), y;
+  ASSERT_OK(run("gather", {&big, &index}, D(i64, {2, 3}), &y, attrs({{"dim", I(1)}})));
+  EXPECT_EQ(y.as<int64_t>()[1], (int64_t(1) << 53) + 1);
+  EXPECT_EQ(y.as<int64_t>()[0], -5);
+  EXPECT_EQ(y.as<int64_t>()[5], 7);
+  HostTensor mask = make(i1, {4}, {1, 0, 0, 1}), picks = make(i32, {5}, {3, 1, 0, 2, 3}), m;
+  ASSERT_OK(run("gather", {&mask, &picks}, D(i1, {5}), &m, attrs({{"dim", I(0)}})));
+  expectEqual(m, {1, 0, 1, 0, 1}, "gather of i1");
+  // 0-d input and index.
+  HostTensor scalar = make(f32, {}, {2.5}), zero = make(i64, {}, {0}), s;
+  ASSERT_OK(run("gather", {&scalar, &zero}, D(f32, {}), &s, attrs({{"dim", I(0)}})));
+  expectEqual(s, {2.5}, "0-d gather");
+}
+
+TEST_P(KernelTest, GatherRejectsBadIndicesNamingTheOp) {
+  HostTensor x = random({3, 4});
+  for (double bad : {4.0, -1.0}) {
+    HostTensor index = make(i64, {3, 2}, {0, 1, 2, bad, 3, 0}), y;
+    Status s = run("gather", {&x, &index}, D(f32, {3, 2}), &y, attrs({{"dim", I(1)}}));
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("gather"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("index " + std::to_string(static_cast<int64_t>(bad))),
+              std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("position 3"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("size 4"), std::string::npos) << s.message();
+  }
+  expectError(sig("gather", {D(f32, {3, 4}), D(i64, {3})}, D(f32, {3}), attrs({{"dim", I(0)}})),
+              {"gather", "rank"});
+  expectError(sig("gather", {D(f32, {3, 4}), D(i64, {4, 2})}, D(f32, {4, 2}),
+                  attrs({{"dim", I(1)}})),
+              {"gather", "larger than the input", "dim 0"});
+  expectError(sig("gather", {D(f32, {3, 4}), D(f32, {3, 2})}, D(f32, {3, 2}),
+                  attrs({{"dim", I(1)}})),
+              {"gather", "index", "f32"});
+  expectError(sig("gather", {D(f32, {3, 4}), D(i64, {3, 2})}, D(f32, {3, 2}),
+                  attrs({{"dim", I(2)}})),
+              {"gather", "dim"});
+  expectError(sig("gather", {D(f32, {3, 4}), D(i64, {3, 2})}, D(f32, {2, 3}),
+                  attrs({{"dim", I(1)}})),
+              {"gather", "expected 3x2xf32"});
+}
+
+/// scatter_reduce by its definition, serially in index order.
+std::vector<double> scatterReference(const HostTensor &x, const HostTensor &index,
+                                     const HostTensor &src, int64_t dim, const std::string &kind,
+                                     bool includeSelf, bool integer) {
+  std::vector<double> out = x.values();
+  std::vector<int64_t> count(out.size(), 0);
+  for (int64_t i = 0; i < index.numel(); ++i) {
+    std::vector<int64_t> p = unravel(i, index.desc.shape);
+    p[dim] = static_cast<int64_t>(index.at(i));
+    int64_t o = ravel(p, x.desc.shape);
+    double v = src.at(i);
+    if (kind == "none") {
+      out[o] = v;
+      continue;
+    }
+    if (count[o]++ == 0 && !includeSelf) {
+      out[o] = v;
+      continue;
+    }
+    if (kind == "sum" || kind == "mean")
+      out[o] += v;
+    else if (kind == "prod")
+      out[o] *= v;
+    else if (kind == "amax")
+      out[o] = std::isnan(out[o]) || std::isnan(v) ? NAN : std::max(out[o], v);
+    else
+      out[o] = std::isnan(out[o]) || std::isnan(v) ? NAN : std::min(out[o], v);
+  }
+  if (kind == "mean")
+    for (size_t o = 0; o < out.size(); ++o)
+      if (count[o] > 0) {
+        double n = static_cast<double>(count[o] + (includeSelf ? 1 : 0));
+        out[o] = integer ? std::floor(out[o] / n) : out[o] / n;
+      }
+  return out;
+}
+
+TEST_P(KernelTest, ScatterReducesAlongEachDimWithDuplicates) {
+  for (const char *kind : {"none", "sum", "prod", "mean", "amax", "amin"})
+    for (bool includeSelf : {true, false})
+      for (int64_t dim = 0; dim < 3; ++dim) {
+        HostTensor x = random({3, 4, 5}, -2, 2);
+        Shape is = {2, 3, 4};
+        is[dim] = 6; // more entries than positions: duplicates
+        HostTensor index = randomInts(i64, is, 0, x.desc.shape[dim] - 1);
+        HostTensor src = random(is, -2, 2), y;
+        ASSERT_OK(run("scatter", {&x, &index, &src}, D(f32, {3, 4, 5}), &y,
+                      attrs({{"dim", I(dim)}, {"reduce", S(kind)},
+                             {"include_self", B(includeSelf)}})));
+        expectClose(y, scatterReference(x, index, src, dim, kind, includeSelf, false), 1e-5,
+                    1e-5,
+                    std::string("scatter ") + kind + (includeSelf ? "" : " without self") +
+                        " dim " + std::to_string(dim));
+      }
+}
+
+TEST_P(KernelTest, ScatterOverwriteKeepsTheLastWrite) {
+  // PyTorch's CPU order: index order, the last write to an element wins.
+  HostTensor x = make(f32, {3}, {9, 9, 9}), index = make(i64, {5}, {0, 2, 0, 2, 0});
+  HostTensor src = make(f32, {5}, {1, 2, 3, 4, 5}), y;
+  ASSERT_OK(run("scatter", {&x, &index, &src}, D(f32, {3}), &y, attrs({{"dim", I(0)}})));
+  expectEqual(y, {5, 9, 4}, "scatter none");
+  ASSERT_OK(run("scatter", {&x, &index, &src}, D(f32, {3}), &y,
+                attrs({{"dim", I(0)}, {"reduce", S("sum")}})));
+  expectEqual(y, {18, 9, 15}, "scatter sum");
+  // NaN propagates through amax and amin, from src and from self.
+  HostTensor nanSrc = make(f32, {5}, {1, NAN, 3, 4, 5}), nanSelf = make(f32, {3}, {NAN, 0, 0});
+  ASSERT_OK(run("scatter", {&x, &index, &nanSrc}, D(f32, {3}), &y,
+                attrs({{"dim", I(0)}, {"reduce", S("amax")}})));
+  expectEqual(y, {9, 9, NAN}, "scatter amax NaN");
+  ASSERT_OK(run("scatter", {&nanSelf, &index, &src}, D(f32, {3}), &y,
+                attrs({{"dim", I(0)}, {"reduce", S("amin")}})));
+  expectEqual(y, {NAN, 0, 0}, "scatter amin NaN self");
+}
+
+TEST_P(KernelTest, ScatterIntegersAndBools) {
+  // Integer mean rounds toward -inf (PyTorch's floor division): -3 / 2 = -2.
+  HostTensor x = make(i64, {2}, {0, 7}), index = make(i32, {3}, {0, 0, 1});
+  HostTensor src = make(i64, {3}, {-3, 0, 4}), y;
+  ASSERT_OK(run("scatter", {&x, &index, &src}, D(i64, {2}), &y,
+                attrs({{"dim", I(0)}, {"reduce", S("mean")}, {"include_self", B(false)}})));
+  expectEqual(y, {-2, 4}, "i64 mean without self");
+  ASSERT_OK(run("scatter", {&x, &index, &src}, D(i64, {2}), &y,
+                attrs({{"dim", I(0)}, {"reduce", S("mean")}})));
+  expectEqual(y, {-1, 5}, "i64 mean with self"); // floor(-3 / 3), floor(11 / 2)
+  HostTensor x32 = make(i32, {2}, {2, 3}), src32 = make(i32, {3}, {5, -1, 4}), y32;
+  ASSERT_OK(run("scatter", {&x32, &index, &src32}, D(i32, {2}), &y32,
+                attrs({{"dim", I(0)}, {"reduce", S("prod")}})));
+  expectEqual(y32, {-10, 12}, "i32 prod");
+  // Bools add as `or` and multiply as `and`.
+  HostTensor b = make(i1, {2}, {0, 1}), bsrc = make(i1, {3}, {1, 0, 0}), by;
+  ASSERT_OK(run("scatter", {&b, &index, &bsrc}, D(i1, {2}), &by,
+                attrs({{"dim", I(0)}, {"reduce", S("sum")}})));
+  expectEqual(by, {1, 1}, "i1 sum");
+  ASSERT_OK(run("scatter", {&b, &index, &bsrc}, D(i1, {2}), &by,
+                attrs({{"dim", I(0)}, {"reduce", S("prod")}})));
+  expectEqual(by, {0, 0}, "i1 prod");
+  ASSERT_OK(run("scatter", {&b, &index, &bsrc}, D(i1, {2}), &by, attrs({{"dim", I(0)}})));
+  expectEqual(by, {0, 0}, "i1 overwrite");
+}
+
+TEST_P(KernelTest, ScatterRejectsBadIndicesNamingTheOp) {
+  HostTensor x = random({2, 3}), src = random({2, 2}), y;
+  HostTensor index = make(i64, {2, 2}, {0, 1, 3, 0});
+  Status s = run("scatter", {&x, &index, &src}, D(f32, {2, 3}), &y, attrs({{"dim", I(1)}}));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("scatter"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("index 3"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("size 3"), std::string::npos) << s.message();
+  expectError(sig("scatter", {D(f32, {2, 3}), D(i64, {2, 2}), D(f32, {2, 3})}, D(f32, {2, 3}),
+                  attrs({{"dim", I(1)}})),
+              {"scatter", "src", "index's shape"});
+  expectError(sig("scatter", {D(f32, {2, 3}), D(i64, {2, 2}), D(i64, {2, 2})}, D(f32, {2, 3}),
+                  attrs({{"dim", I(1)}})),
+              {"scatter", "src"});
+  expectError(sig("scatter", {D(f32, {2, 3}), D(i64, {2, 2}), D(f32, {2, 2})}, D(f32, {2, 3}),
+                  attrs({{"dim", I(1)}, {"reduce", S("median")}})),
+              {"scatter", "unknown reduce 'median'"});
+  expectError(sig("scatter", {D(i1, {2, 3}), D(i64, {2, 2}), D(i1, {2, 2})}, D(i1, {2, 3}),
+                  attrs({{"dim", I(1)}, {"reduce", S("mean")}})),
+              {"scatter", "mean of i1"});
 }
 
 //===----------------------------------------------------------------------===//

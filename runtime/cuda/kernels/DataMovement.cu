@@ -10,12 +10,21 @@
 // records an index outside it in ctx.deviceError (the backend reports it at
 // synchronize) and writes a zero row there.
 //
+// gather runs one thread per result element. scatter runs one thread per
+// line of the index (the entries that differ only in the scattered dim):
+// lines own disjoint output elements, and a thread applies its line's
+// entries in index order, so results are deterministic and the same as the
+// CPU's (the last write wins), with no atomics. Out-of-range indices are
+// recorded in ctx.deviceError and skipped.
+//
 //===----------------------------------------------------------------------===//
 
 #include "runtime/KernelParams.h"
 #include "runtime/cuda/kernels/DeviceCommon.cuh"
 
 #include <array>
+#include <limits>
+#include <type_traits>
 #include <string>
 
 namespace cleave::runtime::cuda {
@@ -344,6 +353,241 @@ Status buildEmbedding(const KernelSignature &sig, DeviceContext &ctx, KernelFn *
   return {};
 }
 
+//===----------------------------------------------------------------------===//
+// gather, scatter
+//===----------------------------------------------------------------------===//
+
+template <typename T, typename Index>
+__global__ void gatherKernel(const T *__restrict__ x, const Index *__restrict__ index,
+                             T *__restrict__ y, IndexAlongDim p, int64_t n, DeviceError *error) {
+  for (int64_t i = globalThread(); i < n; i += globalThreads()) {
+    // The input offset of result element i: its own coordinates, the index
+    // in place of dim.
+    int64_t rest = i, in = 0, inStride = 1;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      int64_t c = rest % p.indexShape[d];
+      rest /= p.indexShape[d];
+      if (d == p.dim) {
+        c = static_cast<int64_t>(index[i]);
+        if (c < 0 || c >= p.size) {
+          reportDeviceError(error, DeviceError::GatherIndexOutOfRange, c, i, p.size);
+          inside = false;
+        }
+      }
+      in += c * inStride;
+      inStride *= p.inputShape[d];
+    }
+    if (inside)
+      y[i] = x[in];
+  }
+}
+
+template <int W>
+KernelFn makeGather(const KernelSignature &sig, DeviceContext &ctx, const IndexAlongDim &p) {
+  using T = typename BitsOf<W>::type;
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  const int64_t n = p.lines * p.k;
+  return [=](const KernelCall &call) -> Status {
+    if (n == 0)
+      return {};
+    const T *x = static_cast<const T *>(call.inputs[0]);
+    T *y = static_cast<T *>(call.outputs[0]);
+    if (p.wide)
+      gatherKernel<<<gridFor(*c, n), kThreads, 0, c->stream>>>(
+          x, static_cast<const int64_t *>(call.inputs[1]), y, p, n, c->deviceError);
+    else
+      gatherKernel<<<gridFor(*c, n), kThreads, 0, c->stream>>>(
+          x, static_cast<const int32_t *>(call.inputs[1]), y, p, n, c->deviceError);
+    return launchStatus(name);
+  };
+}
+
+Status buildGather(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  IndexAlongDim p;
+  CLEAVE_RETURN_IF_ERROR(parseGather(
+      sig, "cuda", {DType::F32, DType::BF16, DType::F16, DType::I64, DType::I32, DType::I1}, &p));
+  switch (dtypeBytes(sig.inputs[0]->dtype)) {
+  case 1:
+    *fn = makeGather<1>(sig, ctx, p);
+    break;
+  case 2:
+    *fn = makeGather<2>(sig, ctx, p);
+    break;
+  case 4:
+    *fn = makeGather<4>(sig, ctx, p);
+    break;
+  default:
+    *fn = makeGather<8>(sig, ctx, p);
+    break;
+  }
+  return {};
+}
+
+/// scatter's combination on the device, as the CPU's Combine: bools add as
+/// `or` and multiply as `and`; float maxima and minima propagate NaN.
+template <typename T> struct DeviceCombine {
+  static constexpr bool kBool = std::is_same_v<T, uint8_t>;
+  static constexpr bool kFloat = std::is_same_v<T, float>;
+  __device__ static T apply(ScatterReduceKind kind, T a, T v) {
+    switch (kind) {
+    case ScatterReduceKind::None:
+      return v;
+    case ScatterReduceKind::Sum:
+    case ScatterReduceKind::Mean:
+      if constexpr (kBool)
+        return static_cast<T>(a || v);
+      else
+        return a + v;
+    case ScatterReduceKind::Prod:
+      if constexpr (kBool)
+        return static_cast<T>(a && v);
+      else
+        return a * v;
+    case ScatterReduceKind::Amax:
+      if (a != a || v != v)
+        return a != a ? a : v;
+      return v > a ? v : a;
+    case ScatterReduceKind::Amin:
+      if (a != a || v != v)
+        return a != a ? a : v;
+      return v < a ? v : a;
+    }
+    return v;
+  }
+  __device__ static T identity(ScatterReduceKind kind) {
+    switch (kind) {
+    case ScatterReduceKind::Prod:
+      return T(1);
+    case ScatterReduceKind::Amax:
+      if constexpr (kFloat)
+        return -INFINITY;
+      else if constexpr (kBool)
+        return T(0);
+      else
+        return std::numeric_limits<T>::lowest();
+    case ScatterReduceKind::Amin:
+      if constexpr (kFloat)
+        return INFINITY;
+      else if constexpr (kBool)
+        return T(1);
+      else
+        return std::numeric_limits<T>::max();
+    default:
+      return T(0);
+    }
+  }
+  __device__ static T mean(T sum, int64_t count) {
+    if constexpr (kFloat) {
+      return sum / static_cast<T>(count);
+    } else {
+      T n = static_cast<T>(count), q = sum / n;
+      if (sum % n != 0 && sum < 0)
+        --q;
+      return q;
+    }
+  }
+};
+
+/// One thread per line. `mean` counts each position's entries by scanning
+/// the line (k^2 per line: scatter_reduce's mean is rare and its lines short).
+template <typename T, typename Index>
+__global__ void scatterKernel(const Index *__restrict__ index, const T *__restrict__ src,
+                              T *__restrict__ y, IndexAlongDim p, ScatterReduceKind kind,
+                              bool includeSelf, DeviceError *error) {
+  using C = DeviceCombine<T>;
+  for (int64_t line = globalThread(); line < p.lines; line += globalThreads()) {
+    int64_t start, in;
+    p.lineStart(line, &start, &in);
+    bool inside = true;
+    for (int64_t j = 0, at = start; j < p.k; ++j, at += p.indexStride) {
+      const int64_t pos = static_cast<int64_t>(index[at]);
+      if (pos < 0 || pos >= p.size) {
+        reportDeviceError(error, DeviceError::ScatterIndexOutOfRange, pos, at, p.size);
+        inside = false;
+      }
+    }
+    if (!inside)
+      continue;
+    if (kind != ScatterReduceKind::None && !includeSelf)
+      for (int64_t j = 0, at = start; j < p.k; ++j, at += p.indexStride)
+        y[in + static_cast<int64_t>(index[at]) * p.inputStride] = C::identity(kind);
+    for (int64_t j = 0, at = start; j < p.k; ++j, at += p.indexStride) {
+      T &dst = y[in + static_cast<int64_t>(index[at]) * p.inputStride];
+      dst = C::apply(kind, dst, src[at]);
+    }
+    if (kind != ScatterReduceKind::Mean)
+      continue;
+    for (int64_t j = 0, at = start; j < p.k; ++j, at += p.indexStride) {
+      const Index pos = index[at];
+      bool first = true;
+      int64_t count = includeSelf ? 1 : 0;
+      for (int64_t i = 0, other = start; i < p.k; ++i, other += p.indexStride) {
+        if (index[other] != pos)
+          continue;
+        first &= i >= j;
+        ++count;
+      }
+      if (first) {
+        T &dst = y[in + static_cast<int64_t>(pos) * p.inputStride];
+        dst = C::mean(dst, count);
+      }
+    }
+  }
+}
+
+template <typename T>
+KernelFn makeScatter(const KernelSignature &sig, DeviceContext &ctx, const IndexAlongDim &p,
+                     ScatterReduceKind kind, bool includeSelf, size_t bytes) {
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  return [=](const KernelCall &call) -> Status {
+    T *y = static_cast<T *>(call.outputs[0]);
+    if (call.inputs[0] != y && bytes > 0)
+      CLEAVE_CUDA_TRY(cudaMemcpyAsync(y, call.inputs[0], bytes, cudaMemcpyDeviceToDevice,
+                                      c->stream));
+    if (p.lines == 0 || p.k == 0)
+      return {};
+    const T *src = static_cast<const T *>(call.inputs[2]);
+    if (p.wide)
+      scatterKernel<<<gridFor(*c, p.lines), kThreads, 0, c->stream>>>(
+          static_cast<const int64_t *>(call.inputs[1]), src, y, p, kind, includeSelf,
+          c->deviceError);
+    else
+      scatterKernel<<<gridFor(*c, p.lines), kThreads, 0, c->stream>>>(
+          static_cast<const int32_t *>(call.inputs[1]), src, y, p, kind, includeSelf,
+          c->deviceError);
+    return launchStatus(name);
+  };
+}
+
+Status buildScatter(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  IndexAlongDim p;
+  ScatterReduceKind kind;
+  bool includeSelf = true;
+  CLEAVE_RETURN_IF_ERROR(parseScatter(sig, "cuda",
+                                      {DType::F32, DType::I64, DType::I32, DType::I1}, &p, &kind,
+                                      &includeSelf));
+  const TensorDesc &x = *sig.inputs[0];
+  const size_t bytes = x.bytes();
+  switch (x.dtype) {
+  case DType::F32:
+    *fn = makeScatter<float>(sig, ctx, p, kind, includeSelf, bytes);
+    break;
+  case DType::I64:
+    *fn = makeScatter<int64_t>(sig, ctx, p, kind, includeSelf, bytes);
+    break;
+  case DType::I32:
+    *fn = makeScatter<int32_t>(sig, ctx, p, kind, includeSelf, bytes);
+    break;
+  default:
+    *fn = makeScatter<uint8_t>(sig, ctx, p, kind, includeSelf, bytes);
+    break;
+  }
+  return {};
+}
+
 } // namespace
 
 void registerDataMovementKernels(KernelTable &table) {
@@ -353,6 +597,8 @@ void registerDataMovementKernels(KernelTable &table) {
   table["slice"] = buildSlice;
   table["concat"] = buildConcat;
   table["embedding"] = buildEmbedding;
+  table["gather"] = buildGather;
+  table["scatter"] = buildScatter;
 }
 
 } // namespace cleave::runtime::cuda

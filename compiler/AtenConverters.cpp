@@ -1862,7 +1862,6 @@ Converter addProduct(AddProduct kind) {
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
   r["aten::square"] = unary<c::SquareOp>(false);
-  r["aten::reciprocal"] = floatMap<c::ReciprocalOp>();
   r["aten::exp2"] = floatMap<c::Exp2Op>();
   r["aten::special_exp2"] = floatMap<c::Exp2Op>();
   r["aten::log2"] = floatMap<c::Log2Op>();

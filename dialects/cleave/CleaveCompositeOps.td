@@ -131,7 +131,6 @@ class Cleave_CompositeReductionPairOp<string mnemonic, string formula,
 //===----------------------------------------------------------------------===//
 
 def Cleave_SquareOp : Cleave_CompositeMapOp<"square", "x * x", Cleave_Tensor>;
-def Cleave_ReciprocalOp : Cleave_CompositeMapOp<"reciprocal", "1 / x">;
 def Cleave_Exp2Op : Cleave_CompositeMapOp<"exp2", "2 ^ x">;
 def Cleave_Log2Op : Cleave_CompositeMapOp<"log2", "log(x) / log(2)">;
 def Cleave_Log10Op : Cleave_CompositeMapOp<"log10", "log(x) / log(10)">;

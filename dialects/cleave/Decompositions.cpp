@@ -69,7 +69,6 @@ int64_t reducedCount(Value input, ArrayRef<int64_t> dims) {
 //===----------------------------------------------------------------------===//
 
 CLEAVE_MAP_RULE(SquareOp, b.mul(x, x))
-CLEAVE_MAP_RULE(ReciprocalOp, b.div(b.scalarLike(1, x), x))
 CLEAVE_MAP_RULE(Exp2Op, b.make<PowOp>(b.scalarLike(2, x), x))
 CLEAVE_MAP_RULE(Log2Op, b.mulBy(b.make<LogOp>(x), 1.0 / M_LN2))
 CLEAVE_MAP_RULE(Log10Op, b.mulBy(b.make<LogOp>(x), 1.0 / M_LN10))

@@ -686,16 +686,28 @@ Converter argExtremum(bool max) {
   };
 }
 
+/// maximum / minimum (and max.other / min.other): for bools these are
+/// `or` / `and`, which is what PyTorch computes on them (the maximum kernels
+/// take numbers only).
+Result elementwiseExtremum(Importer &imp, Inputs in, bool max) {
+  auto values = imp.promote({in[0], in[1]});
+  if (failed(values))
+    return failure();
+  Value a = (*values)[0], b = (*values)[1];
+  if (typeOf(a).getElementType().isInteger(1))
+    return max ? one(imp.create<mlir::cleave::OrOp>(a, b))
+               : one(imp.create<mlir::cleave::AndOp>(a, b));
+  return max ? one(imp.create<mlir::cleave::MaximumOp>(a, b))
+             : one(imp.create<mlir::cleave::MinimumOp>(a, b));
+}
+
 /// max / min: (self) the whole tensor's extremum, 0-d; (self, dim, keepdim)
 /// the values and indices along dim; (self, other) the elementwise maximum.
 Converter extremum(bool max) {
   return [max](Importer &imp, jit::Node *node, Inputs in) -> Result {
     const auto &schema = node->schema();
-    if (schema.argumentIndexWithName("other")) {
-      static const Converter maximum = binary<mlir::cleave::MaximumOp>();
-      static const Converter minimum = binary<mlir::cleave::MinimumOp>();
-      return (max ? maximum : minimum)(imp, node, in);
-    }
+    if (schema.argumentIndexWithName("other"))
+      return elementwiseExtremum(imp, in, max);
     auto x = imp.tensor(in[0]);
     if (failed(x))
       return failure();
@@ -2143,8 +2155,12 @@ struct Registry {
         return failure();
       return one(imp.create<mlir::cleave::PowOp>((*values)[0], (*values)[1]));
     };
-    r["aten::maximum"] = binary<mlir::cleave::MaximumOp>();
-    r["aten::minimum"] = binary<mlir::cleave::MinimumOp>();
+    r["aten::maximum"] = [](Importer &imp, jit::Node *, Inputs in) {
+      return elementwiseExtremum(imp, in, /*max=*/true);
+    };
+    r["aten::minimum"] = [](Importer &imp, jit::Node *, Inputs in) {
+      return elementwiseExtremum(imp, in, /*max=*/false);
+    };
     r["aten::logical_and"] = binary<mlir::cleave::AndOp>();
     r["aten::logical_or"] = binary<mlir::cleave::OrOp>();
     r["aten::eq"] = compare(mlir::cleave::ComparePredicate::eq);

@@ -242,7 +242,7 @@ class Cleave_ScanOp<string mnemonic, string formula>
   let summary = "inclusive " # formula # " along one dim";
   let description = "Element `i` along `dim` is the " # formula # " of elements "
       # "`0..i` (of `i..n-1` with `reverse`), as `torch." # mnemonic # "`; "
-      # "floats accumulate in order, in f32.\n\nExample:\n\n```mlir\n"
+      # "floats accumulate in order, in double (as PyTorch's CPU kernels).\n\nExample:\n\n```mlir\n"
       # "%y = cleave." # mnemonic # " %x {dim = 1 : i64, reverse = false} : tensor<2x8xf32>\n```";
   let arguments = (ins Cleave_NumericTensor:$input, I64Attr:$dim,
                        DefaultValuedAttr<BoolAttr, "false">:$reverse);

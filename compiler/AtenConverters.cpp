@@ -645,6 +645,194 @@ Converter reduction(bool mean) {
   };
 }
 
+/// The extremum of `x` along `dim` and its index (reduce_max_index when
+/// `max`). A 0-d input is viewed as one element (PyTorch's dim 0 of a 0-d
+/// tensor), and its results stay 0-d. Refuses an empty dim, as PyTorch.
+FailureOr<std::pair<Value, Value>> extremumWithIndex(Importer &imp, Value x, int64_t dim,
+                                                     bool keepdim, bool max) {
+  auto type = typeOf(x);
+  bool scalar = type.getRank() == 0;
+  if (scalar)
+    x = imp.reshape(x, {1});
+  if (typeOf(x).getDimSize(dim) == 0) {
+    imp.error() << "cannot take the " << (max ? "maximum" : "minimum") << " over the empty dim "
+                << dim << " of " << type << " (PyTorch refuses it too)";
+    return failure();
+  }
+  SmallVector<Type> types;
+  if (failed(mlir::cleave::inferIndexReductionTypes(imp.loc(), x.getType(), dim, keepdim, types)))
+    return failure();
+  auto dimAttr = imp.builder.getI64IntegerAttr(dim);
+  auto keepAttr = imp.builder.getBoolAttr(keepdim);
+  Operation *op =
+      max ? imp.builder.create<mlir::cleave::ReduceMaxIndexOp>(imp.loc(), types[0], types[1], x,
+                                                               dimAttr, keepAttr)
+                .getOperation()
+          : imp.builder.create<mlir::cleave::ReduceMinIndexOp>(imp.loc(), types[0], types[1], x,
+                                                               dimAttr, keepAttr)
+                .getOperation();
+  if (failed(mlir::verify(op))) {
+    op->erase();
+    imp.error() << "cannot reduce " << type << " along dim " << dim;
+    return failure();
+  }
+  Value values = op->getResult(0), indices = op->getResult(1);
+  if (scalar)
+    return std::make_pair(imp.reshape(values, {}), imp.reshape(indices, {}));
+  return std::make_pair(values, indices);
+}
+
+/// argmax / argmin(self, dim=None, keepdim=False): without a dim, the index
+/// into the flattened tensor (keepdim keeps every dim as size 1).
+Converter argExtremum(bool max) {
+  return [max](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto keepdim = imp.boolean(in[2]);
+    if (failed(x) || failed(keepdim))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    if (imp.isNone(in[1])) {
+      Value flat = imp.reshape(*x, {typeOf(*x).getNumElements()});
+      auto reduced = extremumWithIndex(imp, flat, 0, /*keepdim=*/false, max);
+      if (failed(reduced))
+        return failure();
+      SmallVector<int64_t> kept(*keepdim ? rank : 0, 1);
+      return one(imp.reshape(reduced->second, kept));
+    }
+    auto dim = dimArg(imp, in[1], rank);
+    if (failed(dim))
+      return failure();
+    auto reduced = extremumWithIndex(imp, *x, *dim, *keepdim, max);
+    if (failed(reduced))
+      return failure();
+    return one(reduced->second);
+  };
+}
+
+/// maximum / minimum (and max.other / min.other): for bools these are
+/// `or` / `and`, which is what PyTorch computes on them (the maximum kernels
+/// take numbers only).
+Result elementwiseExtremum(Importer &imp, Inputs in, bool max) {
+  auto values = imp.promote({in[0], in[1]});
+  if (failed(values))
+    return failure();
+  Value a = (*values)[0], b = (*values)[1];
+  if (typeOf(a).getElementType().isInteger(1))
+    return max ? one(imp.create<mlir::cleave::OrOp>(a, b))
+               : one(imp.create<mlir::cleave::AndOp>(a, b));
+  return max ? one(imp.create<mlir::cleave::MaximumOp>(a, b))
+             : one(imp.create<mlir::cleave::MinimumOp>(a, b));
+}
+
+/// max / min: (self) the whole tensor's extremum, 0-d; (self, dim, keepdim)
+/// the values and indices along dim; (self, other) the elementwise maximum.
+Converter extremum(bool max) {
+  return [max](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    const auto &schema = node->schema();
+    if (schema.argumentIndexWithName("other"))
+      return elementwiseExtremum(imp, in, max);
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    if (auto dimIndex = schema.argumentIndexWithName("dim")) {
+      auto dim = dimArg(imp, in[*dimIndex], rank);
+      auto keepIndex = schema.argumentIndexWithName("keepdim");
+      auto keepdim = keepIndex ? imp.boolean(in[*keepIndex]) : FailureOr<bool>(false);
+      if (failed(dim) || failed(keepdim))
+        return failure();
+      auto reduced = extremumWithIndex(imp, *x, *dim, *keepdim, max);
+      if (failed(reduced))
+        return failure();
+      return std::vector<Val>{Val::ofTensor(reduced->first), Val::ofTensor(reduced->second)};
+    }
+    // The whole tensor: the extremum of the flattened elements, 0-d. Its
+    // gradient is shared among ties (PyTorch's evenly_distribute_backward),
+    // which reduce_max's rule gives; reduce_max takes no bools, so they go
+    // through the index reduction (no gradient to share).
+    if (typeOf(*x).getNumElements() == 0) {
+      imp.error() << "cannot take the " << (max ? "maximum" : "minimum") << " of the empty "
+                  << typeOf(*x) << " (PyTorch refuses it too)";
+      return failure();
+    }
+    Value flat = imp.reshape(*x, {typeOf(*x).getNumElements()});
+    if (typeOf(*x).getElementType().isInteger(1)) {
+      auto reduced = extremumWithIndex(imp, flat, 0, /*keepdim=*/false, max);
+      if (failed(reduced))
+        return failure();
+      return one(reduced->first);
+    }
+    auto dims = imp.builder.getDenseI64ArrayAttr({0});
+    if (max)
+      return one(imp.create<mlir::cleave::ReduceMaxOp>(flat, dims, false));
+    return one(imp.create<mlir::cleave::AminOp>(flat, dims, false));
+  };
+}
+
+/// The input of cumsum / cumprod / prod: cast to `dtype` when given, else
+/// integers and bools to i64 (PyTorch accumulates them in int64).
+FailureOr<Value> accumulatedInput(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto dtype = dtypeArg(imp, node, in);
+  if (failed(x) || failed(dtype))
+    return failure();
+  if (*dtype)
+    return imp.cast(*x, **dtype);
+  if (!llvm::isa<FloatType>(typeOf(*x).getElementType()))
+    return imp.cast(*x, imp.builder.getI64Type());
+  return *x;
+}
+
+/// cumsum / cumprod(self, dim, dtype=None); dim 0 of a 0-d tensor is the
+/// tensor itself.
+template <typename OpTy> Converter scan() {
+  return [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = accumulatedInput(imp, node, in);
+    if (failed(x))
+      return failure();
+    auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+    if (failed(dim))
+      return failure();
+    if (typeOf(*x).getRank() == 0)
+      return one(*x);
+    if (typeOf(*x).getElementType().isInteger(1)) {
+      imp.error() << "a scan of bools needs a numeric dtype";
+      return failure();
+    }
+    return one(imp.create<OpTy>(*x, *dim, false));
+  };
+}
+
+/// prod(self, dtype=None) over every dim, 0-d; prod.dim_int(self, dim,
+/// keepdim=False, dtype=None) over one.
+Result prod(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = accumulatedInput(imp, node, in);
+  if (failed(x))
+    return failure();
+  if (typeOf(*x).getElementType().isInteger(1)) {
+    imp.error() << "a product of bools needs a numeric dtype";
+    return failure();
+  }
+  int64_t rank = typeOf(*x).getRank();
+  SmallVector<int64_t> dims;
+  bool keepdim = false;
+  const auto &schema = node->schema();
+  if (auto dimIndex = schema.argumentIndexWithName("dim")) {
+    auto dim = dimArg(imp, in[*dimIndex], rank);
+    auto keep = imp.boolean(in[*schema.argumentIndexWithName("keepdim")]);
+    if (failed(dim) || failed(keep))
+      return failure();
+    keepdim = *keep;
+    if (rank > 0)
+      dims.push_back(*dim);
+  } else {
+    for (int64_t d = 0; d < rank; ++d)
+      dims.push_back(d);
+  }
+  return one(imp.create<mlir::cleave::ReduceProdOp>(*x, imp.builder.getDenseI64ArrayAttr(dims),
+                                                    keepdim));
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling.
 //===----------------------------------------------------------------------===//
@@ -2954,8 +3142,12 @@ struct Registry {
         return failure();
       return one(imp.create<mlir::cleave::PowOp>((*values)[0], (*values)[1]));
     };
-    r["aten::maximum"] = binary<mlir::cleave::MaximumOp>();
-    r["aten::minimum"] = binary<mlir::cleave::MinimumOp>();
+    r["aten::maximum"] = [](Importer &imp, jit::Node *, Inputs in) {
+      return elementwiseExtremum(imp, in, /*max=*/true);
+    };
+    r["aten::minimum"] = [](Importer &imp, jit::Node *, Inputs in) {
+      return elementwiseExtremum(imp, in, /*max=*/false);
+    };
     r["aten::logical_and"] = binary<mlir::cleave::AndOp>();
     r["aten::logical_or"] = binary<mlir::cleave::OrOp>();
     r["aten::eq"] = compare(mlir::cleave::ComparePredicate::eq);
@@ -3036,6 +3228,13 @@ struct Registry {
     r["aten::mean"] = reduction<mlir::cleave::ReduceMeanOp>(true);
     r["aten::sum"] = reduction<mlir::cleave::ReduceSumOp>(false);
     r["aten::amax"] = reduction<mlir::cleave::ReduceMaxOp>(false);
+    r["aten::prod"] = prod;
+    r["aten::argmax"] = argExtremum(/*max=*/true);
+    r["aten::argmin"] = argExtremum(/*max=*/false);
+    r["aten::max"] = extremum(/*max=*/true);
+    r["aten::min"] = extremum(/*max=*/false);
+    r["aten::cumsum"] = scan<mlir::cleave::CumsumOp>();
+    r["aten::cumprod"] = scan<mlir::cleave::CumprodOp>();
 
     r["aten::conv2d"] = conv2d;
     r["aten::max_pool2d"] = maxPool2d;

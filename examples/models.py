@@ -390,7 +390,7 @@ class WithLoss(nn.Module):
 
 class UnsupportedOps(nn.Module):
     """Supported ops around ops a compiler is unlikely to support, each used a known number of
-    times (cumsum x2, sort x1, topk x1, erfinv x1), to test the importer's error report."""
+    times (cummax x2, sort x1, topk x1, erfinv x1), to test the importer's error report."""
 
     def __init__(self, in_features=16, hidden=32, k=8, out_features=4, device=None):
         super().__init__()
@@ -401,9 +401,9 @@ class UnsupportedOps(nn.Module):
 
     def forward(self, x):
         h = torch.relu(self.fc1(x))
-        h = torch.cumsum(h, dim=-1)
+        h = torch.cummax(h, dim=-1).values
         h = torch.sort(h, dim=-1, descending=True).values
-        h = torch.cumsum(self.fc2(h), dim=-1)
+        h = torch.cummax(self.fc2(h), dim=-1).values
         h = torch.topk(h, self.k, dim=-1).values
         h = torch.erfinv(torch.tanh(h) * 0.5)  # erfinv needs (-1, 1)
         return self.fc3(h)

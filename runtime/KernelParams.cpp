@@ -166,6 +166,57 @@ Status parseReduction(const KernelSignature &sig, const char *backend,
   return {};
 }
 
+Status parseIndexReduction(const KernelSignature &sig, const char *backend,
+                           std::initializer_list<DType> dtypes, IndexReduceParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  int64_t dim = 0;
+  bool keepdim = false;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("keepdim", &keepdim, false)));
+  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
+  if (x.shape[dim] == 0)
+    return CLEAVE_ERROR(sig.kernel, ": cannot take an extremum over the empty dim ", dim,
+                        " of input ", describe(x.shape, x.dtype));
+  Shape outShape = x.shape;
+  if (keepdim)
+    outShape[dim] = 1;
+  else
+    outShape.erase(outShape.begin() + dim);
+  const std::string how = "input reduced over dim " + std::to_string(dim) +
+                          (keepdim ? " keeping it" : "");
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {x.dtype, outShape}, how));
+  const TensorDesc &indices = sig.outputs[1];
+  if (indices != TensorDesc{DType::I64, outShape})
+    return CLEAVE_ERROR(sig.kernel, ": indices output is ", describe(indices.shape, indices.dtype),
+                        ", expected ", describe(outShape, DType::I64), " (", how, ")");
+  out->dim = dim;
+  out->keepdim = keepdim;
+  out->size = x.shape[dim];
+  out->outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
+  out->inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
+  return {};
+}
+
+Status parseScan(const KernelSignature &sig, const char *backend,
+                 std::initializer_list<DType> dtypes, ScanParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  int64_t dim = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("reverse", &out->reverse, false)));
+  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
+  out->size = x.shape[dim];
+  out->outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
+  out->inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
+  return {};
+}
+
 //===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//

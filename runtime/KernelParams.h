@@ -53,7 +53,8 @@ Status parseAdaptiveAvgPool2d(const KernelSignature &sig, const char *backend,
                               std::initializer_list<DType> dtypes, AdaptivePoolParams *out);
 
 //===----------------------------------------------------------------------===//
-// Reductions (reduce_sum, reduce_mean, reduce_max).
+// Reductions (reduce_sum, reduce_mean, reduce_max, reduce_prod, the index
+// reductions) and scans (cumsum, cumprod).
 //===----------------------------------------------------------------------===//
 
 /// A run of adjacent input dims that are all reduced or all kept, size-1
@@ -76,6 +77,26 @@ struct ReduceParams {
 /// reduction with a non-empty output (reduce_max has no identity).
 Status parseReduction(const KernelSignature &sig, const char *backend,
                       std::initializer_list<DType> dtypes, bool needsElements, ReduceParams *out);
+
+/// reduce_max_index / reduce_min_index along `dim`: the input viewed as
+/// [outer, size, inner]; outputs the values (the input's dtype) and i64
+/// indices, of the input's shape without `dim` (size 1 with keepdim). The
+/// dim must hold an element.
+struct IndexReduceParams {
+  int64_t dim = 0, outer = 0, size = 0, inner = 0;
+  bool keepdim = false;
+};
+Status parseIndexReduction(const KernelSignature &sig, const char *backend,
+                           std::initializer_list<DType> dtypes, IndexReduceParams *out);
+
+/// cumsum / cumprod along `dim` (from the end with `reverse`): the input
+/// viewed as [outer, size, inner], the output the input's shape and dtype.
+struct ScanParams {
+  int64_t outer = 0, size = 0, inner = 0;
+  bool reverse = false;
+};
+Status parseScan(const KernelSignature &sig, const char *backend,
+                 std::initializer_list<DType> dtypes, ScanParams *out);
 
 //===----------------------------------------------------------------------===//
 // Normalization (layer_norm, batch_norm, softmax, log_softmax).

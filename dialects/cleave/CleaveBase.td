@@ -45,6 +45,7 @@ def Cleave_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 // Floats and integers, not bool: PyTorch refuses to round a bool tensor.
 def Cleave_NumericTensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32]>;
 def Cleave_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Cleave_I64Tensor : StaticShapeTensorOf<[I64]>;
 
 //===----------------------------------------------------------------------===//
 // Enums.
@@ -209,6 +210,71 @@ class Cleave_ReductionOp<string mnemonic, string formula,
   }] # Cleave_ShardingRuleIs<"::mlir::cleave::getReductionShardingRule(*this, "
       # "getDims(), getKeepdim(), ::mlir::cleave::FactorKind::"
       # reducedFactorKind # ")">.definition;
+}
+
+// Reduction along one dim that also says where the extremum is: `values`
+// as a reduction over `dim`, `indices` (i64) the position along `dim` of the
+// first element equal to it. NaN counts as the extremum (the first NaN wins),
+// as PyTorch's max/min with a dim. The dim must not be empty.
+class Cleave_IndexReductionOp<string mnemonic, string extremum>
+    : Cleave_Op<mnemonic, [Pure, InferTypeOpAdaptor], [],
+                ["getCost", "getSavedForBackward"], ["getShardingRule"],
+                Cleave_HasGradient> {
+  let summary = "the " # extremum # " along one dim and its index";
+  let description = "Reduces `input` along `dim` to its " # extremum # " "
+      # "(`values`, the input's element type) and the index of the first "
+      # "element holding it (`indices`, i64); ties take the first index, and a "
+      # "NaN is the " # extremum # " (its first occurrence). With `keepdim` the "
+      # "reduced dim stays as size 1.\n\nExample:\n\n```mlir\n%v, %i = cleave."
+      # mnemonic # " %x {dim = 1 : i64, keepdim = false} : tensor<2x8xf32> -> "
+      # "tensor<2xf32>, tensor<2xi64>\n```";
+  let arguments = (ins Cleave_Tensor:$input, I64Attr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim);
+  let results = (outs Cleave_Tensor:$values, Cleave_I64Tensor:$indices);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::cleave::inferIndexReductionTypes(
+          loc, adaptor.getInput().getType(), adaptor.getDim(), adaptor.getKeepdim(),
+          types);
+    }
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::mlir::cleave::verifyIndexReduction(*this, getDim());
+    }
+    ::mlir::cleave::ShardingRule $cppClass::getShardingRule() {
+      return ::mlir::cleave::getIndexReductionShardingRule(*this, getDim(), getKeepdim());
+    }
+  }];
+}
+
+// Inclusive scan along one dim (from the end with `reverse`); the result has
+// the input's type. The importer casts integers to i64 first, as PyTorch.
+class Cleave_ScanOp<string mnemonic, string formula>
+    : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType], [],
+                ["getCost", "getSavedForBackward"], ["getShardingRule"],
+                Cleave_HasGradient> {
+  let summary = "inclusive " # formula # " along one dim";
+  let description = "Element `i` along `dim` is the " # formula # " of elements "
+      # "`0..i` (of `i..n-1` with `reverse`), as `torch." # mnemonic # "`; "
+      # "floats accumulate in order, in double (as PyTorch's CPU kernels).\n\nExample:\n\n```mlir\n"
+      # "%y = cleave." # mnemonic # " %x {dim = 1 : i64, reverse = false} : tensor<2x8xf32>\n```";
+  let arguments = (ins Cleave_NumericTensor:$input, I64Attr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Cleave_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  // The scanned dim stays whole; the others split freely.
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::mlir::cleave::verifyScan(*this, getDim());
+    }
+  }] # Cleave_ShardingRuleIs<
+      "::mlir::cleave::getMapShardingRule(*this, {static_cast<int64_t>(getDim())})">.definition;
 }
 
 // Softmax-like normalization along one dim; the result has the input's type.

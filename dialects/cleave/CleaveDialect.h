@@ -66,6 +66,14 @@ ShardingRule getMapShardingRule(Operation *op, llvm::ArrayRef<int64_t> wholeDims
 /// `keepdim`); kept dims are Parallel.
 ShardingRule getReductionShardingRule(Operation *op, llvm::ArrayRef<int64_t> dims,
                                       bool keepdim, FactorKind reducedKind);
+/// An index reduction along `dim` (reduce_max_index): the reduced dim is
+/// NeedReplication (partial extrema would need a max all-reduce that also
+/// moves indices), kept dims are Parallel in both results.
+ShardingRule getIndexReductionShardingRule(Operation *op, int64_t dim, bool keepdim);
+/// Verifiers shared by op classes (CleaveOps.cpp): an index reduction's dim
+/// holds at least one element; a scan's dim is in range.
+LogicalResult verifyIndexReduction(Operation *op, int64_t dim);
+LogicalResult verifyScan(Operation *op, int64_t dim);
 
 /// The shape `input[indices]` has (aten::index): index tensor k of shape
 /// `indexShapes[k]` indexes input dim `dims[k]` (increasing); nullopt, with

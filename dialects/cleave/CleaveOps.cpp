@@ -214,6 +214,21 @@ static LogicalResult verifyNormalizeAlongDim(NormalizeOp op) {
 LogicalResult SoftmaxOp::verify() { return verifyNormalizeAlongDim(*this); }
 LogicalResult LogSoftmaxOp::verify() { return verifyNormalizeAlongDim(*this); }
 
+LogicalResult mlir::cleave::verifyIndexReduction(Operation *op, int64_t dim) {
+  auto input = tensorType(op->getOperand(0));
+  if (failed(verifyDim(op, dim, input.getRank())))
+    return failure();
+  // PyTorch refuses it too: an empty dim has no extremum to index.
+  if (input.getDimSize(dim) == 0)
+    return op->emitOpError() << "cannot take an extremum over the empty dim " << dim << " of "
+                             << input;
+  return success();
+}
+
+LogicalResult mlir::cleave::verifyScan(Operation *op, int64_t dim) {
+  return verifyDim(op, dim, tensorType(op->getOperand(0)).getRank());
+}
+
 LogicalResult AttentionOp::verify() {
   auto q = tensorType(getQ()), k = tensorType(getK()), v = tensorType(getV());
   auto result = tensorType(getResult());

@@ -412,6 +412,13 @@ def Cleave_ReduceSumOp : Cleave_ReductionOp<"reduce_sum", "a sum">;
 def Cleave_ReduceMeanOp : Cleave_ReductionOp<"reduce_mean", "the arithmetic mean",
                                              "NeedReplication">;
 def Cleave_ReduceMaxOp : Cleave_ReductionOp<"reduce_max", "the maximum", "NeedReplication">;
+// Partial products would need a product all-reduce: reduced dims stay whole.
+def Cleave_ReduceProdOp : Cleave_ReductionOp<"reduce_prod", "the product", "NeedReplication">;
+// max.dim / min.dim, argmax / argmin.
+def Cleave_ReduceMaxIndexOp : Cleave_IndexReductionOp<"reduce_max_index", "maximum">;
+def Cleave_ReduceMinIndexOp : Cleave_IndexReductionOp<"reduce_min_index", "minimum">;
+def Cleave_CumsumOp : Cleave_ScanOp<"cumsum", "sum">;
+def Cleave_CumprodOp : Cleave_ScanOp<"cumprod", "product">;
 
 //===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW).

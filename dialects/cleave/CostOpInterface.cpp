@@ -373,6 +373,58 @@ void ReduceMaxOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
   saved.push_back(getInput());
   saved.push_back(getResult());
 }
+// The product's backward: result / input where the slice has no zero, the
+// product of the other elements at a slice's only zero (a count of zeros, a
+// product of the non-zeros, compares and selects): ~8 per element.
+OpCost ReduceProdOp::getCost() {
+  double elements = elementsOf(getInput());
+  return mapCost(*this, OpClass::Reduction, elements, 8 * elements);
+}
+void ReduceProdOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getInput());
+  saved.push_back(getResult());
+}
+
+template <typename IndexReduction> static OpCost indexReductionCost(IndexReduction op) {
+  // One compare per element forward, writing values and indices; the
+  // backward places each value's gradient at its saved index (a compare
+  // against the index and a select per input element). Two results, so
+  // mapCost leaves the backward out: it is set here for floats.
+  double elements = elementsOf(op.getInput());
+  OpCost cost = mapCost(op, OpClass::Reduction, elements, 2 * elements);
+  if (isFloat(op.getInput()))
+    cost.backward = {2 * elements,
+                     bytesOf(op.getValues()) + savedBytesOf(op, /*activations=*/false),
+                     bytesOf(op.getInput()), 1};
+  return cost;
+}
+OpCost ReduceMaxIndexOp::getCost() { return indexReductionCost(*this); }
+OpCost ReduceMinIndexOp::getCost() { return indexReductionCost(*this); }
+void ReduceMaxIndexOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getIndices());
+}
+void ReduceMinIndexOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getIndices());
+}
+
+// cumsum: one add per element each way (its backward is the reversed
+// cumsum of the gradient, nothing saved). cumprod: one multiply forward;
+// the backward reverse-cumsums grad * result / input before a slice's first
+// zero and rebuilds the products after it (~12 ops per element), from the
+// saved input and result.
+OpCost CumsumOp::getCost() {
+  double elements = elementsOf(getInput());
+  return mapCost(*this, OpClass::Reduction, elements, elements);
+}
+void CumsumOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+OpCost CumprodOp::getCost() {
+  double elements = elementsOf(getInput());
+  return mapCost(*this, OpClass::Reduction, elements, 12 * elements);
+}
+void CumprodOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getInput());
+  saved.push_back(getResult());
+}
 
 template <typename Normalize> static OpCost normalizeCost(Normalize op) {
   // max, subtract, exp (~10), sum, divide; the backward y * (dy - sum(dy * y))

@@ -589,6 +589,111 @@ LogicalResult ReduceMaxOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg
   return success();
 }
 
+// PyTorch's prod_backward: grad * (result / input) where the slice has no
+// zero; at a slice's only zero the product of the other elements; zero
+// elsewhere (a slice with two zeros has a zero gradient everywhere).
+LogicalResult ReduceProdOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                           SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value x = getInput();
+  auto input = typeOf(x);
+  Value g = b.keepDims(rg[0], input, getDims());
+  Value product = b.keepDims(getResult(), input, getDims());
+  Value isZero = b.compare(ComparePredicate::eq, x, b.scalarLike(0, x));
+  Value zeros = b.reduceSum(b.cast(isZero, input.getElementType()), getDims(), /*keepdim=*/true);
+  Value others = b.make<ReduceProdOp>(b.where(isZero, b.scalarLike(1, x), x),
+                                      builder.getDenseI64ArrayAttr(getDims()),
+                                      builder.getBoolAttr(true));
+  Value zero = b.scalarLike(0, g);
+  Value atZero =
+      b.where(b.compare(ComparePredicate::eq, zeros, b.scalarLike(1, zeros)), b.mul(g, others), zero);
+  Value noZero = b.where(b.compare(ComparePredicate::eq, zeros, zero), b.mul(g, b.div(product, x)),
+                         zero);
+  og[0] = b.broadcastTo(b.where(isZero, atZero, noZero), input);
+  return success();
+}
+
+/// PyTorch's value_selecting_reduction_backward: each slice's gradient at
+/// the saved index along `dim`, zeros elsewhere. The positions along `dim`
+/// are a constant shaped to broadcast against the indices.
+static Value gradientAtIndex(GradBuilder &b, Value g, Value indices, RankedTensorType input,
+                             int64_t dim) {
+  SmallVector<int64_t> shape(input.getRank(), 1);
+  shape[dim] = input.getDimSize(dim);
+  SmallVector<int64_t> positions(shape[dim]);
+  std::iota(positions.begin(), positions.end(), int64_t(0));
+  auto type = RankedTensorType::get(shape, b.b.getI64Type());
+  Value iota = b.b.create<ConstantOp>(b.loc, DenseElementsAttr::get(type, ArrayRef(positions)));
+  Value at = b.compare(ComparePredicate::eq, iota, b.keepDims(indices, input, {dim}));
+  return b.broadcastTo(b.where(at, b.keepDims(g, input, {dim}), b.scalarLike(0, g)), input);
+}
+
+LogicalResult ReduceMaxIndexOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                               SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  og[0] = gradientAtIndex(b, rg[0], getIndices(), typeOf(getInput()), getDim());
+  return success();
+}
+
+LogicalResult ReduceMinIndexOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                               SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  og[0] = gradientAtIndex(b, rg[0], getIndices(), typeOf(getInput()), getDim());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Scans.
+//===----------------------------------------------------------------------===//
+
+// The sum of the gradients of the elements each one reached: the cumsum
+// the other way (PyTorch's reversed cumsum).
+LogicalResult CumsumOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  og[0] = builder.create<CumsumOp>(getLoc(), rg[0], getDimAttr(),
+                                   builder.getBoolAttr(!getReverse()));
+  return success();
+}
+
+// d out_j / d x_i = prod_{k <= j, k != i} x_k for i <= j. Before the first
+// zero of a slice this is PyTorch's reversed_cumsum(grad * result) / input;
+// at the first zero z it is prod_{k < z} x_k * sum_{j >= z} grad_j
+// prod_{z < k <= j} x_k; after it, zero. PyTorch's cumprod_backward computes
+// the same values.
+LogicalResult CumprodOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  GradBuilder b{builder, getLoc()};
+  Value g = rg[0], x = getInput(), y = getResult();
+  IntegerAttr dim = getDimAttr();
+  BoolAttr forward = builder.getBoolAttr(getReverse()),
+           backward = builder.getBoolAttr(!getReverse());
+  auto scan = [&](auto op, Value v, BoolAttr direction) -> Value {
+    return builder.create<decltype(op)>(getLoc(), v, dim, direction);
+  };
+  Value one = b.scalarLike(1, x), zero = b.scalarLike(0, x);
+  Value isZero = b.compare(ComparePredicate::eq, x, zero);
+  // Zeros met so far, this element included.
+  Value seen = scan(CumsumOp(), b.cast(isZero, typeOf(x).getElementType()), forward);
+  Value before = b.compare(ComparePredicate::eq, seen, zero);
+  Value first = b.logicalAnd(isZero, b.compare(ComparePredicate::eq, seen, one));
+  Value beforeZero = b.div(scan(CumsumOp(), b.mul(y, g), backward), x);
+  Value leading = scan(CumprodOp(), b.where(before, x, one), forward);
+  Value trailing = scan(CumprodOp(), b.where(b.logicalOr(before, first), one, x), forward);
+  Value reached = scan(CumsumOp(), b.where(before, zero, b.mul(g, trailing)), backward);
+  og[0] = b.where(before, beforeZero, b.where(first, b.mul(leading, reached), zero));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Convolution and pooling.
 //===----------------------------------------------------------------------===//

@@ -86,5 +86,15 @@ LogicalResult inferReductionType(std::optional<Location> loc, Type input,
   return success();
 }
 
+LogicalResult inferIndexReductionTypes(std::optional<Location> loc, Type input, int64_t dim,
+                                       bool keepdim, SmallVectorImpl<Type> &results) {
+  if (failed(inferReductionType(loc, input, {dim}, keepdim, results)))
+    return failure();
+  auto values = llvm::cast<RankedTensorType>(results.back());
+  results.push_back(
+      RankedTensorType::get(values.getShape(), IntegerType::get(input.getContext(), 64)));
+  return success();
+}
+
 
 } // namespace mlir::cleave

@@ -40,6 +40,12 @@ llvm::LogicalResult inferReductionType(std::optional<Location> loc, Type input,
                                        bool keepdim,
                                        llvm::SmallVectorImpl<Type> &results);
 
+/// Result types of reducing `input` along `dim` with its index: the
+/// reduction's type, then the same shape in i64.
+llvm::LogicalResult inferIndexReductionTypes(std::optional<Location> loc, Type input,
+                                             int64_t dim, bool keepdim,
+                                             llvm::SmallVectorImpl<Type> &results);
+
 /// Output size of one spatial dim of a convolution or pooling window, shared
 /// with the runtime's kernel checks.
 using ::cleave::runtime::windowOutputSize;

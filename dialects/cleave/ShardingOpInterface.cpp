@@ -95,6 +95,13 @@ ShardingRule mlir::cleave::getReductionShardingRule(Operation *op, ArrayRef<int6
   return rule;
 }
 
+ShardingRule mlir::cleave::getIndexReductionShardingRule(Operation *op, int64_t dim,
+                                                         bool keepdim) {
+  ShardingRule rule = getReductionShardingRule(op, {dim}, keepdim, kWhole);
+  rule.results.push_back(rule.results.front()); // the indices, laid out as the values
+  return rule;
+}
+
 namespace {
 
 /// An op without operands: every dim of its value is free (a weight can be

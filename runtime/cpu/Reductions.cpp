@@ -1,4 +1,4 @@
-//===- Reductions.cpp - reduce_sum, reduce_mean, reduce_max ---------------===//
+//===- Reductions.cpp - reductions, index reductions and scans ------------===//
 //
 // The input dims are coalesced into alternating kept / reduced groups. The
 // common shapes get contiguous loops: [kept, reduced] reduces rows,
@@ -8,6 +8,11 @@
 // Floats accumulate in float (vectorized partial sums), integers in int64.
 // An empty `dims` list reduces nothing: the output is the input, as the
 // dialect's type inference says.
+//
+// reduce_max_index / reduce_min_index and the scans (cumsum, cumprod) work
+// on the input viewed as [outer, size, inner]: a row at a time when inner is
+// 1, else a row of `inner` columns per step (contiguous reads). Scans of
+// floats accumulate in double, as PyTorch's CPU kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,14 +27,31 @@
 namespace cleave::runtime::cpu {
 namespace {
 
-enum class Reduce { Sum, Mean, Max };
+enum class Reduce { Sum, Mean, Max, Prod };
 
 template <typename T> using Acc = std::conditional_t<std::is_floating_point_v<T>, float, int64_t>;
+
+/// Writes `count` ones of `dtype` (the product of nothing).
+void fillOnes(void *out, int64_t count, DType dtype) {
+  switch (dtype) {
+  case DType::F32:
+    std::fill_n(static_cast<float *>(out), count, 1.0f);
+    break;
+  case DType::I64:
+    std::fill_n(static_cast<int64_t *>(out), count, int64_t(1));
+    break;
+  default:
+    std::fill_n(static_cast<int32_t *>(out), count, int32_t(1));
+    break;
+  }
+}
 
 template <Reduce K, typename T> Acc<T> identity() {
   if constexpr (K == Reduce::Max)
     return std::is_floating_point_v<T> ? -std::numeric_limits<float>::infinity()
                                        : static_cast<Acc<T>>(std::numeric_limits<T>::lowest());
+  else if constexpr (K == Reduce::Prod)
+    return Acc<T>(1);
   else
     return Acc<T>(0);
 }
@@ -40,6 +62,8 @@ template <Reduce K, typename T> Acc<T> combine(Acc<T> acc, T v) {
       return ((v > acc) | (v != v)) ? v : acc; // NaN propagates
     else
       return v > acc ? v : acc;
+  } else if constexpr (K == Reduce::Prod) {
+    return acc * v;
   } else {
     return acc + v;
   }
@@ -69,6 +93,12 @@ template <Reduce K, typename T> Acc<T> reduceContiguous(const T *x, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
       m = x[i] > m ? x[i] : m;
     return m;
+  } else if constexpr (K == Reduce::Prod) {
+    Acc<T> p = 1;
+#pragma omp simd reduction(* : p)
+    for (int64_t i = 0; i < n; ++i)
+      p *= x[i];
+    return p;
   } else {
     Acc<T> s = 0;
 #pragma omp simd reduction(+ : s)
@@ -201,13 +231,15 @@ template <Reduce K> Status buildReduction(const KernelSignature &sig, KernelFn *
   const std::vector<ReduceGroup> &groups = r.groups;
   const std::vector<bool> &reduced = r.reduced;
   if (outCount == 0 || x.numel() == 0) {
-    // Nothing to read: sums are 0, means 0/0.
+    // Nothing to read: sums are 0, means 0/0, products 1.
     float meanValue = std::numeric_limits<float>::quiet_NaN();
     *fn = [outCount, meanValue, dtype = x.dtype](const KernelCall &call) -> Status {
       if (K == Reduce::Mean && dtype == DType::F32) {
         float *y = static_cast<float *>(call.outputs[0]);
         for (int64_t i = 0; i < outCount; ++i)
           y[i] = meanValue;
+      } else if (K == Reduce::Prod) {
+        fillOnes(call.outputs[0], outCount, dtype);
       } else {
         std::memset(call.outputs[0], 0, outCount * dtypeBytes(dtype));
       }
@@ -237,12 +269,159 @@ template <Reduce K> Status buildReduction(const KernelSignature &sig, KernelFn *
   return noKernelFor(sig.kernel, x.dtype);
 }
 
+//===----------------------------------------------------------------------===//
+// Index reductions.
+//===----------------------------------------------------------------------===//
+
+/// Whether `v` replaces `best` as the maximum (or minimum): strictly beyond
+/// it, so ties keep the first index; a NaN replaces any number and no NaN
+/// replaces a NaN, so the first NaN wins (PyTorch's max/min with a dim).
+template <bool Max, typename T> inline bool replaces(T v, T best) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (v != v)
+      return best == best;
+  }
+  return Max ? v > best : v < best;
+}
+
+template <bool Max, typename T> KernelFn makeIndexReduction(const IndexReduceParams &p) {
+  return [p](const KernelCall &call) -> Status {
+    const T *x = static_cast<const T *>(call.inputs[0]);
+    T *values = static_cast<T *>(call.outputs[0]);
+    int64_t *indices = static_cast<int64_t *>(call.outputs[1]);
+    const int64_t size = p.size, inner = p.inner;
+    parallelRange(p.outer, size * inner, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) {
+        const T *row = x + o * size * inner;
+        T *v = values + o * inner;
+        int64_t *idx = indices + o * inner;
+        if (inner == 1) {
+          T best = row[0];
+          int64_t at = 0;
+          for (int64_t i = 1; i < size; ++i)
+            if (replaces<Max>(row[i], best)) {
+              best = row[i];
+              at = i;
+            }
+          *v = best;
+          *idx = at;
+          continue;
+        }
+        // Columns: the first row seeds every column, later rows challenge it.
+        std::memcpy(v, row, sizeof(T) * inner);
+        std::fill(idx, idx + inner, int64_t(0));
+        for (int64_t i = 1; i < size; ++i) {
+          const T *r = row + i * inner;
+          for (int64_t j = 0; j < inner; ++j)
+            if (replaces<Max>(r[j], v[j])) {
+              v[j] = r[j];
+              idx[j] = i;
+            }
+        }
+      }
+    });
+    return {};
+  };
+}
+
+template <bool Max> Status buildIndexReduction(const KernelSignature &sig, KernelFn *fn) {
+  IndexReduceParams p;
+  CLEAVE_RETURN_IF_ERROR(parseIndexReduction(
+      sig, "cpu", {DType::F32, DType::I64, DType::I32, DType::I1}, &p));
+  if (p.outer * p.inner == 0) {
+    *fn = [](const KernelCall &) -> Status { return {}; };
+    return {};
+  }
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    *fn = makeIndexReduction<Max, float>(p);
+    return {};
+  case DType::I64:
+    *fn = makeIndexReduction<Max, int64_t>(p);
+    return {};
+  case DType::I32:
+    *fn = makeIndexReduction<Max, int32_t>(p);
+    return {};
+  case DType::I1:
+    *fn = makeIndexReduction<Max, Bool>(p);
+    return {};
+  default:
+    return noKernelFor(sig.kernel, sig.inputs[0]->dtype);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Scans.
+//===----------------------------------------------------------------------===//
+
+enum class Scan { Sum, Prod };
+
+template <typename T> using ScanAcc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+
+template <Scan K, typename T> inline ScanAcc<T> step(ScanAcc<T> acc, T v) {
+  if constexpr (K == Scan::Sum)
+    return acc + static_cast<ScanAcc<T>>(v);
+  else
+    return acc * static_cast<ScanAcc<T>>(v);
+}
+
+template <Scan K, typename T> KernelFn makeScan(const ScanParams &p) {
+  return [p](const KernelCall &call) -> Status {
+    const T *x = static_cast<const T *>(call.inputs[0]);
+    T *y = static_cast<T *>(call.outputs[0]);
+    const int64_t size = p.size, inner = p.inner;
+    const ScanAcc<T> identity = K == Scan::Sum ? 0 : 1;
+    // Element i of the scan order is at row `first + i * dir`.
+    const int64_t first = p.reverse ? size - 1 : 0, dir = p.reverse ? -1 : 1;
+    parallelRange(p.outer, size * inner, [&](int64_t b, int64_t e) {
+      std::vector<ScanAcc<T>> acc(inner);
+      for (int64_t o = b; o < e; ++o) {
+        const T *xo = x + o * size * inner;
+        T *yo = y + o * size * inner;
+        std::fill(acc.begin(), acc.end(), identity);
+        for (int64_t i = 0, r = first; i < size; ++i, r += dir) {
+          const T *xr = xo + r * inner;
+          T *yr = yo + r * inner;
+          for (int64_t j = 0; j < inner; ++j) {
+            acc[j] = step<K, T>(acc[j], xr[j]);
+            yr[j] = static_cast<T>(acc[j]);
+          }
+        }
+      }
+    });
+    return {};
+  };
+}
+
+template <Scan K> Status buildScan(const KernelSignature &sig, KernelFn *fn) {
+  ScanParams p;
+  CLEAVE_RETURN_IF_ERROR(parseScan(sig, "cpu", {DType::F32, DType::I64, DType::I32}, &p));
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    *fn = makeScan<K, float>(p);
+    return {};
+  case DType::I64:
+    *fn = makeScan<K, int64_t>(p);
+    return {};
+  case DType::I32:
+    *fn = makeScan<K, int32_t>(p);
+    return {};
+  default:
+    return noKernelFor(sig.kernel, sig.inputs[0]->dtype);
+  }
+}
+
 } // namespace
 
 void registerReductionKernels(KernelTable &table) {
   table["reduce_sum"] = buildReduction<Reduce::Sum>;
   table["reduce_mean"] = buildReduction<Reduce::Mean>;
   table["reduce_max"] = buildReduction<Reduce::Max>;
+  table["reduce_prod"] = buildReduction<Reduce::Prod>;
+  table["reduce_max_index"] = buildIndexReduction<true>;
+  table["reduce_min_index"] = buildIndexReduction<false>;
+  table["cumsum"] = buildScan<Scan::Sum>;
+  table["cumprod"] = buildScan<Scan::Prod>;
 }
 
 } // namespace cleave::runtime::cpu

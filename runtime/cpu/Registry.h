@@ -35,7 +35,8 @@ void registerElementwiseKernels(KernelTable &table);
 void registerContractionKernels(KernelTable &table);
 /// layer_norm batch_norm softmax log_softmax.
 void registerNormalizationKernels(KernelTable &table);
-/// reduce_sum reduce_mean reduce_max.
+/// reduce_sum reduce_mean reduce_max reduce_prod, reduce_max_index
+/// reduce_min_index, cumsum cumprod.
 void registerReductionKernels(KernelTable &table);
 /// max_pool2d avg_pool2d adaptive_avg_pool2d.
 void registerPoolingKernels(KernelTable &table);

@@ -1053,3 +1053,51 @@ func.func @attention_integer(%q: tensor<2x4x8x16xi64>) {
   %0 = cleave.attention %q, %q, %q {causal = false, scale = 1.0 : f64} : tensor<2x4x8x16xi64>, tensor<2x4x8x16xi64>, tensor<2x4x8x16xi64> -> tensor<2x4x8x16xi64>
   return
 }
+
+// -----
+
+func.func @reduce_max_index_empty(%x: tensor<2x0xf32>) {
+  // expected-error @+1 {{'cleave.reduce_max_index' op cannot take an extremum over the empty dim 1 of 'tensor<2x0xf32>'}}
+  %0:2 = cleave.reduce_max_index %x {dim = 1 : i64} : tensor<2x0xf32> -> tensor<2xf32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @reduce_min_index_range(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.reduce_min_index' op dim 2 is out of range for rank 2}}
+  %0:2 = cleave.reduce_min_index %x {dim = 2 : i64} : tensor<2x8xf32> -> tensor<2xf32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @reduce_max_index_indices_i32(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.reduce_max_index' op result #1 must be statically shaped tensor of 64-bit signless integer values, but got 'tensor<2xi32>'}}
+  %0:2 = cleave.reduce_max_index %x {dim = 1 : i64} : tensor<2x8xf32> -> tensor<2xf32>, tensor<2xi32>
+  return
+}
+
+// -----
+
+func.func @cumsum_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.cumsum' op dim 2 is out of range for rank 2}}
+  %0 = cleave.cumsum %x {dim = 2 : i64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cumprod_bool(%x: tensor<2x8xi1>) {
+  // expected-error @+1 {{'cleave.cumprod' op operand #0 must be statically shaped tensor of}}
+  %0 = cleave.cumprod %x {dim = 0 : i64} : tensor<2x8xi1>
+  return
+}
+
+// -----
+
+func.func @cumsum_scalar(%x: tensor<f32>) {
+  // expected-error @+1 {{'cleave.cumsum' op dim 0 is out of range for rank 0}}
+  %0 = cleave.cumsum %x {dim = 0 : i64} : tensor<f32>
+  return
+}

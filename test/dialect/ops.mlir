@@ -297,6 +297,30 @@ func.func @reductions(%x: tensor<2x8x128xf32>, %i: tensor<3x5xi64>) {
   return
 }
 
+// Products, extrema with their indices, and scans.
+// CHECK-LABEL: func.func @indexed_reductions_and_scans(
+// CHECK-SAME:    %[[X:[^:]+]]: tensor<2x8x16xf32>, %[[I:[^:]+]]: tensor<3x5xi64>, %[[B:[^:]+]]: tensor<4xi1>, %[[H:[^:]+]]: tensor<2x3xbf16>)
+func.func @indexed_reductions_and_scans(%x: tensor<2x8x16xf32>, %i: tensor<3x5xi64>, %b: tensor<4xi1>, %h: tensor<2x3xbf16>) {
+  // CHECK-NEXT: %{{.+}} = cleave.reduce_prod %[[X]] {dims = array<i64: 1>} : tensor<2x8x16xf32> -> tensor<2x16xf32>
+  %0 = cleave.reduce_prod %x {dims = array<i64: 1>} : tensor<2x8x16xf32> -> tensor<2x16xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.reduce_prod %[[I]] {dims = array<i64: 0, 1>, keepdim = true} : tensor<3x5xi64> -> tensor<1x1xi64>
+  %1 = cleave.reduce_prod %i {dims = array<i64: 0, 1>, keepdim = true} : tensor<3x5xi64> -> tensor<1x1xi64>
+  // CHECK-NEXT: %{{.+}}, %{{.+}} = cleave.reduce_max_index %[[X]] {dim = 1 : i64} : tensor<2x8x16xf32> -> tensor<2x16xf32>, tensor<2x16xi64>
+  %2:2 = cleave.reduce_max_index %x {dim = 1 : i64} : tensor<2x8x16xf32> -> tensor<2x16xf32>, tensor<2x16xi64>
+  // CHECK-NEXT: %{{.+}}, %{{.+}} = cleave.reduce_min_index %[[I]] {dim = 0 : i64, keepdim = true} : tensor<3x5xi64> -> tensor<1x5xi64>, tensor<1x5xi64>
+  %3:2 = cleave.reduce_min_index %i {dim = 0 : i64, keepdim = true} : tensor<3x5xi64> -> tensor<1x5xi64>, tensor<1x5xi64>
+  // Bools have extrema; a 1-D input reduces to 0-d.
+  // CHECK-NEXT: %{{.+}}, %{{.+}} = cleave.reduce_max_index %[[B]] {dim = 0 : i64} : tensor<4xi1> -> tensor<i1>, tensor<i64>
+  %4:2 = cleave.reduce_max_index %b {dim = 0 : i64} : tensor<4xi1> -> tensor<i1>, tensor<i64>
+  // CHECK-NEXT: %{{.+}} = cleave.cumsum %[[X]] {dim = 2 : i64} : tensor<2x8x16xf32>
+  %5 = cleave.cumsum %x {dim = 2 : i64} : tensor<2x8x16xf32>
+  // CHECK-NEXT: %{{.+}} = cleave.cumsum %[[I]] {dim = 0 : i64, reverse = true} : tensor<3x5xi64>
+  %6 = cleave.cumsum %i {dim = 0 : i64, reverse = true} : tensor<3x5xi64>
+  // CHECK-NEXT: %{{.+}} = cleave.cumprod %[[H]] {dim = 1 : i64} : tensor<2x3xbf16>
+  %7 = cleave.cumprod %h {dim = 1 : i64, reverse = false} : tensor<2x3xbf16>
+  return
+}
+
 // CHECK-LABEL: func.func @conv_pool(
 // CHECK-SAME:    %[[IMG:[^:]+]]: tensor<1x3x32x32xf32>, %[[W:[^:]+]]: tensor<64x3x7x7xf32>, %[[G:[^:]+]]: tensor<1x32x16x16xf32>, %[[GW:[^:]+]]: tensor<64x8x3x3xf32>, %[[GB:[^:]+]]: tensor<64xf32>, %[[DW:[^:]+]]: tensor<32x1x3x3xf32>, %[[P:[^:]+]]: tensor<1x64x16x16xf32>, %[[S:[^:]+]]: tensor<1x8x7x7xf32>, %[[T:[^:]+]]: tensor<1x8x5x5xf32>, %[[A:[^:]+]]: tensor<1x64x8x8xf32>, %[[F:[^:]+]]: tensor<1x512x7x7xf32>)
 func.func @conv_pool(%img: tensor<1x3x32x32xf32>, %w: tensor<64x3x7x7xf32>, %g: tensor<1x32x16x16xf32>, %gw: tensor<64x8x3x3xf32>, %gb: tensor<64xf32>, %dw: tensor<32x1x3x3xf32>, %p: tensor<1x64x16x16xf32>, %s: tensor<1x8x7x7xf32>, %t: tensor<1x8x5x5xf32>, %a: tensor<1x64x8x8xf32>, %f: tensor<1x512x7x7xf32>) {

@@ -176,6 +176,27 @@ def cases(gen):
     add("mean_dim", lambda a: a.mean(dim=1), {"a": x(2, 3, 4)})
     add("amax_ties", lambda a: torch.amax(a, dim=1),
         {"a": torch.tensor([[1.0, 3.0, 3.0], [2.0, -1.0, 0.0]])})
+    # Extrema with indices: the gradient goes to the first index (ties too);
+    # the whole tensor's extremum shares it among ties.
+    ties2 = torch.tensor([[1.0, 3.0, 3.0, 0.5], [2.0, -1.0, 2.0, -1.0], [0.0, 0.0, 0.0, 0.0]])
+    add("max_dim_ties", lambda a: torch.max(a, dim=1)[0], {"a": ties2.clone()})
+    add("min_dim0_keepdim_ties", lambda a: torch.min(a, dim=0, keepdim=True)[0], {"a": ties2.clone()})
+    add("max_dim_3d", lambda a: torch.max(a, dim=-1).values, {"a": x(2, 3, 5)})
+    add("max_all_ties", lambda a: torch.max(a), {"a": ties2.clone()})
+    add("min_all_ties", lambda a: torch.min(a), {"a": ties2.clone()})
+    # Scans and products, with zeros where PyTorch takes its other formulas.
+    add("cumsum", lambda a: torch.cumsum(a, dim=1), {"a": x(3, 5)})
+    add("cumsum_dim0_3d", lambda a: torch.cumsum(a, 0), {"a": x(4, 2, 3)})
+    add("cumprod", lambda a: torch.cumprod(a, dim=1), {"a": pos(3, 5)})
+    add("cumprod_zeros", lambda a: torch.cumprod(a, dim=1),
+        {"a": torch.tensor([[1.5, 0.0, 2.0, 0.5], [0.0, 0.0, 3.0, 1.0], [2.0, -1.0, 0.5, 0.0],
+                            [0.5, 2.0, -1.5, 3.0]])})
+    add("cumprod_zeros_dim0", lambda a: torch.cumprod(a, dim=0),
+        {"a": torch.tensor([[1.5, 0.0], [0.0, 2.0], [2.0, -1.0]])})
+    add("prod_all", lambda a: torch.prod(a), {"a": pos(3, 4)})
+    add("prod_dim_zeros", lambda a: torch.prod(a, dim=1),
+        {"a": torch.tensor([[1.5, 2.0, -0.5], [1.5, 0.0, 3.0], [0.0, 2.0, 0.0]])})
+    add("prod_dim0_keepdim", lambda a: torch.prod(a, 0, keepdim=True), {"a": pos(4, 3)})
     # Convolution and pooling.
     add("conv2d_stride_pad", lambda a, w, b: F.conv2d(a, w, b, stride=2, padding=1),
         {"a": x(2, 3, 7, 7), "w": x(4, 3, 3, 3), "b": x(4)})

@@ -238,6 +238,15 @@ protected:
   /// absent optional input); the output starts as garbage.
   Status run(const KernelSignature &s, const std::vector<const HostTensor *> &inputs,
              HostTensor *out) {
+    std::vector<HostTensor> outs;
+    CLEAVE_RETURN_IF_ERROR(runAll(s, inputs, &outs));
+    *out = std::move(outs[0]);
+    return {};
+  }
+
+  /// The same for every output of `s` (an index reduction has two).
+  Status runAll(const KernelSignature &s, const std::vector<const HostTensor *> &inputs,
+                std::vector<HostTensor> *outs) {
     KernelFn fn;
     CLEAVE_RETURN_IF_ERROR(prepare(s, &fn));
     KernelCall call;
@@ -259,12 +268,15 @@ protected:
         CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(p, in->bytes.data(), in->bytes.size()));
         call.inputs.push_back(p);
       }
-      *out = HostTensor(s.outputs[0].dtype, s.outputs[0].shape);
-      std::vector<unsigned char> garbage(out->bytes.size(), 0xA5);
-      void *p = nullptr;
-      CLEAVE_RETURN_IF_ERROR(alloc(out->bytes.size(), &p));
-      CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(p, garbage.data(), garbage.size()));
-      call.outputs.push_back(p);
+      outs->clear();
+      for (const TensorDesc &desc : s.outputs) {
+        outs->emplace_back(desc.dtype, desc.shape);
+        std::vector<unsigned char> garbage(outs->back().bytes.size(), 0xA5);
+        void *p = nullptr;
+        CLEAVE_RETURN_IF_ERROR(alloc(garbage.size(), &p));
+        CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(p, garbage.data(), garbage.size()));
+        call.outputs.push_back(p);
+      }
       if (s.scratchBytes) {
         CLEAVE_RETURN_IF_ERROR(alloc(s.scratchBytes, &call.scratch));
         std::vector<unsigned char> junk(s.scratchBytes, 0x5A);
@@ -272,7 +284,10 @@ protected:
       }
       CLEAVE_RETURN_IF_ERROR(fn(call));
       CLEAVE_RETURN_IF_ERROR(backend->synchronize());
-      return backend->copyToHost(out->bytes.data(), call.outputs[0], out->bytes.size());
+      for (size_t i = 0; i < outs->size(); ++i)
+        CLEAVE_RETURN_IF_ERROR(backend->copyToHost((*outs)[i].bytes.data(), call.outputs[i],
+                                                   (*outs)[i].bytes.size()));
+      return Status();
     };
     status = body();
     for (void *p : owned)
@@ -315,7 +330,8 @@ const std::vector<std::string> kAllKernels = {
     "atanh", "reciprocal", "add", "sub", "mul", "div", "pow",
     "maximum", "minimum", "and", "or", "compare", "where", "cast", "tril", "triu",
     "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
-    "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "conv2d", "max_pool2d",
+    "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "reduce_prod",
+    "reduce_max_index", "reduce_min_index", "cumsum", "cumprod", "conv2d", "max_pool2d",
     "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
     "concat", "gather", "scatter", "attention"};
 
@@ -1448,6 +1464,216 @@ TEST_P(KernelTest, ReductionValidation) {
   expectError(sig("reduce_sum", {D(f32, {2, 3})}, D(f32, {2}),
                   attrs({{"dims", L({1})}, {"keepdim", I(1)}})),
               {"reduce_sum", "'keepdim' must be a boolean"});
+}
+
+TEST_P(KernelTest, ProductReductions) {
+  struct Case { Shape shape; Ints dims; Shape out; };
+  std::vector<Case> cases = {{{3, 4, 5}, {1}, {3, 5}},   {{3, 4, 5}, {2}, {3, 4}},
+                             {{3, 4, 5}, {0, 2}, {4}},   {{3, 4, 5}, {0, 1, 2}, {}},
+                             {{6, 7}, {0}, {7}},         {{2, 0, 3}, {1}, {2, 3}}};
+  for (const Case &c : cases) {
+    Attributes a = attrs({{"dims", L(c.dims)}});
+    for (DType dt : {f32, i64, i32}) {
+      HostTensor x = dt == f32 ? random(c.shape, 0.5, 1.5) : randomInts(dt, c.shape, -3, 3);
+      std::vector<double> want(numElements(c.out), 1);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        std::vector<int64_t> idx = unravel(i, c.shape), o;
+        for (size_t d = 0; d < c.shape.size(); ++d)
+          if (std::find(c.dims.begin(), c.dims.end(), int64_t(d)) == c.dims.end())
+            o.push_back(idx[d]);
+        want[ravel(o, c.out)] *= x.at(i);
+      }
+      HostTensor y;
+      ASSERT_OK(run("reduce_prod", {&x}, D(dt, c.out), &y, a));
+      std::string what = "reduce_prod " + describe(c.shape, dt);
+      if (dt == f32)
+        expectClose(y, want, 1e-6, 1e-5, what);
+      else
+        expectEqual(y, want, what); // an empty product is 1
+    }
+  }
+  // Zeros and NaN reach the product; integers wrap as int64 (no float detour).
+  HostTensor x = make(f32, {2, 3}, {2, 0, 3, 4, kNaN, 1}), y;
+  ASSERT_OK(run("reduce_prod", {&x}, D(f32, {2}), &y, attrs({{"dims", L({1})}})));
+  expectEqual(y, {0, kNaN});
+  HostTensor big = make(i64, {2}, {3037000500.0, 3037000500.0});
+  ASSERT_OK(run("reduce_prod", {&big}, D(i64, {}), &y, attrs({{"dims", L({0})}})));
+  EXPECT_EQ(y.as<int64_t>()[0], static_cast<int64_t>(static_cast<uint64_t>(3037000500LL) *
+                                                     static_cast<uint64_t>(3037000500LL)));
+}
+
+/// The first index of the extremum along `dim` of [outer, size, inner],
+/// NaN counting as the extremum (its first occurrence), as PyTorch.
+void refIndexReduction(const HostTensor &x, int64_t outer, int64_t size, int64_t inner, bool max,
+                       std::vector<double> *values, std::vector<double> *indices) {
+  values->assign(outer * inner, 0);
+  indices->assign(outer * inner, 0);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < inner; ++j) {
+      double best = x.at(o * size * inner + j);
+      int64_t at = 0;
+      for (int64_t i = 1; i < size && !std::isnan(best); ++i) {
+        double v = x.at((o * size + i) * inner + j);
+        if (std::isnan(v) || (max ? v > best : v < best)) {
+          best = v;
+          at = i;
+        }
+      }
+      (*values)[o * inner + j] = best;
+      (*indices)[o * inner + j] = static_cast<double>(at);
+    }
+}
+
+TEST_P(KernelTest, IndexReductionsTakeTheFirstIndex) {
+  struct Case { Shape shape; int64_t dim; };
+  std::vector<Case> cases = {{{4, 6}, 1}, {{4, 6}, 0}, {{3, 4, 5}, 1}, {{3, 4, 5}, 2},
+                             {{3, 4, 5}, 0}, {{1, 9}, 1}, {{5, 1}, 1}, {{300, 70}, 0}};
+  for (const Case &c : cases)
+    for (bool keepdim : {false, true})
+      for (DType dt : {f32, i64, i32, i1}) {
+        // Few distinct values, so ties are common.
+        HostTensor x = dt == f32  ? randomInts(f32, c.shape, -3, 3)
+                       : dt == i1 ? randomBools(c.shape)
+                                  : randomInts(dt, c.shape, -3, 3);
+        Shape out = c.shape;
+        if (keepdim)
+          out[c.dim] = 1;
+        else
+          out.erase(out.begin() + c.dim);
+        const int64_t outer = numElements(Shape(c.shape.begin(), c.shape.begin() + c.dim));
+        const int64_t inner = numElements(Shape(c.shape.begin() + c.dim + 1, c.shape.end()));
+        for (bool max : {true, false}) {
+          std::string kernel = max ? "reduce_max_index" : "reduce_min_index";
+          KernelSignature s = sig(kernel, {x.desc}, D(dt, out),
+                                  attrs({{"dim", I(c.dim)}, {"keepdim", B(keepdim)}}));
+          s.outputs.push_back(D(i64, out));
+          std::vector<HostTensor> ys;
+          ASSERT_OK(runAll(s, {&x}, &ys));
+          std::vector<double> values, indices;
+          refIndexReduction(x, outer, c.shape[c.dim], inner, max, &values, &indices);
+          std::string what = kernel + " " + describe(c.shape, dt) + " dim " +
+                             std::to_string(c.dim) + (keepdim ? " keepdim" : "");
+          expectEqual(ys[0], values, what);
+          expectEqual(ys[1], indices, what + " indices");
+        }
+      }
+}
+
+TEST_P(KernelTest, IndexReductionsNaNAndInfinities) {
+  auto both = [&](const std::string &kernel, const HostTensor &x, int64_t dim, Shape out,
+                  std::vector<double> values, std::vector<double> indices) {
+    KernelSignature s = sig(kernel, {x.desc}, D(x.desc.dtype, out), attrs({{"dim", I(dim)}}));
+    s.outputs.push_back(D(i64, out));
+    std::vector<HostTensor> ys;
+    ASSERT_OK(runAll(s, {&x}, &ys));
+    expectEqual(ys[0], values, kernel);
+    expectEqual(ys[1], indices, kernel + " indices");
+  };
+  // Rows: ties take the first index; the first NaN wins for max and min.
+  HostTensor rows = make(f32, {3, 4}, {1, 3, 3, 2, 5, kNaN, 7, kNaN, -kInf, -kInf, -kInf, -kInf});
+  both("reduce_max_index", rows, 1, {3}, {3, kNaN, -kInf}, {1, 1, 0});
+  both("reduce_min_index", rows, 1, {3}, {1, kNaN, -kInf}, {0, 1, 0});
+  // Columns (the [size, inner] path): a NaN after a larger value still wins.
+  HostTensor cols = make(f32, {3, 2}, {2, 9, 2, kNaN, 0, kNaN});
+  both("reduce_max_index", cols, 0, {2}, {2, kNaN}, {0, 1});
+  both("reduce_min_index", cols, 0, {2}, {0, kNaN}, {2, 1});
+  HostTensor flags = make(i1, {4}, {0, 1, 1, 0});
+  both("reduce_max_index", flags, 0, {}, {1}, {1});
+  both("reduce_min_index", flags, 0, {}, {0}, {0});
+  HostTensor extremes = make(i64, {3}, {-9223372036854775807.0 - 1, 5, 9223372036854775807.0});
+  both("reduce_min_index", extremes, 0, {}, {-9223372036854775807.0 - 1}, {0});
+}
+
+TEST_P(KernelTest, IndexReductionValidation) {
+  auto twoOutputs = [](KernelSignature s, TensorDesc indices) {
+    s.outputs.push_back(std::move(indices));
+    return s;
+  };
+  expectError(twoOutputs(sig("reduce_max_index", {D(f32, {2, 0})}, D(f32, {2}),
+                             attrs({{"dim", I(1)}})),
+                         D(i64, {2})),
+              {"reduce_max_index", "empty dim 1"});
+  expectError(twoOutputs(sig("reduce_min_index", {D(f32, {2, 3})}, D(f32, {2}),
+                             attrs({{"dim", I(2)}})),
+                         D(i64, {2})),
+              {"reduce_min_index", "dim 2 is out of range for rank 2"});
+  expectError(twoOutputs(sig("reduce_max_index", {D(f32, {2, 3})}, D(f32, {2}),
+                             attrs({{"dim", I(1)}})),
+                         D(i32, {2})),
+              {"reduce_max_index", "indices output is 2xi32, expected 2xi64"});
+  expectError(twoOutputs(sig("reduce_max_index", {D(f32, {2, 3})}, D(f32, {2}),
+                             attrs({{"dim", I(1)}, {"keepdim", B(true)}})),
+                         D(i64, {2, 1})),
+              {"reduce_max_index", "output is 2xf32, expected 2x1xf32"});
+  // One output is not enough.
+  expectError(sig("reduce_max_index", {D(f32, {2, 3})}, D(f32, {2}), attrs({{"dim", I(1)}})),
+              {"reduce_max_index"});
+  expectError(twoOutputs(sig("reduce_max_index", {D(f16, {2, 3})}, D(f16, {2}),
+                             attrs({{"dim", I(1)}})),
+                         D(i64, {2})),
+              {"reduce_max_index", "f16"});
+}
+
+TEST_P(KernelTest, ScansAlongAnyDim) {
+  struct Case { Shape shape; int64_t dim; };
+  std::vector<Case> cases = {{{4, 6}, 1}, {{4, 6}, 0}, {{3, 4, 5}, 1}, {{3, 4, 5}, 2},
+                             {{3, 4, 5}, 0}, {{7}, 0}, {{2, 0, 3}, 1}, {{3, 1, 2}, 1}};
+  for (const Case &c : cases)
+    for (bool reverse : {false, true})
+      for (DType dt : {f32, i64, i32}) {
+        HostTensor x = dt == f32 ? random(c.shape, 0.5, 1.5) : randomInts(dt, c.shape, -3, 3);
+        const int64_t size = c.shape[c.dim];
+        const int64_t outer = numElements(Shape(c.shape.begin(), c.shape.begin() + c.dim));
+        const int64_t inner = numElements(Shape(c.shape.begin() + c.dim + 1, c.shape.end()));
+        std::vector<double> sum(x.numel()), prod(x.numel());
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < inner; ++j) {
+            double s = 0, p = 1;
+            for (int64_t k = 0; k < size; ++k) {
+              int64_t i = reverse ? size - 1 - k : k;
+              int64_t at = (o * size + i) * inner + j;
+              s += x.at(at);
+              p *= x.at(at);
+              sum[at] = s;
+              prod[at] = p;
+            }
+          }
+        Attributes a = attrs({{"dim", I(c.dim)}, {"reverse", B(reverse)}});
+        std::string what = describe(c.shape, dt) + " dim " + std::to_string(c.dim) +
+                           (reverse ? " reverse" : "");
+        HostTensor y;
+        ASSERT_OK(run("cumsum", {&x}, x.desc, &y, a));
+        expectClose(y, sum, dt == f32 ? 1e-5 : 0, dt == f32 ? 1e-6 : 0, "cumsum " + what);
+        ASSERT_OK(run("cumprod", {&x}, x.desc, &y, a));
+        expectClose(y, prod, dt == f32 ? 1e-6 : 0, dt == f32 ? 1e-6 : 0, "cumprod " + what);
+      }
+  // NaN and infinities carry on along the scan; a zero stays in the product.
+  HostTensor x = make(f32, {5}, {1, kNaN, 2, kInf, 3}), y;
+  ASSERT_OK(run("cumsum", {&x}, x.desc, &y, attrs({{"dim", I(0)}})));
+  expectEqual(y, {1, kNaN, kNaN, kNaN, kNaN});
+  ASSERT_OK(run("cumsum", {&x}, x.desc, &y, attrs({{"dim", I(0)}, {"reverse", B(true)}})));
+  expectEqual(y, {kNaN, kNaN, kInf, kInf, 3});
+  HostTensor z = make(f32, {4}, {2, 0, kInf, 3});
+  ASSERT_OK(run("cumprod", {&z}, z.desc, &y, attrs({{"dim", I(0)}})));
+  expectEqual(y, {2, 0, kNaN, kNaN}); // 0 * inf, as PyTorch
+  // Floats accumulate in double, as PyTorch's CPU cumsum: adding quarter
+  // ulps of 1 one at a time reaches 1 + ulp, where an f32 sum stays at 1.
+  HostTensor fine = make(f32, {5}, {1, 0x1p-25, 0x1p-25, 0x1p-25, 0x1p-25});
+  ASSERT_OK(run("cumsum", {&fine}, fine.desc, &y, attrs({{"dim", I(0)}})));
+  const double up = 1.0 + 0x1p-23;
+  expectEqual(y, {1, 1, 1, up, up});
+}
+
+TEST_P(KernelTest, ScanValidation) {
+  expectError(sig("cumsum", {D(f32, {2, 3})}, D(f32, {2, 3}), attrs({{"dim", I(2)}})),
+              {"cumsum", "dim 2 is out of range for rank 2"});
+  expectError(sig("cumprod", {D(f32, {2, 3})}, D(f32, {3, 2}), attrs({{"dim", I(0)}})),
+              {"cumprod", "output is 3x2xf32, expected 2x3xf32"});
+  expectError(sig("cumsum", {D(i1, {2, 3})}, D(i1, {2, 3}), attrs({{"dim", I(0)}})),
+              {"cumsum", "i1"});
+  expectError(sig("cumsum", {D(f32, {2, 3})}, D(f32, {2, 3})), {"cumsum", "'dim'"});
+  expectError(sig("reduce_prod", {D(i1, {2, 3})}, D(i1, {2}), attrs({{"dims", L({1})}})),
+              {"reduce_prod", "i1"});
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,4 +1,4 @@
-//===- Reductions.cu - reduce_sum, reduce_mean, reduce_max ----------------===//
+//===- Reductions.cu - reductions, index reductions and scans -------------===//
 //
 // As the CPU (runtime/cpu/Reductions.cpp): the input dims are coalesced into
 // alternating kept / reduced groups. [kept, reduced] reduces rows (a warp
@@ -6,6 +6,11 @@
 // (a thread per output, reads coalesced across threads), anything else walks
 // the reduced elements of each output. Floats accumulate in fp32, integers
 // in int64; the maximum propagates NaN. An empty `dims` reduces nothing.
+//
+// reduce_max_index / reduce_min_index and the scans (cumsum, cumprod) view
+// the input as [outer, size, inner] and give a thread to each (outer, inner)
+// column, reads coalesced across threads; scans of floats accumulate in
+// double, as the CPU's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,13 +22,15 @@
 namespace cleave::runtime::cuda {
 namespace {
 
-enum class Reduce { Sum, Mean, Max };
+enum class Reduce { Sum, Mean, Max, Prod };
 
 template <Reduce K, typename T> struct Reducer {
   using Acc = std::conditional_t<kIsFloat<T>, float, int64_t>;
 
   __device__ __forceinline__ static Acc identity() {
-    if constexpr (K != Reduce::Max)
+    if constexpr (K == Reduce::Prod)
+      return Acc(1);
+    else if constexpr (K != Reduce::Max)
       return Acc(0);
     else if constexpr (kIsFloat<T>)
       return -std::numeric_limits<float>::infinity();
@@ -31,7 +38,9 @@ template <Reduce K, typename T> struct Reducer {
       return static_cast<Acc>(std::numeric_limits<T>::lowest());
   }
   __device__ __forceinline__ static Acc combine(Acc a, Acc b) {
-    if constexpr (K != Reduce::Max)
+    if constexpr (K == Reduce::Prod)
+      return a * b;
+    else if constexpr (K != Reduce::Max)
       return a + b;
     else if constexpr (kIsFloat<T>)
       return (a > b || a != a) ? a : b; // NaN propagates
@@ -237,11 +246,26 @@ Status buildReduction(const KernelSignature &sig, DeviceContext &ctx, KernelFn *
   DeviceContext *c = &ctx;
   std::string name = sig.kernel;
   if (outCount == 0 || x.numel() == 0) {
-    // Nothing to read: sums are 0, means 0/0.
+    // Nothing to read: sums are 0, means 0/0, products 1.
     const DType dtype = x.dtype;
     *fn = [c, name, outCount, dtype](const KernelCall &call) -> Status {
       if (outCount == 0)
         return {};
+      if (K == Reduce::Prod) {
+        void *y = call.outputs[0];
+        const unsigned grid = gridFor(*c, outCount);
+        if (dtype == DType::F32)
+          fillKernel<float><<<grid, kThreads, 0, c->stream>>>(static_cast<float *>(y), outCount, 1);
+        else if (dtype == DType::BF16)
+          fillKernel<bf16><<<grid, kThreads, 0, c->stream>>>(static_cast<bf16 *>(y), outCount, 1);
+        else if (dtype == DType::I64)
+          fillKernel<int64_t>
+              <<<grid, kThreads, 0, c->stream>>>(static_cast<int64_t *>(y), outCount, 1);
+        else
+          fillKernel<int32_t>
+              <<<grid, kThreads, 0, c->stream>>>(static_cast<int32_t *>(y), outCount, 1);
+        return launchStatus(name);
+      }
       if (K == Reduce::Mean) {
         const float nan = std::numeric_limits<float>::quiet_NaN();
         if (dtype == DType::F32)
@@ -279,12 +303,145 @@ Status buildReduction(const KernelSignature &sig, DeviceContext &ctx, KernelFn *
   return noKernelFor("cuda", sig.kernel, x.dtype);
 }
 
+//===----------------------------------------------------------------------===//
+// Index reductions.
+//===----------------------------------------------------------------------===//
+
+/// Whether `v` replaces `best`: strictly beyond it (ties keep the first
+/// index); a NaN replaces any number, never another NaN.
+template <bool Max, typename C> __device__ __forceinline__ bool replaces(C v, C best) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (v != v)
+      return best == best;
+  }
+  return Max ? v > best : v < best;
+}
+
+template <bool Max, typename T>
+__global__ void indexReductionKernel(const T *__restrict__ x, T *__restrict__ values,
+                                     int64_t *__restrict__ indices, int64_t outputs, int64_t size,
+                                     int64_t inner) {
+  for (int64_t t = globalThread(); t < outputs; t += globalThreads()) {
+    const int64_t o = t / inner, j = t - o * inner;
+    const T *src = x + o * size * inner + j;
+    auto best = load(src[0]);
+    int64_t at = 0;
+    for (int64_t i = 1; i < size; ++i) {
+      auto v = load(src[i * inner]);
+      if (replaces<Max>(v, best)) {
+        best = v;
+        at = i;
+      }
+    }
+    values[t] = store<T>(best);
+    indices[t] = at;
+  }
+}
+
+template <bool Max>
+Status buildIndexReduction(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  IndexReduceParams p;
+  CLEAVE_RETURN_IF_ERROR(parseIndexReduction(
+      sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}, &p));
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  const int64_t outputs = p.outer * p.inner, size = p.size, inner = p.inner;
+  auto make = [&](auto zero) {
+    using T = decltype(zero);
+    *fn = [=](const KernelCall &call) -> Status {
+      if (outputs == 0)
+        return {};
+      indexReductionKernel<Max, T><<<gridFor(*c, outputs), kThreads, 0, c->stream>>>(
+          static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]),
+          static_cast<int64_t *>(call.outputs[1]), outputs, size, inner);
+      return launchStatus(name);
+    };
+    return Status();
+  };
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    return make(float{});
+  case DType::BF16:
+    return make(bf16{});
+  case DType::I64:
+    return make(int64_t{});
+  case DType::I32:
+    return make(int32_t{});
+  case DType::I1:
+    return make(Bool{});
+  default:
+    return noKernelFor("cuda", sig.kernel, sig.inputs[0]->dtype);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Scans.
+//===----------------------------------------------------------------------===//
+
+enum class Scan { Sum, Prod };
+
+template <Scan K, typename T>
+__global__ void scanKernel(const T *__restrict__ x, T *__restrict__ y, int64_t columns,
+                           int64_t size, int64_t inner, bool reverse) {
+  using Acc = std::conditional_t<kIsFloat<T>, double, int64_t>;
+  for (int64_t t = globalThread(); t < columns; t += globalThreads()) {
+    const int64_t o = t / inner, j = t - o * inner;
+    const int64_t base = o * size * inner + j;
+    Acc acc = K == Scan::Sum ? Acc(0) : Acc(1);
+    for (int64_t i = 0; i < size; ++i) {
+      const int64_t at = base + (reverse ? size - 1 - i : i) * inner;
+      const Acc v = static_cast<Acc>(load(x[at]));
+      acc = K == Scan::Sum ? acc + v : acc * v;
+      y[at] = store<T>(acc);
+    }
+  }
+}
+
+template <Scan K> Status buildScan(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  ScanParams p;
+  CLEAVE_RETURN_IF_ERROR(
+      parseScan(sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32}, &p));
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  const int64_t columns = p.outer * p.inner, size = p.size, inner = p.inner;
+  const bool reverse = p.reverse;
+  auto make = [&](auto zero) {
+    using T = decltype(zero);
+    *fn = [=](const KernelCall &call) -> Status {
+      if (columns == 0 || size == 0)
+        return {};
+      scanKernel<K, T><<<gridFor(*c, columns), kThreads, 0, c->stream>>>(
+          static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]), columns,
+          size, inner, reverse);
+      return launchStatus(name);
+    };
+    return Status();
+  };
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    return make(float{});
+  case DType::BF16:
+    return make(bf16{});
+  case DType::I64:
+    return make(int64_t{});
+  case DType::I32:
+    return make(int32_t{});
+  default:
+    return noKernelFor("cuda", sig.kernel, sig.inputs[0]->dtype);
+  }
+}
+
 } // namespace
 
 void registerReductionKernels(KernelTable &table) {
   table["reduce_sum"] = buildReduction<Reduce::Sum>;
   table["reduce_mean"] = buildReduction<Reduce::Mean>;
   table["reduce_max"] = buildReduction<Reduce::Max>;
+  table["reduce_prod"] = buildReduction<Reduce::Prod>;
+  table["reduce_max_index"] = buildIndexReduction<true>;
+  table["reduce_min_index"] = buildIndexReduction<false>;
+  table["cumsum"] = buildScan<Scan::Sum>;
+  table["cumprod"] = buildScan<Scan::Prod>;
 }
 
 } // namespace cleave::runtime::cuda

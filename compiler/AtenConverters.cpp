@@ -2920,6 +2920,159 @@ Result rot90(Importer &imp, jit::Node *, Inputs in) {
   return permuteTo(imp, (*flipped)[0].tensor, swap);
 }
 
+/// pad(self, pad, mode, value) / constant_pad_nd(self, pad, value) /
+/// reflection_padNd / replication_padNd(self, padding): `fixedMode` for the
+/// latter ones.
+Converter pad(std::optional<std::string> fixedMode) {
+  return [fixedMode](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto pads = imp.intList(in[1]);
+    if (failed(x) || failed(pads))
+      return failure();
+    std::string mode = fixedMode.value_or("constant");
+    if (auto i = node->schema().argumentIndexWithName("mode")) {
+      if (!in[*i].isConstant() || !in[*i].constant.isString()) {
+        imp.error() << "expected the padding mode as a string";
+        return failure();
+      }
+      mode = in[*i].constant.toStringRef();
+    }
+    auto value = realAttr(imp, node, in, "value", 0.0);
+    if (failed(value))
+      return failure();
+    auto type = typeOf(*x);
+    if (pads->size() % 2 || static_cast<int64_t>(pads->size() / 2) > type.getRank()) {
+      imp.error() << pads->size() << " pad sizes for a tensor of rank " << type.getRank();
+      return failure();
+    }
+    SmallVector<int64_t> shape(type.getShape());
+    for (size_t i = 0; i < pads->size() / 2; ++i)
+      shape[type.getRank() - 1 - i] += (*pads)[2 * i] + (*pads)[2 * i + 1];
+    return one(imp.create<mlir::cleave::PadOp>(
+        type.clone(shape), *x, imp.builder.getDenseI64ArrayAttr(*pads),
+        imp.builder.getStringAttr(mode), *value));
+  };
+}
+
+/// group_norm(input, num_groups, weight, bias, eps, cudnn_enabled).
+Result groupNorm(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto groups = imp.integer(in[1]);
+  auto weight = optionalTensor(imp, in[2]), bias = optionalTensor(imp, in[3]);
+  auto eps = imp.real(in[4]);
+  if (failed(x) || failed(groups) || failed(weight) || failed(bias) || failed(eps))
+    return failure();
+  return one(imp.create<mlir::cleave::GroupNormOp>(*x, *weight, *bias,
+                                                   imp.builder.getI64IntegerAttr(*groups),
+                                                   imp.builder.getF64FloatAttr(*eps)));
+}
+
+/// instance_norm(input, weight, bias, running_mean, running_var,
+/// use_input_stats, momentum, eps, cudnn_enabled): with the input's
+/// statistics, a group norm of one group per channel.
+Result instanceNorm(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto weight = optionalTensor(imp, in[1]), bias = optionalTensor(imp, in[2]);
+  auto useInputStats = imp.boolean(in[5]);
+  auto eps = imp.real(in[7]);
+  if (failed(x) || failed(weight) || failed(bias) || failed(useInputStats) || failed(eps))
+    return failure();
+  if (!*useInputStats) {
+    imp.error() << "instance_norm with running statistics (use_input_stats=False) is not "
+                   "supported";
+    return failure();
+  }
+  if (typeOf(*x).getRank() < 3) {
+    imp.error() << "instance_norm needs an [N, C, ...] input, got " << typeOf(*x);
+    return failure();
+  }
+  return one(imp.create<mlir::cleave::GroupNormOp>(
+      *x, *weight, *bias, imp.builder.getI64IntegerAttr(typeOf(*x).getDimSize(1)),
+      imp.builder.getF64FloatAttr(*eps)));
+}
+
+/// upsample_{nearest,linear,bilinear,bicubic,trilinear}Nd (.vec and the
+/// forms with per-dim scales), _upsample_nearest_exactNd: the output size
+/// is given, or the input's times the scale factors (then the kernel reads
+/// the factors too).
+Converter upsample(std::string mode) {
+  return [mode](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    auto type = typeOf(*x);
+    int64_t spatial = type.getRank() - 2;
+    if (spatial < 1) {
+      imp.error() << "expected an [N, C, ...] input, got " << type;
+      return failure();
+    }
+    const auto &schema = node->schema();
+    std::vector<double> factors;
+    if (auto i = schema.argumentIndexWithName("scale_factors"); i && !imp.isNone(in[*i])) {
+      auto given = imp.list(in[*i]);
+      if (failed(given))
+        return failure();
+      for (const Val &v : *given) {
+        auto f = imp.real(v);
+        if (failed(f))
+          return failure();
+        factors.push_back(*f);
+      }
+    }
+    for (const char *name : {"scales_d", "scales_h", "scales_w", "scales"})
+      if (auto i = schema.argumentIndexWithName(name)) {
+        double f = 0;
+        if (!imp.isNone(in[*i])) {
+          auto given = imp.real(in[*i]);
+          if (failed(given))
+            return failure();
+          f = *given;
+        }
+        factors.push_back(f);
+      }
+    SmallVector<int64_t> shape(type.getShape());
+    std::vector<double> scales(spatial, 0.0);
+    auto sizeIndex = schema.argumentIndexWithName("output_size");
+    if (sizeIndex && !imp.isNone(in[*sizeIndex])) {
+      auto sizes = imp.intList(in[*sizeIndex]);
+      if (failed(sizes))
+        return failure();
+      if (static_cast<int64_t>(sizes->size()) != spatial) {
+        imp.error() << "output_size names " << sizes->size() << " dims, the input has "
+                    << spatial << " spatial dims";
+        return failure();
+      }
+      for (int64_t d = 0; d < spatial; ++d)
+        shape[2 + d] = (*sizes)[d];
+      if (static_cast<int64_t>(factors.size()) == spatial)
+        scales = factors; // the non-vec forms: a size and the scales it came from
+    } else {
+      if (static_cast<int64_t>(factors.size()) != spatial) {
+        imp.error() << "needs an output size or one scale factor per spatial dim";
+        return failure();
+      }
+      for (int64_t d = 0; d < spatial; ++d)
+        shape[2 + d] = static_cast<int64_t>(static_cast<double>(type.getDimSize(2 + d)) * factors[d]);
+      scales = factors;
+    }
+    bool alignCorners = false;
+    if (auto i = schema.argumentIndexWithName("align_corners"); i && !imp.isNone(in[*i])) {
+      auto given = imp.boolean(in[*i]);
+      if (failed(given))
+        return failure();
+      alignCorners = *given;
+    }
+    Value input = *x;
+    if (!llvm::isa<FloatType>(type.getElementType())) {
+      imp.error() << "interpolation of a " << type.getElementType() << " tensor is not supported";
+      return failure();
+    }
+    return one(imp.create<mlir::cleave::InterpolateOp>(
+        type.clone(shape), input, imp.builder.getStringAttr(mode),
+        imp.builder.getBoolAttr(alignCorners), imp.builder.getDenseF64ArrayAttr(scales)));
+  };
+}
+
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
   r["aten::gather"] = gather;
@@ -3105,6 +3258,22 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   r["aten::addr"] = addProduct(AddProduct::Outer);
   r["aten::baddbmm"] = addProduct(AddProduct::Bmm);
   r["aten::addbmm"] = addProduct(AddProduct::SummedBmm);
+  r["aten::pad"] = pad(std::nullopt);
+  r["aten::constant_pad_nd"] = pad("constant");
+  for (const char *kind : {"aten::reflection_pad1d", "aten::reflection_pad2d", "aten::reflection_pad3d"})
+    r[kind] = pad("reflect");
+  for (const char *kind : {"aten::replication_pad1d", "aten::replication_pad2d", "aten::replication_pad3d"})
+    r[kind] = pad("replicate");
+  r["aten::group_norm"] = groupNorm;
+  r["aten::instance_norm"] = instanceNorm;
+  for (const char *kind : {"aten::upsample_nearest1d", "aten::upsample_nearest2d", "aten::upsample_nearest3d"})
+    r[kind] = upsample("nearest");
+  for (const char *kind : {"aten::_upsample_nearest_exact1d", "aten::_upsample_nearest_exact2d",
+                           "aten::_upsample_nearest_exact3d"})
+    r[kind] = upsample("nearest_exact");
+  for (const char *kind : {"aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d"})
+    r[kind] = upsample("linear");
+  r["aten::upsample_bicubic2d"] = upsample("cubic");
   r["aten::repeat"] = repeat(false);
   r["aten::tile"] = repeat(true);
   r["aten::pixel_shuffle"] = pixelShuffle(false);

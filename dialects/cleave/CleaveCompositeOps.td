@@ -378,4 +378,65 @@ def Cleave_IndexPutOp : Cleave_CompositeOp<"index_put", [AllTypesMatch<["input",
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Padding, normalization and resampling.
+//===----------------------------------------------------------------------===//
+
+def Cleave_PadOp : Cleave_CompositeOp<"pad"> {
+  let summary = "pad or crop the trailing dims (composite)";
+  let description = [{
+    `torch.nn.functional.pad`: `pads` lists (before, after) pairs from the
+    last dim backwards; a negative entry crops. `mode` is `constant` (with
+    `value`), `reflect` (mirror without repeating the edge), `replicate`
+    (repeat the edge) or `circular` (wrap around). Slices and a concat per
+    padded dim.
+
+    ```mlir
+    %y = cleave.pad %x {pads = array<i64: 1, 2>, mode = "reflect", value = 0.0 : f64} : tensor<2x5xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, DenseI64ArrayAttr:$pads, StrAttr:$mode,
+                       F64Attr:$value);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cleave_GroupNormOp : Cleave_CompositeOp<"group_norm",
+    [AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
+  let summary = "group normalization (composite)";
+  let description = [{
+    `torch.nn.functional.group_norm`: the channels (dim 1) of each sample fall
+    into `num_groups` groups, each normalized over its channels and spatial
+    positions (biased variance, `eps` added), then the optional per-channel
+    `weight` and `bias` apply. Instance norm is the case of one group per
+    channel.
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, Optional<Cleave_FloatTensor>:$weight,
+                       Optional<Cleave_FloatTensor>:$bias, I64Attr:$num_groups, F64Attr:$eps);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`weight` $weight^)? (`bias` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cleave_InterpolateOp : Cleave_CompositeOp<"interpolate"> {
+  let summary = "resample the spatial dims (composite)";
+  let description = [{
+    `torch.nn.functional.interpolate` over the dims after the first two:
+    `mode` is `nearest`, `nearest_exact`, `linear` (linear, bilinear and
+    trilinear are this, per dim) or `cubic` (bicubic, A = -0.75);
+    `align_corners` and `scales` (one per spatial dim, 0 where none was
+    given) pick the source positions as PyTorch's kernels do. Each spatial
+    dim becomes a matmul with a constant [in, out] matrix of interpolation
+    weights, so the gradient is the matmul's.
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, StrAttr:$mode, BoolAttr:$align_corners,
+                       DenseF64ArrayAttr:$scales);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 #endif // CLEAVE_COMPOSITE_OPS_TD

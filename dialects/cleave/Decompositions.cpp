@@ -13,7 +13,9 @@
 #include "dialects/cleave/CleaveDialect.h"
 #include "dialects/cleave/ShapeInference.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 #include <limits>
 
 using namespace mlir;
@@ -836,5 +838,247 @@ LogicalResult IndexPutOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &
     y = b.permute(y, inverse);
   }
   results.push_back(y);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Padding, normalization and resampling.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A constant of `type` holding `value` everywhere.
+Value splatOf(Rules &b, double value, RankedTensorType type) {
+  Value scalar = b.scalar(value, type.getElementType());
+  auto attr = llvm::cast<DenseElementsAttr>(
+      scalar.getDefiningOp<ConstantOp>().getValue());
+  scalar.getDefiningOp()->erase();
+  return b.make<ConstantOp>(DenseElementsAttr::get(type, attr.getSplatValue<Attribute>()));
+}
+
+Value sliceOf(Rules &b, Value x, int64_t dim, int64_t start, int64_t end) {
+  if (start == 0 && end == typeOf(x).getDimSize(dim))
+    return x;
+  return b.make<SliceOp>(x, dim, start, end, 1);
+}
+
+bool validPadMode(StringRef mode) {
+  return mode == "constant" || mode == "reflect" || mode == "replicate" || mode == "circular";
+}
+} // namespace
+
+LogicalResult PadOp::verify() {
+  auto input = llvm::cast<RankedTensorType>(getInput().getType());
+  ArrayRef<int64_t> pads = getPads();
+  if (pads.size() % 2 || static_cast<int64_t>(pads.size() / 2) > input.getRank())
+    return emitOpError() << pads.size() << " pad sizes for rank " << input.getRank()
+                         << ": expected pairs for at most every dim";
+  if (!validPadMode(getMode()))
+    return emitOpError() << "mode '" << getMode()
+                         << "' is not constant, reflect, replicate or circular";
+  SmallVector<int64_t> shape(input.getShape());
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    int64_t d = input.getRank() - 1 - i, size = shape[d];
+    int64_t before = pads[2 * i], after = pads[2 * i + 1];
+    if (getMode() == "reflect" && (before >= size || after >= size))
+      return emitOpError() << "reflect padding of dim " << d << " by " << before << ", "
+                           << after << " needs them below its size " << size;
+    if (getMode() != "constant" && (before < 0 || after < 0))
+      return emitOpError() << "negative padding crops only in constant mode";
+    if ((getMode() == "replicate" || getMode() == "circular") && size == 0 &&
+        before + after > 0)
+      return emitOpError() << getMode() << " padding of the empty dim " << d;
+    if (getMode() == "circular" && (before > size || after > size))
+      return emitOpError() << "circular padding of dim " << d << " wraps more than once";
+    shape[d] = size + before + after;
+    if (shape[d] < 0)
+      return emitOpError() << "crops dim " << d << " of size " << size << " below zero";
+  }
+  auto result = llvm::cast<RankedTensorType>(getType());
+  if (result.getShape() != ArrayRef<int64_t>(shape) ||
+      result.getElementType() != input.getElementType())
+    return emitOpError() << "result type " << result << " is not the padded input's";
+  return success();
+}
+
+LogicalResult PadOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput();
+  ArrayRef<int64_t> pads = getPads();
+  StringRef mode = getMode();
+  int64_t rank = typeOf(x).getRank();
+  for (size_t i = 0; i < pads.size() / 2; ++i) {
+    int64_t d = rank - 1 - i, before = pads[2 * i], after = pads[2 * i + 1];
+    int64_t size = typeOf(x).getDimSize(d);
+    // Crops first (constant mode only).
+    x = sliceOf(b, x, d, std::max<int64_t>(-before, 0), size - std::max<int64_t>(-after, 0));
+    before = std::max<int64_t>(before, 0);
+    after = std::max<int64_t>(after, 0);
+    size = typeOf(x).getDimSize(d);
+    if (before == 0 && after == 0)
+      continue;
+    auto piece = [&](int64_t n) {
+      SmallVector<int64_t> shape(typeOf(x).getShape());
+      shape[d] = n;
+      return RankedTensorType::get(shape, typeOf(x).getElementType());
+    };
+    SmallVector<Value> parts;
+    auto side = [&](int64_t n, bool front) {
+      if (n == 0)
+        return;
+      if (mode == "constant") {
+        parts.push_back(splatOf(b, getValue().convertToDouble(), piece(n)));
+      } else if (mode == "replicate") {
+        Value edge = front ? sliceOf(b, x, d, 0, 1) : sliceOf(b, x, d, size - 1, size);
+        parts.push_back(b.broadcastTo(edge, piece(n)));
+      } else if (mode == "circular") {
+        parts.push_back(front ? sliceOf(b, x, d, size - n, size) : sliceOf(b, x, d, 0, n));
+      } else { // reflect: the mirror image without the edge element
+        for (int64_t j = 0; j < n; ++j) {
+          int64_t at = front ? n - j : size - 2 - j;
+          parts.push_back(sliceOf(b, x, d, at, at + 1));
+        }
+      }
+    };
+    side(before, true);
+    parts.push_back(x);
+    side(after, false);
+    x = b.make<ConcatOp>(parts, d);
+  }
+  results.push_back(x);
+  return success();
+}
+
+LogicalResult GroupNormOp::verify() {
+  auto input = llvm::cast<RankedTensorType>(getInput().getType());
+  int64_t groups = getNumGroups();
+  if (input.getRank() < 2)
+    return emitOpError() << "expected an [N, C, ...] input, got " << input;
+  int64_t c = input.getDimSize(1);
+  if (groups <= 0 || c % groups)
+    return emitOpError() << c << " channels do not fall into " << groups << " groups";
+  for (Value v : {getWeight(), getBias()})
+    if (v && llvm::cast<RankedTensorType>(v.getType()).getShape() != ArrayRef<int64_t>{c})
+      return emitOpError() << "weight and bias need one value per channel (" << c << ")";
+  return success();
+}
+
+// (x - mean) * rsqrt(var + eps) per (sample, group), then weight and bias
+// per channel.
+LogicalResult GroupNormOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput();
+  auto type = typeOf(x);
+  int64_t n = type.getDimSize(0), c = type.getDimSize(1), g = getNumGroups();
+  Value grouped = b.reshape(x, {n, g, type.getNumElements() / std::max<int64_t>(n * g, 1)});
+  Value mean = b.reduceMean(grouped, {2}, /*keepdim=*/true);
+  Value centered = b.sub(grouped, mean);
+  Value var = b.reduceMean(b.mul(centered, centered), {2}, /*keepdim=*/true);
+  Value normalized = b.mul(centered, b.make<RsqrtOp>(b.addTo(var, getEps().convertToDouble())));
+  Value y = b.reshape(normalized, type.getShape());
+  SmallVector<int64_t> perChannel(type.getRank(), 1);
+  perChannel[1] = c;
+  if (getWeight())
+    y = b.mul(y, b.reshape(getWeight(), perChannel));
+  if (getBias())
+    y = b.add(y, b.reshape(getBias(), perChannel));
+  results.push_back(y);
+  return success();
+}
+
+namespace {
+/// PyTorch's source-index scale for one dim (area_pixel_compute_scale and
+/// compute_scales_value): `given` > 0 is the user's scale factor.
+float resizeScale(int64_t in, int64_t out, bool alignCorners, double given, bool nearest) {
+  if (!nearest && alignCorners)
+    return out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1) : 0.0f;
+  return given > 0 ? static_cast<float>(1.0 / given)
+                   : static_cast<float>(in) / static_cast<float>(out);
+}
+
+float cubicNear(float x, float a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
+float cubicFar(float x, float a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
+
+/// The [in, out] matrix whose column j weighs the inputs output j reads.
+std::vector<float> resizeMatrix(StringRef mode, int64_t in, int64_t out, bool alignCorners,
+                                double given) {
+  std::vector<float> m(in * out, 0.0f);
+  auto at = [&](int64_t i, int64_t j) -> float & { return m[i * out + j]; };
+  bool nearest = mode.starts_with("nearest");
+  float scale = resizeScale(in, out, alignCorners, given, nearest);
+  for (int64_t j = 0; j < out; ++j) {
+    if (nearest) {
+      float src = mode == "nearest_exact" ? (j + 0.5f) * scale : j * scale;
+      at(std::min<int64_t>(static_cast<int64_t>(std::floor(src)), in - 1), j) = 1.0f;
+      continue;
+    }
+    float src = alignCorners ? scale * j : scale * (j + 0.5f) - 0.5f;
+    if (mode == "linear") {
+      src = std::max(src, 0.0f);
+      int64_t i0 = static_cast<int64_t>(src);
+      int64_t i1 = i0 + (i0 < in - 1 ? 1 : 0);
+      float t = src - i0;
+      at(i0, j) += 1.0f - t;
+      at(i1, j) += t;
+      continue;
+    }
+    // cubic: four taps around floor(src), indices clamped to the edges.
+    const float a = -0.75f;
+    int64_t i = static_cast<int64_t>(std::floor(src));
+    float t = src - i;
+    float w[4] = {cubicFar(t + 1, a), cubicNear(t, a), cubicNear(1 - t, a), cubicFar(2 - t, a)};
+    for (int k = 0; k < 4; ++k)
+      at(std::clamp<int64_t>(i - 1 + k, 0, in - 1), j) += w[k];
+  }
+  return m;
+}
+} // namespace
+
+LogicalResult InterpolateOp::verify() {
+  auto input = llvm::cast<RankedTensorType>(getInput().getType());
+  auto result = llvm::cast<RankedTensorType>(getType());
+  StringRef mode = getMode();
+  if (mode != "nearest" && mode != "nearest_exact" && mode != "linear" && mode != "cubic")
+    return emitOpError() << "mode '" << mode << "' is not nearest, nearest_exact, linear or cubic";
+  if (input.getRank() < 3 || result.getRank() != input.getRank() ||
+      result.getShape().take_front(2) != input.getShape().take_front(2))
+    return emitOpError() << "resamples the dims after [N, C]: " << input << " to " << result;
+  if (static_cast<int64_t>(getScales().size()) != input.getRank() - 2)
+    return emitOpError() << "needs one scale per spatial dim (0 for none)";
+  for (int64_t d = 2; d < input.getRank(); ++d)
+    if (input.getDimSize(d) == 0 || result.getDimSize(d) == 0)
+      return emitOpError() << "resamples an empty dim " << d;
+  return success();
+}
+
+// One matmul per resampled dim: the dim moved last, times the constant
+// [in, out] weights, moved back.
+LogicalResult InterpolateOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput();
+  auto result = typeOf(getResult());
+  int64_t rank = result.getRank();
+  for (int64_t d = 2; d < rank; ++d) {
+    int64_t in = typeOf(x).getDimSize(d), out = result.getDimSize(d);
+    if (in == out && getScales()[d - 2] <= 0)
+      continue; // the identity at the same size, whatever the mode
+    std::vector<float> weights =
+        resizeMatrix(getMode(), in, out, getAlignCorners(), getScales()[d - 2]);
+    Type et = typeOf(x).getElementType();
+    auto f32 = RankedTensorType::get({in, out}, b.b.getF32Type());
+    Value matrix = b.make<ConstantOp>(DenseElementsAttr::get(f32, ArrayRef<float>(weights)));
+    matrix = b.cast(matrix, et);
+    SmallVector<int64_t> order;
+    for (int64_t k = 0; k < rank; ++k)
+      if (k != d)
+        order.push_back(k);
+    order.push_back(d);
+    SmallVector<int64_t> back(rank);
+    for (int64_t k = 0; k < rank; ++k)
+      back[order[k]] = k;
+    Value moved = d == rank - 1 ? x : b.permute(x, order);
+    Value resized = b.make<MatmulOp>(moved, matrix);
+    x = d == rank - 1 ? resized : b.permute(resized, back);
+  }
+  results.push_back(x);
   return success();
 }

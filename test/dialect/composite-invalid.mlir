@@ -22,3 +22,27 @@ func.func @var_dim(%x: tensor<2x5xf32>) -> tensor<2xf32> {
   %0 = cleave.var %x {dims = array<i64: 2>, correction = 1.0 : f64} : tensor<2x5xf32> -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+func.func @pad_reflect_too_far(%x: tensor<2x3xf32>) -> tensor<2x9xf32> {
+  // expected-error @+1 {{reflect padding of dim 1 by 3, 3 needs them below its size 3}}
+  %0 = cleave.pad %x {pads = array<i64: 3, 3>, mode = "reflect", value = 0.0 : f64} : tensor<2x3xf32> -> tensor<2x9xf32>
+  return %0 : tensor<2x9xf32>
+}
+
+// -----
+
+func.func @group_norm_groups(%x: tensor<2x6x4xf32>) -> tensor<2x6x4xf32> {
+  // expected-error @+1 {{6 channels do not fall into 4 groups}}
+  %0 = cleave.group_norm %x {num_groups = 4 : i64, eps = 1.0e-5 : f64} : (tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  return %0 : tensor<2x6x4xf32>
+}
+
+// -----
+
+func.func @interpolate_mode(%x: tensor<1x1x4xf32>) -> tensor<1x1x8xf32> {
+  // expected-error @+1 {{mode 'area' is not nearest, nearest_exact, linear or cubic}}
+  %0 = cleave.interpolate %x {mode = "area", align_corners = false, scales = array<f64: 0.0>} : tensor<1x1x4xf32> -> tensor<1x1x8xf32>
+  return %0 : tensor<1x1x8xf32>
+}

@@ -73,3 +73,28 @@ func.func @glu(%x: tensor<2x6xf32>) -> tensor<2x3xf32> {
   %0 = cleave.glu %x {dim = 1 : i64} : tensor<2x6xf32> -> tensor<2x3xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// Reflect padding mirrors without the edge: [x1, x0 | x0 x1 x2 x3 x4 | x3].
+// CHECK-LABEL: func.func @pad_reflect
+// CHECK: %[[A:.*]] = cleave.slice %arg0 {dim = 1 : i64, end = 3 : i64, start = 2 : i64}
+// CHECK: %[[B:.*]] = cleave.slice %arg0 {dim = 1 : i64, end = 2 : i64, start = 1 : i64}
+// CHECK: %[[C:.*]] = cleave.slice %arg0 {dim = 1 : i64, end = 4 : i64, start = 3 : i64}
+// CHECK: cleave.concat %[[A]], %[[B]], %arg0, %[[C]] {dim = 1 : i64}
+func.func @pad_reflect(%x: tensor<2x5xf32>) -> tensor<2x8xf32> {
+  %0 = cleave.pad %x {pads = array<i64: 2, 1>, mode = "reflect", value = 0.0 : f64} : tensor<2x5xf32> -> tensor<2x8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// Bilinear resampling: one matmul per spatial dim with a constant weight
+// matrix; the height moves last and back.
+// CHECK-LABEL: func.func @interpolate
+// CHECK: %[[H:.*]] = cleave.constant dense<{{.*}}> : tensor<2x4xf32>
+// CHECK: %[[P:.*]] = cleave.permute %arg0 {dims = array<i64: 0, 1, 3, 2>}
+// CHECK: %[[M:.*]] = cleave.matmul %[[P]], %[[H]] : tensor<1x3x3x2xf32>, tensor<2x4xf32> -> tensor<1x3x3x4xf32>
+// CHECK: cleave.permute %[[M]] {dims = array<i64: 0, 1, 3, 2>}
+// CHECK: %[[W:.*]] = cleave.constant dense<{{.*}}> : tensor<3x6xf32>
+// CHECK: cleave.matmul %{{.*}}, %[[W]] : tensor<1x3x4x3xf32>, tensor<3x6xf32> -> tensor<1x3x4x6xf32>
+func.func @interpolate(%x: tensor<1x3x2x3xf32>) -> tensor<1x3x4x6xf32> {
+  %0 = cleave.interpolate %x {mode = "linear", align_corners = false, scales = array<f64: 0.0, 0.0>} : tensor<1x3x2x3xf32> -> tensor<1x3x4x6xf32>
+  return %0 : tensor<1x3x4x6xf32>
+}

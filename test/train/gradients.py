@@ -116,6 +116,10 @@ def cases(gen):
     add("lerp", lambda a, b, w: torch.lerp(a, b, w), {"a": x(3, 17), "b": x(3, 17), "w": x(17)})
     add("glu", lambda a: F.glu(a, dim=-1), {"a": x(3, 16)})
     add("prelu", lambda a, w: F.prelu(a, w), {"a": x(2, 4, 5), "w": x(4)})
+    add("pad_reflect", lambda a: F.pad(a, (2, 1), mode="reflect"), {"a": x(2, 3, 5)})
+    add("group_norm", lambda a, w, b: F.group_norm(a, 2, w, b), {"a": x(2, 4, 5), "w": x(4), "b": x(4)})
+    add("interpolate_bilinear", lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
+        {"a": x(1, 2, 3, 4)})
     add("pow_scalar", lambda a: a.pow(3.0), {"a": x(3, 17)})
     add("pow_tensor", lambda a, b: torch.pow(a, b), {"a": pos(4, 5), "b": x(5)})
     # Binary maps with broadcasting (the gradient of the broadcast operand sums back).

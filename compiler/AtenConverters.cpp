@@ -3073,6 +3073,74 @@ Converter upsample(std::string mode) {
   };
 }
 
+/// l1 / smooth_l1 / huber / soft_margin / kl_div / binary_cross_entropy(_with_logits):
+/// input and target promoted to float, the schema's parameters as attributes
+/// (`params`: name, default), `weights`: optional weight operands by name.
+template <typename OpTy>
+Converter loss(std::vector<std::pair<const char *, double>> params,
+               std::vector<const char *> weights = {}, const char *flag = nullptr) {
+  return [=](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto values = imp.promote({in[0], in[1]}, /*integerToFloat=*/true);
+    if (failed(values))
+      return failure();
+    const auto &schema = node->schema();
+    auto reductionIndex = schema.argumentIndexWithName("reduction");
+    auto reduction = reductionIndex ? reductionArg(imp, in[*reductionIndex])
+                                    : FailureOr<StringRef>(StringRef("mean"));
+    if (failed(reduction))
+      return failure();
+    Type et = typeOf((*values)[0]).getElementType();
+    OperationState state(imp.loc(), OpTy::getOperationName());
+    state.addOperands({(*values)[0], (*values)[1]});
+    SmallVector<int32_t> segments = {1, 1};
+    for (const char *name : weights) {
+      auto i = schema.argumentIndexWithName(name);
+      if (!i || imp.isNone(in[*i])) {
+        segments.push_back(0);
+        continue;
+      }
+      auto w = imp.tensor(in[*i]);
+      if (failed(w))
+        return failure();
+      state.addOperands(imp.cast(*w, et));
+      segments.push_back(1);
+    }
+    if (weights.size() > 1) // AttrSizedOperandSegments: ops with several optional weights
+      state.addAttribute("operandSegmentSizes", imp.builder.getDenseI32ArrayAttr(segments));
+    for (auto [name, fallback] : params) {
+      auto attr = realAttr(imp, node, in, name, fallback);
+      if (failed(attr))
+        return failure();
+      state.addAttribute(name, *attr);
+    }
+    if (flag) {
+      bool value = false;
+      if (auto i = schema.argumentIndexWithName(flag)) {
+        auto given = imp.boolean(in[*i]);
+        if (failed(given))
+          return failure();
+        value = *given;
+      }
+      state.addAttribute(flag, imp.builder.getBoolAttr(value));
+    }
+    state.addAttribute("reduction", imp.builder.getStringAttr(*reduction));
+    SmallVector<Type> types;
+    if (failed(mlir::cleave::inferLossType(imp.loc(), (*values)[0].getType(),
+                                           (*values)[1].getType(), *reduction, types))) {
+      imp.hadError = true;
+      return failure();
+    }
+    state.addTypes(types);
+    Operation *op = imp.builder.create(state);
+    if (failed(mlir::verify(op))) {
+      op->erase();
+      imp.hadError = true;
+      return failure();
+    }
+    return one(op->getResult(0));
+  };
+}
+
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
   r["aten::gather"] = gather;
@@ -3274,6 +3342,14 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   for (const char *kind : {"aten::upsample_linear1d", "aten::upsample_bilinear2d", "aten::upsample_trilinear3d"})
     r[kind] = upsample("linear");
   r["aten::upsample_bicubic2d"] = upsample("cubic");
+  r["aten::l1_loss"] = loss<c::L1LossOp>({});
+  r["aten::smooth_l1_loss"] = loss<c::SmoothL1LossOp>({{"beta", 1.0}});
+  r["aten::huber_loss"] = loss<c::HuberLossOp>({{"delta", 1.0}});
+  r["aten::soft_margin_loss"] = loss<c::SoftMarginLossOp>({});
+  r["aten::kl_div"] = loss<c::KlDivOp>({}, {}, "log_target");
+  r["aten::binary_cross_entropy"] = loss<c::BinaryCrossEntropyOp>({}, {"weight"});
+  r["aten::binary_cross_entropy_with_logits"] =
+      loss<c::BinaryCrossEntropyWithLogitsOp>({}, {"weight", "pos_weight"});
   r["aten::repeat"] = repeat(false);
   r["aten::tile"] = repeat(true);
   r["aten::pixel_shuffle"] = pixelShuffle(false);

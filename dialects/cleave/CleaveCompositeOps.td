@@ -439,4 +439,53 @@ def Cleave_InterpolateOp : Cleave_CompositeOp<"interpolate"> {
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Losses: the per-element loss, then `reduction` (none, mean or sum).
+//===----------------------------------------------------------------------===//
+
+// `input` and `target` broadcast together; the result is their broadcast
+// shape with reduction none, a 0-d tensor otherwise. Optional `weight` (and
+// `pos_weight` where the loss has one) scale the per-element losses.
+class Cleave_CompositeLossOp<string mnemonic, string formula, dag attrs = (ins),
+                             dag weights = (ins)>
+    : Cleave_CompositeOp<mnemonic, !if(!lt(!size(weights), 2), [InferTypeOpAdaptor],
+                                       [InferTypeOpAdaptor, AttrSizedOperandSegments])> {
+  let summary = mnemonic # " (composite)";
+  let description = "The per-element loss `" # formula # "`, reduced by `reduction` "
+      # "(none, mean or sum), as `torch.nn.functional." # mnemonic # "`.";
+  let arguments = !con((ins Cleave_FloatTensor:$input, Cleave_FloatTensor:$target),
+                       weights, attrs, (ins StrAttr:$reduction));
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "operands attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::cleave::inferLossType(loc, adaptor.getInput().getType(),
+                                           adaptor.getTarget().getType(),
+                                           adaptor.getReduction(), types);
+    }
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::mlir::cleave::verifyLoss(*this, getReduction());
+    }
+  }];
+}
+
+def Cleave_L1LossOp : Cleave_CompositeLossOp<"l1_loss", "|x - y|">;
+def Cleave_SmoothL1LossOp : Cleave_CompositeLossOp<"smooth_l1_loss",
+    "z < beta ? 0.5 z^2 / beta : z - 0.5 beta, z = |x - y|", (ins F64Attr:$beta)>;
+def Cleave_HuberLossOp : Cleave_CompositeLossOp<"huber_loss",
+    "z < delta ? 0.5 z^2 : delta (z - 0.5 delta), z = |x - y|", (ins F64Attr:$delta)>;
+def Cleave_SoftMarginLossOp : Cleave_CompositeLossOp<"soft_margin_loss", "log1p(exp(-x y))">;
+def Cleave_KlDivOp : Cleave_CompositeLossOp<"kl_div",
+    "log_target ? exp(y) (y - x) : xlogy(y, y) - y x", (ins BoolAttr:$log_target)>;
+def Cleave_BinaryCrossEntropyOp : Cleave_CompositeLossOp<"binary_cross_entropy",
+    "-w (y max(log x, -100) + (1 - y) max(log1p(-x), -100))", (ins),
+    (ins Optional<Cleave_FloatTensor>:$weight)>;
+def Cleave_BinaryCrossEntropyWithLogitsOp : Cleave_CompositeLossOp<
+    "binary_cross_entropy_with_logits",
+    "w ((1 - y) x + (1 + (p - 1) y) (log(exp(-m) + exp(-x - m)) + m)), m = max(-x, 0)", (ins),
+    (ins Optional<Cleave_FloatTensor>:$weight, Optional<Cleave_FloatTensor>:$pos_weight)>;
+
 #endif // CLEAVE_COMPOSITE_OPS_TD

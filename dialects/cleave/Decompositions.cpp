@@ -1082,3 +1082,82 @@ LogicalResult InterpolateOp::decompose(OpBuilder &builder, SmallVectorImpl<Value
   results.push_back(x);
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Losses: the per-element loss (PyTorch's formulas), then the reduction.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// `losses` reduced by `reduction` (none keeps them).
+Value reduceLosses(Rules &b, Value losses, StringRef reduction) {
+  int64_t rank = typeOf(losses).getRank();
+  if (reduction == "none" || rank == 0)
+    return losses;
+  SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  return reduction == "mean" ? b.reduceMean(losses, dims, false) : b.reduceSum(losses, dims, false);
+}
+
+/// The per-element losses broadcast to the pair's shape (a loss of an
+/// input against a broadcast target still has one loss per pair).
+Value pairShaped(Rules &b, Value losses, Value input, Value target) {
+  SmallVector<Type> types;
+  if (failed(inferBroadcastType(std::nullopt, {input.getType(), target.getType()}, {}, nullptr,
+                                types)))
+    return losses;
+  return b.broadcastTo(losses, llvm::cast<RankedTensorType>(types.front()));
+}
+} // namespace
+
+#define CLEAVE_LOSS_RULE(OP, ...)                                                             \
+  LogicalResult OP::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {          \
+    Rules b = rulesFor(builder, *this);                                                       \
+    Value x = getInput(), y = getTarget();                                                    \
+    Value losses = pairShaped(b, __VA_ARGS__, x, y);                                          \
+    results.push_back(reduceLosses(b, losses, getReduction()));                               \
+    return success();                                                                         \
+  }
+
+CLEAVE_LOSS_RULE(L1LossOp, b.absOf(b.sub(x, y)))
+// beta = 0 is the l1 loss (PyTorch's special case).
+CLEAVE_LOSS_RULE(SmoothL1LossOp, [&] {
+  double beta = getBeta().convertToDouble();
+  Value z = b.absOf(b.sub(x, y));
+  if (beta == 0.0)
+    return z;
+  Value quadratic = b.div(b.mulBy(b.mul(z, z), 0.5), b.scalarLike(beta, z));
+  return b.where(b.cmp(ComparePredicate::lt, z, beta), quadratic, b.addTo(z, -0.5 * beta));
+}())
+CLEAVE_LOSS_RULE(HuberLossOp, [&] {
+  double delta = getDelta().convertToDouble();
+  Value z = b.absOf(b.sub(x, y));
+  return b.where(b.cmp(ComparePredicate::lt, z, delta), b.mulBy(b.mul(z, z), 0.5),
+                 b.mulBy(b.addTo(z, -0.5 * delta), delta));
+}())
+CLEAVE_LOSS_RULE(SoftMarginLossOp, b.make<Log1pOp>(b.make<ExpOp>(b.neg(b.mul(x, y)))))
+CLEAVE_LOSS_RULE(KlDivOp, getLogTarget()
+                              ? b.mul(b.make<ExpOp>(y), b.sub(y, x))
+                              : b.sub(b.make<XlogyOp>(y, y), b.mul(y, x)))
+// PyTorch clamps the logs at -100 so that 0 and 1 give finite losses.
+CLEAVE_LOSS_RULE(BinaryCrossEntropyOp, [&] {
+  Value logX = b.maximum(b.make<LogOp>(x), b.scalarLike(-100, x));
+  Value log1mX = b.maximum(b.make<Log1pOp>(b.neg(x)), b.scalarLike(-100, x));
+  Value loss = b.sub(b.mul(b.addTo(y, -1), log1mX), b.mul(y, logX));
+  return getWeight() ? b.mul(loss, getWeight()) : loss;
+}())
+// PyTorch's stable form: m = max(-x, 0) keeps the exponentials below 1.
+CLEAVE_LOSS_RULE(BinaryCrossEntropyWithLogitsOp, [&] {
+  Value m = b.maximum(b.neg(x), b.scalarLike(0, x));
+  Value softplus = b.add(b.make<LogOp>(b.add(b.make<ExpOp>(b.neg(m)),
+                                             b.make<ExpOp>(b.sub(b.neg(x), m)))),
+                         m);
+  Value oneMinusY = b.sub(b.scalarLike(1, y), y);
+  Value loss;
+  if (Value p = getPosWeight()) {
+    Value logWeight = b.addTo(b.mul(b.addTo(p, -1), y), 1);
+    loss = b.add(b.mul(oneMinusY, x), b.mul(logWeight, softplus));
+  } else {
+    loss = b.add(b.mul(oneMinusY, x), softplus);
+  }
+  return getWeight() ? b.mul(loss, getWeight()) : loss;
+}())
+#undef CLEAVE_LOSS_RULE

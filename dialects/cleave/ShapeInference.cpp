@@ -2,6 +2,8 @@
 
 #include "dialects/cleave/ShapeInference.h"
 
+#include "mlir/IR/Operation.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/SmallSet.h"
 
@@ -96,5 +98,21 @@ LogicalResult inferIndexReductionTypes(std::optional<Location> loc, Type input, 
   return success();
 }
 
+LogicalResult inferLossType(std::optional<Location> loc, Type input, Type target,
+                            StringRef reduction, SmallVectorImpl<Type> &results) {
+  if (failed(inferBroadcastType(loc, {input, target}, /*shapeOnly=*/{}, /*elementType=*/nullptr,
+                                results)))
+    return failure();
+  if (reduction != "none")
+    results.back() =
+        RankedTensorType::get({}, llvm::cast<RankedTensorType>(results.back()).getElementType());
+  return success();
+}
+
+LogicalResult verifyLoss(Operation *op, StringRef reduction) {
+  if (reduction != "none" && reduction != "mean" && reduction != "sum")
+    return op->emitOpError() << "reduction '" << reduction << "' is not none, mean or sum";
+  return success();
+}
 
 } // namespace mlir::cleave

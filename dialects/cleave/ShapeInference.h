@@ -46,6 +46,14 @@ llvm::LogicalResult inferIndexReductionTypes(std::optional<Location> loc, Type i
                                              int64_t dim, bool keepdim,
                                              llvm::SmallVectorImpl<Type> &results);
 
+/// Result type of a loss of `input` against `target`: their broadcast shape
+/// with reduction "none", a 0-d tensor with "mean" or "sum".
+llvm::LogicalResult inferLossType(std::optional<Location> loc, Type input, Type target,
+                                  llvm::StringRef reduction,
+                                  llvm::SmallVectorImpl<Type> &results);
+/// Checks a loss's `reduction` names none, mean or sum.
+llvm::LogicalResult verifyLoss(Operation *op, llvm::StringRef reduction);
+
 /// Output size of one spatial dim of a convolution or pooling window, shared
 /// with the runtime's kernel checks.
 using ::cleave::runtime::windowOutputSize;

@@ -46,3 +46,11 @@ func.func @interpolate_mode(%x: tensor<1x1x4xf32>) -> tensor<1x1x8xf32> {
   %0 = cleave.interpolate %x {mode = "area", align_corners = false, scales = array<f64: 0.0>} : tensor<1x1x4xf32> -> tensor<1x1x8xf32>
   return %0 : tensor<1x1x8xf32>
 }
+
+// -----
+
+func.func @loss_reduction(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{reduction 'batchmean' is not none, mean or sum}}
+  %0 = cleave.l1_loss %x, %y {reduction = "batchmean"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}

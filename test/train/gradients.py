@@ -120,6 +120,11 @@ def cases(gen):
     add("group_norm", lambda a, w, b: F.group_norm(a, 2, w, b), {"a": x(2, 4, 5), "w": x(4), "b": x(4)})
     add("interpolate_bilinear", lambda a: F.interpolate(a, scale_factor=2, mode="bilinear"),
         {"a": x(1, 2, 3, 4)})
+    target = torch.rand(3, 17, generator=gen)
+    add("bce_with_logits", lambda a, t: F.binary_cross_entropy_with_logits(a, t), {"a": x(3, 17)},
+        [target])
+    add("smooth_l1_loss", lambda a, t: F.smooth_l1_loss(a, t, beta=0.5), {"a": x(3, 17)}, [target])
+    add("kl_div", lambda a, t: F.kl_div(a, t, reduction="batchmean"), {"a": x(3, 17)}, [target])
     add("pow_scalar", lambda a: a.pow(3.0), {"a": x(3, 17)})
     add("pow_tensor", lambda a, b: torch.pow(a, b), {"a": pos(4, 5), "b": x(5)})
     # Binary maps with broadcasting (the gradient of the broadcast operand sums back).

@@ -2,8 +2,9 @@
 inputs, traced into a TorchScript module, compiled by cleave for one device, run, and compared
 with PyTorch.
 
-usage: opinfo.py --cleave CLEAVE --work DIR [--ops NAME[.VARIANT|.*],... | --subset FILE] [--dtypes f32,i64,bool]
-                 [--samples N] [--json OUT.json] [--markdown OUT.md] [--jobs N]
+usage: opinfo.py --cleave CLEAVE --work DIR [--ops NAME[.VARIANT|.*],... | --subset FILE |
+                  --recheck TABLE.json] [--dtypes f32,i64,bool]
+                 [--samples N] [--json OUT.json] [--markdown OUT.md]
 
 For each op and dtype it supports on the CPU (f32 always; i64 and bool where the op's OpInfo lists
 them), up to N sample inputs (default 4) are traced, one module per (op, dtype) taking every
@@ -248,6 +249,8 @@ def main():
     p.add_argument("--subset", help="a file of OpInfo names, one per line (# comments)")
     p.add_argument("--dtypes", default="f32,i64,bool")
     p.add_argument("--samples", type=int, default=4)
+    p.add_argument("--recheck", help="a --json table of an earlier run: run again only its ops "
+                                     "that failed a counted sample, keep its other rows")
     p.add_argument("--json")
     p.add_argument("--markdown")
     a = p.parse_args()
@@ -255,7 +258,14 @@ def main():
     from torch.testing._internal.common_methods_invocations import op_db
 
     wanted = None
-    if a.ops:
+    kept = {}
+    if a.recheck:
+        with open(a.recheck) as f:
+            earlier = json.load(f)["rows"]
+        kept = {r["op"]: r for r in earlier if not r["counted"] or r["passed"] == r["counted"]}
+        wanted = {r["op"] for r in earlier} - set(kept)
+        print(f"rechecking {len(wanted)} ops that failed in {a.recheck}", flush=True)
+    elif a.ops:
         wanted = set(a.ops.split(","))
     elif a.subset:
         with open(a.subset) as f:
@@ -268,6 +278,9 @@ def main():
     seen = set()
     for op in op_db:
         full = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+        if full in kept:
+            rows.append(kept[full])
+            continue
         if wanted is not None and full not in wanted and f"{op.name}.*" not in wanted:
             continue
         seen.add(full)
@@ -282,7 +295,7 @@ def main():
         else:
             status = "ok" if passed == counted else f"FAIL: {failure}"
             print(f"{full}: {passed}/{counted} samples pass [{','.join(tried)}]: {status}", flush=True)
-    if wanted is not None:
+    if wanted is not None and not a.recheck:
         for name in sorted(w for w in wanted - seen if not w.endswith(".*")):
             print(f"{name}: no such OpInfo")
     counted_ops = [r for r in rows if r["counted"]]

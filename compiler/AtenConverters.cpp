@@ -3141,6 +3141,248 @@ Converter loss(std::vector<std::pair<const char *, double>> params,
   };
 }
 
+/// broadcast_to(self, size): expand without -1 entries.
+Result broadcastToOp(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto size = imp.intList(in[1]);
+  if (failed(x) || failed(size))
+    return failure();
+  auto type = typeOf(*x);
+  SmallVector<int64_t> shape(size->begin(), size->end());
+  int64_t lead = static_cast<int64_t>(shape.size()) - type.getRank();
+  if (lead < 0) {
+    imp.error() << "cannot broadcast " << type << " to fewer dims";
+    return failure();
+  }
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (shape[lead + d] == -1)
+      shape[lead + d] = type.getDimSize(d);
+  auto broadcastable = mlir::cleave::broadcastShapes({type.getShape(), shape});
+  if (!broadcastable || ArrayRef<int64_t>(*broadcastable) != ArrayRef<int64_t>(shape)) {
+    imp.error() << type << " does not broadcast to [" << llvm::make_range(shape.begin(), shape.end())
+                << "]";
+    return failure();
+  }
+  return broadcastTo(imp, imp.reshape(*x, [&] {
+    SmallVector<int64_t> padded(lead, 1);
+    padded.append(type.getShape().begin(), type.getShape().end());
+    return padded;
+  }()), shape);
+}
+
+/// meshgrid(tensors, indexing): 1-D (or 0-d) tensors broadcast to the grid
+/// of their sizes; "ij" keeps their order, "xy" swaps the first two dims.
+Result meshgrid(Importer &imp, jit::Node *node, Inputs in) {
+  auto items = imp.list(in[0]);
+  if (failed(items))
+    return failure();
+  std::string indexing = "ij";
+  if (in.size() > 1 && in[1].isConstant() && in[1].constant.isString())
+    indexing = in[1].constant.toStringRef();
+  if (indexing != "ij" && indexing != "xy") {
+    imp.error() << "unknown indexing '" << indexing << "' (expected 'ij' or 'xy')";
+    return failure();
+  }
+  std::vector<Value> values;
+  SmallVector<int64_t> sizes;
+  for (const Val &item : *items) {
+    auto t = imp.tensor(item);
+    if (failed(t))
+      return failure();
+    if (typeOf(*t).getRank() > 1) {
+      imp.error() << "meshgrid takes 1-D tensors, got " << typeOf(*t);
+      return failure();
+    }
+    values.push_back(*t);
+    sizes.push_back(typeOf(*t).getNumElements());
+  }
+  bool swap = indexing == "xy" && values.size() >= 2;
+  SmallVector<int64_t> grid = sizes;
+  if (swap)
+    std::swap(grid[0], grid[1]);
+  std::vector<Val> results;
+  for (size_t i = 0; i < values.size(); ++i) {
+    size_t at = swap && i < 2 ? 1 - i : i; // the grid dim tensor i runs along
+    SmallVector<int64_t> shape(grid.size(), 1);
+    shape[at] = sizes[i];
+    auto expanded = broadcastTo(imp, imp.reshape(values[i], shape), grid);
+    if (failed(expanded))
+      return failure();
+    results.push_back(expanded->front());
+  }
+  return std::vector<Val>{Val::ofList(std::move(results))};
+}
+
+/// atleast_1d/2d/3d: leading (and for 3-D, trailing) size-1 dims, as
+/// PyTorch places them; a list of tensors gives a list.
+Converter atLeast(int64_t rank) {
+  return [rank](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto expand = [&](Value x) {
+      auto shape = llvm::to_vector(typeOf(x).getShape());
+      if (static_cast<int64_t>(shape.size()) >= rank)
+        return x;
+      if (rank == 3 && shape.size() == 2) // [a, b] -> [a, b, 1]
+        shape.push_back(1);
+      else if (rank == 3 && shape.size() == 1) // [a] -> [1, a, 1]
+        shape = {1, shape[0], 1};
+      else
+        shape.insert(shape.begin(), rank - shape.size(), 1);
+      return imp.reshape(x, shape);
+    };
+    if (in[0].kind == Val::Kind::List) {
+      std::vector<Val> results;
+      for (const Val &item : in[0].items) {
+        auto t = imp.tensor(item);
+        if (failed(t))
+          return failure();
+        results.push_back(Val::ofTensor(expand(*t)));
+      }
+      return std::vector<Val>{Val::ofList(std::move(results))};
+    }
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    return one(expand(*x));
+  };
+}
+
+/// hstack / vstack / dstack / column_stack: cat after atleast_Nd along the
+/// dim numpy names (hstack: dim 0 of 1-D tensors, else 1).
+Converter stackAlong(int kind) {
+  return [kind](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto items = imp.list(in[0]);
+    if (failed(items))
+      return failure();
+    std::vector<Val> parts;
+    bool all1d = true;
+    for (const Val &item : *items) {
+      auto t = imp.tensor(item);
+      if (failed(t))
+        return failure();
+      Value v = *t;
+      auto shape = llvm::to_vector(typeOf(v).getShape());
+      all1d &= shape.size() <= 1;
+      if (kind == 1 && shape.size() < 2) // vstack: atleast_2d
+        v = imp.reshape(v, shape.empty() ? SmallVector<int64_t>{1, 1}
+                                         : SmallVector<int64_t>{1, shape[0]});
+      if (kind == 2 && shape.size() < 3) // dstack: atleast_3d
+        v = imp.reshape(v, shape.empty()       ? SmallVector<int64_t>{1, 1, 1}
+                           : shape.size() == 1 ? SmallVector<int64_t>{1, shape[0], 1}
+                                               : SmallVector<int64_t>{shape[0], shape[1], 1});
+      if (kind == 3 && shape.size() < 2) // column_stack: 1-D and 0-d become columns
+        v = imp.reshape(v, {shape.empty() ? 1 : shape[0], 1});
+      if (kind == 0 && shape.empty())
+        v = imp.reshape(v, {1});
+      parts.push_back(Val::ofTensor(v));
+    }
+    int64_t dim = kind == 0 ? (all1d ? 0 : 1) : kind == 1 ? 0 : kind == 2 ? 2 : 1;
+    return concat(false)(imp, node, {Val::ofList(std::move(parts)), Val::ofConstant(dim)});
+  };
+}
+
+/// diagonal(self, offset, dim1, dim2) / diag (of a matrix) / trace: the two
+/// dims moved last and flattened, then an index_select of the diagonal's
+/// flat positions.
+FailureOr<Value> diagonalOf(Importer &imp, Value x, int64_t offset, int64_t d1, int64_t d2) {
+  auto type = typeOf(x);
+  int64_t rank = type.getRank(), n = type.getDimSize(d1), m = type.getDimSize(d2);
+  SmallVector<int64_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != d1 && d != d2)
+      order.push_back(d);
+  order.append({d1, d2});
+  auto moved = permuteTo(imp, x, order);
+  if (failed(moved))
+    return failure();
+  SmallVector<int64_t> flat;
+  for (int64_t d : ArrayRef<int64_t>(order).drop_back(2))
+    flat.push_back(type.getDimSize(d));
+  flat.push_back(n * m);
+  Value flattened = imp.reshape(moved->front().tensor, flat);
+  std::vector<int64_t> positions;
+  for (int64_t i = std::max<int64_t>(0, -offset); i < n && i + offset < m; ++i)
+    positions.push_back(i * m + i + offset);
+  int64_t k = positions.size();
+  auto indexType = RankedTensorType::get({k}, imp.builder.getI64Type());
+  Value index = imp.builder.create<mlir::cleave::ConstantOp>(
+      imp.loc(), DenseElementsAttr::get(indexType, ArrayRef<int64_t>(positions)));
+  SmallVector<int64_t> shape(flat.begin(), flat.end() - 1);
+  shape.push_back(k);
+  return imp.create<mlir::cleave::IndexSelectOp>(typeOf(flattened).clone(shape), flattened, index,
+                                                 static_cast<int64_t>(flat.size() - 1));
+}
+
+Result diagonal(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto offset = imp.integer(in[1]);
+  if (failed(x) || failed(offset))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  auto d1 = dimArg(imp, in[2], rank), d2 = dimArg(imp, in[3], rank);
+  if (failed(d1) || failed(d2))
+    return failure();
+  if (*d1 == *d2 || rank < 2) {
+    imp.error() << "diagonal needs two different dims of a tensor of rank >= 2";
+    return failure();
+  }
+  return one(diagonalOf(imp, *x, *offset, *d1, *d2));
+}
+
+/// diag(self, diagonal): a matrix's diagonal, or the square matrix with a
+/// vector on it (x padded to the row length, broadcast over the rows and
+/// kept where a constant mask marks the diagonal).
+Result diag(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto offset = imp.integer(in[1]);
+  if (failed(x) || failed(offset))
+    return failure();
+  auto type = typeOf(*x);
+  if (type.getRank() == 2)
+    return one(diagonalOf(imp, *x, *offset, 0, 1));
+  if (type.getRank() != 1) {
+    imp.error() << "diag takes a vector or a matrix, got " << type;
+    return failure();
+  }
+  int64_t n = type.getDimSize(0), k = *offset, size = n + std::abs(k);
+  SmallVector<int64_t> pads = k >= 0 ? SmallVector<int64_t>{k, 0} : SmallVector<int64_t>{0, -k};
+  auto padded = imp.create<mlir::cleave::PadOp>(
+      type.clone({size}), *x, imp.builder.getDenseI64ArrayAttr(pads),
+      imp.builder.getStringAttr("constant"), imp.builder.getF64FloatAttr(0.0));
+  if (failed(padded))
+    return failure();
+  auto rows = broadcastTo(imp, imp.reshape(*padded, {1, size}), {size, size});
+  if (failed(rows))
+    return failure();
+  SmallVector<bool> mask(size * size, false);
+  for (int64_t i = 0; i < size; ++i)
+    if (i + k >= 0 && i + k < size)
+      mask[i * size + i + k] = true;
+  auto maskType = RankedTensorType::get({size, size}, imp.builder.getI1Type());
+  Value maskValue = imp.builder.create<mlir::cleave::ConstantOp>(
+      imp.loc(), DenseElementsAttr::get(maskType, ArrayRef<bool>(mask)));
+  return one(imp.create<mlir::cleave::WhereOp>(maskValue, rows->front().tensor,
+                                               imp.splat(0.0, type.getElementType())));
+}
+
+/// trace: the sum of a matrix's diagonal.
+Result trace(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  if (typeOf(*x).getRank() != 2) {
+    imp.error() << "trace of a tensor of rank " << typeOf(*x).getRank() << ", not a matrix";
+    return failure();
+  }
+  auto d = diagonalOf(imp, *x, 0, 0, 1);
+  if (failed(d))
+    return failure();
+  Value input = *d;
+  if (typeOf(input).getElementType().isInteger(1) || typeOf(input).getElementType().isInteger(32))
+    input = imp.cast(input, imp.builder.getI64Type()); // PyTorch sums small integers in i64
+  return one(imp.create<mlir::cleave::ReduceSumOp>(input, imp.builder.getDenseI64ArrayAttr({0}),
+                                                   false));
+}
+
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
   r["aten::gather"] = gather;
@@ -3350,6 +3592,58 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   r["aten::binary_cross_entropy"] = loss<c::BinaryCrossEntropyOp>({}, {"weight"});
   r["aten::binary_cross_entropy_with_logits"] =
       loss<c::BinaryCrossEntropyWithLogitsOp>({}, {"weight", "pos_weight"});
+  r["aten::broadcast_to"] = broadcastToOp;
+  r["aten::meshgrid"] = meshgrid;
+  r["aten::atleast_1d"] = atLeast(1);
+  r["aten::atleast_2d"] = atLeast(2);
+  r["aten::atleast_3d"] = atLeast(3);
+  r["aten::hstack"] = stackAlong(0);
+  r["aten::vstack"] = stackAlong(1);
+  r["aten::row_stack"] = stackAlong(1);
+  r["aten::dstack"] = stackAlong(2);
+  r["aten::column_stack"] = stackAlong(3);
+  r["aten::diagonal"] = diagonal;
+  r["aten::trace"] = trace;
+  r["aten::diag"] = diag;
+  // Real tensors: conjugation is the identity; eval mode: so is feature
+  // alpha dropout.
+  for (const char *kind : {"aten::resolve_conj", "aten::resolve_neg", "aten::conj_physical",
+                           "aten::conj", "aten::feature_alpha_dropout"})
+    r[kind] = identity;
+  // On bools the bitwise ops are the logical ones.
+  for (auto [kind, predicate] :
+       {std::pair{"aten::bitwise_and", 0}, std::pair{"aten::bitwise_or", 1},
+        std::pair{"aten::bitwise_xor", 2}, std::pair{"aten::logical_xor", 2}})
+    r[kind] = [predicate = predicate, logical = StringRef(kind) == "aten::logical_xor"](
+                  Importer &imp, jit::Node *, Inputs in) -> Result {
+      auto values = imp.promote({in[0], in[1]});
+      if (failed(values))
+        return failure();
+      Value a = (*values)[0], b = (*values)[1];
+      if (!typeOf(a).getElementType().isInteger(1)) {
+        if (!logical) {
+          imp.error() << "bitwise ops of integer tensors are not supported (bools are)";
+          return failure();
+        }
+        a = imp.cast(a, imp.builder.getI1Type());
+        b = imp.cast(b, imp.builder.getI1Type());
+      }
+      if (predicate == 0)
+        return one(imp.create<c::AndOp>(a, b));
+      if (predicate == 1)
+        return one(imp.create<c::OrOp>(a, b));
+      return one(imp.create<c::CompareOp>(c::ComparePredicate::ne, a, b));
+    };
+  r["aten::bitwise_not"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    if (!typeOf(*x).getElementType().isInteger(1)) {
+      imp.error() << "bitwise_not of an integer tensor is not supported (bools are)";
+      return failure();
+    }
+    return one(imp.create<c::NotOp>(*x));
+  };
   r["aten::repeat"] = repeat(false);
   r["aten::tile"] = repeat(true);
   r["aten::pixel_shuffle"] = pixelShuffle(false);

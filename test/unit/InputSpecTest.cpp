@@ -34,12 +34,20 @@ TEST(InputSpec, ScalarHasNoDims) {
 }
 
 TEST(InputSpec, RejectsBadText) {
-  for (const char *text : {"2x64", "=2x64", "x=", "x=2x", "x=2xx3", "x=0x4", "x=-1",
+  for (const char *text : {"2x64", "=2x64", "x=", "x=2x", "x=2xx3", "x=-1",
                            "x=2x64:f64", "x=2.5", "x=99999999999999999999"}) {
     std::string error;
     EXPECT_FALSE(parseInputSpec(text, error)) << text;
     EXPECT_NE(error.find(text), std::string::npos) << "error names the input: " << error;
   }
+}
+
+// Zero-size dims are shapes like any other (an empty batch).
+TEST(InputSpec, AcceptsZeroSizeDims) {
+  std::string error;
+  auto spec = parseInputSpec("x=0x4", error);
+  ASSERT_TRUE(spec) << error;
+  EXPECT_EQ(spec->shape, (std::vector<int64_t>{0, 4}));
 }
 
 TEST(InputSpec, KnowsDtypeSizes) {

@@ -226,6 +226,16 @@ Converter binary(bool trueDivision = false) {
   };
 }
 
+/// logical_and / logical_or: any dtypes, each operand tested for non-zero.
+template <typename OpTy>
+Result logical(Importer &imp, jit::Node *, Inputs in) {
+  auto a = imp.tensor(in[0]), b = imp.tensor(in[1]);
+  if (failed(a) || failed(b))
+    return failure();
+  Type i1 = imp.builder.getI1Type();
+  return one(imp.create<OpTy>(imp.cast(*a, i1), imp.cast(*b, i1)));
+}
+
 /// add/sub(self, other, alpha): self +- alpha * other. `reversed` is rsub.
 template <typename OpTy>
 Converter addSub(bool reversed = false) {
@@ -3687,8 +3697,8 @@ struct Registry {
     r["aten::minimum"] = [](Importer &imp, jit::Node *, Inputs in) {
       return elementwiseExtremum(imp, in, /*max=*/false);
     };
-    r["aten::logical_and"] = binary<mlir::cleave::AndOp>();
-    r["aten::logical_or"] = binary<mlir::cleave::OrOp>();
+    r["aten::logical_and"] = logical<mlir::cleave::AndOp>;
+    r["aten::logical_or"] = logical<mlir::cleave::OrOp>;
     r["aten::eq"] = compare(mlir::cleave::ComparePredicate::eq);
     r["aten::ne"] = compare(mlir::cleave::ComparePredicate::ne);
     r["aten::lt"] = compare(mlir::cleave::ComparePredicate::lt);

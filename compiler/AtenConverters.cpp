@@ -3618,8 +3618,18 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   // Real tensors: conjugation is the identity; eval mode: so is feature
   // alpha dropout.
   for (const char *kind : {"aten::resolve_conj", "aten::resolve_neg", "aten::conj_physical",
-                           "aten::conj", "aten::feature_alpha_dropout"})
+                           "aten::conj"})
     r[kind] = identity;
+  r["aten::feature_alpha_dropout"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto train = imp.boolean(in[2]);
+    if (failed(train))
+      return failure();
+    if (*train) { // its result is random: nothing can reproduce it
+      imp.error() << "feature_alpha_dropout in training draws random masks; not supported";
+      return failure();
+    }
+    return identity(imp, nullptr, in);
+  };
   // On bools the bitwise ops are the logical ones.
   for (auto [kind, predicate] :
        {std::pair{"aten::bitwise_and", 0}, std::pair{"aten::bitwise_or", 1},

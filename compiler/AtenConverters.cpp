@@ -304,6 +304,16 @@ Result gelu(Importer &imp, jit::Node *, Inputs in) {
   return one(imp.create<mlir::cleave::GeluOp>((*values)[0], approximation));
 }
 
+/// x bounded below (`lower`) or above by a number or a tensor, promoted
+/// together: clamp_min, clamp_max and clamp's tensor bounds.
+FailureOr<Value> clampBound(Importer &imp, Value x, const Val &bound, bool lower) {
+  auto values = imp.promote({Val::ofTensor(x), bound});
+  if (failed(values))
+    return failure();
+  return lower ? imp.create<mlir::cleave::MaximumOp>((*values)[0], (*values)[1])
+               : imp.create<mlir::cleave::MinimumOp>((*values)[0], (*values)[1]);
+}
+
 Result clamp(Importer &imp, jit::Node *, Inputs in) {
   auto values = imp.promote({in[0]});
   if (failed(values))
@@ -314,11 +324,7 @@ Result clamp(Importer &imp, jit::Node *, Inputs in) {
     if (imp.isNone(in[i]))
       continue;
     if (in[i].isTensor() || (in[i].isConstant() && in[i].constant.isTensor())) { // clamp.Tensor
-      auto values = imp.promote({Val::ofTensor(x), in[i]});
-      if (failed(values))
-        return failure();
-      auto clamped = i == 1 ? imp.create<mlir::cleave::MaximumOp>((*values)[0], (*values)[1])
-                            : imp.create<mlir::cleave::MinimumOp>((*values)[0], (*values)[1]);
+      auto clamped = clampBound(imp, x, in[i], /*lower=*/i == 1);
       if (failed(clamped))
         return failure();
       x = *clamped;
@@ -2113,15 +2119,7 @@ Converter pixelShuffle(bool unshuffle) {
   };
 }
 
-/// clamp_min / clamp_max / clamp with a scalar or tensor bound.
-FailureOr<Value> clampBound(Importer &imp, Value x, const Val &bound, bool lower) {
-  auto values = imp.promote({Val::ofTensor(x), bound});
-  if (failed(values))
-    return failure();
-  return lower ? imp.create<mlir::cleave::MaximumOp>((*values)[0], (*values)[1])
-               : imp.create<mlir::cleave::MinimumOp>((*values)[0], (*values)[1]);
-}
-
+/// clamp_min / clamp_max: one bound, a number or a tensor.
 Converter clampOneSide(bool lower) {
   return [lower](Importer &imp, jit::Node *, Inputs in) -> Result {
     auto x = imp.tensor(in[0]);

@@ -17,28 +17,35 @@
 
 namespace mlir::cleave {
 
+inline RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+inline bool isFloat(Value v) { return llvm::isa<FloatType>(typeOf(v).getElementType()); }
+
 /// Builds cleave ops at one place with one location.
 struct CleaveBuilder {
   OpBuilder &b;
   Location loc;
 
-  static RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
-
-  /// A 0-d constant of `elementType` (broadcasts against any shape).
-  Value scalar(double value, Type elementType) {
-    auto type = RankedTensorType::get({}, elementType);
-    Attribute element;
+  /// `value` as an element of `elementType` (rounded to a float type, truncated to an
+  /// integer one, non-zero for i1).
+  Attribute element(double value, Type elementType) {
     if (auto floatType = llvm::dyn_cast<FloatType>(elementType)) {
       APFloat v(value);
       bool lost;
       v.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
-      element = FloatAttr::get(floatType, v);
-    } else if (elementType.isInteger(1)) {
-      element = b.getBoolAttr(value != 0);
-    } else {
-      element = IntegerAttr::get(elementType, static_cast<int64_t>(value));
+      return FloatAttr::get(floatType, v);
     }
-    return b.create<ConstantOp>(loc, DenseElementsAttr::get(type, element));
+    if (elementType.isInteger(1))
+      return b.getBoolAttr(value != 0);
+    return IntegerAttr::get(elementType, static_cast<int64_t>(value));
+  }
+  /// A constant of `type` holding `value` everywhere.
+  Value splat(double value, RankedTensorType type) {
+    return b.create<ConstantOp>(
+        loc, DenseElementsAttr::get(type, element(value, type.getElementType())));
+  }
+  /// A 0-d constant of `elementType` (broadcasts against any shape).
+  Value scalar(double value, Type elementType) {
+    return splat(value, RankedTensorType::get({}, elementType));
   }
   Value scalarLike(double value, Value like) { return scalar(value, typeOf(like).getElementType()); }
 

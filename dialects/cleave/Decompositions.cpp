@@ -23,10 +23,6 @@ using namespace mlir::cleave;
 
 namespace {
 
-RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
-
-bool isFloat(Value v) { return llvm::isa<FloatType>(typeOf(v).getElementType()); }
-
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// Rule builders: comparisons against a number and the NaN test.
@@ -846,15 +842,6 @@ LogicalResult IndexPutOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// A constant of `type` holding `value` everywhere.
-Value splatOf(Rules &b, double value, RankedTensorType type) {
-  Value scalar = b.scalar(value, type.getElementType());
-  auto attr = llvm::cast<DenseElementsAttr>(
-      scalar.getDefiningOp<ConstantOp>().getValue());
-  scalar.getDefiningOp()->erase();
-  return b.make<ConstantOp>(DenseElementsAttr::get(type, attr.getSplatValue<Attribute>()));
-}
-
 Value sliceOf(Rules &b, Value x, int64_t dim, int64_t start, int64_t end) {
   if (start == 0 && end == typeOf(x).getDimSize(dim))
     return x;
@@ -926,7 +913,7 @@ LogicalResult PadOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &resul
       if (n == 0)
         return;
       if (mode == "constant") {
-        parts.push_back(splatOf(b, getValue().convertToDouble(), piece(n)));
+        parts.push_back(b.splat(getValue().convertToDouble(), piece(n)));
       } else if (mode == "replicate") {
         Value edge = front ? sliceOf(b, x, d, 0, 1) : sliceOf(b, x, d, size - 1, size);
         parts.push_back(b.broadcastTo(edge, piece(n)));

@@ -25,15 +25,6 @@ LogicalResult mlir::cleave::noGradientRule(Operation *op) {
                          << ": training through this op is not supported";
 }
 
-namespace {
-
-RankedTensorType typeOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
-
-bool isFloat(Value v) { return llvm::isa<FloatType>(typeOf(v).getElementType()); }
-
-using GradBuilder = CleaveBuilder;
-
-} // namespace
 
 //===----------------------------------------------------------------------===//
 // Unary elementwise.
@@ -44,7 +35,7 @@ using GradBuilder = CleaveBuilder;
                                    SmallVectorImpl<Value> &og) {                              \
     if (!rg[0] || !isFloat(getInput()))                                                       \
       return success();                                                                       \
-    GradBuilder b{builder, getLoc()};                                                             \
+    CleaveBuilder b{builder, getLoc()};                                                             \
     Value g = rg[0], x = getInput(), y = getResult();                                         \
     (void)x;                                                                                  \
     (void)y;                                                                                  \
@@ -171,7 +162,7 @@ LogicalResult TriuOp::buildGradients(OpBuilder &b, ArrayRef<Value> rg, SmallVect
 namespace {
 /// Sets the gradients of a binary op's operands, each summed back to the
 /// operand's shape; a null gradient or a non-float operand gets none.
-void setBinary(GradBuilder &b, Operation *op, SmallVectorImpl<Value> &og, Value lhs, Value rhs) {
+void setBinary(CleaveBuilder &b, Operation *op, SmallVectorImpl<Value> &og, Value lhs, Value rhs) {
   if (lhs && isFloat(op->getOperand(0)))
     og[0] = b.sumToShape(lhs, op->getOperand(0));
   if (rhs && isFloat(op->getOperand(1)))
@@ -183,7 +174,7 @@ LogicalResult AddOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                     SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getResult()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   setBinary(b, *this, og, rg[0], rg[0]);
   return success();
 }
@@ -273,7 +264,7 @@ LogicalResult SubOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                     SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getResult()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   setBinary(b, *this, og, rg[0], b.neg(rg[0]));
   return success();
 }
@@ -282,7 +273,7 @@ LogicalResult MulOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                     SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getResult()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0];
   setBinary(b, *this, og, b.mul(g, getRhs()), b.mul(g, getLhs()));
   return success();
@@ -292,7 +283,7 @@ LogicalResult DivOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                     SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getResult()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0], x = getLhs(), y = getRhs();
   // other: -grad * self / (other * other).
   Value dy = isa_and_nonnull<ConstantOp>(y.getDefiningOp())
@@ -317,7 +308,7 @@ LogicalResult PowOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                     SmallVectorImpl<Value> &og) {
   if (!rg[0])
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0], x = getLhs(), e = getRhs();
   if (std::optional<double> exponent = splatValue(e)) {
     // pow_backward: grad * (exponent * self.pow(exponent - 1)); zero for 0.
@@ -345,7 +336,7 @@ static LogicalResult extremumGradient(Operation *op, OpBuilder &builder, ArrayRe
                                       ComparePredicate rhsLoses) {
   if (!rg[0] || !isFloat(op->getResult(0)))
     return success();
-  GradBuilder b{builder, op->getLoc()};
+  CleaveBuilder b{builder, op->getLoc()};
   Value g = rg[0], x = op->getOperand(0), y = op->getOperand(1);
   Value zero = b.scalarLike(0, g);
   Value shared = b.where(b.compare(ComparePredicate::eq, x, y), b.div(g, b.scalarLike(2, g)), g);
@@ -373,7 +364,7 @@ LogicalResult WhereOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                       SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getResult()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0], c = getCondition(), zero = b.scalarLike(0, g);
   og[1] = b.sumToShape(b.where(c, g, zero), getOnTrue());
   og[2] = b.sumToShape(b.where(c, zero, g), getOnFalse());
@@ -388,7 +379,7 @@ LogicalResult MatmulOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                        SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getResult()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0], lhs = getLhs(), rhs = getRhs();
   auto lhsType = typeOf(lhs), gType = typeOf(g);
   bool lhsUnbroadcast = lhsType.getShape().drop_back() == gType.getShape().drop_back();
@@ -409,7 +400,7 @@ LogicalResult LinearOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                        SmallVectorImpl<Value> &og) {
   if (!rg[0])
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0], x = getInput(), w = getWeight();
   auto xType = typeOf(x);
   int64_t n = typeOf(w).getDimSize(0), k = typeOf(w).getDimSize(1);
@@ -442,7 +433,7 @@ LogicalResult GatherOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
     return success();
   // gather_backward: the gradient scatter-added into zeros of the input's
   // shape (repeated indices add up).
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value zeros = b.broadcastTo(b.scalarLike(0, getInput()), typeOf(getInput()));
   og[0] = b.make<ScatterOp>(zeros, getIndex(), rg[0], getDimAttr(),
                             ScatterReduceAttr::get(builder.getContext(), ScatterReduce::sum),
@@ -459,7 +450,7 @@ LogicalResult ScatterOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
     return emitError() << "no gradient rule for cleave.scatter with reduce = "
                        << stringifyScatterReduce(reduce)
                        << ": training through it is not supported (only none and sum)";
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0];
   // derivatives.yaml: src gets grad.gather(dim, index); self gets grad where
   // nothing overwrote it (scatter: grad.scatter(dim, index, 0)), all of grad
@@ -552,7 +543,7 @@ LogicalResult ReduceSumOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg
                                           SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getInput()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   auto input = typeOf(getInput());
   og[0] = b.broadcastTo(b.keepDims(rg[0], input, getDims()), input);
   return success();
@@ -562,7 +553,7 @@ LogicalResult ReduceMeanOp::buildGradients(OpBuilder &builder, ArrayRef<Value> r
                                            SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getInput()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   auto input = typeOf(getInput());
   int64_t count = 1;
   for (int64_t d : getDims())
@@ -578,7 +569,7 @@ LogicalResult ReduceMaxOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg
                                           SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getInput()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   auto input = typeOf(getInput());
   // The gradient is shared among the elements equal to the maximum.
   Value max = b.keepDims(getResult(), input, getDims());
@@ -596,7 +587,7 @@ LogicalResult ReduceProdOp::buildGradients(OpBuilder &builder, ArrayRef<Value> r
                                            SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getInput()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value x = getInput();
   auto input = typeOf(x);
   Value g = b.keepDims(rg[0], input, getDims());
@@ -618,7 +609,7 @@ LogicalResult ReduceProdOp::buildGradients(OpBuilder &builder, ArrayRef<Value> r
 /// PyTorch's value_selecting_reduction_backward: each slice's gradient at
 /// the saved index along `dim`, zeros elsewhere. The positions along `dim`
 /// are a constant shaped to broadcast against the indices.
-static Value gradientAtIndex(GradBuilder &b, Value g, Value indices, RankedTensorType input,
+static Value gradientAtIndex(CleaveBuilder &b, Value g, Value indices, RankedTensorType input,
                              int64_t dim) {
   SmallVector<int64_t> shape(input.getRank(), 1);
   shape[dim] = input.getDimSize(dim);
@@ -634,7 +625,7 @@ LogicalResult ReduceMaxIndexOp::buildGradients(OpBuilder &builder, ArrayRef<Valu
                                                SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getInput()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   og[0] = gradientAtIndex(b, rg[0], getIndices(), typeOf(getInput()), getDim());
   return success();
 }
@@ -643,7 +634,7 @@ LogicalResult ReduceMinIndexOp::buildGradients(OpBuilder &builder, ArrayRef<Valu
                                                SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getInput()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   og[0] = gradientAtIndex(b, rg[0], getIndices(), typeOf(getInput()), getDim());
   return success();
 }
@@ -672,7 +663,7 @@ LogicalResult CumprodOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                         SmallVectorImpl<Value> &og) {
   if (!rg[0] || !isFloat(getInput()))
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0], x = getInput(), y = getResult();
   IntegerAttr dim = getDimAttr();
   BoolAttr forward = builder.getBoolAttr(getReverse()),
@@ -702,7 +693,7 @@ LogicalResult Conv2dOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                        SmallVectorImpl<Value> &og) {
   if (!rg[0])
     return success();
-  GradBuilder b{builder, getLoc()};
+  CleaveBuilder b{builder, getLoc()};
   Value g = rg[0];
   og[0] = b.make<Conv2dBackwardInputOp>(getInput().getType(), g, getWeight(), getStrideAttr(),
                                         getPaddingAttr(), getDilationAttr(), getGroupsAttr());
@@ -745,7 +736,7 @@ LogicalResult AdaptiveAvgPool2dOp::buildGradients(OpBuilder &builder, ArrayRef<V
 LogicalResult ReshapeOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                         SmallVectorImpl<Value> &og) {
   if (rg[0] && isFloat(getInput()))
-    og[0] = GradBuilder{builder, getLoc()}.reshape(rg[0], typeOf(getInput()).getShape());
+    og[0] = CleaveBuilder{builder, getLoc()}.reshape(rg[0], typeOf(getInput()).getShape());
   return success();
 }
 
@@ -757,14 +748,14 @@ LogicalResult PermuteOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
   SmallVector<int64_t> inverse(dims.size());
   for (auto [i, d] : llvm::enumerate(dims))
     inverse[d] = static_cast<int64_t>(i);
-  og[0] = GradBuilder{builder, getLoc()}.permute(rg[0], inverse);
+  og[0] = CleaveBuilder{builder, getLoc()}.permute(rg[0], inverse);
   return success();
 }
 
 LogicalResult BroadcastToOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                             SmallVectorImpl<Value> &og) {
   if (rg[0] && isFloat(getInput()))
-    og[0] = GradBuilder{builder, getLoc()}.sumToShape(rg[0], getInput());
+    og[0] = CleaveBuilder{builder, getLoc()}.sumToShape(rg[0], getInput());
   return success();
 }
 

@@ -46,6 +46,7 @@ def Cleave_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 def Cleave_NumericTensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32]>;
 def Cleave_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Cleave_I64Tensor : StaticShapeTensorOf<[I64]>;
+def Cleave_I32Tensor : StaticShapeTensorOf<[I32]>;
 
 //===----------------------------------------------------------------------===//
 // Enums.

@@ -624,5 +624,93 @@ LogicalResult ScatterOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Linear algebra on batches of matrices.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks that `value` (called `name`) is a batch of matrices: rank >= 2.
+LogicalResult verifyMatrices(Operation *op, Value value, StringRef name) {
+  if (tensorType(value).getRank() < 2)
+    return op->emitOpError() << name << " " << value.getType()
+                             << " must be a matrix or a batch of matrices (rank >= 2)";
+  return success();
+}
+
+/// Checks that `result` is `expected` (element type and shape), saying what
+/// it was built from.
+LogicalResult verifyResultShape(Operation *op, Value result, StringRef name,
+                                ArrayRef<int64_t> shape, Type elementType) {
+  auto type = tensorType(result);
+  if (type.getShape() != shape || type.getElementType() != elementType)
+    return op->emitOpError() << name << " " << type << " must be "
+                             << RankedTensorType::get(shape, elementType);
+  return success();
+}
+} // namespace
+
+LogicalResult LuFactorOp::verify() {
+  if (failed(verifyMatrices(*this, getInput(), "input")))
+    return failure();
+  auto input = tensorType(getInput());
+  ArrayRef<int64_t> shape = input.getShape();
+  SmallVector<int64_t> batch(shape.drop_back(2));
+  int64_t m = shape[shape.size() - 2], n = shape.back();
+  SmallVector<int64_t> pivots = batch;
+  pivots.push_back(std::min(m, n));
+  Type i32 = IntegerType::get(getContext(), 32);
+  if (failed(verifyResultShape(*this, getLu(), "lu", shape, input.getElementType())) ||
+      failed(verifyResultShape(*this, getPivots(), "pivots", pivots, i32)) ||
+      failed(verifyResultShape(*this, getInfo(), "info", batch, i32)))
+    return failure();
+  return success();
+}
+
+LogicalResult LuPivotsToPermutationOp::verify() {
+  auto pivots = tensorType(getPivots());
+  if (pivots.getRank() < 1)
+    return emitOpError() << "pivots " << pivots << " must have rank >= 1";
+  int64_t k = pivots.getShape().back();
+  if (getRows() < k)
+    return emitOpError() << "rows " << getRows() << " must be at least the " << k
+                         << " pivots";
+  SmallVector<int64_t> shape(pivots.getShape());
+  shape.back() = getRows();
+  return verifyResultShape(*this, getPermutation(), "permutation", shape,
+                           IntegerType::get(getContext(), 64));
+}
+
+LogicalResult CholeskyOp::verify() {
+  if (failed(verifyMatrices(*this, getInput(), "input")))
+    return failure();
+  auto input = tensorType(getInput());
+  ArrayRef<int64_t> shape = input.getShape();
+  if (shape.back() != shape[shape.size() - 2])
+    return emitOpError() << "input " << input << " must hold square matrices";
+  if (failed(verifyResultShape(*this, getResult(), "result", shape, input.getElementType())))
+    return failure();
+  return verifyResultShape(*this, getInfo(), "info", shape.drop_back(2),
+                           IntegerType::get(getContext(), 32));
+}
+
+LogicalResult TriangularSolveOp::verify() {
+  if (failed(verifyMatrices(*this, getA(), "a")) || failed(verifyMatrices(*this, getB(), "b")))
+    return failure();
+  auto a = tensorType(getA()), b = tensorType(getB());
+  ArrayRef<int64_t> as = a.getShape(), bs = b.getShape();
+  int64_t n = as.back();
+  if (as[as.size() - 2] != n)
+    return emitOpError() << "a " << a << " must hold square matrices";
+  if (bs[bs.size() - 2] != n)
+    return emitOpError() << "b " << b << " must have " << n << " rows, as a's matrices";
+  if (a.getElementType() != b.getElementType())
+    return emitOpError() << "a " << a << " and b " << b << " must have one element type";
+  auto batch = broadcastShapes({as.drop_back(2), bs.drop_back(2)});
+  if (!batch)
+    return emitOpError() << "batch dims of a " << a << " and b " << b << " do not broadcast";
+  batch->append({n, bs.back()});
+  return verifyResultShape(*this, getResult(), "result", *batch, a.getElementType());
+}
+
 #define GET_OP_CLASSES
 #include "dialects/cleave/CleaveOps.cpp.inc"

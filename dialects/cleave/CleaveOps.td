@@ -421,6 +421,119 @@ def Cleave_CumsumOp : Cleave_ScanOp<"cumsum", "sum">;
 def Cleave_CumprodOp : Cleave_ScanOp<"cumprod", "product">;
 
 //===----------------------------------------------------------------------===//
+// Dense linear algebra on batches of small matrices: the last two dims are
+// the matrix, the leading dims a batch. The kernels factor one matrix per
+// thread and compute in double (PyTorch's CPU results come from LAPACK).
+// Only triangular_solve has a gradient rule yet: differentiating through the
+// factorizations is refused naming the op.
+// Sharding: the defaults (replicated).
+//===----------------------------------------------------------------------===//
+
+def Cleave_LuFactorOp : Cleave_Op<"lu_factor", [Pure], [],
+    ["getCost", "getSavedForBackward"]> {
+  let summary = "LU factorization with partial pivoting (LAPACK getrf)";
+  let description = [{
+    Factors each [m, n] matrix of `input` as `P L U`, packed as LAPACK's
+    getrf packs it: `lu` holds U on and above the diagonal and L's
+    multipliers (unit diagonal implied) below it. `pivots` [..., min(m, n)]
+    are 1-based i32 row swaps, applied in order: at step j, row j swaps with
+    row `pivots[j] - 1`, the first row holding the largest |value| of
+    column j at or below the diagonal. `info` [...] (i32) is 0, or the
+    1-based index of the first exactly zero diagonal element of U (the
+    factorization still completes, as getrf), as `torch.linalg.lu_factor_ex`.
+
+    Example:
+
+    ```mlir
+    %lu, %piv, %info = cleave.lu_factor %a : tensor<2x3x3xf32> -> tensor<2x3x3xf32>, tensor<2x3xi32>, tensor<2xi32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input);
+  let results = (outs Cleave_FloatTensor:$lu, Cleave_I32Tensor:$pivots, Cleave_I32Tensor:$info);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($lu) `,` type($pivots) `,` type($info)
+  }];
+  let hasVerifier = 1;
+}
+
+def Cleave_LuPivotsToPermutationOp : Cleave_Op<"lu_pivots_to_permutation", [Pure], [],
+    ["getCost", "getSavedForBackward"]> {
+  let summary = "the row permutation that getrf's pivots describe";
+  let description = [{
+    Applies the 1-based row swaps `pivots` [..., k] (as `lu_factor` writes
+    them) in order to the rows `0..rows-1`: `permutation[..., r]` (i64) is
+    the original row that ends up at row r, so `P^T A = A[permutation]` and
+    `P[i, j] = (permutation[j] == i)`. A pivot outside [1, rows] is a
+    runtime error.
+
+    Example:
+
+    ```mlir
+    %perm = cleave.lu_pivots_to_permutation %piv {rows = 3 : i64} : tensor<2x3xi32> -> tensor<2x3xi64>
+    ```
+  }];
+  let arguments = (ins Cleave_IndexTensor:$pivots, I64Attr:$rows);
+  let results = (outs Cleave_I64Tensor:$permutation);
+  let assemblyFormat = "$pivots attr-dict `:` type($pivots) `->` type($permutation)";
+  let hasVerifier = 1;
+}
+
+def Cleave_CholeskyOp : Cleave_Op<"cholesky", [Pure], [],
+    ["getCost", "getSavedForBackward"]> {
+  let summary = "Cholesky factorization (LAPACK potrf)";
+  let description = [{
+    Factors each symmetric positive-definite [n, n] matrix of `input` as
+    `L L^T` (reading its lower triangle) or, with `upper`, `U^T U` (reading
+    its upper triangle). `result` is L (U with `upper`), zero on the other
+    side. `info` [...] (i32) is 0, or the 1-based order of the first leading
+    minor that is not positive definite, as `torch.linalg.cholesky_ex`;
+    then only the columns before it are factored.
+
+    Example:
+
+    ```mlir
+    %l, %info = cleave.cholesky %a {upper = false} : tensor<4x4xf32> -> tensor<4x4xf32>, tensor<i32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, DefaultValuedAttr<BoolAttr, "false">:$upper);
+  let results = (outs Cleave_FloatTensor:$result, Cleave_I32Tensor:$info);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result) `,` type($info)";
+  let hasVerifier = 1;
+}
+
+def Cleave_TriangularSolveOp : Cleave_Op<"triangular_solve", [Pure], [],
+    ["getCost", "getSavedForBackward"], [], Cleave_HasGradient> {
+  let summary = "solve A X = B with A triangular (BLAS trsm, left side)";
+  let description = [{
+    Solves `A X = B` (`A^T X = B` with `transpose`) for each [n, n]
+    triangular `a` and [n, k] `b`, their batch dims broadcast. Only `a`'s
+    upper (with `upper`) or lower triangle is read; with `unitriangular` its
+    diagonal is taken as ones. A zero on the diagonal gives infinities or
+    NaN, as BLAS's trsm (no check). Right-side solves are this op on
+    transposes. Its gradient follows PyTorch's
+    linalg_solve_triangular_backward: B's is the solve with op(A)^T, A's is
+    -gB X^T (-X gB^T when transposed) kept on A's triangle (without the
+    diagonal when unitriangular).
+
+    Example:
+
+    ```mlir
+    %x = cleave.triangular_solve %a, %b {upper = true, transpose = false, unitriangular = false}
+        : tensor<2x3x3xf32>, tensor<3x4xf32> -> tensor<2x3x4xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$a, Cleave_FloatTensor:$b,
+                       DefaultValuedAttr<BoolAttr, "false">:$upper,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose,
+                       DefaultValuedAttr<BoolAttr, "false">:$unitriangular);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Convolution and pooling (NCHW).
 //===----------------------------------------------------------------------===//
 

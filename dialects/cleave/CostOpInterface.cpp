@@ -426,6 +426,50 @@ void CumprodOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
   saved.push_back(getResult());
 }
 
+// Linear algebra on batches of small matrices: getrf's ~2/3 n^3 (m n^2 -
+// n^3/3 for [m, n]), potrf's n^3/3, trsm's n^2 per right-hand side. The
+// factorizations have no gradient rules yet, so no backward.
+static OpCost factorizationCost(Operation *op, double flops) {
+  OpCost cost = mapCost(op, OpClass::Reduction, flops, 0);
+  cost.backward = {};
+  cost.savedBytes = 0;
+  return cost;
+}
+static double matrixCount(RankedTensorType type) {
+  double count = 1;
+  for (int64_t d : type.getShape().drop_back(2))
+    count *= d;
+  return count;
+}
+OpCost LuFactorOp::getCost() {
+  auto type = llvm::cast<RankedTensorType>(getInput().getType());
+  double m = type.getShape().end()[-2], n = type.getShape().back(), k = std::min(m, n);
+  return factorizationCost(*this, matrixCount(type) * (m * n * k - (m + n) * k * k / 2 +
+                                                       k * k * k / 3) * 2);
+}
+void LuFactorOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+OpCost LuPivotsToPermutationOp::getCost() {
+  return factorizationCost(*this, elementsOf(getPermutation()));
+}
+void LuPivotsToPermutationOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+OpCost CholeskyOp::getCost() {
+  auto type = llvm::cast<RankedTensorType>(getInput().getType());
+  double n = type.getShape().back();
+  return factorizationCost(*this, matrixCount(type) * n * n * n / 3);
+}
+void CholeskyOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+// The backward: one more solve and an [n, k] x [k, n] product per matrix.
+OpCost TriangularSolveOp::getCost() {
+  auto type = llvm::cast<RankedTensorType>(getResult().getType());
+  double n = type.getShape().end()[-2];
+  double flops = elementsOf(getResult()) * n;
+  return mapCost(*this, OpClass::Reduction, flops, 3 * flops);
+}
+void TriangularSolveOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getA());
+  saved.push_back(getResult());
+}
+
 template <typename Normalize> static OpCost normalizeCost(Normalize op) {
   // max, subtract, exp (~10), sum, divide; the backward y * (dy - sum(dy * y))
   // (or dy - exp(y) * sum(dy) for log_softmax) reads only the saved result.

@@ -791,3 +791,28 @@ LogicalResult NllLossOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                               getReductionAttr(), getIgnoreIndexAttr());
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Linear algebra.
+//===----------------------------------------------------------------------===//
+
+LogicalResult TriangularSolveOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                                SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  // linalg_solve_triangular_backward: X = M^-1 B with M = op(A) gives
+  // gB = M^-T g, gM = -gB X^T; gA is gM (its transpose when M = A^T) kept
+  // on the triangle the op reads. Broadcast batch dims sum back.
+  CleaveBuilder b{builder, getLoc()};
+  Value x = getResult();
+  Value gb = b.make<TriangularSolveOp>(x.getType(), getA(), rg[0], getUpperAttr(),
+                                       builder.getBoolAttr(!getTranspose()),
+                                       getUnitriangularAttr());
+  Value gm = getTranspose() ? b.make<MatmulOp>(x, b.transpose(gb))
+                            : b.make<MatmulOp>(gb, b.transpose(x));
+  int64_t keep = getUnitriangular() ? 1 : 0;
+  Value ga = getUpper() ? b.make<TriuOp>(b.neg(gm), keep) : b.make<TrilOp>(b.neg(gm), -keep);
+  og[0] = b.sumToShape(ga, getA());
+  og[1] = b.sumToShape(gb, getB());
+  return success();
+}

@@ -218,6 +218,149 @@ Status parseScan(const KernelSignature &sig, const char *backend,
 }
 
 //===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks that operand `name` is a batch of matrices (rank >= 2).
+Status checkMatrices(const KernelSignature &sig, const char *name, const TensorDesc &x) {
+  if (x.rank() < 2)
+    return CLEAVE_ERROR(sig.kernel, ": ", name, " ", describe(x.shape, x.dtype),
+                        " must be a matrix or a batch of matrices (rank >= 2)");
+  return {};
+}
+
+/// Checks that output `index` (called `name`) is `expected`.
+Status checkNamedOutput(const KernelSignature &sig, size_t index, const char *name,
+                        const TensorDesc &expected) {
+  const TensorDesc &got = sig.outputs[index];
+  if (got != expected)
+    return CLEAVE_ERROR(sig.kernel, ": ", name, " output is ", describe(got.shape, got.dtype),
+                        ", expected ", describe(expected.shape, expected.dtype));
+  return {};
+}
+
+Shape batchOf(const Shape &shape) { return Shape(shape.begin(), shape.end() - 2); }
+} // namespace
+
+Status parseLuFactor(const KernelSignature &sig, const char *backend,
+                     std::initializer_list<DType> dtypes, LuFactorParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1, 3));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkMatrices(sig, "input", x));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
+  Shape batch = batchOf(x.shape);
+  out->m = x.shape[x.rank() - 2];
+  out->n = x.shape.back();
+  out->batch = numElements(batch);
+  Shape pivots = batch;
+  pivots.push_back(std::min(out->m, out->n));
+  CLEAVE_RETURN_IF_ERROR(checkNamedOutput(sig, 1, "pivots", {DType::I32, pivots}));
+  return checkNamedOutput(sig, 2, "info", {DType::I32, batch});
+}
+
+Status parsePivotsToPermutation(const KernelSignature &sig, const char *backend,
+                                PivotsParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "pivots"));
+  const TensorDesc &p = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "pivots", p, {DType::I32, DType::I64}));
+  if (p.rank() < 1)
+    return CLEAVE_ERROR(sig.kernel, ": pivots ", describe(p.shape, p.dtype),
+                        " must have rank >= 1");
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("rows", &out->rows)));
+  out->k = p.shape.back();
+  if (out->rows < out->k)
+    return CLEAVE_ERROR(sig.kernel, ": rows ", out->rows, " must be at least the ", out->k,
+                        " pivots");
+  Shape shape = p.shape;
+  shape.back() = out->rows;
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {DType::I64, shape}, "the pivots' batch by rows"));
+  out->batch = numElements(Shape(p.shape.begin(), p.shape.end() - 1));
+  out->pivotType = p.dtype;
+  return {};
+}
+
+Status parseCholesky(const KernelSignature &sig, const char *backend,
+                     std::initializer_list<DType> dtypes, CholeskyParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkMatrices(sig, "input", x));
+  if (x.shape.back() != x.shape[x.rank() - 2])
+    return CLEAVE_ERROR(sig.kernel, ": input ", describe(x.shape, x.dtype),
+                        " must hold square matrices");
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("upper", &out->upper, false)));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
+  Shape batch = batchOf(x.shape);
+  out->n = x.shape.back();
+  out->batch = numElements(batch);
+  return checkNamedOutput(sig, 1, "info", {DType::I32, batch});
+}
+
+Status parseTriangularSolve(const KernelSignature &sig, const char *backend,
+                            std::initializer_list<DType> dtypes, TriangularSolveParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "a"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "b"));
+  const TensorDesc &a = *sig.inputs[0], &b = *sig.inputs[1];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "a", a, dtypes));
+  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "a", a, "b", b));
+  CLEAVE_RETURN_IF_ERROR(checkMatrices(sig, "a", a));
+  CLEAVE_RETURN_IF_ERROR(checkMatrices(sig, "b", b));
+  const int64_t n = a.shape.back();
+  if (a.shape[a.rank() - 2] != n)
+    return CLEAVE_ERROR(sig.kernel, ": a ", describe(a.shape, a.dtype),
+                        " must hold square matrices");
+  if (b.shape[b.rank() - 2] != n)
+    return CLEAVE_ERROR(sig.kernel, ": b ", describe(b.shape, b.dtype), " must have ", n,
+                        " rows, as a's matrices");
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("upper", &out->upper, false)));
+  CLEAVE_RETURN_IF_ERROR(
+      withKernel(sig, sig.attrs.getBool("transpose", &out->transpose, false)));
+  CLEAVE_RETURN_IF_ERROR(
+      withKernel(sig, sig.attrs.getBool("unitriangular", &out->unitriangular, false)));
+  Shape aBatch = batchOf(a.shape), bBatch = batchOf(b.shape);
+  auto batch = broadcastShapes({aBatch, bBatch});
+  if (!batch)
+    return CLEAVE_ERROR(sig.kernel, ": batch dims of a ", describe(a.shape, a.dtype), " and b ",
+                        describe(b.shape, b.dtype), " do not broadcast");
+  Shape result = *batch;
+  result.push_back(n);
+  result.push_back(b.shape.back());
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, {a.dtype, result}, "the broadcast of a and b"));
+  out->n = n;
+  out->k = b.shape.back();
+  out->batch = numElements(*batch);
+  // Each result matrix's a and b matrix, walking the broadcast batch.
+  const int64_t rank = static_cast<int64_t>(batch->size());
+  auto indexIn = [&](const Shape &operand, int64_t flat) {
+    int64_t index = 0, stride = 1;
+    const int64_t offset = rank - static_cast<int64_t>(operand.size());
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      int64_t size = (*batch)[d], coord = flat % size;
+      flat /= size;
+      if (d >= offset) {
+        int64_t own = operand[d - offset];
+        index += (own == 1 ? 0 : coord) * stride;
+        stride *= own;
+      }
+    }
+    return index;
+  };
+  out->aIndex.resize(out->batch);
+  out->bIndex.resize(out->batch);
+  for (int64_t i = 0; i < out->batch; ++i) {
+    out->aIndex[i] = indexIn(aBatch, i);
+    out->bIndex[i] = indexIn(bBatch, i);
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
 // Normalization
 //===----------------------------------------------------------------------===//
 

@@ -99,6 +99,49 @@ Status parseScan(const KernelSignature &sig, const char *backend,
                  std::initializer_list<DType> dtypes, ScanParams *out);
 
 //===----------------------------------------------------------------------===//
+// Linear algebra on batches of small matrices (lu_factor,
+// lu_pivots_to_permutation, cholesky, triangular_solve): the leading dims
+// are a batch, each matrix is row-major and contiguous.
+//===----------------------------------------------------------------------===//
+
+/// lu_factor: `batch` [m, n] matrices; outputs lu (the input's shape and
+/// dtype), pivots [batch..., min(m, n)] i32 and info [batch...] i32.
+struct LuFactorParams {
+  int64_t batch = 0, m = 0, n = 0;
+};
+Status parseLuFactor(const KernelSignature &sig, const char *backend,
+                     std::initializer_list<DType> dtypes, LuFactorParams *out);
+
+/// lu_pivots_to_permutation: `batch` rows of `k` 1-based pivots (i32 or
+/// i64) to `batch` rows of `rows` i64 row indices.
+struct PivotsParams {
+  int64_t batch = 0, k = 0, rows = 0;
+  DType pivotType = DType::I32;
+};
+Status parsePivotsToPermutation(const KernelSignature &sig, const char *backend,
+                                PivotsParams *out);
+
+/// cholesky: `batch` [n, n] matrices; outputs the factor (input's shape and
+/// dtype) and info [batch...] i32.
+struct CholeskyParams {
+  int64_t batch = 0, n = 0;
+  bool upper = false;
+};
+Status parseCholesky(const KernelSignature &sig, const char *backend,
+                     std::initializer_list<DType> dtypes, CholeskyParams *out);
+
+/// triangular_solve: a [..., n, n] and b [..., n, k] with broadcast batch
+/// dims; for each of the result's `batch` matrices, the matrix index of a
+/// and of b it reads (aIndex[i], bIndex[i]).
+struct TriangularSolveParams {
+  int64_t batch = 0, n = 0, k = 0;
+  bool upper = false, transpose = false, unitriangular = false;
+  std::vector<int64_t> aIndex, bIndex;
+};
+Status parseTriangularSolve(const KernelSignature &sig, const char *backend,
+                            std::initializer_list<DType> dtypes, TriangularSolveParams *out);
+
+//===----------------------------------------------------------------------===//
 // Normalization (layer_norm, batch_norm, softmax, log_softmax).
 //===----------------------------------------------------------------------===//
 

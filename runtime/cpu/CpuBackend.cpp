@@ -22,6 +22,7 @@ const cpu::KernelTable &kernelTable() {
     cpu::registerPoolingKernels(t);
     cpu::registerDataMovementKernels(t);
     cpu::registerAttentionKernels(t);
+    cpu::registerLinalgKernels(t);
     cpu::registerTrainingKernels(t);
     cpu::registerTrainingContractionKernels(t);
     return t;

@@ -42,6 +42,9 @@ void registerReductionKernels(KernelTable &table);
 void registerPoolingKernels(KernelTable &table);
 /// reshape permute broadcast_to slice concat gather scatter.
 void registerDataMovementKernels(KernelTable &table);
+/// lu_factor lu_pivots_to_permutation cholesky triangular_solve (batches of
+/// small matrices, in double).
+void registerLinalgKernels(KernelTable &table);
 /// attention (fused, causal or not).
 void registerAttentionKernels(KernelTable &table);
 /// Training, family A: assign dropout_train batch_norm_train

@@ -31,6 +31,7 @@ const KernelTable &kernelTable() {
     registerPoolingKernels(t);
     registerDataMovementKernels(t);
     registerAttentionKernels(t);
+    registerLinalgKernels(t);
     return t;
   }();
   return table;
@@ -177,6 +178,9 @@ public:
       return CLEAVE_ERROR(error.code == DeviceError::GatherIndexOutOfRange ? "gather" : "scatter",
                           ": index ", error.values[0], " at position ", error.values[1],
                           " is out of range for a dim of size ", error.values[2]);
+    if (error.code == DeviceError::PivotOutOfRange)
+      return CLEAVE_ERROR("lu_pivots_to_permutation: pivot ", error.values[0], " of matrix ",
+                          error.values[1], " is outside [1, ", error.values[2], "]");
     return CLEAVE_ERROR("cuda backend: a kernel reported error code ", error.code);
   }
 

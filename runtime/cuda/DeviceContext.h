@@ -35,13 +35,14 @@ struct DeviceError {
     None = 0,
     EmbeddingIndexOutOfRange = 1,
     GatherIndexOutOfRange = 2,
-    ScatterIndexOutOfRange = 3
+    ScatterIndexOutOfRange = 3,
+    PivotOutOfRange = 4
   };
   int code;
   int pad;
   /// EmbeddingIndexOutOfRange: the index, its position, the table's rows.
   /// Gather/ScatterIndexOutOfRange: the index, its position, the size of
-  /// the indexed dim.
+  /// the indexed dim. PivotOutOfRange: the pivot, its matrix, the rows.
   long long values[3];
 };
 
@@ -125,5 +126,8 @@ void registerPoolingKernels(KernelTable &table);
 void registerDataMovementKernels(KernelTable &table);
 /// attention (fused causal or full; online softmax, no S x S buffer).
 void registerAttentionKernels(KernelTable &table);
+/// lu_factor lu_pivots_to_permutation cholesky triangular_solve (a thread
+/// per matrix, in double).
+void registerLinalgKernels(KernelTable &table);
 
 } // namespace cleave::runtime::cuda

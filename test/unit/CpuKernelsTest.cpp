@@ -2292,6 +2292,255 @@ TEST_P(KernelTest, AttentionValidation) {
 }
 
 //===----------------------------------------------------------------------===//
+// Linear algebra: lu_factor, lu_pivots_to_permutation, cholesky,
+// triangular_solve on small matrices (values worked by hand, and random
+// batches checked by reconstructing the input from the results).
+//===----------------------------------------------------------------------===//
+
+/// The input of lu_factor rebuilt from its outputs (one [m, n] matrix at
+/// `offset`): P L U, the swaps undone in reverse order.
+std::vector<double> rebuildFromLu(const HostTensor &lu, const HostTensor &pivots, int64_t matrix,
+                                  int64_t m, int64_t n) {
+  const int64_t k = std::min(m, n);
+  std::vector<double> a(m * n, 0.0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t t = 0; t <= std::min({i, j, k - 1}); ++t) {
+        double l = t == i ? 1.0 : lu.at(matrix * m * n + i * n + t);
+        s += l * lu.at(matrix * m * n + t * n + j);
+      }
+      a[i * n + j] = s;
+    }
+  for (int64_t j = k - 1; j >= 0; --j) {
+    int64_t p = static_cast<int64_t>(pivots.at(matrix * k + j)) - 1;
+    for (int64_t c = 0; c < n; ++c)
+      std::swap(a[j * n + c], a[p * n + c]);
+  }
+  return a;
+}
+
+TEST_P(KernelTest, LuFactorPivotsAsGetrf) {
+  auto lu = [&](const HostTensor &x, Shape batch, int64_t m, int64_t n,
+                std::vector<HostTensor> *ys) {
+    Shape piv = batch, info = batch;
+    piv.push_back(std::min(m, n));
+    KernelSignature s = sig("lu_factor", {x.desc}, x.desc);
+    s.outputs.push_back(D(i32, piv));
+    s.outputs.push_back(D(i32, info));
+    ASSERT_OK(runAll(s, {&x}, ys));
+  };
+  std::vector<HostTensor> ys;
+  // Column 0's largest |value| is in row 1: swapped up.
+  lu(make(f32, {2, 2}, {1, 2, 3, 4}), {}, 2, 2, &ys);
+  expectClose(ys[0], {3, 4, 1.0 / 3, 2.0 / 3}, 1e-6, 1e-6, "lu");
+  expectEqual(ys[1], {2, 2}, "pivots");
+  expectEqual(ys[2], {0}, "info");
+  // A tie in |value| (2 and -2) takes the first row; then row 2 pivots.
+  lu(make(f32, {3, 3}, {2, 1, 1, -2, 3, 1, 1, 1, 1}), {}, 3, 3, &ys);
+  expectClose(ys[0], {2, 1, 1, -1, 4, 2, 0.5, 0.125, 0.25}, 1e-6, 1e-6, "tie lu");
+  expectEqual(ys[1], {1, 2, 3}, "tie pivots");
+  // Singular: the last pivot is exactly 0, info names it (1-based).
+  lu(make(f32, {2, 2}, {1, 2, 2, 4}), {}, 2, 2, &ys);
+  expectEqual(ys[0], {2, 4, 0.5, 0}, "singular lu");
+  expectEqual(ys[1], {2, 2}, "singular pivots");
+  expectEqual(ys[2], {2}, "singular info");
+  // A zero column: no swap, no scaling, info 1, the factorization goes on.
+  lu(make(f32, {2, 2}, {0, 1, 0, 2}), {}, 2, 2, &ys);
+  expectEqual(ys[0], {0, 1, 0, 2}, "zero column lu");
+  expectEqual(ys[1], {1, 2}, "zero column pivots");
+  expectEqual(ys[2], {1}, "zero column info");
+  // Random batches, square and rectangular: P L U rebuilds the input and
+  // every multiplier is at most 1 in magnitude (partial pivoting).
+  struct Case { Shape batch; int64_t m, n; };
+  for (const Case &c : std::vector<Case>{{{3}, 4, 4}, {{2, 2}, 3, 5}, {{2}, 5, 3}, {{}, 1, 1}}) {
+    Shape shape = c.batch;
+    shape.push_back(c.m);
+    shape.push_back(c.n);
+    HostTensor x = random(shape);
+    lu(x, c.batch, c.m, c.n, &ys);
+    const int64_t count = numElements(c.batch);
+    for (int64_t b = 0; b < count; ++b) {
+      std::vector<double> rebuilt = rebuildFromLu(ys[0], ys[1], b, c.m, c.n);
+      for (int64_t i = 0; i < c.m * c.n; ++i) {
+        EXPECT_NEAR(rebuilt[i], x.at(b * c.m * c.n + i), 1e-5) << describe(shape, f32);
+        int64_t row = i / c.n, col = i % c.n;
+        if (row > col)
+          EXPECT_LE(std::fabs(ys[0].at(b * c.m * c.n + i)), 1.0);
+      }
+      EXPECT_EQ(ys[2].at(b), 0);
+    }
+  }
+  // An empty batch writes nothing.
+  lu(HostTensor(f32, {0, 3, 3}), {0}, 3, 3, &ys);
+}
+
+TEST_P(KernelTest, LuPivotsToPermutation) {
+  HostTensor pivots = make(i32, {2, 3}, {2, 3, 3, 1, 2, 3});
+  KernelSignature s = sig("lu_pivots_to_permutation", {pivots.desc}, D(i64, {2, 3}),
+                          attrs({{"rows", I(3)}}));
+  HostTensor y;
+  ASSERT_OK(run(s, {&pivots}, &y));
+  expectEqual(y, {1, 2, 0, 0, 1, 2});
+  // More rows than pivots (a wide LU's [m] rows from min(m, n) pivots).
+  HostTensor wide = make(i64, {2}, {3, 3});
+  ASSERT_OK(run(sig("lu_pivots_to_permutation", {wide.desc}, D(i64, {4}), attrs({{"rows", I(4)}})),
+                {&wide}, &y));
+  expectEqual(y, {2, 0, 1, 3});
+  // A pivot outside [1, rows] is a run-time error naming it.
+  HostTensor bad = make(i32, {2}, {1, 5});
+  Status status =
+      run(sig("lu_pivots_to_permutation", {bad.desc}, D(i64, {2}), attrs({{"rows", I(2)}})),
+          {&bad}, &y);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("pivot 5"), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("outside [1, 2]"), std::string::npos) << status.message();
+}
+
+TEST_P(KernelTest, CholeskyAndItsInfo) {
+  auto chol = [&](const HostTensor &x, bool upper, Shape batch, std::vector<HostTensor> *ys) {
+    KernelSignature s = sig("cholesky", {x.desc}, x.desc, attrs({{"upper", B(upper)}}));
+    s.outputs.push_back(D(i32, batch));
+    ASSERT_OK(runAll(s, {&x}, ys));
+  };
+  std::vector<HostTensor> ys;
+  const double r2 = std::sqrt(2.0);
+  chol(make(f32, {2, 2}, {4, 2, 2, 3}), false, {}, &ys);
+  expectClose(ys[0], {2, 0, 1, r2}, 1e-6, 1e-6, "L");
+  expectEqual(ys[1], {0}, "info");
+  // upper reads the upper triangle only (the lower one is garbage here).
+  chol(make(f32, {2, 2}, {4, 2, -100, 3}), true, {}, &ys);
+  expectClose(ys[0], {2, 1, 0, r2}, 1e-6, 1e-6, "U");
+  // lower reads the lower triangle only.
+  chol(make(f32, {2, 2}, {4, 77, 2, 3}), false, {}, &ys);
+  expectClose(ys[0], {2, 0, 1, r2}, 1e-6, 1e-6, "L of the lower triangle");
+  // Not positive definite at order 2: info 2, column 0 factored, the failed
+  // diagonal holds 1 - 2^2 as potf2 leaves it; a batch reports each matrix.
+  chol(make(f32, {3, 2, 2}, {1, 2, 2, 1, 4, 2, 2, 3, -1, 0, 0, 1}), false, {3}, &ys);
+  expectEqual(ys[1], {2, 0, 1}, "info per matrix");
+  EXPECT_EQ(ys[0].at(0), 1);
+  EXPECT_EQ(ys[0].at(2), 2);
+  EXPECT_EQ(ys[0].at(3), -3);
+  EXPECT_EQ(ys[0].at(1), 0);
+  // A NaN fails too.
+  chol(make(f32, {1, 1}, {kNaN}), false, {}, &ys);
+  expectEqual(ys[1], {1}, "NaN info");
+  // Random SPD batches: L L^T rebuilds them.
+  const int64_t n = 5, count = 3;
+  HostTensor g = random({count, n, n});
+  std::vector<double> spd(count * n * n);
+  for (int64_t b = 0; b < count; ++b)
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double s = i == j ? n : 0;
+        for (int64_t t = 0; t < n; ++t)
+          s += g.at(b * n * n + i * n + t) * g.at(b * n * n + j * n + t);
+        spd[b * n * n + i * n + j] = s;
+      }
+  HostTensor a = make(f32, {count, n, n}, spd);
+  for (bool upper : {false, true}) {
+    chol(a, upper, {count}, &ys);
+    expectEqual(ys[1], {0, 0, 0}, "spd info");
+    for (int64_t b = 0; b < count; ++b)
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = 0;
+          for (int64_t t = 0; t < n; ++t) {
+            double li = upper ? ys[0].at(b * n * n + t * n + i) : ys[0].at(b * n * n + i * n + t);
+            double lj = upper ? ys[0].at(b * n * n + t * n + j) : ys[0].at(b * n * n + j * n + t);
+            s += li * lj;
+          }
+          EXPECT_NEAR(s, a.at(b * n * n + i * n + j), 1e-4);
+          bool outside = upper ? i > j : j > i;
+          if (outside)
+            EXPECT_EQ(ys[0].at(b * n * n + i * n + j), 0);
+        }
+  }
+}
+
+TEST_P(KernelTest, TriangularSolveAsTrsm) {
+  auto solve = [&](const HostTensor &a, const HostTensor &b, Shape out, bool upper,
+                   bool transpose, bool unit, HostTensor *x) {
+    ASSERT_OK(run(sig("triangular_solve", {a.desc, b.desc}, D(f32, out),
+                      attrs({{"upper", B(upper)}, {"transpose", B(transpose)},
+                             {"unitriangular", B(unit)}})),
+                  {&a, &b}, x));
+  };
+  HostTensor x;
+  // Upper: x1 = 8 / 4, x0 = (4 - x1) / 2; the lower triangle (9) is unread.
+  HostTensor u = make(f32, {2, 2}, {2, 1, 9, 4});
+  solve(u, make(f32, {2, 1}, {4, 8}), {2, 1}, true, false, false, &x);
+  expectClose(x, {1, 2}, 1e-6, 1e-6, "upper");
+  // Transposed: U^T x = b, a lower solve with U's columns.
+  solve(u, make(f32, {2, 1}, {4, 8}), {2, 1}, true, true, false, &x);
+  expectClose(x, {2, 1.5}, 1e-6, 1e-6, "upper transposed");
+  // Unit lower: the diagonal (2, 4) is taken as ones.
+  HostTensor l = make(f32, {2, 2}, {2, 7, 3, 4});
+  solve(l, make(f32, {2, 1}, {1, 5}), {2, 1}, false, false, true, &x);
+  expectClose(x, {1, 2}, 1e-6, 1e-6, "unit lower");
+  // A zero diagonal: a zero right-hand side skips its division (0, not
+  // NaN), a non-zero one divides by 0.
+  HostTensor singular = make(f32, {2, 2}, {0, 1, 0, 1});
+  solve(singular, make(f32, {2, 2}, {1, 1, 1, 2}), {2, 2}, true, false, false, &x);
+  EXPECT_EQ(x.at(0), 0);
+  EXPECT_EQ(x.at(1), -kInf);
+  EXPECT_EQ(x.at(2), 1);
+  EXPECT_EQ(x.at(3), 2);
+  // Random broadcast batches in every mode: op(A) X rebuilds B.
+  const int64_t n = 4, k = 3;
+  HostTensor a = random({2, 1, n, n});
+  for (int64_t i = 0; i < a.numel(); ++i)
+    if ((i / n) % n == i % n)
+      a.as<float>()[i] = 3 + std::fabs(a.as<float>()[i]); // well conditioned
+  HostTensor b = random({3, n, k});
+  for (bool upper : {false, true})
+    for (bool transpose : {false, true})
+      for (bool unit : {false, true}) {
+        solve(a, b, {2, 3, n, k}, upper, transpose, unit, &x);
+        for (int64_t ai = 0; ai < 2; ++ai)
+          for (int64_t bi = 0; bi < 3; ++bi)
+            for (int64_t r = 0; r < n; ++r)
+              for (int64_t c = 0; c < k; ++c) {
+                double s = 0;
+                for (int64_t t = 0; t < n; ++t) {
+                  int64_t i = transpose ? t : r, j = transpose ? r : t;
+                  bool inside = upper ? j >= i : j <= i;
+                  double v = !inside ? 0 : (unit && i == j) ? 1 : a.at(ai * n * n + i * n + j);
+                  s += v * x.at(((ai * 3 + bi) * n + t) * k + c);
+                }
+                EXPECT_NEAR(s, b.at((bi * n + r) * k + c), 1e-4)
+                    << "upper " << upper << " transpose " << transpose << " unit " << unit;
+              }
+      }
+}
+
+TEST_P(KernelTest, LinalgValidation) {
+  KernelSignature lu = sig("lu_factor", {D(i64, {3, 3})}, D(i64, {3, 3}));
+  lu.outputs.push_back(D(i32, {3}));
+  lu.outputs.push_back(D(i32, {}));
+  expectError(lu, {"lu_factor"});
+  KernelSignature vector = sig("lu_factor", {D(f32, {3})}, D(f32, {3}));
+  vector.outputs.push_back(D(i32, {1}));
+  vector.outputs.push_back(D(i32, {}));
+  expectError(vector, {"lu_factor", "rank >= 2"});
+  KernelSignature pivots64 = sig("lu_factor", {D(f32, {2, 3, 4})}, D(f32, {2, 3, 4}));
+  pivots64.outputs.push_back(D(i64, {2, 3}));
+  pivots64.outputs.push_back(D(i32, {2}));
+  expectError(pivots64, {"lu_factor", "pivots output"});
+  KernelSignature rect = sig("cholesky", {D(f32, {3, 4})}, D(f32, {3, 4}));
+  rect.outputs.push_back(D(i32, {}));
+  expectError(rect, {"cholesky", "square"});
+  expectError(sig("triangular_solve", {D(f32, {3, 4}), D(f32, {3, 1})}, D(f32, {3, 1})),
+              {"triangular_solve", "square"});
+  expectError(sig("triangular_solve", {D(f32, {3, 3}), D(f32, {4, 1})}, D(f32, {4, 1})),
+              {"triangular_solve", "3 rows"});
+  expectError(sig("triangular_solve", {D(f32, {2, 3, 3}), D(f32, {4, 3, 1})}, D(f32, {4, 3, 1})),
+              {"triangular_solve", "do not broadcast"});
+  expectError(sig("lu_pivots_to_permutation", {D(i32, {4})}, D(i64, {3}), attrs({{"rows", I(3)}})),
+              {"lu_pivots_to_permutation", "at least the 4 pivots"});
+}
+
+//===----------------------------------------------------------------------===//
 // Training kernels, family A (docs/plan-format.md, "Training kernels").
 //===----------------------------------------------------------------------===//
 

@@ -3829,6 +3829,7 @@ struct Registry {
     r["aten::tril"] = triangle<mlir::cleave::TrilOp>();
     r["aten::triu"] = triangle<mlir::cleave::TriuOp>();
     addCompositeConverters(r);
+    addLinalgConverters(r);
   }
 };
 

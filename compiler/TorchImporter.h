@@ -17,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/IR/Value.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>
@@ -63,6 +64,8 @@ using Converter = std::function<mlir::FailureOr<std::vector<Val>>(
 
 /// The converter for `kind` (`aten::linear`), or null when it is unsupported.
 const Converter *findConverter(const std::string &kind);
+/// Registers the dense linear algebra converters (LinalgConverters.cpp).
+void addLinalgConverters(llvm::StringMap<Converter> &converters);
 
 /// The graph walker and the helpers converters use.
 class Importer {

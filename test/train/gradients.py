@@ -109,6 +109,15 @@ def cases(gen):
     add("std_keepdim", lambda a: torch.std(a, dim=0, keepdim=True), {"a": x(3, 17)})
     add("logsumexp", lambda a: torch.logsumexp(a, dim=-1), {"a": x(3, 17)})
     add("vector_norm", lambda a: torch.linalg.vector_norm(a, dim=1), {"a": x(3, 17)})
+    # Triangular solves (cleave.triangular_solve's own rule): A well conditioned, its other
+    # triangle and (unitriangular) its diagonal unread, so their gradients are 0.
+    tri = lambda n: x(n, n) * 0.3 + 3.0 * torch.eye(n)  # noqa: E731
+    add("solve_triangular", lambda a, b: torch.linalg.solve_triangular(a, b, upper=True),
+        {"a": tri(4), "b": x(4, 3)})
+    add("solve_triangular_right_unit",
+        lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, left=False,
+                                                   unitriangular=True),
+        {"a": tri(4), "b": x(2, 4)})
     add("norm_p3", lambda a: torch.norm(a, p=3), {"a": pos(3, 17)})
     add("logaddexp", torch.logaddexp, {"a": x(3, 17), "b": x(17)})
     add("atan2", torch.atan2, {"a": x(3, 17), "b": pos(3, 17)})

@@ -148,25 +148,20 @@ CLEAVE_HOST_DEVICE void triangularSolve(const T *a, const T *b, T *x, int64_t n,
           continue;
         if (!unit)
           B[r * k] /= A(r, r);
+        // The rest of column r of the triangle: above r (upper), below it.
         const double v = B[r * k];
-        if (upper)
-          for (int64_t i = 0; i < r; ++i)
-            B[i * k] -= v * A(i, r);
-        else
-          for (int64_t i = r + 1; i < n; ++i)
-            B[i * k] -= v * A(i, r);
+        const int64_t lo = upper ? 0 : r + 1, hi = upper ? r : n;
+        for (int64_t i = lo; i < hi; ++i)
+          B[i * k] -= v * A(i, r);
       }
     } else {
       // A^T's rows are A's columns: a dot product per unknown.
       for (int64_t s = 0; s < n; ++s) {
         const int64_t r = upper ? s : n - 1 - s;
         double t = B[r * k];
-        if (upper)
-          for (int64_t i = 0; i < r; ++i)
-            t -= A(i, r) * B[i * k];
-        else
-          for (int64_t i = r + 1; i < n; ++i)
-            t -= A(i, r) * B[i * k];
+        const int64_t lo = upper ? 0 : r + 1, hi = upper ? r : n;
+        for (int64_t i = lo; i < hi; ++i)
+          t -= A(i, r) * B[i * k];
         if (!unit)
           t /= A(r, r);
         B[r * k] = t;

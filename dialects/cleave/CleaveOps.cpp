@@ -671,7 +671,7 @@ LogicalResult LuPivotsToPermutationOp::verify() {
   if (pivots.getRank() < 1)
     return emitOpError() << "pivots " << pivots << " must have rank >= 1";
   int64_t k = pivots.getShape().back();
-  if (getRows() < k)
+  if (static_cast<int64_t>(getRows()) < k)
     return emitOpError() << "rows " << getRows() << " must be at least the " << k
                          << " pivots";
   SmallVector<int64_t> shape(pivots.getShape());

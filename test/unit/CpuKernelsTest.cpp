@@ -2365,8 +2365,9 @@ TEST_P(KernelTest, LuFactorPivotsAsGetrf) {
       for (int64_t i = 0; i < c.m * c.n; ++i) {
         EXPECT_NEAR(rebuilt[i], x.at(b * c.m * c.n + i), 1e-5) << describe(shape, f32);
         int64_t row = i / c.n, col = i % c.n;
-        if (row > col)
+        if (row > col) {
           EXPECT_LE(std::fabs(ys[0].at(b * c.m * c.n + i)), 1.0);
+        }
       }
       EXPECT_EQ(ys[2].at(b), 0);
     }
@@ -2452,8 +2453,9 @@ TEST_P(KernelTest, CholeskyAndItsInfo) {
           }
           EXPECT_NEAR(s, a.at(b * n * n + i * n + j), 1e-4);
           bool outside = upper ? i > j : j > i;
-          if (outside)
+          if (outside) {
             EXPECT_EQ(ys[0].at(b * n * n + i * n + j), 0);
+          }
         }
   }
 }

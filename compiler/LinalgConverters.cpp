@@ -579,11 +579,14 @@ Result tensorsolve(Importer &imp, jit::Node *, Inputs in) {
   ArrayRef<int64_t> shape = type.getShape();
   int64_t brank = btype.getRank();
   int64_t rows = btype.getNumElements();
-  if (brank > rank || shape.take_front(brank) != btype.getShape() ||
+  // As PyTorch: A's leading B.ndim dims and its other dims each hold as many
+  // elements as B (their sizes need not be B's).
+  if (brank > rank || product(shape.take_front(brank)) != rows ||
       product(shape.drop_front(brank)) != rows || !type.getElementType().isF32() ||
       !btype.getElementType().isF32()) {
-    imp.error() << "linalg.tensorsolve: A " << type << " must start with B's shape " << btype
-                << " and its other dims hold as many elements (f32)";
+    imp.error() << "linalg.tensorsolve: A " << type << " (dims moved last) must have "
+                << "leading " << brank << " dims and trailing dims of as many elements as B "
+                << btype << " (f32)";
     return failure();
   }
   auto solved = l.solve(l.b.reshape(x, {rows, rows}), l.b.reshape(*rhs, {rows, 1}), true,

@@ -424,13 +424,12 @@ def Cleave_CumprodOp : Cleave_ScanOp<"cumprod", "product">;
 // Dense linear algebra on batches of small matrices: the last two dims are
 // the matrix, the leading dims a batch. The kernels factor one matrix per
 // thread and compute in double (PyTorch's CPU results come from LAPACK).
-// Only triangular_solve has a gradient rule yet: differentiating through the
-// factorizations is refused naming the op.
+// Gradient rules follow PyTorch's (lu_factor's for square matrices only).
 // Sharding: the defaults (replicated).
 //===----------------------------------------------------------------------===//
 
 def Cleave_LuFactorOp : Cleave_Op<"lu_factor", [Pure], [],
-    ["getCost", "getSavedForBackward"]> {
+    ["getCost", "getSavedForBackward"], [], Cleave_HasGradient> {
   let summary = "LU factorization with partial pivoting (LAPACK getrf)";
   let description = [{
     Factors each [m, n] matrix of `input` as `P L U`, packed as LAPACK's
@@ -441,6 +440,9 @@ def Cleave_LuFactorOp : Cleave_Op<"lu_factor", [Pure], [],
     column j at or below the diagonal. `info` [...] (i32) is 0, or the
     1-based index of the first exactly zero diagonal element of U (the
     factorization still completes, as getrf), as `torch.linalg.lu_factor_ex`.
+    Its gradient, for square matrices, is PyTorch's lu_factor_ex_backward:
+    `P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H` with gL and gU the
+    packed gradient's strict lower and upper parts.
 
     Example:
 
@@ -479,7 +481,7 @@ def Cleave_LuPivotsToPermutationOp : Cleave_Op<"lu_pivots_to_permutation", [Pure
 }
 
 def Cleave_CholeskyOp : Cleave_Op<"cholesky", [Pure], [],
-    ["getCost", "getSavedForBackward"]> {
+    ["getCost", "getSavedForBackward"], [], Cleave_HasGradient> {
   let summary = "Cholesky factorization (LAPACK potrf)";
   let description = [{
     Factors each symmetric positive-definite [n, n] matrix of `input` as
@@ -487,7 +489,9 @@ def Cleave_CholeskyOp : Cleave_Op<"cholesky", [Pure], [],
     its upper triangle). `result` is L (U with `upper`), zero on the other
     side. `info` [...] (i32) is 0, or the 1-based order of the first leading
     minor that is not positive definite, as `torch.linalg.cholesky_ex`;
-    then only the columns before it are factored.
+    then only the columns before it are factored. Its gradient is PyTorch's
+    cholesky_backward (Murray 2016): `Φ(Lᴴ gL)` symmetrized, then solved
+    with Lᴴ on the left and L on the right, all on core ops.
 
     Example:
 

@@ -444,20 +444,36 @@ static double matrixCount(RankedTensorType type) {
 OpCost LuFactorOp::getCost() {
   auto type = llvm::cast<RankedTensorType>(getInput().getType());
   double m = type.getShape().end()[-2], n = type.getShape().back(), k = std::min(m, n);
-  return factorizationCost(*this, matrixCount(type) * (m * n * k - (m + n) * k * k / 2 +
-                                                       k * k * k / 3) * 2);
+  double flops = matrixCount(type) * (m * n * k - (m + n) * k * k / 2 + k * k * k / 3) * 2;
+  OpCost cost = factorizationCost(*this, flops);
+  // The backward (square matrices): two products, two solves and the
+  // permutation's product, ~5 n^3 per matrix, from the saved factors.
+  cost.savedBytes = savedBytesOf(*this, /*activations=*/true);
+  cost.backward = {matrixCount(type) * 5 * m * n * k, 2 * bytesOf(getLu()), bytesOf(getInput()),
+                   8};
+  return cost;
 }
-void LuFactorOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void LuFactorOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getLu());
+  saved.push_back(getPivots());
+}
 OpCost LuPivotsToPermutationOp::getCost() {
   return factorizationCost(*this, elementsOf(getPermutation()));
 }
 void LuPivotsToPermutationOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+// The backward: a product, two triangular solves with n right-hand sides
+// and a few maps (~3 n^3 per matrix), from the saved factor.
 OpCost CholeskyOp::getCost() {
   auto type = llvm::cast<RankedTensorType>(getInput().getType());
-  double n = type.getShape().back();
-  return factorizationCost(*this, matrixCount(type) * n * n * n / 3);
+  double n = type.getShape().back(), flops = matrixCount(type) * n * n * n / 3;
+  OpCost cost = factorizationCost(*this, flops);
+  cost.savedBytes = savedBytesOf(*this, /*activations=*/true);
+  cost.backward = {9 * flops, 2 * bytesOf(getResult()), bytesOf(getInput()), 6};
+  return cost;
 }
-void CholeskyOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+void CholeskyOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getResult());
+}
 // The backward: one more solve and an [n, k] x [k, n] product per matrix.
 OpCost TriangularSolveOp::getCost() {
   auto type = llvm::cast<RankedTensorType>(getResult().getType());

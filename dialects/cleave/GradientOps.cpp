@@ -816,3 +816,76 @@ LogicalResult TriangularSolveOp::buildGradients(OpBuilder &builder, ArrayRef<Val
   og[1] = b.sumToShape(gb, getB());
   return success();
 }
+
+LogicalResult CholeskyOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                         SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  // PyTorch's cholesky_backward (Iain Murray, arXiv 1602.07527), for the
+  // lower factor L (the upper one's transpose): gA = tril(L^H gL)
+  // symmetrized, then L^-H gA L^-1 as two triangular solves.
+  CleaveBuilder b{builder, getLoc()};
+  Value l = getResult(), gl = rg[0];
+  if (getUpper()) {
+    l = b.transpose(l);
+    gl = b.transpose(gl);
+  }
+  Value ga = b.make<TrilOp>(b.make<MatmulOp>(b.transpose(l), gl), int64_t(0));
+  ga = b.mul(b.add(ga, b.transpose(b.make<TrilOp>(ga, int64_t(-1)))), b.scalarLike(0.5, ga));
+  auto solve = [&](Value rhs, bool transpose) {
+    return b.make<TriangularSolveOp>(rhs.getType(), l, rhs, builder.getBoolAttr(false),
+                                     builder.getBoolAttr(transpose), builder.getBoolAttr(false));
+  };
+  ga = solve(ga, /*transpose=*/true);                  // L^H X = gA
+  og[0] = b.transpose(solve(b.transpose(ga), true));   // X L = gA: L^T X^T = gA^T
+  return success();
+}
+
+LogicalResult LuFactorOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                         SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  auto type = typeOf(getLu());
+  int64_t n = type.getShape().back();
+  if (type.getShape().end()[-2] != n)
+    return emitError() << "no gradient rule for cleave.lu_factor of non-square matrices "
+                       << type << ": training through it is not supported";
+  // PyTorch's lu_factor_ex_backward (square): with L, U unpacked from the
+  // factors and gL = tril(g, -1), gU = triu(g) from the packed gradient,
+  // gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H. The solves read L
+  // (unit) and U straight from the packed factors.
+  CleaveBuilder b{builder, getLoc()};
+  Value lu = getLu(), g = rg[0];
+  SmallVector<float> eye(n * n, 0.0f);
+  SmallVector<int64_t> rows(n);
+  for (int64_t i = 0; i < n; ++i) {
+    eye[i * n + i] = 1.0f;
+    rows[i] = i;
+  }
+  auto eyeType = RankedTensorType::get({n, n}, type.getElementType());
+  Value identity = b.b.create<ConstantOp>(b.loc, DenseElementsAttr::get(eyeType, ArrayRef(eye)));
+  Value l = b.add(b.make<TrilOp>(lu, int64_t(-1)), identity);
+  Value u = b.make<TriuOp>(lu, int64_t(0));
+  Value r = b.add(
+      b.make<TrilOp>(b.make<MatmulOp>(b.transpose(l), b.make<TrilOp>(g, int64_t(-1))), int64_t(-1)),
+      b.make<TriuOp>(b.make<MatmulOp>(b.make<TriuOp>(g, int64_t(0)), b.transpose(u)), int64_t(0)));
+  auto solve = [&](Value rhs, bool upper, bool transpose, bool unit) {
+    return b.make<TriangularSolveOp>(rhs.getType(), lu, rhs, builder.getBoolAttr(upper),
+                                     builder.getBoolAttr(transpose), builder.getBoolAttr(unit));
+  };
+  // X U^H = R is U X^H = R^H; then L^H Y = X.
+  Value x = b.transpose(solve(b.transpose(r), /*upper=*/true, false, false));
+  Value y = solve(x, /*upper=*/false, /*transpose=*/true, /*unit=*/true);
+  // P[i, j] = (perm[j] == i), perm the pivots' row permutation.
+  SmallVector<int64_t> permShape(typeOf(getPivots()).getShape());
+  Value perm = b.make<LuPivotsToPermutationOp>(
+      RankedTensorType::get(permShape, builder.getI64Type()), getPivots(),
+      builder.getI64IntegerAttr(n));
+  permShape.insert(permShape.end() - 1, 1);
+  auto rowsType = RankedTensorType::get({n, 1}, builder.getI64Type());
+  Value rowIndex = b.b.create<ConstantOp>(b.loc, DenseElementsAttr::get(rowsType, ArrayRef(rows)));
+  Value p = b.cast(b.compare(ComparePredicate::eq, rowIndex, b.reshape(perm, permShape)),
+                   type.getElementType());
+  og[0] = b.make<MatmulOp>(p, y);
+  return success();
+}

@@ -19,11 +19,15 @@ func.func @triangular_solve() -> tensor<f32> {
 
 // -----
 
-// The factorizations have no gradient rule yet: training through one is an
-// error naming it.
+// lu_factor's rule (square): solves reading the packed factors, then the
+// pivots' permutation as a 0/1 matrix.
+// CHECK-LABEL: func.func @lu_factor
+// CHECK: %[[LU:[^,]*]], %[[P:[^,]*]], %{{.*}} = cleave.lu_factor
+// CHECK: cleave.triangular_solve %[[LU]], %{{.*}} {upper = true}
+// CHECK: cleave.triangular_solve %[[LU]], %{{.*}} {transpose = true, unitriangular = true}
+// CHECK: cleave.lu_pivots_to_permutation %[[P]] {rows = 3 : i64}
 func.func @lu_factor() -> tensor<f32> {
   %a = cleave.param "a" : tensor<3x3xf32>
-  // expected-error @+1 {{no gradient rule for cleave.lu_factor}}
   %lu, %p, %i = cleave.lu_factor %a : tensor<3x3xf32> -> tensor<3x3xf32>, tensor<3xi32>, tensor<i32>
   %l = cleave.reduce_sum %lu {dims = array<i64: 0, 1>} : tensor<3x3xf32> -> tensor<f32>
   return %l : tensor<f32>
@@ -31,9 +35,26 @@ func.func @lu_factor() -> tensor<f32> {
 
 // -----
 
+// Non-square factors have no rule yet: an error naming the op.
+func.func @lu_factor_wide() -> tensor<f32> {
+  %a = cleave.param "a" : tensor<3x4xf32>
+  // expected-error @+1 {{no gradient rule for cleave.lu_factor of non-square matrices}}
+  %lu, %p, %i = cleave.lu_factor %a : tensor<3x4xf32> -> tensor<3x4xf32>, tensor<3xi32>, tensor<i32>
+  %l = cleave.reduce_sum %lu {dims = array<i64: 0, 1>} : tensor<3x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
+// cholesky's rule: tril(L^T gL) symmetrized, then solved with L^T on the
+// left and L on the right.
+// CHECK-LABEL: func.func @cholesky
+// CHECK: %[[L:[^,]*]], %{{.*}} = cleave.cholesky %{{.*}} : tensor<3x3xf32> -> tensor<3x3xf32>, tensor<i32>
+// CHECK: cleave.tril %{{.*}} {diagonal = -1 : i64} : tensor<3x3xf32>
+// CHECK: cleave.triangular_solve %[[L]], %{{.*}} {transpose = true} : tensor<3x3xf32>, tensor<3x3xf32> -> tensor<3x3xf32>
+// CHECK: cleave.triangular_solve %[[L]], %{{.*}} {transpose = true} : tensor<3x3xf32>, tensor<3x3xf32> -> tensor<3x3xf32>
 func.func @cholesky() -> tensor<f32> {
   %a = cleave.param "a" : tensor<3x3xf32>
-  // expected-error @+1 {{no gradient rule for cleave.cholesky}}
   %c, %i = cleave.cholesky %a : tensor<3x3xf32> -> tensor<3x3xf32>, tensor<i32>
   %l = cleave.reduce_sum %c {dims = array<i64: 0, 1>} : tensor<3x3xf32> -> tensor<f32>
   return %l : tensor<f32>

@@ -118,6 +118,15 @@ def cases(gen):
         lambda a, b: torch.linalg.solve_triangular(a, b, upper=False, left=False,
                                                    unitriangular=True),
         {"a": tri(4), "b": x(2, 4)})
+    # cholesky's rule (PyTorch's cholesky_backward), of a symmetric positive-definite A.
+    spd = lambda n: (lambda m: m @ m.T + n * torch.eye(n))(x(n, n))  # noqa: E731
+    add("cholesky", lambda a: torch.linalg.cholesky(a), {"a": spd(4)})
+    add("cholesky_upper", lambda a: torch.linalg.cholesky(a, upper=True), {"a": spd(4)})
+    # lu_factor's rule (square), and what is written on it: det, solve, inv.
+    add("lu_factor", lambda a: torch.linalg.lu_factor(a)[0], {"a": x(2, 4, 4)})
+    add("det", torch.linalg.det, {"a": tri(4)})
+    add("solve", lambda a, b: torch.linalg.solve(a, b), {"a": tri(4), "b": x(4, 2)})
+    add("inv", torch.linalg.inv, {"a": tri(3)})
     add("norm_p3", lambda a: torch.norm(a, p=3), {"a": pos(3, 17)})
     add("logaddexp", torch.logaddexp, {"a": x(3, 17), "b": x(17)})
     add("atan2", torch.atan2, {"a": x(3, 17), "b": pos(3, 17)})

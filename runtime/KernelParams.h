@@ -98,6 +98,12 @@ struct ScanParams {
 Status parseScan(const KernelSignature &sig, const char *backend,
                  std::initializer_list<DType> dtypes, ScanParams *out);
 
+/// sort / cummax / cummin along `dim`: the input viewed as [outer, size,
+/// inner]; outputs the values (the input's shape and dtype) and i64 indices
+/// of the same shape. `reverse` holds sort's `descending`.
+Status parseValuesAndIndicesScan(const KernelSignature &sig, const char *backend,
+                                 std::initializer_list<DType> dtypes, ScanParams *out);
+
 //===----------------------------------------------------------------------===//
 // Normalization (layer_norm, batch_norm, softmax, log_softmax).
 //===----------------------------------------------------------------------===//

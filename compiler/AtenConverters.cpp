@@ -3391,6 +3391,293 @@ Result trace(Importer &imp, jit::Node *, Inputs in) {
                                                    false));
 }
 
+//===----------------------------------------------------------------------===//
+// Sorting, order statistics and running extrema.
+//===----------------------------------------------------------------------===//
+
+/// An argument looked up by its schema name: `in[index]`, or nullptr when
+/// the overload has no such argument.
+const Val *namedArg(jit::Node *node, Inputs in, const char *name) {
+  auto index = node->schema().argumentIndexWithName(name);
+  return index ? &in[*index] : nullptr;
+}
+
+/// A boolean argument by name, `otherwise` when the overload has none.
+FailureOr<bool> boolArg(Importer &imp, jit::Node *node, Inputs in, const char *name,
+                        bool otherwise) {
+  const Val *v = namedArg(node, in, name);
+  return v && !imp.isNone(*v) ? imp.boolean(*v) : FailureOr<bool>(otherwise);
+}
+
+/// The dim argument by name (`otherwise` when absent), normalized for `x`.
+FailureOr<int64_t> namedDim(Importer &imp, jit::Node *node, Inputs in, Value x,
+                            int64_t otherwise = -1) {
+  const Val *v = namedArg(node, in, "dim");
+  if (v && !imp.isNone(*v))
+    return dimArg(imp, *v, typeOf(x).getRank());
+  return normDim(imp, otherwise, typeOf(x).getRank());
+}
+
+/// Builds an op with two inferred results (values, indices), verifies it,
+/// and reports `what` at the node when it does not fit.
+template <typename OpTy, typename... Args>
+FailureOr<std::pair<Value, Value>> createPair(Importer &imp, const char *what, Value x,
+                                              Args &&...args) {
+  auto op = imp.builder.create<OpTy>(imp.loc(), x, std::forward<Args>(args)...);
+  if (failed(mlir::verify(op))) {
+    op->erase();
+    imp.error() << "cannot " << what << " " << typeOf(x);
+    return failure();
+  }
+  return std::make_pair(Value(op->getResult(0)), Value(op->getResult(1)));
+}
+
+/// cleave.sort along `dim`; a 0-d tensor is its own sort, at index 0.
+FailureOr<std::pair<Value, Value>> sortAlong(Importer &imp, Value x, int64_t dim,
+                                             bool descending) {
+  if (typeOf(x).getRank() == 0)
+    return std::make_pair(x, imp.splat(0, imp.builder.getI64Type()));
+  return createPair<mlir::cleave::SortOp>(imp, "sort", x, imp.builder.getI64IntegerAttr(dim),
+                                          imp.builder.getBoolAttr(descending));
+}
+
+/// sort(self, dim=-1, descending=False), sort.stable(self, *, stable, dim,
+/// descending), argsort (the indices) and msort (dim 0, the values). cleave's
+/// sort is always stable, which the unstable overloads allow.
+Converter sortConverter(bool values, bool indices, std::optional<int64_t> fixedDim = {}) {
+  return [=](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    auto dim = fixedDim ? normDim(imp, *fixedDim, typeOf(*x).getRank())
+                        : namedDim(imp, node, in, *x);
+    auto descending = boolArg(imp, node, in, "descending", false);
+    if (failed(dim) || failed(descending))
+      return failure();
+    auto sorted = sortAlong(imp, *x, *dim, *descending);
+    if (failed(sorted))
+      return failure();
+    std::vector<Val> out;
+    if (values)
+      out.push_back(Val::ofTensor(sorted->first));
+    if (indices)
+      out.push_back(Val::ofTensor(sorted->second));
+    return out;
+  };
+}
+
+/// topk(self, k, dim=-1, largest=True, sorted=True): the first k of a sort
+/// (descending when largest), so the result is always sorted, as PyTorch's
+/// with sorted=True. Among equal values the indices follow the stable sort,
+/// where PyTorch's partial sort may order them differently.
+Result topk(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto k = imp.integer(in[1]);
+  if (failed(x) || failed(k))
+    return failure();
+  auto dim = namedDim(imp, node, in, *x);
+  auto largest = boolArg(imp, node, in, "largest", true);
+  if (failed(dim) || failed(largest))
+    return failure();
+  int64_t n = typeOf(*x).getRank() == 0 ? 1 : typeOf(*x).getDimSize(*dim);
+  if (*k < 0 || *k > n) {
+    imp.error() << "k = " << *k << " is out of range for a dim of size " << n
+                << " (PyTorch refuses it too)";
+    return failure();
+  }
+  auto sorted = sortAlong(imp, *x, *dim, *largest);
+  if (failed(sorted))
+    return failure();
+  if (typeOf(*x).getRank() == 0)
+    return std::vector<Val>{Val::ofTensor(sorted->first), Val::ofTensor(sorted->second)};
+  auto values = slice(imp, sorted->first, *dim, 0, *k);
+  auto indices = slice(imp, sorted->second, *dim, 0, *k);
+  if (failed(values) || failed(indices))
+    return failure();
+  return std::vector<Val>{Val::ofTensor(*values), Val::ofTensor(*indices)};
+}
+
+/// A reduced result in the shape a reduction over `dim` gives.
+Value reducedShape(Importer &imp, Value v, RankedTensorType input, int64_t dim, bool keepdim) {
+  SmallVector<int64_t> shape(input.getShape());
+  if (shape.empty())
+    return imp.reshape(v, {});
+  if (keepdim)
+    shape[dim] = 1;
+  else
+    shape.erase(shape.begin() + dim);
+  return imp.reshape(v, shape);
+}
+
+/// kthvalue(self, k, dim=-1, keepdim=False): element k - 1 of the sorted
+/// slice and its index.
+Result kthvalue(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto k = imp.integer(in[1]);
+  if (failed(x) || failed(k))
+    return failure();
+  auto dim = namedDim(imp, node, in, *x);
+  auto keepdim = boolArg(imp, node, in, "keepdim", false);
+  if (failed(dim) || failed(keepdim))
+    return failure();
+  RankedTensorType type = typeOf(*x);
+  int64_t n = type.getRank() == 0 ? 1 : type.getDimSize(*dim);
+  if (*k < 1 || *k > n) {
+    imp.error() << "k = " << *k << " is out of range for a dim of size " << n
+                << " (PyTorch refuses it too)";
+    return failure();
+  }
+  auto sorted = sortAlong(imp, *x, *dim, false);
+  if (failed(sorted))
+    return failure();
+  if (type.getRank() == 0)
+    return std::vector<Val>{Val::ofTensor(sorted->first), Val::ofTensor(sorted->second)};
+  auto values = slice(imp, sorted->first, *dim, *k - 1, *k);
+  auto indices = slice(imp, sorted->second, *dim, *k - 1, *k);
+  if (failed(values) || failed(indices))
+    return failure();
+  return std::vector<Val>{Val::ofTensor(reducedShape(imp, *values, type, *dim, *keepdim)),
+                          Val::ofTensor(reducedShape(imp, *indices, type, *dim, *keepdim))};
+}
+
+/// median / nanmedian (self): the flattened tensor's, 0-d, values only;
+/// (self, dim, keepdim=False): values and indices. mode(self, dim=-1,
+/// keepdim=False) likewise with a dim.
+template <typename OpTy> Converter selection(const char *what, bool ignoreNan) {
+  return [=](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    RankedTensorType type = typeOf(*x);
+    const Val *dimVal = namedArg(node, in, "dim");
+    bool whole = !dimVal && !std::is_same_v<OpTy, mlir::cleave::ModeOp>;
+    auto dim = whole ? FailureOr<int64_t>(0) : namedDim(imp, node, in, *x);
+    auto keepdim = boolArg(imp, node, in, "keepdim", false);
+    if (failed(dim) || failed(keepdim))
+      return failure();
+    Value input = whole || type.getRank() == 0 ? imp.reshape(*x, {type.getNumElements()}) : *x;
+    if (typeOf(input).getDimSize(whole ? 0 : *dim) == 0) {
+      imp.error() << "cannot take the " << what << " of an empty dim of " << type
+                  << " (PyTorch refuses it too)";
+      return failure();
+    }
+    auto dimAttr = imp.builder.getI64IntegerAttr(whole || type.getRank() == 0 ? 0 : *dim);
+    auto keepAttr = imp.builder.getBoolAttr(*keepdim && !whole && type.getRank() != 0);
+    FailureOr<std::pair<Value, Value>> pair;
+    if constexpr (std::is_same_v<OpTy, mlir::cleave::MedianOp>)
+      pair = createPair<OpTy>(imp, what, input, dimAttr, keepAttr,
+                              imp.builder.getBoolAttr(ignoreNan));
+    else
+      pair = createPair<OpTy>(imp, what, input, dimAttr, keepAttr);
+    if (failed(pair))
+      return failure();
+    if (whole)
+      return one(imp.reshape(pair->first, {}));
+    if (type.getRank() == 0)
+      return std::vector<Val>{Val::ofTensor(imp.reshape(pair->first, {})),
+                              Val::ofTensor(imp.reshape(pair->second, {}))};
+    return std::vector<Val>{Val::ofTensor(pair->first), Val::ofTensor(pair->second)};
+  };
+}
+
+/// quantile / nanquantile(self, q, dim=None, keepdim=False, *,
+/// interpolation='linear'): q a number (a 0-d result per slice) or a 0-d or
+/// 1-D tensor; without a dim, over the flattened tensor (keepdim keeps every
+/// dim as size 1).
+Converter quantile(bool ignoreNan) {
+  return [=](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    RankedTensorType type = typeOf(*x);
+    if (!llvm::isa<FloatType>(type.getElementType())) {
+      imp.error() << "quantile of a " << type << " needs a float tensor (PyTorch refuses it too)";
+      return failure();
+    }
+    Value q;
+    if (in[1].isConstant() && (in[1].constant.isDouble() || in[1].constant.isInt())) {
+      q = imp.splat(in[1].constant.toScalar().toDouble(), type.getElementType());
+    } else {
+      auto t = imp.tensor(in[1]);
+      if (failed(t))
+        return failure();
+      q = imp.cast(*t, type.getElementType());
+    }
+    std::string interpolation = "linear";
+    if (const Val *v = namedArg(node, in, "interpolation")) {
+      if (!v->isConstant() || !v->constant.isString()) {
+        imp.error() << "interpolation must be a constant string";
+        return failure();
+      }
+      interpolation = v->constant.toStringRef();
+    }
+    auto keepdim = boolArg(imp, node, in, "keepdim", false);
+    if (failed(keepdim))
+      return failure();
+    const Val *dimVal = namedArg(node, in, "dim");
+    bool whole = !dimVal || imp.isNone(*dimVal) || type.getRank() == 0;
+    auto dim = whole ? FailureOr<int64_t>(0) : namedDim(imp, node, in, *x);
+    if (failed(dim))
+      return failure();
+    Value input = whole ? imp.reshape(*x, {type.getNumElements()}) : *x;
+    auto result = imp.create<mlir::cleave::QuantileOp>(
+        input, q, *dim, whole ? false : *keepdim, interpolation, ignoreNan);
+    if (failed(result) || !whole || !*keepdim)
+      return one(result);
+    SmallVector<int64_t> shape(typeOf(q).getShape());
+    shape.append(type.getRank(), 1);
+    return one(imp.reshape(*result, shape));
+  };
+}
+
+/// cummax / cummin(self, dim): values and indices; a 0-d tensor is itself,
+/// at index 0.
+template <typename OpTy> Converter indexScan(const char *what) {
+  return [=](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+    if (failed(dim))
+      return failure();
+    if (typeOf(*x).getRank() == 0)
+      return std::vector<Val>{Val::ofTensor(*x),
+                              Val::ofTensor(imp.splat(0, imp.builder.getI64Type()))};
+    auto pair = createPair<OpTy>(imp, what, *x, imp.builder.getI64IntegerAttr(*dim));
+    if (failed(pair))
+      return failure();
+    return std::vector<Val>{Val::ofTensor(pair->first), Val::ofTensor(pair->second)};
+  };
+}
+
+/// logcumsumexp(self, dim): floats only, as PyTorch; 0-d is itself.
+Result logcumsumexp(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+  if (failed(dim))
+    return failure();
+  if (!llvm::isa<FloatType>(typeOf(*x).getElementType())) {
+    imp.error() << "logcumsumexp of a " << typeOf(*x)
+                << " needs a float tensor (PyTorch refuses it too)";
+    return failure();
+  }
+  if (typeOf(*x).getRank() == 0)
+    return one(*x);
+  return one(imp.create<mlir::cleave::LogcumsumexpOp>(*x, *dim, false));
+}
+
+/// Ops whose result shape is computed from tensor values: a static graph
+/// cannot hold them, so the importer refuses them naming why.
+Converter valueDependentShape(const char *why) {
+  return [why](Importer &imp, jit::Node *, Inputs) -> Result {
+    imp.error() << "shape depends on tensor values: " << why
+                << "; cleave compiles static shapes only";
+    return failure();
+  };
+}
+
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
   r["aten::gather"] = gather;
@@ -3406,6 +3693,33 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   r["aten::index"] = advancedIndex;
   r["aten::index_put"] = indexPut;
   r["aten::masked_select"] = maskedSelect;
+  r["aten::sort"] = sortConverter(true, true);
+  r["aten::argsort"] = sortConverter(false, true);
+  r["aten::msort"] = sortConverter(true, false, 0);
+  r["aten::topk"] = topk;
+  r["aten::kthvalue"] = kthvalue;
+  r["aten::median"] = selection<c::MedianOp>("median", false);
+  r["aten::nanmedian"] = selection<c::MedianOp>("nanmedian", true);
+  r["aten::mode"] = selection<c::ModeOp>("mode", false);
+  r["aten::quantile"] = quantile(false);
+  r["aten::nanquantile"] = quantile(true);
+  r["aten::cummax"] = indexScan<c::CummaxOp>("take the running maximum of");
+  r["aten::cummin"] = indexScan<c::CumminOp>("take the running minimum of");
+  r["aten::logcumsumexp"] = logcumsumexp;
+  for (const char *kind : {"aten::unique", "aten::_unique", "aten::_unique2", "aten::unique_dim",
+                           "aten::unique_dim_consecutive"})
+    r[kind] = valueDependentShape("unique returns as many elements as the input has distinct "
+                                  "values");
+  r["aten::unique_consecutive"] = valueDependentShape(
+      "unique_consecutive returns as many elements as the input has runs of equal values");
+  r["aten::nonzero"] = valueDependentShape(
+      "nonzero returns one row per non-zero element of the input");
+  r["aten::nonzero_numpy"] = valueDependentShape(
+      "nonzero returns one index per non-zero element of the input");
+  r["aten::argwhere"] = valueDependentShape(
+      "argwhere returns one row per non-zero element of the input");
+  r["aten::bincount"] = valueDependentShape(
+      "bincount returns max(input) + 1 counts (or minlength)");
   r["aten::masked_scatter"] = maskedScatter;
   r["aten::flip"] = flip;
   r["aten::fliplr"] = flipFixed(1);

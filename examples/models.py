@@ -390,7 +390,8 @@ class WithLoss(nn.Module):
 
 class UnsupportedOps(nn.Module):
     """Supported ops around ops a compiler is unlikely to support, each used a known number of
-    times (cummax x2, sort x1, topk x1, erfinv x1), to test the importer's error report."""
+    times (bucketize x2, renorm x1, searchsorted x1, erfinv x1), to test the importer's error
+    report."""
 
     def __init__(self, in_features=16, hidden=32, k=8, out_features=4, device=None):
         super().__init__()
@@ -398,13 +399,14 @@ class UnsupportedOps(nn.Module):
         self.fc1 = nn.Linear(in_features, hidden, device=device)
         self.fc2 = nn.Linear(hidden, hidden, device=device)
         self.fc3 = nn.Linear(k, out_features, device=device)
+        self.register_buffer("bounds", torch.linspace(-1.0, 1.0, 5, device=device))
 
     def forward(self, x):
         h = torch.relu(self.fc1(x))
-        h = torch.cummax(h, dim=-1).values
-        h = torch.sort(h, dim=-1, descending=True).values
-        h = torch.cummax(self.fc2(h), dim=-1).values
-        h = torch.topk(h, self.k, dim=-1).values
+        h = torch.bucketize(h, self.bounds).float()
+        h = torch.renorm(h, 2, 0, 1.0)
+        h = torch.bucketize(self.fc2(h), self.bounds).float()
+        h = torch.searchsorted(self.bounds, h.contiguous()).float()[..., : self.k]
         h = torch.erfinv(torch.tanh(h) * 0.5)  # erfinv needs (-1, 1)
         return self.fc3(h)
 

@@ -217,6 +217,28 @@ Status parseScan(const KernelSignature &sig, const char *backend,
   return {};
 }
 
+Status parseValuesAndIndicesScan(const KernelSignature &sig, const char *backend,
+                                 std::initializer_list<DType> dtypes, ScanParams *out) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1, 2));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
+  const TensorDesc &x = *sig.inputs[0];
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
+  int64_t dim = 0;
+  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("dim", &dim)));
+  CLEAVE_RETURN_IF_ERROR(
+      withKernel(sig, sig.attrs.getBool("descending", &out->reverse, false)));
+  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, x.rank()));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
+  const TensorDesc &indices = sig.outputs[1];
+  if (indices != TensorDesc{DType::I64, x.shape})
+    return CLEAVE_ERROR(sig.kernel, ": indices output is ", describe(indices.shape, indices.dtype),
+                        ", expected ", describe(x.shape, DType::I64), " (the input's shape)");
+  out->size = x.shape[dim];
+  out->outer = numElements(Shape(x.shape.begin(), x.shape.begin() + dim));
+  out->inner = numElements(Shape(x.shape.begin() + dim + 1, x.shape.end()));
+  return {};
+}
+
 //===----------------------------------------------------------------------===//
 // Linear algebra
 //===----------------------------------------------------------------------===//

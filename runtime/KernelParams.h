@@ -98,6 +98,12 @@ struct ScanParams {
 Status parseScan(const KernelSignature &sig, const char *backend,
                  std::initializer_list<DType> dtypes, ScanParams *out);
 
+/// sort / cummax / cummin along `dim`: the input viewed as [outer, size,
+/// inner]; outputs the values (the input's shape and dtype) and i64 indices
+/// of the same shape. `reverse` holds sort's `descending`.
+Status parseValuesAndIndicesScan(const KernelSignature &sig, const char *backend,
+                                 std::initializer_list<DType> dtypes, ScanParams *out);
+
 //===----------------------------------------------------------------------===//
 // Linear algebra on batches of small matrices (lu_factor,
 // lu_pivots_to_permutation, cholesky, triangular_solve): the leading dims

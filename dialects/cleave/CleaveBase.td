@@ -278,6 +278,43 @@ class Cleave_ScanOp<string mnemonic, string formula>
       "::mlir::cleave::getMapShardingRule(*this, {static_cast<int64_t>(getDim())})">.definition;
 }
 
+// Inclusive running extremum along one dim with the index it was found at:
+// `values` the input's type, `indices` (i64) the position along `dim` of the
+// element holding it. Ties take the later index (an element replaces the
+// extremum when `replaces`), a NaN replaces anything and stays, as PyTorch's
+// CPU cummax / cummin.
+class Cleave_IndexScanOp<string mnemonic, string extremum, string replaces>
+    : Cleave_Op<mnemonic, [Pure, InferTypeOpAdaptor], [],
+                ["getCost", "getSavedForBackward"], ["getShardingRule"],
+                Cleave_HasGradient> {
+  let summary = "running " # extremum # " along one dim and its index";
+  let description = "Element `i` along `dim` is the " # extremum # " of elements "
+      # "`0..i` (`values`) and the index of the element it came from (`indices`, "
+      # "i64), as `torch." # mnemonic # "`: element `x` replaces the running value "
+      # "`m` when `x " # replaces # " m` or `x` is NaN, so ties take the last index "
+      # "and a NaN propagates.\n\nExample:\n\n```mlir\n%v, %i = cleave." # mnemonic
+      # " %x {dim = 1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi64>\n```";
+  let arguments = (ins Cleave_Tensor:$input, I64Attr:$dim);
+  let results = (outs Cleave_Tensor:$values, Cleave_I64Tensor:$indices);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::cleave::inferValuesAndIndicesTypes(adaptor.getInput().getType(), types);
+    }
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::mlir::cleave::verifyScan(*this, getDim());
+    }
+    ::mlir::cleave::ShardingRule $cppClass::getShardingRule() {
+      return ::mlir::cleave::getValuesAndIndicesMapShardingRule(*this, getDim());
+    }
+  }];
+}
+
 // Softmax-like normalization along one dim; the result has the input's type.
 class Cleave_NormalizeAlongDimOp<string mnemonic, string formula>
     : Cleave_Op<mnemonic, [Pure, SameOperandsAndResultType], [],

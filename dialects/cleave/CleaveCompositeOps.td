@@ -235,6 +235,91 @@ def Cleave_NansumOp : Cleave_CompositeReductionOp<"nansum", "sum(x), NaN counted
 def Cleave_NanmeanOp : Cleave_CompositeReductionOp<"nanmean", "the mean of the non-NaN elements">;
 
 //===----------------------------------------------------------------------===//
+// Order statistics: written on cleave.sort (and a pairwise count for mode).
+//===----------------------------------------------------------------------===//
+
+// A statistic of each slice along `dim` with the index of the element that
+// holds it, reduced as an index reduction (size 1 with `keepdim`).
+class Cleave_CompositeSelectionOp<string mnemonic, string summaryText, string text,
+                                  dag attrs = (ins)>
+    : Cleave_CompositeOp<mnemonic, [InferTypeOpAdaptor]> {
+  let summary = summaryText # " along one dim, with its index (composite)";
+  let description = text;
+  let arguments = !con((ins Cleave_Tensor:$input, I64Attr:$dim,
+                            DefaultValuedAttr<BoolAttr, "false">:$keepdim), attrs);
+  let results = (outs Cleave_Tensor:$values, Cleave_I64Tensor:$indices);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::cleave::inferIndexReductionTypes(
+          loc, adaptor.getInput().getType(), adaptor.getDim(), adaptor.getKeepdim(), types);
+    }
+    ::llvm::LogicalResult $cppClass::verify() {
+      return ::mlir::cleave::verifyIndexReduction(*this, getDim());
+    }
+  }];
+}
+
+def Cleave_MedianOp : Cleave_CompositeSelectionOp<"median", "the lower median", [{
+    The lower median of each slice along `dim` (element `(n - 1) / 2` of the
+    sorted slice) and its index, as `torch.median(x, dim)`: a slice holding a
+    NaN has the median NaN, at its first NaN. With `ignore_nan`
+    (`torch.nanmedian`) NaNs are left out: the element `(c - 1) / 2` of the c
+    numbers, NaN only when the slice is all NaN. Ties are indexed as a stable
+    sort orders them.
+  }], (ins DefaultValuedAttr<BoolAttr, "false">:$ignore_nan)>;
+
+def Cleave_ModeOp : Cleave_CompositeSelectionOp<"mode", "the most frequent value", [{
+    The value that occurs most often in each slice along `dim`, the smallest
+    among equally frequent ones, and the index of its last occurrence, as
+    `torch.mode`. A NaN equals nothing, so it is never the mode of a slice
+    that holds a number. Counted pairwise (an n x n comparison per slice),
+    which suits the short slices mode is used on.
+  }]>;
+
+def Cleave_QuantileOp : Cleave_CompositeOp<"quantile", [InferTypeOpAdaptor]> {
+  let summary = "quantiles along one dim (composite)";
+  let description = [{
+    The `q`-quantiles (a 0-d `q`, or one per element of a 1-D `q`, stacked
+    first) of each slice along `dim`, as `torch.quantile`: the element at
+    rank `q (n - 1)` of the sorted slice, `interpolation` (`linear`, `lower`,
+    `higher`, `nearest`, `midpoint`) saying how a fractional rank reads its
+    two neighbours. A slice holding a NaN has the quantile NaN; with
+    `ignore_nan` (`torch.nanquantile`) the rank counts the numbers only.
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, Cleave_FloatTensor:$q, I64Attr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$keepdim,
+                       DefaultValuedAttr<StrAttr, "\"linear\"">:$interpolation,
+                       DefaultValuedAttr<BoolAttr, "false">:$ignore_nan);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $q attr-dict `:` type($input) `,` type($q) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      if (::mlir::failed(::mlir::cleave::inferReductionType(
+              loc, adaptor.getInput().getType(), {static_cast<int64_t>(adaptor.getDim())},
+              adaptor.getKeepdim(), types)))
+        return ::mlir::failure();
+      auto reduced = ::llvm::cast<::mlir::RankedTensorType>(types.back());
+      auto q = ::llvm::cast<::mlir::RankedTensorType>(adaptor.getQ().getType());
+      ::llvm::SmallVector<int64_t> shape(q.getShape());
+      ::llvm::append_range(shape, reduced.getShape());
+      types.back() = ::mlir::RankedTensorType::get(shape, reduced.getElementType());
+      return ::mlir::success();
+    }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Activations with a parameter tensor or a split.
 //===----------------------------------------------------------------------===//
 

@@ -70,6 +70,10 @@ ShardingRule getReductionShardingRule(Operation *op, llvm::ArrayRef<int64_t> dim
 /// NeedReplication (partial extrema would need a max all-reduce that also
 /// moves indices), kept dims are Parallel in both results.
 ShardingRule getIndexReductionShardingRule(Operation *op, int64_t dim, bool keepdim);
+/// A map along `dim` with two results, values and indices (sort, cummax):
+/// `dim` NeedReplication (a slice is sorted or scanned whole), the other
+/// dims Parallel in both results.
+ShardingRule getValuesAndIndicesMapShardingRule(Operation *op, int64_t dim);
 /// Verifiers shared by op classes (CleaveOps.cpp): an index reduction's dim
 /// holds at least one element; a scan's dim is in range.
 LogicalResult verifyIndexReduction(Operation *op, int64_t dim);

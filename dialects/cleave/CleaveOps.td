@@ -419,6 +419,77 @@ def Cleave_ReduceMaxIndexOp : Cleave_IndexReductionOp<"reduce_max_index", "maxim
 def Cleave_ReduceMinIndexOp : Cleave_IndexReductionOp<"reduce_min_index", "minimum">;
 def Cleave_CumsumOp : Cleave_ScanOp<"cumsum", "sum">;
 def Cleave_CumprodOp : Cleave_ScanOp<"cumprod", "product">;
+def Cleave_CummaxOp : Cleave_IndexScanOp<"cummax", "maximum", ">=">;
+def Cleave_CumminOp : Cleave_IndexScanOp<"cummin", "minimum", "<=">;
+
+// A running log-sum-exp: its own scan so that values hundreds apart stay
+// exact (a global max shift would underflow the small prefixes to -inf).
+def Cleave_LogcumsumexpOp : Cleave_Op<"logcumsumexp", [Pure, SameOperandsAndResultType], [],
+    ["getCost", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
+  let summary = "inclusive log(sum(exp)) along one dim";
+  let description = [{
+    Element `i` along `dim` is `log(exp(x_0) + ... + exp(x_i))` (of `i..n-1`
+    with `reverse`), as `torch.logcumsumexp`: each step adds one element with
+    `max + log1p(exp(min - max))`, in double, so no prefix underflows; a -inf
+    element adds nothing, equal infinities stay infinite and NaN propagates.
+
+    Example:
+
+    ```mlir
+    %y = cleave.logcumsumexp %x {dim = 1 : i64, reverse = false} : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, I64Attr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::mlir::cleave::verifyScan(*this, getDim());
+    }
+  }] # Cleave_ShardingRuleIs<
+      "::mlir::cleave::getMapShardingRule(*this, {static_cast<int64_t>(getDim())})">.definition;
+}
+
+// Sorting: a stable sort along one dim with the permutation it applied.
+def Cleave_SortOp : Cleave_Op<"sort", [Pure, InferTypeOpAdaptor], [],
+    ["getCost", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
+  let summary = "stable sort along one dim, with the indices";
+  let description = [{
+    Sorts every slice of `input` along `dim`, ascending (descending with
+    `descending`), as `torch.sort(stable=True)`: `values` has the input's
+    type, `indices` (i64) the position along `dim` each value came from.
+    Equal elements keep their order in both directions, and NaN is greater
+    than every number (last ascending, first descending), as PyTorch.
+
+    Example:
+
+    ```mlir
+    %v, %i = cleave.sort %x {dim = 1 : i64, descending = true} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi64>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$input, I64Attr:$dim,
+                       DefaultValuedAttr<BoolAttr, "false">:$descending);
+  let results = (outs Cleave_Tensor:$values, Cleave_I64Tensor:$indices);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($values) `,` type($indices)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::cleave::inferValuesAndIndicesTypes(adaptor.getInput().getType(), types);
+    }
+    ::mlir::LogicalResult $cppClass::verify() {
+      return ::mlir::cleave::verifyScan(*this, getDim());
+    }
+    ::mlir::cleave::ShardingRule $cppClass::getShardingRule() {
+      return ::mlir::cleave::getValuesAndIndicesMapShardingRule(*this, getDim());
+    }
+  }];
+}
 
 //===----------------------------------------------------------------------===//
 // Dense linear algebra on batches of small matrices: the last two dims are

@@ -9,6 +9,7 @@
 
 #include "dialects/cleave/CleaveDialect.h"
 
+#include <cmath>
 #include <numeric>
 
 using namespace mlir;
@@ -483,6 +484,38 @@ OpCost TriangularSolveOp::getCost() {
 }
 void TriangularSolveOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
   saved.push_back(getA());
+/// A map along `dim` with values and indices (sort, cummax, cummin):
+/// `perElement` compares per element forward; the backward scatters each
+/// value's gradient to its saved index (one write per element). Two
+/// results, so mapCost leaves the backward out: it is set here for floats.
+template <typename ValuesAndIndices>
+static OpCost valuesAndIndicesCost(ValuesAndIndices op, double perElement) {
+  double elements = elementsOf(op.getInput());
+  OpCost cost = mapCost(op, OpClass::Reduction, perElement * elements, elements);
+  if (isFloat(op.getInput()))
+    cost.backward = {elements, bytesOf(op.getValues()) + savedBytesOf(op, /*activations=*/false),
+                     bytesOf(op.getInput()), 1};
+  return cost;
+}
+// A comparison sort: about log2(n) compares per element of a slice of n.
+OpCost SortOp::getCost() {
+  double n = std::max<int64_t>(getInput().getType().getDimSize(getDim()), 2);
+  return valuesAndIndicesCost(*this, std::log2(n));
+}
+void SortOp::getSavedForBackward(SmallVectorImpl<Value> &saved) { saved.push_back(getIndices()); }
+OpCost CummaxOp::getCost() { return valuesAndIndicesCost(*this, 1); }
+OpCost CumminOp::getCost() { return valuesAndIndicesCost(*this, 1); }
+void CummaxOp::getSavedForBackward(SmallVectorImpl<Value> &saved) { saved.push_back(getIndices()); }
+void CumminOp::getSavedForBackward(SmallVectorImpl<Value> &saved) { saved.push_back(getIndices()); }
+// logcumsumexp: a max, an exp and a log1p per element (~25); the backward
+// runs two reversed logcumsumexps of log|grad| - result and their exps
+// (~70), from the saved input and result.
+OpCost LogcumsumexpOp::getCost() {
+  double elements = elementsOf(getInput());
+  return mapCost(*this, OpClass::Reduction, 25 * elements, 70 * elements);
+}
+void LogcumsumexpOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
+  saved.push_back(getInput());
   saved.push_back(getResult());
 }
 

@@ -17,6 +17,7 @@
 #include <cmath>
 #include <vector>
 #include <limits>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::cleave;
@@ -1148,3 +1149,157 @@ CLEAVE_LOSS_RULE(BinaryCrossEntropyWithLogitsOp, [&] {
   return getWeight() ? b.mul(loss, getWeight()) : loss;
 }())
 #undef CLEAVE_LOSS_RULE
+
+//===----------------------------------------------------------------------===//
+// Order statistics.
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// `x` sorted ascending along `dim`: the values and their indices.
+SortOp sortAlong(Rules &b, Value x, int64_t dim) {
+  return b.b.create<SortOp>(b.loc, x, b.b.getI64IntegerAttr(dim), b.b.getBoolAttr(false));
+}
+
+/// The dims of a rank-`rank` tensor with `dim` moved last.
+SmallVector<int64_t> dimLast(int64_t rank, int64_t dim) {
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim)
+      perm.push_back(d);
+  perm.push_back(dim);
+  return perm;
+}
+
+/// The positions 0..n-1 as an i64 constant.
+Value positions(Rules &b, int64_t n) {
+  SmallVector<int64_t> values(n);
+  std::iota(values.begin(), values.end(), int64_t(0));
+  auto type = RankedTensorType::get({n}, b.b.getI64Type());
+  return b.b.create<ConstantOp>(b.loc, DenseElementsAttr::get(type, ArrayRef(values)));
+}
+} // namespace
+
+// The element at a computed position k of each sorted slice (a gather):
+// median: k = (n - 1) / 2, or the first NaN (n - NaNs) where there is one;
+// nanmedian: k = (c - 1) / 2 of the c numbers, 0 when there are none.
+LogicalResult MedianOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput();
+  int64_t dim = getDim(), n = typeOf(x).getDimSize(dim);
+  Type i64 = builder.getI64Type();
+  SortOp sorted = sortAlong(b, x, dim);
+  SmallVector<int64_t> kept(typeOf(x).getShape());
+  kept[dim] = 1;
+  Value k = b.splat(static_cast<double>((n - 1) / 2), RankedTensorType::get(kept, i64));
+  if (isFloat(x)) {
+    Value nans = b.reduceSum(b.cast(b.isNan(x), i64), {dim}, /*keepdim=*/true);
+    Value numbers = b.sub(b.scalar(static_cast<double>(n), i64), nans);
+    if (getIgnoreNan())
+      k = b.where(b.cmp(ComparePredicate::gt, numbers, 0.0),
+                  b.div(b.addTo(numbers, -1), b.scalar(2, i64)), b.scalar(0, i64));
+    else
+      k = b.where(b.cmp(ComparePredicate::gt, nans, 0.0), numbers, k);
+  }
+  results.push_back(b.dropDims(gatherAlong(b, sorted.getValues(), k, dim), getValues().getType()));
+  results.push_back(
+      b.dropDims(gatherAlong(b, sorted.getIndices(), k, dim), getIndices().getType()));
+  return success();
+}
+
+// Counts pairwise: count_i = #{j : x_j == x_i} over a slice moved last; the
+// mode is the smallest value of the largest count, its index the last one
+// holding it. Bools count as i64.
+LogicalResult ModeOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput();
+  Type et = typeOf(x).getElementType(), i64 = builder.getI64Type();
+  int64_t rank = typeOf(x).getRank(), dim = getDim(), n = typeOf(x).getDimSize(dim);
+  Value v = et.isInteger(1) ? b.cast(x, i64) : x;
+  Value t = b.permute(v, dimLast(rank, dim)); // [rest..., n]
+  SmallVector<int64_t> column(typeOf(t).getShape()), row(typeOf(t).getShape());
+  column.push_back(1);
+  row.insert(row.end() - 1, 1);
+  Value equal = b.compare(ComparePredicate::eq, b.reshape(t, column), b.reshape(t, row));
+  Value counts = b.reduceSum(b.cast(equal, i64), {rank}, /*keepdim=*/false); // [rest..., n]
+  Value most = b.reduceMax(counts, {rank - 1}, /*keepdim=*/true);
+  Value candidate = b.compare(ComparePredicate::eq, counts, most);
+  // Non-candidates become a value no candidate is above: +inf, or the
+  // slice's maximum for integers.
+  Value above = isFloat(v) ? b.scalarLike(kInf, t) : b.reduceMax(t, {rank - 1}, true);
+  Value masked = b.where(candidate, t, above);
+  Value mode = b.neg(b.reduceMax(b.neg(masked), {rank - 1}, /*keepdim=*/true));
+  Value at = b.where(b.compare(ComparePredicate::eq, t, mode), positions(b, n),
+                     b.scalar(0, i64));
+  Value index = b.reduceMax(at, {rank - 1}, /*keepdim=*/true);
+  results.push_back(b.reshape(b.cast(mode, et), getValues().getType().getShape()));
+  results.push_back(b.reshape(index, getIndices().getType().getShape()));
+  return success();
+}
+
+LogicalResult QuantileOp::verify() {
+  auto input = typeOf(getInput()), q = typeOf(getQ());
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= input.getRank())
+    return emitOpError() << "dim " << dim << " is out of range for rank " << input.getRank();
+  if (input.getDimSize(dim) == 0)
+    return emitOpError() << "cannot take a quantile over the empty dim " << dim << " of "
+                         << input;
+  if (q.getRank() > 1 || q.getElementType() != input.getElementType())
+    return emitOpError() << "q must be a 0-d or 1-D tensor of the input's element type, got "
+                         << q;
+  if (!llvm::is_contained({"linear", "lower", "higher", "nearest", "midpoint"},
+                          getInterpolation()))
+    return emitOpError() << "interpolation must be linear, lower, higher, nearest or midpoint, "
+                            "got '"
+                         << getInterpolation() << "'";
+  return success();
+}
+
+// PyTorch's quantile on the sorted slice moved last: rank = q (n - 1), the
+// last index where the slice holds a NaN (or q (c - 1) over the c numbers,
+// at least 0, with ignore_nan); lower/higher/nearest round the rank (nearest
+// to even, as torch.round), then the element below it is lerped towards
+// the one above by the fraction (linear) or by 0.5 (midpoint).
+LogicalResult QuantileOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput();
+  Type et = typeOf(x).getElementType(), i64 = builder.getI64Type();
+  int64_t rank = typeOf(x).getRank(), dim = getDim(), n = typeOf(x).getDimSize(dim);
+  Value s = b.permute(sortAlong(b, x, dim).getValues(), dimLast(rank, dim)); // [rest..., n]
+  int64_t qs = typeOf(getQ()).getNumElements();
+  SmallVector<int64_t> qShape(rank + 1, 1), out{qs}, data{qs};
+  qShape[0] = qs;
+  llvm::append_range(out, typeOf(s).getShape().drop_back());
+  llvm::append_range(data, typeOf(s).getShape());
+  out.push_back(1);
+  Value q = b.reshape(getQ(), qShape);
+  Value nan = b.cast(b.isNan(s), et);
+  Value r;
+  if (getIgnoreNan()) {
+    Value numbers = b.sub(b.scalar(static_cast<double>(n), et), b.reduceSum(nan, {rank - 1}, true));
+    r = b.mul(q, b.addTo(numbers, -1));
+    r = b.where(b.cmp(ComparePredicate::lt, r, 0.0), b.scalarLike(0, r), r);
+  } else {
+    Value hasNan = b.cmp(ComparePredicate::gt, b.reduceMax(nan, {rank - 1}, true), 0.0);
+    r = b.where(hasNan, b.scalar(static_cast<double>(n - 1), et),
+                b.mulBy(q, static_cast<double>(n - 1)));
+  }
+  r = b.broadcastTo(r, RankedTensorType::get(out, et));
+  StringRef mode = getInterpolation();
+  if (mode == "lower")
+    r = b.make<FloorOp>(r);
+  else if (mode == "higher")
+    r = b.make<CeilOp>(r);
+  else if (mode == "nearest")
+    r = b.make<RoundOp>(r);
+  Value sorted = b.broadcastTo(s, RankedTensorType::get(data, et));
+  Value below = b.cast(r, i64);
+  Value result = gatherAlong(b, sorted, below, rank);
+  if (mode == "linear" || mode == "midpoint") {
+    Value weight = mode == "midpoint" ? b.scalar(0.5, et) : b.sub(r, b.cast(below, et));
+    Value above = gatherAlong(b, sorted, b.cast(b.make<CeilOp>(r), i64), rank);
+    result = b.make<LerpOp>(result, above, weight);
+  }
+  results.push_back(b.reshape(result, getType().getShape()));
+  return success();
+}

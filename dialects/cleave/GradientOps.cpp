@@ -639,9 +639,71 @@ LogicalResult ReduceMinIndexOp::buildGradients(OpBuilder &builder, ArrayRef<Valu
   return success();
 }
 
+/// The gradient of values taken from positions `indices` along `dim`: each
+/// added at its position (zeros elsewhere). A sort moves every element once;
+/// a running extremum may take one element many times, and its gradients
+/// sum, as PyTorch's cummaxmin_backward (a scatter_add). The indices get none.
+static Value gradientAtIndices(CleaveBuilder &b, Value g, Value indices, Value input,
+                               IntegerAttr dim) {
+  Value zeros = b.broadcastTo(b.scalarLike(0, input), typeOf(input));
+  return b.make<ScatterOp>(zeros, indices, g, dim,
+                           ScatterReduceAttr::get(b.b.getContext(), ScatterReduce::sum),
+                           b.b.getBoolAttr(true));
+}
+
+LogicalResult SortOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                     SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  CleaveBuilder b{builder, getLoc()};
+  og[0] = gradientAtIndices(b, rg[0], getIndices(), getInput(), getDimAttr());
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Scans.
 //===----------------------------------------------------------------------===//
+
+LogicalResult CummaxOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  CleaveBuilder b{builder, getLoc()};
+  og[0] = gradientAtIndices(b, rg[0], getIndices(), getInput(), getDimAttr());
+  return success();
+}
+
+LogicalResult CumminOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(getInput()))
+    return success();
+  CleaveBuilder b{builder, getLoc()};
+  og[0] = gradientAtIndices(b, rg[0], getIndices(), getInput(), getDimAttr());
+  return success();
+}
+
+// d out_i / d x_j = exp(x_j - out_i) for j reached by i. PyTorch's
+// logcumsumexp_backward sums them in log space, split by the gradient's sign
+// so each logarithm is of a positive number:
+//   dx_j = exp(x_j + rev_lcse(log(g+) - out))_j - exp(x_j + rev_lcse(log(g-) - out))_j
+// where g+ = max(g, 0), g- = max(-g, 0), log(0) = -inf adds nothing, and
+// rev_lcse runs the other way. No exp can overflow where PyTorch's does not.
+LogicalResult LogcumsumexpOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                             SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  CleaveBuilder b{builder, getLoc()};
+  Value g = rg[0], x = getInput(), y = getResult();
+  Value zero = b.scalarLike(0, g);
+  BoolAttr backward = builder.getBoolAttr(!getReverse());
+  auto part = [&](Value positive) {
+    Value logs = b.sub(b.make<LogOp>(positive), y);
+    Value summed = builder.create<LogcumsumexpOp>(getLoc(), logs, getDimAttr(), backward);
+    return b.make<ExpOp>(b.add(x, summed));
+  };
+  og[0] = b.sub(part(b.maximum(g, zero)), part(b.maximum(b.neg(g), zero)));
+  return success();
+}
 
 // The sum of the gradients of the elements each one reached: the cumsum
 // the other way (PyTorch's reversed cumsum).

@@ -98,6 +98,13 @@ LogicalResult inferIndexReductionTypes(std::optional<Location> loc, Type input, 
   return success();
 }
 
+LogicalResult inferValuesAndIndicesTypes(Type input, SmallVectorImpl<Type> &results) {
+  auto type = llvm::cast<RankedTensorType>(input);
+  results.push_back(type);
+  results.push_back(RankedTensorType::get(type.getShape(), IntegerType::get(input.getContext(), 64)));
+  return success();
+}
+
 LogicalResult inferLossType(std::optional<Location> loc, Type input, Type target,
                             StringRef reduction, SmallVectorImpl<Type> &results) {
   if (failed(inferBroadcastType(loc, {input, target}, /*shapeOnly=*/{}, /*elementType=*/nullptr,

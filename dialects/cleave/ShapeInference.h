@@ -46,6 +46,10 @@ llvm::LogicalResult inferIndexReductionTypes(std::optional<Location> loc, Type i
                                              int64_t dim, bool keepdim,
                                              llvm::SmallVectorImpl<Type> &results);
 
+/// Result types of a map that also says where each value came from (sort,
+/// cummax): the input's type, then its shape in i64.
+llvm::LogicalResult inferValuesAndIndicesTypes(Type input, llvm::SmallVectorImpl<Type> &results);
+
 /// Result type of a loss of `input` against `target`: their broadcast shape
 /// with reduction "none", a 0-d tensor with "mean" or "sum".
 llvm::LogicalResult inferLossType(std::optional<Location> loc, Type input, Type target,

@@ -102,6 +102,12 @@ ShardingRule mlir::cleave::getIndexReductionShardingRule(Operation *op, int64_t 
   return rule;
 }
 
+ShardingRule mlir::cleave::getValuesAndIndicesMapShardingRule(Operation *op, int64_t dim) {
+  ShardingRule rule = getMapShardingRule(op, {dim});
+  rule.results.push_back(rule.results.front()); // the indices, laid out as the values
+  return rule;
+}
+
 namespace {
 
 /// An op without operands: every dim of its value is free (a weight can be

@@ -20,7 +20,10 @@
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <utility>
 #include <limits>
 #include <type_traits>
 
@@ -411,6 +414,173 @@ template <Scan K> Status buildScan(const KernelSignature &sig, KernelFn *fn) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Sorting and scans with indices.
+//===----------------------------------------------------------------------===//
+
+template <typename T> inline bool isNan(T v) {
+  if constexpr (std::is_floating_point_v<T>)
+    return v != v;
+  else
+    return false;
+}
+
+/// PyTorch's sort order: NaN after every number (before it descending).
+template <typename T> inline bool sortsBefore(T a, T b, bool descending) {
+  if (descending)
+    return (isNan(a) && !isNan(b)) || a > b;
+  return (!isNan(a) && isNan(b)) || a < b;
+}
+
+/// Sorts each [size] slice of [outer, size, inner] with std::stable_sort on
+/// (value, index) pairs, so equal elements keep their order either way.
+template <typename T> KernelFn makeSort(const ScanParams &p) {
+  return [p](const KernelCall &call) -> Status {
+    const T *x = static_cast<const T *>(call.inputs[0]);
+    T *values = static_cast<T *>(call.outputs[0]);
+    int64_t *indices = static_cast<int64_t *>(call.outputs[1]);
+    const int64_t size = p.size, inner = p.inner;
+    const bool descending = p.reverse;
+    parallelRange(p.outer * inner, size * 8, [&](int64_t b, int64_t e) {
+      std::vector<std::pair<T, int64_t>> slice(size);
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t base = (t / inner) * size * inner + t % inner;
+        for (int64_t i = 0; i < size; ++i)
+          slice[i] = {x[base + i * inner], i};
+        std::stable_sort(slice.begin(), slice.end(), [descending](const auto &l, const auto &r) {
+          return sortsBefore(l.first, r.first, descending);
+        });
+        for (int64_t i = 0; i < size; ++i) {
+          values[base + i * inner] = slice[i].first;
+          indices[base + i * inner] = slice[i].second;
+        }
+      }
+    });
+    return {};
+  };
+}
+
+/// Running maximum (minimum) with the index it came from: an element
+/// replaces the running value when >= (<=) it, so ties take the later index;
+/// a NaN replaces anything, and only a NaN replaces a NaN (PyTorch's CPU
+/// cummax / cummin).
+template <bool Max, typename T> inline bool replacesRunning(T v, T best) {
+  if (isNan(v))
+    return true;
+  return Max ? v >= best : v <= best;
+}
+
+template <bool Max, typename T> KernelFn makeIndexScan(const ScanParams &p) {
+  return [p](const KernelCall &call) -> Status {
+    const T *x = static_cast<const T *>(call.inputs[0]);
+    T *values = static_cast<T *>(call.outputs[0]);
+    int64_t *indices = static_cast<int64_t *>(call.outputs[1]);
+    const int64_t size = p.size, inner = p.inner;
+    parallelRange(p.outer * inner, size, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t base = (t / inner) * size * inner + t % inner;
+        T best{};
+        int64_t at = 0;
+        for (int64_t i = 0; i < size; ++i) {
+          const T v = x[base + i * inner];
+          if (i == 0 || replacesRunning<Max>(v, best)) {
+            best = v;
+            at = i;
+          }
+          values[base + i * inner] = best;
+          indices[base + i * inner] = at;
+        }
+      }
+    });
+    return {};
+  };
+}
+
+template <bool Max> Status buildIndexScan(const KernelSignature &sig, KernelFn *fn) {
+  ScanParams p;
+  CLEAVE_RETURN_IF_ERROR(parseValuesAndIndicesScan(
+      sig, "cpu", {DType::F32, DType::I64, DType::I32, DType::I1}, &p));
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    *fn = makeIndexScan<Max, float>(p);
+    return {};
+  case DType::I64:
+    *fn = makeIndexScan<Max, int64_t>(p);
+    return {};
+  case DType::I32:
+    *fn = makeIndexScan<Max, int32_t>(p);
+    return {};
+  case DType::I1:
+    *fn = makeIndexScan<Max, Bool>(p);
+    return {};
+  default:
+    return noKernelFor(sig.kernel, sig.inputs[0]->dtype);
+  }
+}
+
+Status buildSort(const KernelSignature &sig, KernelFn *fn) {
+  ScanParams p;
+  CLEAVE_RETURN_IF_ERROR(parseValuesAndIndicesScan(
+      sig, "cpu", {DType::F32, DType::I64, DType::I32, DType::I1}, &p));
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    *fn = makeSort<float>(p);
+    return {};
+  case DType::I64:
+    *fn = makeSort<int64_t>(p);
+    return {};
+  case DType::I32:
+    *fn = makeSort<int32_t>(p);
+    return {};
+  case DType::I1:
+    *fn = makeSort<Bool>(p);
+    return {};
+  default:
+    return noKernelFor(sig.kernel, sig.inputs[0]->dtype);
+  }
+}
+
+/// log(exp(a) + exp(b)) without overflow: max + log1p(exp(min - max)); two
+/// equal infinities (or -inf and anything) need no log1p, and NaN propagates
+/// (PyTorch's _log_add_exp_helper).
+inline double logAddExp(double a, double b) {
+  if (a != a || b != b)
+    return std::numeric_limits<double>::quiet_NaN();
+  const double lo = std::min(a, b), hi = std::max(a, b);
+  if (lo == hi && std::isinf(lo))
+    return hi;
+  if (lo == -std::numeric_limits<double>::infinity())
+    return hi;
+  return hi + std::log1p(std::exp(lo - hi));
+}
+
+KernelFn makeLogcumsumexp(const ScanParams &p) {
+  return [p](const KernelCall &call) -> Status {
+    const float *x = static_cast<const float *>(call.inputs[0]);
+    float *y = static_cast<float *>(call.outputs[0]);
+    const int64_t size = p.size, inner = p.inner;
+    const int64_t first = p.reverse ? size - 1 : 0, dir = p.reverse ? -1 : 1;
+    parallelRange(p.outer * inner, size * 20, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        const int64_t base = (t / inner) * size * inner + t % inner;
+        double acc = -std::numeric_limits<double>::infinity();
+        for (int64_t i = 0, r = first; i < size; ++i, r += dir) {
+          acc = logAddExp(acc, static_cast<double>(x[base + r * inner]));
+          y[base + r * inner] = static_cast<float>(acc);
+        }
+      }
+    });
+    return {};
+  };
+}
+
+Status buildLogcumsumexp(const KernelSignature &sig, KernelFn *fn) {
+  ScanParams p;
+  CLEAVE_RETURN_IF_ERROR(parseScan(sig, "cpu", {DType::F32}, &p));
+  *fn = makeLogcumsumexp(p);
+  return {};
+}
+
 } // namespace
 
 void registerReductionKernels(KernelTable &table) {
@@ -422,6 +592,10 @@ void registerReductionKernels(KernelTable &table) {
   table["reduce_min_index"] = buildIndexReduction<false>;
   table["cumsum"] = buildScan<Scan::Sum>;
   table["cumprod"] = buildScan<Scan::Prod>;
+  table["cummax"] = buildIndexScan<true>;
+  table["cummin"] = buildIndexScan<false>;
+  table["logcumsumexp"] = buildLogcumsumexp;
+  table["sort"] = buildSort;
 }
 
 } // namespace cleave::runtime::cpu

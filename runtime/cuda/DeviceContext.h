@@ -118,7 +118,7 @@ void registerConvolutionKernels(KernelTable &table);
 /// layer_norm batch_norm softmax log_softmax.
 void registerNormalizationKernels(KernelTable &table);
 /// reduce_sum reduce_mean reduce_max reduce_prod, reduce_max_index
-/// reduce_min_index, cumsum cumprod.
+/// reduce_min_index, cumsum cumprod, cummax cummin logcumsumexp, sort.
 void registerReductionKernels(KernelTable &table);
 /// max_pool2d avg_pool2d adaptive_avg_pool2d.
 void registerPoolingKernels(KernelTable &table);

@@ -8,6 +8,30 @@ func.func @prelu_weight(%x: tensor<2x4x3xf32>, %w: tensor<3xf32>) -> tensor<2x4x
 
 // -----
 
+func.func @median_empty(%x: tensor<2x0xf32>) {
+  // expected-error @+1 {{'cleave.median' op cannot take an extremum over the empty dim 1 of 'tensor<2x0xf32>'}}
+  %0:2 = cleave.median %x {dim = 1 : i64} : tensor<2x0xf32> -> tensor<2xf32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @quantile_interpolation(%x: tensor<2x5xf32>, %q: tensor<f32>) {
+  // expected-error @+1 {{interpolation must be linear, lower, higher, nearest or midpoint, got 'cubic'}}
+  %0 = cleave.quantile %x, %q {dim = 1 : i64, interpolation = "cubic"} : tensor<2x5xf32>, tensor<f32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @quantile_q_rank(%x: tensor<2x5xf32>, %q: tensor<2x2xf32>) {
+  // expected-error @+1 {{q must be a 0-d or 1-D tensor of the input's element type}}
+  %0 = cleave.quantile %x, %q {dim = 1 : i64} : tensor<2x5xf32>, tensor<2x2xf32> -> tensor<2x2x2xf32>
+  return
+}
+
+// -----
+
 func.func @glu_odd(%x: tensor<2x5xf32>) -> tensor<2x2xf32> {
   // expected-error @+1 {{halves dim 1 of odd size 5}}
   %0 = cleave.glu %x {dim = 1 : i64} : tensor<2x5xf32> -> tensor<2x2xf32>

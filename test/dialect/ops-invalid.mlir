@@ -1096,6 +1096,38 @@ func.func @cumprod_bool(%x: tensor<2x8xi1>) {
 
 // -----
 
+func.func @sort_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.sort' op dim -1 is out of range for rank 2}}
+  %0:2 = cleave.sort %x {dim = -1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi64>
+  return
+}
+
+// -----
+
+func.func @sort_indices_type(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.sort' op result #1 must be statically shaped tensor of 64-bit signless integer values, but got 'tensor<2x8xi32>'}}
+  %0:2 = cleave.sort %x {dim = 1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi32>
+  return
+}
+
+// -----
+
+func.func @cummax_dim(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{'cleave.cummax' op dim 2 is out of range for rank 2}}
+  %0:2 = cleave.cummax %x {dim = 2 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi64>
+  return
+}
+
+// -----
+
+func.func @logcumsumexp_int(%x: tensor<2x8xi64>) {
+  // expected-error @+1 {{'cleave.logcumsumexp' op operand #0 must be statically shaped tensor of}}
+  %0 = cleave.logcumsumexp %x {dim = 0 : i64} : tensor<2x8xi64>
+  return
+}
+
+// -----
+
 func.func @cumsum_scalar(%x: tensor<f32>) {
   // expected-error @+1 {{'cleave.cumsum' op dim 0 is out of range for rank 0}}
   %0 = cleave.cumsum %x {dim = 0 : i64} : tensor<f32>

@@ -321,6 +321,23 @@ func.func @indexed_reductions_and_scans(%x: tensor<2x8x16xf32>, %i: tensor<3x5xi
   return
 }
 
+// Sorting and scans with indices.
+// CHECK-LABEL: func.func @sort_and_index_scans(
+// CHECK-SAME:    %[[X:[^:]+]]: tensor<2x8xf32>, %[[I:[^:]+]]: tensor<5xi64>, %[[B:[^:]+]]: tensor<4xi1>)
+func.func @sort_and_index_scans(%x: tensor<2x8xf32>, %i: tensor<5xi64>, %b: tensor<4xi1>) {
+  // CHECK-NEXT: %{{.+}}, %{{.+}} = cleave.sort %[[X]] {descending = true, dim = 1 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi64>
+  %0:2 = cleave.sort %x {dim = 1 : i64, descending = true} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi64>
+  // CHECK-NEXT: %{{.+}}, %{{.+}} = cleave.sort %[[B]] {dim = 0 : i64} : tensor<4xi1> -> tensor<4xi1>, tensor<4xi64>
+  %1:2 = cleave.sort %b {dim = 0 : i64} : tensor<4xi1> -> tensor<4xi1>, tensor<4xi64>
+  // CHECK-NEXT: %{{.+}}, %{{.+}} = cleave.cummax %[[I]] {dim = 0 : i64} : tensor<5xi64> -> tensor<5xi64>, tensor<5xi64>
+  %2:2 = cleave.cummax %i {dim = 0 : i64} : tensor<5xi64> -> tensor<5xi64>, tensor<5xi64>
+  // CHECK-NEXT: %{{.+}}, %{{.+}} = cleave.cummin %[[X]] {dim = 0 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi64>
+  %3:2 = cleave.cummin %x {dim = 0 : i64} : tensor<2x8xf32> -> tensor<2x8xf32>, tensor<2x8xi64>
+  // CHECK-NEXT: %{{.+}} = cleave.logcumsumexp %[[X]] {dim = 1 : i64, reverse = true} : tensor<2x8xf32>
+  %4 = cleave.logcumsumexp %x {dim = 1 : i64, reverse = true} : tensor<2x8xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @conv_pool(
 // CHECK-SAME:    %[[IMG:[^:]+]]: tensor<1x3x32x32xf32>, %[[W:[^:]+]]: tensor<64x3x7x7xf32>, %[[G:[^:]+]]: tensor<1x32x16x16xf32>, %[[GW:[^:]+]]: tensor<64x8x3x3xf32>, %[[GB:[^:]+]]: tensor<64xf32>, %[[DW:[^:]+]]: tensor<32x1x3x3xf32>, %[[P:[^:]+]]: tensor<1x64x16x16xf32>, %[[S:[^:]+]]: tensor<1x8x7x7xf32>, %[[T:[^:]+]]: tensor<1x8x5x5xf32>, %[[A:[^:]+]]: tensor<1x64x8x8xf32>, %[[F:[^:]+]]: tensor<1x512x7x7xf32>)
 func.func @conv_pool(%img: tensor<1x3x32x32xf32>, %w: tensor<64x3x7x7xf32>, %g: tensor<1x32x16x16xf32>, %gw: tensor<64x8x3x3xf32>, %gb: tensor<64xf32>, %dw: tensor<32x1x3x3xf32>, %p: tensor<1x64x16x16xf32>, %s: tensor<1x8x7x7xf32>, %t: tensor<1x8x5x5xf32>, %a: tensor<1x64x8x8xf32>, %f: tensor<1x512x7x7xf32>) {

@@ -87,3 +87,42 @@ func.func @index_put(%x: tensor<4x5xf32>, %i: tensor<2xi64>, %v: tensor<f32>) ->
   %0 = cleave.index_put %x[%i], %v {dims = array<i64: 1>, accumulate = true} : (tensor<4x5xf32>, tensor<2xi64>, tensor<f32>) -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
+
+// median: a sort, then the element at (n - 1) / 2, or at the first NaN
+// (n - NaNs) of a slice that holds one.
+// CHECK-LABEL: func.func @median
+// CHECK: %[[V:.*]], %[[I:.*]] = cleave.sort %arg0 {dim = 1 : i64} : tensor<3x6xf32> -> tensor<3x6xf32>, tensor<3x6xi64>
+// CHECK: cleave.constant dense<2> : tensor<3x1xi64>
+// CHECK: %[[K:.*]] = cleave.where
+// CHECK: cleave.gather %[[V]], %[[K]] {dim = 1 : i64} : tensor<3x6xf32>, tensor<3x1xi64> -> tensor<3x1xf32>
+// CHECK: cleave.gather %[[I]], %[[K]] {dim = 1 : i64} : tensor<3x6xi64>, tensor<3x1xi64> -> tensor<3x1xi64>
+// CHECK-NOT: cleave.median
+func.func @median(%x: tensor<3x6xf32>) -> (tensor<3xf32>, tensor<3xi64>) {
+  %0:2 = cleave.median %x {dim = 1 : i64} : tensor<3x6xf32> -> tensor<3xf32>, tensor<3xi64>
+  return %0#0, %0#1 : tensor<3xf32>, tensor<3xi64>
+}
+
+// quantile: ranks q (n - 1), two gathers of the sorted slice and a lerp
+// (itself decomposed).
+// CHECK-LABEL: func.func @quantile
+// CHECK: cleave.sort %arg0 {dim = 0 : i64} : tensor<5x3xf32>
+// CHECK: cleave.permute
+// CHECK: cleave.gather
+// CHECK: cleave.ceil
+// CHECK: cleave.gather
+// CHECK-NOT: cleave.quantile
+// CHECK-NOT: cleave.lerp
+func.func @quantile(%x: tensor<5x3xf32>, %q: tensor<2xf32>) -> tensor<2x3xf32> {
+  %0 = cleave.quantile %x, %q {dim = 0 : i64} : tensor<5x3xf32>, tensor<2xf32> -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// mode: pairwise equality counts of the slice moved last.
+// CHECK-LABEL: func.func @mode
+// CHECK: cleave.compare
+// CHECK-SAME: tensor<2x4x1xi64>, tensor<2x1x4xi64> -> tensor<2x4x4xi1>
+// CHECK-NOT: cleave.mode
+func.func @mode(%x: tensor<2x4xi64>) -> (tensor<2xi64>, tensor<2xi64>) {
+  %0:2 = cleave.mode %x {dim = 1 : i64} : tensor<2x4xi64> -> tensor<2xi64>, tensor<2xi64>
+  return %0#0, %0#1 : tensor<2xi64>, tensor<2xi64>
+}

@@ -220,6 +220,20 @@ def cases(gen):
                             [0.5, 2.0, -1.5, 3.0]])})
     add("cumprod_zeros_dim0", lambda a: torch.cumprod(a, dim=0),
         {"a": torch.tensor([[1.5, 0.0], [0.0, 2.0], [2.0, -1.0]])})
+    # Sorting: the values' gradient goes back through the permutation; a
+    # running extremum adds the gradients of every position that took an
+    # element (ties go to the later index); logcumsumexp runs reversed.
+    add("sort_values", lambda a: torch.sort(a, dim=1)[0] * torch.arange(5.0), {"a": x(3, 5)})
+    add("sort_descending_dim0", lambda a: torch.sort(a, dim=0, descending=True).values,
+        {"a": x(4, 3)})
+    add("topk_values", lambda a: torch.topk(a, 2, dim=-1).values, {"a": x(3, 6)})
+    add("topk_smallest", lambda a: torch.topk(a, 3, dim=0, largest=False)[0], {"a": x(5, 2)})
+    add("cummax_values", lambda a: torch.cummax(a, dim=1)[0],
+        {"a": torch.tensor([[1.0, 3.0, 3.0, 0.5, 4.0], [2.0, -1.0, 2.0, -1.0, 0.0]])})
+    add("cummin_values_dim0", lambda a: torch.cummin(a, dim=0).values, {"a": x(5, 3)})
+    add("logcumsumexp", lambda a: torch.logcumsumexp(a, dim=1), {"a": x(3, 6)})
+    add("median_dim", lambda a: torch.median(a, dim=1).values, {"a": x(3, 5)})
+    add("quantile", lambda a: torch.quantile(a, torch.tensor([0.25, 0.6]), dim=1), {"a": x(3, 5)})
     add("prod_all", lambda a: torch.prod(a), {"a": pos(3, 4)})
     add("prod_dim_zeros", lambda a: torch.prod(a, dim=1),
         {"a": torch.tensor([[1.5, 2.0, -0.5], [1.5, 0.0, 3.0], [0.0, 2.0, 0.0]])})

@@ -331,7 +331,8 @@ const std::vector<std::string> kAllKernels = {
     "maximum", "minimum", "and", "or", "compare", "where", "cast", "tril", "triu",
     "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
     "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "reduce_prod",
-    "reduce_max_index", "reduce_min_index", "cumsum", "cumprod", "conv2d", "max_pool2d",
+    "reduce_max_index", "reduce_min_index", "cumsum", "cumprod", "cummax", "cummin",
+    "logcumsumexp", "sort", "conv2d", "max_pool2d",
     "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
     "concat", "gather", "scatter", "attention"};
 
@@ -1662,6 +1663,137 @@ TEST_P(KernelTest, ScansAlongAnyDim) {
   ASSERT_OK(run("cumsum", {&fine}, fine.desc, &y, attrs({{"dim", I(0)}})));
   const double up = 1.0 + 0x1p-23;
   expectEqual(y, {1, 1, 1, up, up});
+}
+
+/// Runs a kernel with values and i64 indices of the input's shape.
+static KernelSignature withIndices(KernelSignature s) {
+  s.outputs.push_back(TensorDesc{DType::I64, s.outputs[0].shape});
+  return s;
+}
+
+TEST_P(KernelTest, SortIsStableWithNaNLast) {
+  auto check = [&](const HostTensor &x, int64_t dim, bool descending,
+                   std::vector<double> values, std::vector<double> indices) {
+    std::vector<HostTensor> ys;
+    ASSERT_OK(runAll(withIndices(sig("sort", {x.desc}, x.desc,
+                                     attrs({{"dim", I(dim)}, {"descending", B(descending)}}))),
+                     {&x}, &ys));
+    std::string what = std::string("sort") + (descending ? " descending" : "");
+    expectEqual(ys[0], values, what);
+    expectEqual(ys[1], indices, what + " indices");
+  };
+  // torch.sort(x) and torch.sort(x, descending=True) of torch 1.13 on the CPU:
+  // ties keep their order both ways, NaN is the largest.
+  HostTensor x = make(f32, {7}, {1, 3, 1, kNaN, 3, 1, kNaN});
+  check(x, 0, false, {1, 1, 1, 3, 3, kNaN, kNaN}, {0, 2, 5, 1, 4, 3, 6});
+  check(x, 0, true, {kNaN, kNaN, 3, 3, 1, 1, 1}, {3, 6, 1, 4, 0, 2, 5});
+  HostTensor inf = make(f32, {4}, {kInf, -kInf, 0, kNaN});
+  check(inf, 0, false, {-kInf, 0, kInf, kNaN}, {1, 2, 0, 3});
+  // Columns (dim 0 of [3, 2]) and bools.
+  HostTensor cols = make(i64, {3, 2}, {5, 1, 2, 1, 5, 0});
+  check(cols, 0, false, {2, 0, 5, 1, 5, 1}, {1, 2, 0, 0, 2, 1});
+  check(cols, 0, true, {5, 1, 5, 1, 2, 0}, {0, 0, 2, 1, 1, 2});
+  HostTensor flags = make(i1, {4}, {1, 0, 1, 0});
+  check(flags, 0, true, {1, 1, 0, 0}, {0, 2, 1, 3});
+  check(flags, 0, false, {0, 0, 1, 1}, {1, 3, 0, 2});
+}
+
+TEST_P(KernelTest, SortsAnyDimOfAnyDType) {
+  struct Case { Shape shape; int64_t dim; };
+  std::vector<Case> cases = {{{4, 9}, 1}, {{4, 9}, 0}, {{3, 4, 5}, 1}, {{3, 4, 5}, 2},
+                             {{2, 0, 3}, 1}, {{3, 1, 2}, 1}, {{1000}, 0}};
+  for (const Case &c : cases)
+    for (bool descending : {false, true})
+      for (DType dt : {f32, i64, i32, i1}) {
+        // Few distinct values, so ties are common.
+        HostTensor x = dt == i1 ? randomBools(c.shape) : randomInts(dt, c.shape, -4, 4);
+        std::vector<HostTensor> ys;
+        ASSERT_OK(runAll(withIndices(sig("sort", {x.desc}, x.desc,
+                                         attrs({{"dim", I(c.dim)}, {"descending", B(descending)}}))),
+                         {&x}, &ys));
+        std::string what = "sort " + describe(c.shape, dt) + " dim " + std::to_string(c.dim) +
+                           (descending ? " descending" : "");
+        // Each slice: a permutation of the input, ordered, ties by index.
+        const int64_t size = c.shape[c.dim];
+        const int64_t outer = numElements(Shape(c.shape.begin(), c.shape.begin() + c.dim));
+        const int64_t inner = numElements(Shape(c.shape.begin() + c.dim + 1, c.shape.end()));
+        for (int64_t o = 0; o < outer; ++o)
+          for (int64_t j = 0; j < inner; ++j) {
+            std::vector<bool> seen(size, false);
+            for (int64_t k = 0; k < size; ++k) {
+              const int64_t at = (o * size + k) * inner + j;
+              const int64_t from = static_cast<int64_t>(ys[1].at(at));
+              ASSERT_TRUE(from >= 0 && from < size && !seen[from]) << what;
+              seen[from] = true;
+              EXPECT_EQ(ys[0].at(at), x.at((o * size + from) * inner + j)) << what;
+              if (k == 0)
+                continue;
+              const int64_t prev = at - inner;
+              const double a = ys[0].at(prev), b = ys[0].at(at);
+              EXPECT_TRUE(descending ? a >= b : a <= b) << what << " at " << at;
+              if (a == b)
+                EXPECT_LT(ys[1].at(prev), ys[1].at(at)) << what << " (stability) at " << at;
+            }
+          }
+      }
+}
+
+TEST_P(KernelTest, RunningExtremaTakeTheLastTieAndKeepNaN) {
+  auto check = [&](const std::string &kernel, const HostTensor &x, int64_t dim,
+                   std::vector<double> values, std::vector<double> indices) {
+    std::vector<HostTensor> ys;
+    ASSERT_OK(runAll(withIndices(sig(kernel, {x.desc}, x.desc, attrs({{"dim", I(dim)}}))), {&x},
+                     &ys));
+    expectEqual(ys[0], values, kernel);
+    expectEqual(ys[1], indices, kernel + " indices");
+  };
+  // torch.cummax / torch.cummin of torch 1.13 on the CPU.
+  HostTensor x = make(f32, {7}, {1, 3, 1, kNaN, 3, 1, kNaN});
+  check("cummax", x, 0, {1, 3, 3, kNaN, kNaN, kNaN, kNaN}, {0, 1, 1, 3, 3, 3, 6});
+  check("cummin", x, 0, {1, 1, 1, kNaN, kNaN, kNaN, kNaN}, {0, 0, 2, 3, 3, 3, 6});
+  check("cummax", make(i64, {5}, {1, 3, 3, 2, 3}), 0, {1, 3, 3, 3, 3}, {0, 1, 2, 2, 4});
+  check("cummin", make(i32, {5}, {1, 0, 0, 2, 0}), 0, {1, 0, 0, 0, 0}, {0, 1, 2, 2, 4});
+  check("cummax", make(i1, {3}, {1, 0, 1}), 0, {1, 1, 1}, {0, 0, 2});
+  // Columns: dim 0 of [3, 2].
+  check("cummax", make(f32, {3, 2}, {1, 4, 2, 4, 0, 5}), 0, {1, 4, 2, 4, 2, 5},
+        {0, 0, 1, 1, 1, 2});
+  expectError(sig("cummax", {D(f32, {2, 3})}, D(f32, {2, 3}), attrs({{"dim", I(1)}})),
+              {"cummax"});
+}
+
+TEST_P(KernelTest, LogcumsumexpStaysExactHundredsApart) {
+  auto run1 = [&](const HostTensor &x, bool reverse) {
+    HostTensor y;
+    Status status =
+        run("logcumsumexp", {&x}, x.desc, &y, attrs({{"dim", I(0)}, {"reverse", B(reverse)}}));
+    EXPECT_TRUE(status.ok()) << status.message();
+    return y;
+  };
+  // A shift by the global maximum would give -inf for the first two.
+  HostTensor far = make(f32, {4}, {-1000, -900, 1000, -kInf});
+  expectClose(run1(far, false), {-1000, -900 + std::log1p(std::exp(-100.0)), 1000, 1000}, 1e-3,
+              1e-6, "logcumsumexp far apart");
+  expectClose(run1(far, true), {1000, 1000, 1000, -kInf}, 1e-3, 1e-6, "reverse");
+  // -inf adds nothing, equal infinities stay, NaN propagates.
+  expectEqual(run1(make(f32, {3}, {-kInf, -kInf, 1}), false), {-kInf, -kInf, 1});
+  expectEqual(run1(make(f32, {3}, {kInf, kInf, 0}), false), {kInf, kInf, kInf});
+  expectEqual(run1(make(f32, {3}, {0, kNaN, 1}), false), {0, kNaN, kNaN});
+  // Against log(sum(exp)) in double, along a middle dim.
+  HostTensor x = random({3, 5, 4}, -3, 3), y;
+  ASSERT_OK(run("logcumsumexp", {&x}, x.desc, &y, attrs({{"dim", I(1)}})));
+  std::vector<double> want(x.numel());
+  for (int64_t o = 0; o < 3; ++o)
+    for (int64_t j = 0; j < 4; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < 5; ++k) {
+        const int64_t at = (o * 5 + k) * 4 + j;
+        s += std::exp(x.at(at));
+        want[at] = std::log(s);
+      }
+    }
+  expectClose(y, want, 1e-5, 1e-5, "logcumsumexp dim 1");
+  expectError(sig("logcumsumexp", {D(i64, {3})}, D(i64, {3}), attrs({{"dim", I(0)}})),
+              {"logcumsumexp", "i64"});
 }
 
 TEST_P(KernelTest, ScanValidation) {

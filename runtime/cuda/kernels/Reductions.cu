@@ -431,6 +431,186 @@ template <Scan K> Status buildScan(const KernelSignature &sig, DeviceContext &ct
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Sorting and scans with indices.
+//===----------------------------------------------------------------------===//
+
+template <typename C> __device__ __forceinline__ bool isNanValue(C v) {
+  if constexpr (std::is_floating_point_v<C>)
+    return v != v;
+  else
+    return false;
+}
+
+/// PyTorch's sort order: NaN after every number (before it descending).
+template <typename C> __device__ __forceinline__ bool sortsBefore(C a, C b, bool descending) {
+  if (descending)
+    return (isNanValue(a) && !isNanValue(b)) || a > b;
+  return (!isNanValue(a) && isNanValue(b)) || a < b;
+}
+
+/// A thread per (outer, inner) slice, an insertion sort in the outputs: a
+/// strict comparison keeps equal elements in order (stable, as the CPU's
+/// std::stable_sort). Quadratic in the slice length: the slices models sort
+/// (top-k of logits rows, medians) are short; a long one wants a segmented
+/// radix sort (CUB), left for when a GPU can test it.
+template <typename T>
+__global__ void sortKernel(const T *__restrict__ x, T *__restrict__ values,
+                           int64_t *__restrict__ indices, int64_t columns, int64_t size,
+                           int64_t inner, bool descending) {
+  for (int64_t t = globalThread(); t < columns; t += globalThreads()) {
+    const int64_t o = t / inner, j = t - o * inner;
+    const int64_t base = o * size * inner + j;
+    for (int64_t i = 0; i < size; ++i) {
+      const T raw = x[base + i * inner];
+      const auto v = load(raw);
+      int64_t k = i;
+      while (k > 0 && sortsBefore(v, load(values[base + (k - 1) * inner]), descending)) {
+        values[base + k * inner] = values[base + (k - 1) * inner];
+        indices[base + k * inner] = indices[base + (k - 1) * inner];
+        --k;
+      }
+      values[base + k * inner] = raw;
+      indices[base + k * inner] = i;
+    }
+  }
+}
+
+/// Running maximum (minimum) and its index: >= (<=) replaces, so ties take
+/// the later index; a NaN replaces anything (the CPU's rule).
+template <bool Max, typename T>
+__global__ void indexScanKernel(const T *__restrict__ x, T *__restrict__ values,
+                                int64_t *__restrict__ indices, int64_t columns, int64_t size,
+                                int64_t inner) {
+  for (int64_t t = globalThread(); t < columns; t += globalThreads()) {
+    const int64_t o = t / inner, j = t - o * inner;
+    const int64_t base = o * size * inner + j;
+    T best = x[base];
+    int64_t at = 0;
+    for (int64_t i = 0; i < size; ++i) {
+      const T raw = x[base + i * inner];
+      const auto v = load(raw), m = load(best);
+      if (i == 0 || isNanValue(v) || (Max ? v >= m : v <= m)) {
+        best = raw;
+        at = i;
+      }
+      values[base + i * inner] = best;
+      indices[base + i * inner] = at;
+    }
+  }
+}
+
+/// A running log-sum-exp in double, one element at a time (the CPU's rule).
+template <typename T>
+__global__ void logcumsumexpKernel(const T *__restrict__ x, T *__restrict__ y, int64_t columns,
+                                   int64_t size, int64_t inner, bool reverse) {
+  for (int64_t t = globalThread(); t < columns; t += globalThreads()) {
+    const int64_t o = t / inner, j = t - o * inner;
+    const int64_t base = o * size * inner + j;
+    double acc = -std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < size; ++i) {
+      const int64_t at = base + (reverse ? size - 1 - i : i) * inner;
+      const double v = static_cast<double>(load(x[at]));
+      if (v != v || acc != acc) {
+        acc = std::numeric_limits<double>::quiet_NaN();
+      } else {
+        const double lo = fmin(acc, v), hi = fmax(acc, v);
+        if (!(lo == -std::numeric_limits<double>::infinity() || (lo == hi && isinf(lo))))
+          acc = hi + log1p(exp(lo - hi));
+        else
+          acc = hi;
+      }
+      y[at] = store<T>(static_cast<float>(acc));
+    }
+  }
+}
+
+/// Builds a kernel over [outer, size, inner] slices for the dtypes the
+/// launcher `launch(T{}, columns)` takes.
+template <typename Launch>
+Status buildSliceKernel(const KernelSignature &sig, DeviceContext &ctx, const ScanParams &p,
+                        bool withBool, KernelFn *fn, Launch launch) {
+  DeviceContext *c = &ctx;
+  std::string name = sig.kernel;
+  const int64_t columns = p.outer * p.inner, size = p.size;
+  auto make = [&](auto zero) {
+    using T = decltype(zero);
+    *fn = [=](const KernelCall &call) -> Status {
+      if (columns == 0 || size == 0)
+        return {};
+      launch(T{}, call, gridFor(*c, columns), c->stream);
+      return launchStatus(name);
+    };
+    return Status();
+  };
+  switch (sig.inputs[0]->dtype) {
+  case DType::F32:
+    return make(float{});
+  case DType::BF16:
+    return make(bf16{});
+  case DType::I64:
+    return make(int64_t{});
+  case DType::I32:
+    return make(int32_t{});
+  case DType::I1:
+    if (withBool)
+      return make(Bool{});
+    break;
+  default:
+    break;
+  }
+  return noKernelFor("cuda", sig.kernel, sig.inputs[0]->dtype);
+}
+
+Status buildSort(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  ScanParams p;
+  CLEAVE_RETURN_IF_ERROR(parseValuesAndIndicesScan(
+      sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}, &p));
+  const int64_t columns = p.outer * p.inner, size = p.size, inner = p.inner;
+  const bool descending = p.reverse;
+  return buildSliceKernel(sig, ctx, p, true, fn,
+                          [=](auto zero, const KernelCall &call, auto grid, auto stream) {
+                            using T = decltype(zero);
+                            sortKernel<T><<<grid, kThreads, 0, stream>>>(
+                                static_cast<const T *>(call.inputs[0]),
+                                static_cast<T *>(call.outputs[0]),
+                                static_cast<int64_t *>(call.outputs[1]), columns, size, inner,
+                                descending);
+                          });
+}
+
+template <bool Max>
+Status buildIndexScan(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  ScanParams p;
+  CLEAVE_RETURN_IF_ERROR(parseValuesAndIndicesScan(
+      sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}, &p));
+  const int64_t columns = p.outer * p.inner, size = p.size, inner = p.inner;
+  return buildSliceKernel(sig, ctx, p, true, fn,
+                          [=](auto zero, const KernelCall &call, auto grid, auto stream) {
+                            using T = decltype(zero);
+                            indexScanKernel<Max, T><<<grid, kThreads, 0, stream>>>(
+                                static_cast<const T *>(call.inputs[0]),
+                                static_cast<T *>(call.outputs[0]),
+                                static_cast<int64_t *>(call.outputs[1]), columns, size, inner);
+                          });
+}
+
+Status buildLogcumsumexp(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  ScanParams p;
+  CLEAVE_RETURN_IF_ERROR(parseScan(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  const int64_t columns = p.outer * p.inner, size = p.size, inner = p.inner;
+  const bool reverse = p.reverse;
+  return buildSliceKernel(sig, ctx, p, false, fn,
+                          [=](auto zero, const KernelCall &call, auto grid, auto stream) {
+                            using T = decltype(zero);
+                            if constexpr (kIsFloat<T>)
+                              logcumsumexpKernel<T><<<grid, kThreads, 0, stream>>>(
+                                  static_cast<const T *>(call.inputs[0]),
+                                  static_cast<T *>(call.outputs[0]), columns, size, inner,
+                                  reverse);
+                          });
+}
+
 } // namespace
 
 void registerReductionKernels(KernelTable &table) {
@@ -442,6 +622,10 @@ void registerReductionKernels(KernelTable &table) {
   table["reduce_min_index"] = buildIndexReduction<false>;
   table["cumsum"] = buildScan<Scan::Sum>;
   table["cumprod"] = buildScan<Scan::Prod>;
+  table["cummax"] = buildIndexScan<true>;
+  table["cummin"] = buildIndexScan<false>;
+  table["logcumsumexp"] = buildLogcumsumexp;
+  table["sort"] = buildSort;
 }
 
 } // namespace cleave::runtime::cuda

@@ -10,9 +10,12 @@
 #include "compiler/TorchImporter.h"
 #include "dialects/cleave/ShapeInference.h"
 
+#include <ATen/Functions.h>
+
 #include "llvm/ADT/StringMap.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 namespace jit = torch::jit;
@@ -3678,6 +3681,712 @@ Converter valueDependentShape(const char *why) {
   };
 }
 
+//===----------------------------------------------------------------------===//
+// Constructions from constants: spectral transforms of real signals as
+// products with constant DFT matrices, block and pairwise layouts, finite
+// differences, attention. Each is built from core ops at import.
+//===----------------------------------------------------------------------===//
+
+/// `x` with `matrix` ([size of dim, n]) applied along `dim`: sum_k x[..k..] m[k, t].
+FailureOr<Value> applyAlongDim(Importer &imp, Value x, int64_t dim, Value matrix) {
+  auto type = typeOf(x);
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != dim)
+      order.push_back(d);
+  order.push_back(dim);
+  auto moved = permuteTo(imp, x, order);
+  if (failed(moved))
+    return failure();
+  Value last = moved->front().tensor;
+  int64_t in = type.getDimSize(dim), out = typeOf(matrix).getDimSize(1);
+  int64_t rows = in == 0 ? 0 : typeOf(last).getNumElements() / in;
+  auto product = imp.create<mlir::cleave::MatmulOp>(imp.reshape(last, {rows, in}), matrix);
+  if (failed(product))
+    return failure();
+  SmallVector<int64_t> shape(typeOf(last).getShape());
+  shape.back() = out;
+  Value result = imp.reshape(*product, shape);
+  SmallVector<int64_t> back(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    back[order[d]] = d;
+  auto restored = permuteTo(imp, result, back);
+  if (failed(restored))
+    return failure();
+  return restored->front().tensor;
+}
+
+/// The scale of an inverse transform of `points` points under torch.fft's
+/// `norm` ("backward" divides the inverse, "forward" the forward transform).
+FailureOr<double> fftScale(Importer &imp, const Val &normVal, double points, bool inverse) {
+  std::string norm = "backward";
+  if (!imp.isNone(normVal)) {
+    if (!normVal.isConstant() || !normVal.constant.isString()) {
+      imp.error() << "norm must be a constant string";
+      return failure();
+    }
+    norm = normVal.constant.toStringRef();
+  }
+  if (norm == "ortho")
+    return 1.0 / std::sqrt(points);
+  if (norm != "backward" && norm != "forward") {
+    imp.error() << "unknown norm '" << norm << "' (expected backward, forward or ortho)";
+    return failure();
+  }
+  return (norm == "backward") == inverse ? 1.0 / points : 1.0;
+}
+
+/// irfftn / hfftn of a real signal (a complex one is refused at import as
+/// every complex tensor is): an inverse DFT over every dim but the last (as
+/// real and imaginary parts), then the Hermitian-to-real transform over the
+/// last, whose input is cut or zero-padded to n/2 + 1 entries.
+Result realOutputFft(Importer &imp, jit::Node *node, Inputs in, bool hermitianForward,
+                     std::optional<SmallVector<int64_t>> defaultDims) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  Value re = *x;
+  Type f32 = imp.builder.getF32Type();
+  if (!llvm::isa<FloatType>(typeOf(re).getElementType()))
+    re = imp.cast(re, f32);
+  auto type = typeOf(re);
+  int64_t rank = type.getRank();
+  auto argIndex = [&](const char *name) { return node->schema().argumentIndexWithName(name); };
+  // irfft/hfft take (n, dim); the 2-D and n-D forms take (s, dim).
+  std::optional<SmallVector<int64_t>> sizes;
+  SmallVector<int64_t> dims;
+  if (auto n = argIndex("n")) {
+    if (!imp.isNone(in[*n])) {
+      auto given = imp.integer(in[*n]);
+      if (failed(given))
+        return failure();
+      sizes = SmallVector<int64_t>{*given};
+    }
+    auto d = dimArg(imp, in[*argIndex("dim")], rank);
+    if (failed(d))
+      return failure();
+    dims = {*d};
+  } else {
+    auto s = argIndex("s");
+    if (s && !imp.isNone(in[*s])) {
+      auto given = imp.intList(in[*s]);
+      if (failed(given))
+        return failure();
+      sizes = SmallVector<int64_t>(given->begin(), given->end());
+    }
+    auto d = argIndex("dim");
+    if (d && !imp.isNone(in[*d])) {
+      auto given = dimListArg(imp, in[*d], rank);
+      if (failed(given))
+        return failure();
+      dims = *given;
+    } else if (defaultDims) {
+      for (int64_t dim : *defaultDims)
+        dims.push_back(dim + rank);
+    } else {
+      int64_t count = sizes ? static_cast<int64_t>(sizes->size()) : rank;
+      for (int64_t dim = rank - count; dim < rank; ++dim)
+        dims.push_back(dim);
+    }
+  }
+  if (dims.empty() || llvm::any_of(dims, [&](int64_t d) { return d < 0 || d >= rank; })) {
+    imp.error() << "needs at least one dim within the input's rank " << rank;
+    return failure();
+  }
+  if (sizes && sizes->size() != dims.size()) {
+    imp.error() << "s has " << sizes->size() << " entries for " << dims.size() << " dims";
+    return failure();
+  }
+  SmallVector<int64_t> points;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t given = type.getDimSize(dims[i]);
+    int64_t n = sizes && (*sizes)[i] != -1 ? (*sizes)[i]
+                : i + 1 == dims.size()   ? 2 * (given - 1)
+                                         : given;
+    if (n < 1) {
+      imp.error() << "invalid number of data points (" << n << ") along dim " << dims[i];
+      return failure();
+    }
+    points.push_back(n);
+  }
+  auto matrix = [&](int64_t rows, int64_t n, auto entry) {
+    at::Tensor m = at::zeros({rows, n}, at::kDouble);
+    auto a = m.accessor<double, 2>();
+    for (int64_t k = 0; k < rows; ++k)
+      for (int64_t t = 0; t < n; ++t)
+        a[k][t] = entry(k, t);
+    return imp.constantTensor(m.to(at::kFloat));
+  };
+  auto angle = [](int64_t k, int64_t t, int64_t n) {
+    return 2.0 * M_PI * static_cast<double>((k * t) % n) / static_cast<double>(n);
+  };
+  std::optional<Value> im; // the imaginary part, none while it is zero
+  for (size_t i = 0; i + 1 < dims.size(); ++i) {
+    int64_t n = points[i], rows = typeOf(re).getDimSize(dims[i]);
+    auto cosines = matrix(rows, n, [&](int64_t k, int64_t t) { return k < n ? std::cos(angle(k, t, n)) : 0.0; });
+    auto sines = matrix(rows, n, [&](int64_t k, int64_t t) { return k < n ? std::sin(angle(k, t, n)) : 0.0; });
+    if (failed(cosines) || failed(sines))
+      return failure();
+    auto reC = applyAlongDim(imp, re, dims[i], *cosines);
+    auto reS = applyAlongDim(imp, re, dims[i], *sines);
+    if (failed(reC) || failed(reS))
+      return failure();
+    if (!im) {
+      re = *reC;
+      im = *reS;
+      continue;
+    }
+    auto imC = applyAlongDim(imp, *im, dims[i], *cosines);
+    auto imS = applyAlongDim(imp, *im, dims[i], *sines);
+    if (failed(imC) || failed(imS))
+      return failure();
+    auto nextRe = imp.create<mlir::cleave::SubOp>(*reC, *imS);
+    auto nextIm = imp.create<mlir::cleave::AddOp>(*reS, *imC);
+    if (failed(nextRe) || failed(nextIm))
+      return failure();
+    re = *nextRe;
+    im = *nextIm;
+  }
+  int64_t last = dims.back(), n = points.back(), used = n / 2 + 1;
+  int64_t rows = typeOf(re).getDimSize(last);
+  auto weight = [&](int64_t k) { return k >= used ? 0.0 : (k == 0 || 2 * k == n) ? 1.0 : 2.0; };
+  auto cosines = matrix(rows, n, [&](int64_t k, int64_t t) { return weight(k) * std::cos(angle(k, t, n)); });
+  if (failed(cosines))
+    return failure();
+  auto out = applyAlongDim(imp, re, last, *cosines);
+  if (failed(out))
+    return failure();
+  if (im) {
+    auto sines = matrix(rows, n, [&](int64_t k, int64_t t) { return weight(k) * std::sin(angle(k, t, n)); });
+    if (failed(sines))
+      return failure();
+    auto imS = applyAlongDim(imp, *im, last, *sines);
+    if (failed(imS))
+      return failure();
+    out = imp.create<mlir::cleave::SubOp>(*out, *imS);
+    if (failed(out))
+      return failure();
+  }
+  double total = 1;
+  for (int64_t p : points)
+    total *= static_cast<double>(p);
+  auto scale = fftScale(imp, in[*node->schema().argumentIndexWithName("norm")], total,
+                        /*inverse=*/!hermitianForward);
+  if (failed(scale))
+    return failure();
+  if (*scale == 1.0)
+    return one(*out);
+  return one(imp.create<mlir::cleave::MulOp>(*out, imp.splat(*scale, typeOf(*out).getElementType())));
+}
+
+/// fftshift / ifftshift: a roll by half of each dim (all dims by default).
+Converter fftShift(bool inverse) {
+  return [inverse](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    auto type = typeOf(*x);
+    SmallVector<int64_t> dims;
+    if (imp.isNone(in[1])) {
+      dims = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    } else {
+      auto given = dimListArg(imp, in[1], type.getRank());
+      if (failed(given))
+        return failure();
+      dims = *given;
+    }
+    if (dims.empty())
+      return one(*x);
+    SmallVector<int64_t> shifts;
+    for (int64_t d : dims)
+      shifts.push_back(inverse ? -(type.getDimSize(d) / 2) : type.getDimSize(d) / 2);
+    return one(imp.create<mlir::cleave::RollOp>(*x, imp.builder.getDenseI64ArrayAttr(shifts),
+                                                imp.builder.getDenseI64ArrayAttr(dims)));
+  };
+}
+
+/// block_diag(tensors): each tensor (0-d as 1x1, 1-D as one row) on the
+/// diagonal of a zero matrix, in the promoted dtype.
+Result blockDiag(Importer &imp, jit::Node *, Inputs in) {
+  auto items = imp.list(in[0]);
+  if (failed(items))
+    return failure();
+  auto values = imp.promote(*items);
+  if (failed(values))
+    return failure();
+  std::vector<Value> blocks;
+  int64_t width = 0, height = 0;
+  for (Value v : *values) {
+    int64_t rank = typeOf(v).getRank();
+    if (rank > 2) {
+      imp.error() << "block_diag takes tensors of at most 2 dims, got " << typeOf(v);
+      return failure();
+    }
+    if (rank < 2)
+      v = imp.reshape(v, {1, rank == 0 ? 1 : typeOf(v).getDimSize(0)});
+    blocks.push_back(v);
+    height += typeOf(v).getDimSize(0);
+    width += typeOf(v).getDimSize(1);
+  }
+  Type et = blocks.empty() ? imp.builder.getF32Type() : typeOf(blocks[0]).getElementType();
+  std::vector<Value> rows;
+  int64_t left = 0;
+  for (Value b : blocks) {
+    int64_t r = typeOf(b).getDimSize(0), c = typeOf(b).getDimSize(1);
+    std::vector<Value> parts;
+    if (left > 0)
+      parts.push_back(imp.splat(0, et, {r, left}));
+    if (c > 0)
+      parts.push_back(b);
+    if (width - left - c > 0)
+      parts.push_back(imp.splat(0, et, {r, width - left - c}));
+    left += c;
+    if (r == 0 || parts.empty())
+      continue;
+    if (parts.size() == 1) {
+      rows.push_back(parts[0]);
+      continue;
+    }
+    auto row = imp.create<mlir::cleave::ConcatOp>(parts, 1);
+    if (failed(row))
+      return failure();
+    rows.push_back(*row);
+  }
+  if (rows.empty() || width == 0)
+    return one(imp.splat(0, et, {height, width}));
+  if (rows.size() == 1)
+    return one(rows[0]);
+  return one(imp.create<mlir::cleave::ConcatOp>(rows, 0));
+}
+
+/// Rows of x picked by constant flat positions, reshaped to `shape`.
+FailureOr<Value> pickConstant(Importer &imp, Value x, const std::vector<int64_t> &positions,
+                              ArrayRef<int64_t> shape) {
+  auto type = typeOf(x);
+  if (positions.empty())
+    return imp.splat(0, type.getElementType(), shape);
+  auto index = imp.constantTensor(at::tensor(positions, at::TensorOptions().dtype(at::kLong)));
+  if (failed(index))
+    return failure();
+  Value flat = imp.reshape(x, {type.getNumElements()});
+  auto picked = imp.create<mlir::cleave::TakeOp>(
+      type.clone({static_cast<int64_t>(positions.size())}), flat, *index);
+  if (failed(picked))
+    return failure();
+  return imp.reshape(*picked, shape);
+}
+
+/// combinations(x, r, with_replacement): the r-tuples of x's elements in
+/// lexicographic order of positions, as itertools yields them.
+Result combinations(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto r = imp.integer(in[1]);
+  auto replace = imp.boolean(in[2]);
+  if (failed(x) || failed(r) || failed(replace))
+    return failure();
+  if (typeOf(*x).getRank() != 1) {
+    imp.error() << "combinations takes a 1-D tensor, got " << typeOf(*x);
+    return failure();
+  }
+  if (*r < 0) {
+    imp.error() << "r must be non-negative, got " << *r;
+    return failure();
+  }
+  int64_t n = typeOf(*x).getDimSize(0);
+  if (*r == 0)
+    return one(imp.splat(0, typeOf(*x).getElementType(), {0}));
+  std::vector<int64_t> positions, tuple(*r, 0);
+  std::function<void(int64_t, int64_t)> walk = [&](int64_t slot, int64_t from) {
+    if (slot == *r) {
+      positions.insert(positions.end(), tuple.begin(), tuple.end());
+      return;
+    }
+    for (int64_t i = from; i < n; ++i) {
+      tuple[slot] = i;
+      walk(slot + 1, *replace ? i : i + 1);
+    }
+  };
+  walk(0, 0);
+  int64_t count = static_cast<int64_t>(positions.size()) / *r;
+  return one(pickConstant(imp, *x, positions, {count, *r}));
+}
+
+/// cartesian_prod(tensors): every combination of one element of each, rows
+/// in the order of nested loops (a single tensor is returned as is).
+Result cartesianProd(Importer &imp, jit::Node *node, Inputs in) {
+  auto items = imp.list(in[0]);
+  if (failed(items))
+    return failure();
+  auto values = imp.promote(*items);
+  if (failed(values))
+    return failure();
+  SmallVector<int64_t> sizes;
+  for (Value v : *values) {
+    if (typeOf(v).getRank() != 1) {
+      imp.error() << "cartesian_prod takes 1-D tensors, got " << typeOf(v);
+      return failure();
+    }
+    sizes.push_back(typeOf(v).getDimSize(0));
+  }
+  if (values->size() == 1)
+    return one((*values)[0]);
+  int64_t total = 1;
+  for (int64_t s : sizes)
+    total *= s;
+  std::vector<Value> columns;
+  for (size_t i = 0; i < values->size(); ++i) {
+    SmallVector<int64_t> shape(sizes.size(), 1);
+    shape[i] = sizes[i];
+    auto grid = broadcastTo(imp, imp.reshape((*values)[i], shape), sizes);
+    if (failed(grid))
+      return failure();
+    columns.push_back(imp.reshape(grid->front().tensor, {total, 1}));
+  }
+  return one(imp.create<mlir::cleave::ConcatOp>(columns, 1));
+}
+
+/// The p-norm distances between the rows of x1 [..., P, M] and x2 [..., R, M].
+FailureOr<Value> pairwiseDistances(Importer &imp, Value x1, Value x2, double p) {
+  auto t1 = typeOf(x1), t2 = typeOf(x2);
+  if (t1.getRank() < 2 || t2.getRank() < 2 || t1.getShape().back() != t2.getShape().back()) {
+    imp.error() << "needs tensors [..., P, M] and [..., R, M], got " << t1 << " and " << t2;
+    return failure();
+  }
+  SmallVector<int64_t> s1(t1.getShape()), s2(t2.getShape());
+  s1.insert(s1.end() - 1, 1); // [..., P, 1, M]
+  s2.insert(s2.end() - 2, 1); // [..., 1, R, M]
+  auto diff = imp.create<mlir::cleave::SubOp>(imp.reshape(x1, s1), imp.reshape(x2, s2));
+  if (failed(diff))
+    return failure();
+  int64_t rank = typeOf(*diff).getRank();
+  return imp.create<mlir::cleave::NormOp>(*diff, imp.builder.getDenseI64ArrayAttr({rank - 1}),
+                                          imp.builder.getBoolAttr(false),
+                                          imp.builder.getF64FloatAttr(p));
+}
+
+Result cdist(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0], in[1]}, /*integerToFloat=*/true);
+  auto p = imp.real(in[2]);
+  if (failed(values) || failed(p))
+    return failure();
+  if (*p < 0) {
+    imp.error() << "cdist only supports non-negative p, got " << *p;
+    return failure();
+  }
+  return one(pairwiseDistances(imp, (*values)[0], (*values)[1], *p));
+}
+
+/// pdist(x, p): the distances of rows i < j of x [N, M], in row-major order.
+Result pdist(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+  auto p = imp.real(in[1]);
+  if (failed(values) || failed(p))
+    return failure();
+  Value x = (*values)[0];
+  if (typeOf(x).getRank() != 2) {
+    imp.error() << "pdist takes a 2-D tensor, got " << typeOf(x);
+    return failure();
+  }
+  if (*p < 0) {
+    imp.error() << "pdist only supports non-negative p, got " << *p;
+    return failure();
+  }
+  int64_t n = typeOf(x).getDimSize(0);
+  std::vector<int64_t> positions;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i + 1; j < n; ++j)
+      positions.push_back(i * n + j);
+  if (positions.empty())
+    return one(imp.splat(0, typeOf(x).getElementType(), {0}));
+  auto all = pairwiseDistances(imp, x, x, *p);
+  if (failed(all))
+    return failure();
+  return one(pickConstant(imp, *all, positions, {static_cast<int64_t>(positions.size())}));
+}
+
+/// gradient(f, spacing, dim, edge_order): central differences inside, one-
+/// or two-sided differences of order `edge_order` at the ends, over sample
+/// coordinates (uniform spacing as evenly spaced ones), as torch.gradient.
+Result gradient(Importer &imp, jit::Node *node, Inputs in) {
+  auto f = imp.promote({in[0]}, /*integerToFloat=*/true);
+  if (failed(f))
+    return failure();
+  Value x = (*f)[0];
+  auto type = typeOf(x);
+  int64_t rank = type.getRank();
+  Type et = type.getElementType();
+  auto arg = [&](const char *name) -> std::optional<Val> {
+    auto i = node->schema().argumentIndexWithName(name);
+    if (!i || imp.isNone(in[*i]))
+      return std::nullopt;
+    return in[*i];
+  };
+  SmallVector<int64_t> dims;
+  if (auto d = arg("dim")) {
+    if (d->kind == Val::Kind::List || (d->isConstant() && d->constant.isIntList())) {
+      auto given = dimListArg(imp, *d, rank);
+      if (failed(given))
+        return failure();
+      dims = *given;
+    } else {
+      auto given = dimArg(imp, *d, rank);
+      if (failed(given))
+        return failure();
+      dims = {*given};
+    }
+  } else {
+    dims = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  auto order = imp.integer(*arg("edge_order"));
+  if (failed(order))
+    return failure();
+  if (*order != 1 && *order != 2) {
+    imp.error() << "edge_order must be 1 or 2, got " << *order;
+    return failure();
+  }
+  // One coordinate tensor per dim: from spacing scalars or given tensors.
+  std::vector<std::optional<Val>> spacing(dims.size());
+  if (auto s = arg("spacing")) {
+    if (s->kind == Val::Kind::List || (s->isConstant() && s->constant.isList())) {
+      auto entries = imp.list(*s);
+      if (failed(entries))
+        return failure();
+      if (entries->size() != dims.size()) {
+        imp.error() << "spacing has " << entries->size() << " entries for " << dims.size() << " dims";
+        return failure();
+      }
+      for (size_t i = 0; i < dims.size(); ++i)
+        spacing[i] = (*entries)[i];
+    } else {
+      for (auto &entry : spacing)
+        entry = *s;
+    }
+  }
+  std::vector<Val> results;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t dim = dims[i], n = type.getDimSize(dim);
+    if (n < *order + 1) {
+      imp.error() << "each dim needs at least edge_order + 1 = " << *order + 1
+                  << " samples, dim " << dim << " has " << n;
+      return failure();
+    }
+    Value coords;
+    if (spacing[i] && (spacing[i]->isTensor() ||
+                       (spacing[i]->isConstant() && spacing[i]->constant.isTensor()))) {
+      auto given = imp.promote({*spacing[i]}, /*integerToFloat=*/true);
+      if (failed(given))
+        return failure();
+      coords = imp.cast((*given)[0], et);
+      if (typeOf(coords).getRank() != 1 || typeOf(coords).getDimSize(0) != n) {
+        imp.error() << "the coordinates of dim " << dim << " must be 1-D of size " << n
+                    << ", got " << typeOf(coords);
+        return failure();
+      }
+    } else {
+      double h = 1;
+      if (spacing[i]) {
+        auto given = imp.real(*spacing[i]);
+        if (failed(given))
+          return failure();
+        h = *given;
+      }
+      auto c = imp.constantTensor(at::arange(n, at::kDouble).mul(h).to(at::kFloat));
+      if (failed(c))
+        return failure();
+      coords = imp.cast(*c, et);
+    }
+    // Coordinates broadcast along `dim`.
+    SmallVector<int64_t> cshape(rank, 1);
+    auto along = [&](Value v) {
+      cshape[dim] = typeOf(v).getDimSize(0);
+      return imp.reshape(v, cshape);
+    };
+    auto sl = [&](Value v, int64_t d, int64_t a, int64_t b) { return slice(imp, v, d, a, b); };
+    auto dc = sl(coords, 0, 1, n);
+    auto dp = sl(coords, 0, 0, n - 1);
+    if (failed(dc) || failed(dp))
+      return failure();
+    auto h = imp.create<mlir::cleave::SubOp>(*dc, *dp); // h[j] = c[j+1] - c[j]
+    if (failed(h))
+      return failure();
+    auto op = [&](auto tag, Value a, Value b) -> FailureOr<Value> {
+      using OpTy = decltype(tag);
+      return imp.create<OpTy>(a, b);
+    };
+    using Sub = mlir::cleave::SubOp;
+    using Add = mlir::cleave::AddOp;
+    using Mul = mlir::cleave::MulOp;
+    using Div = mlir::cleave::DivOp;
+    bool ok = true;
+    auto V = [&](FailureOr<Value> v) {
+      if (failed(v)) {
+        ok = false;
+        return Value();
+      }
+      return *v;
+    };
+    std::vector<Value> pieces;
+    // Left edge.
+    {
+      Value f0 = V(sl(x, dim, 0, 1)), f1 = V(sl(x, dim, 1, 2));
+      Value h1 = along(V(sl(*h, 0, 0, 1)));
+      if (!ok)
+        return failure();
+      if (*order == 1) {
+        pieces.push_back(V(op(Div(), V(op(Sub(), f1, f0)), h1)));
+      } else {
+        Value f2 = V(sl(x, dim, 2, 3)), h2 = along(V(sl(*h, 0, 1, 2)));
+        if (!ok)
+          return failure();
+        Value s = V(op(Add(), h1, h2));
+        // -(2h1 + h2)/(h1 s) f0 + s/(h1 h2) f1 - h1/(h2 s) f2
+        Value a = V(op(Div(), V(op(Add(), V(op(Add(), h1, h1)), h2)), V(op(Mul(), h1, s))));
+        Value b = V(op(Div(), s, V(op(Mul(), h1, h2))));
+        Value c = V(op(Div(), h1, V(op(Mul(), h2, s))));
+        Value t = V(op(Sub(), V(op(Mul(), b, f1)), V(op(Mul(), a, f0))));
+        pieces.push_back(V(op(Sub(), t, V(op(Mul(), c, f2)))));
+      }
+    }
+    // Inside: (hl^2 f[i+1] - hr^2 f[i-1] + (hr^2 - hl^2) f[i]) / (hl hr (hl + hr)).
+    if (n > 2) {
+      Value fl = V(sl(x, dim, 0, n - 2)), fm = V(sl(x, dim, 1, n - 1)), fr = V(sl(x, dim, 2, n));
+      Value hl = along(V(sl(*h, 0, 0, n - 2))), hr = along(V(sl(*h, 0, 1, n - 1)));
+      if (!ok)
+        return failure();
+      Value hl2 = V(op(Mul(), hl, hl)), hr2 = V(op(Mul(), hr, hr));
+      Value num = V(op(Sub(), V(op(Mul(), hl2, fr)), V(op(Mul(), hr2, fl))));
+      num = V(op(Add(), num, V(op(Mul(), V(op(Sub(), hr2, hl2)), fm))));
+      Value den = V(op(Mul(), V(op(Mul(), hl, hr)), V(op(Add(), hl, hr))));
+      pieces.push_back(V(op(Div(), num, den)));
+    }
+    // Right edge.
+    {
+      Value fa = V(sl(x, dim, n - 2, n - 1)), fb = V(sl(x, dim, n - 1, n));
+      Value h2 = along(V(sl(*h, 0, n - 2, n - 1)));
+      if (!ok)
+        return failure();
+      if (*order == 1) {
+        pieces.push_back(V(op(Div(), V(op(Sub(), fb, fa)), h2)));
+      } else {
+        Value fz = V(sl(x, dim, n - 3, n - 2)), h1 = along(V(sl(*h, 0, n - 3, n - 2)));
+        if (!ok)
+          return failure();
+        Value s = V(op(Add(), h1, h2));
+        // h2/(h1 s) f[n-3] - s/(h1 h2) f[n-2] + (2h2 + h1)/(h2 s) f[n-1]
+        Value a = V(op(Div(), h2, V(op(Mul(), h1, s))));
+        Value b = V(op(Div(), s, V(op(Mul(), h1, h2))));
+        Value c = V(op(Div(), V(op(Add(), V(op(Add(), h2, h2)), h1)), V(op(Mul(), h2, s))));
+        Value t = V(op(Sub(), V(op(Mul(), a, fz)), V(op(Mul(), b, fa))));
+        pieces.push_back(V(op(Add(), t, V(op(Mul(), c, fb)))));
+      }
+    }
+    if (!ok)
+      return failure();
+    auto joined = imp.create<mlir::cleave::ConcatOp>(pieces, dim);
+    if (failed(joined))
+      return failure();
+    results.push_back(Val::ofTensor(*joined));
+  }
+  return std::vector<Val>{Val::ofList(std::move(results))};
+}
+
+/// _scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
+/// need_attn_weights, is_causal): softmax(q k^T / sqrt(E) + mask) v and the
+/// weights, as PyTorch's math path; dropout_p > 0 draws random masks.
+Result scaledDotProductAttention(Importer &imp, jit::Node *, Inputs in) {
+  auto values = imp.promote({in[0], in[1], in[2]}, /*integerToFloat=*/true);
+  auto dropout = imp.real(in[4]);
+  auto causal = imp.boolean(in[6]);
+  if (failed(values) || failed(dropout) || failed(causal))
+    return failure();
+  if (*dropout != 0) {
+    imp.error() << "dropout_p = " << *dropout
+                << " draws random attention masks; only dropout_p = 0 is supported";
+    return failure();
+  }
+  Value q = (*values)[0], k = (*values)[1], v = (*values)[2];
+  auto qt = typeOf(q);
+  int64_t rank = qt.getRank();
+  if (rank < 2 || typeOf(k).getRank() != rank || typeOf(v).getRank() != rank) {
+    imp.error() << "q, k and v need one rank of at least 2, got " << qt << ", " << typeOf(k)
+                << " and " << typeOf(v);
+    return failure();
+  }
+  Type et = qt.getElementType();
+  int64_t e = qt.getShape().back(), l = qt.getDimSize(rank - 2), s = typeOf(k).getDimSize(rank - 2);
+  auto scaled = imp.create<mlir::cleave::MulOp>(q, imp.splat(1.0 / std::sqrt(double(e)), et));
+  if (failed(scaled))
+    return failure();
+  SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(swap[rank - 1], swap[rank - 2]);
+  auto kt = permuteTo(imp, k, swap);
+  if (failed(kt))
+    return failure();
+  auto scores = imp.create<mlir::cleave::MatmulOp>(*scaled, kt->front().tensor);
+  if (failed(scores))
+    return failure();
+  Value negInf = imp.splat(-INFINITY, et);
+  if (!imp.isNone(in[3])) {
+    auto mask = imp.tensor(in[3]);
+    if (failed(mask))
+      return failure();
+    if (typeOf(*mask).getElementType().isInteger(1))
+      scores = imp.create<mlir::cleave::WhereOp>(*mask, *scores, negInf);
+    else
+      scores = imp.create<mlir::cleave::AddOp>(*scores, imp.cast(*mask, et));
+    if (failed(scores))
+      return failure();
+  }
+  if (*causal) {
+    auto keep = imp.constantTensor(at::ones({l, s}, at::kBool).tril());
+    if (failed(keep))
+      return failure();
+    scores = imp.create<mlir::cleave::WhereOp>(*keep, *scores, negInf);
+    if (failed(scores))
+      return failure();
+  }
+  auto weights = imp.create<mlir::cleave::SoftmaxOp>(*scores, rank - 1);
+  if (failed(weights))
+    return failure();
+  auto out = imp.create<mlir::cleave::MatmulOp>(*weights, v);
+  if (failed(out))
+    return failure();
+  return std::vector<Val>{Val::ofTensor(*out), Val::ofTensor(*weights)};
+}
+
+void addConstructionConverters(llvm::StringMap<Converter> &r) {
+  r["aten::fft_irfft"] = [](Importer &imp, jit::Node *node, Inputs in) {
+    return realOutputFft(imp, node, in, false, std::nullopt);
+  };
+  r["aten::fft_irfft2"] = [](Importer &imp, jit::Node *node, Inputs in) {
+    return realOutputFft(imp, node, in, false, SmallVector<int64_t>{-2, -1});
+  };
+  r["aten::fft_irfftn"] = [](Importer &imp, jit::Node *node, Inputs in) {
+    return realOutputFft(imp, node, in, false, std::nullopt);
+  };
+  r["aten::fft_hfft"] = [](Importer &imp, jit::Node *node, Inputs in) {
+    return realOutputFft(imp, node, in, true, std::nullopt);
+  };
+  r["aten::fft_hfft2"] = [](Importer &imp, jit::Node *node, Inputs in) {
+    return realOutputFft(imp, node, in, true, SmallVector<int64_t>{-2, -1});
+  };
+  r["aten::fft_hfftn"] = [](Importer &imp, jit::Node *node, Inputs in) {
+    return realOutputFft(imp, node, in, true, std::nullopt);
+  };
+  r["aten::fft_fftshift"] = fftShift(false);
+  r["aten::fft_ifftshift"] = fftShift(true);
+  r["aten::block_diag"] = blockDiag;
+  r["aten::combinations"] = combinations;
+  r["aten::cartesian_prod"] = cartesianProd;
+  r["aten::cdist"] = cdist;
+  r["aten::_cdist_forward"] = cdist;
+  r["aten::pdist"] = pdist;
+  r["aten::_pdist_forward"] = pdist;
+  r["aten::gradient"] = gradient;
+  r["aten::_scaled_dot_product_attention"] = scaledDotProductAttention;
+}
+
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
   r["aten::gather"] = gather;
@@ -4144,6 +4853,7 @@ struct Registry {
     r["aten::triu"] = triangle<mlir::cleave::TriuOp>();
     addCompositeConverters(r);
     addLinalgConverters(r);
+    addConstructionConverters(r);
   }
 };
 

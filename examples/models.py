@@ -390,7 +390,7 @@ class WithLoss(nn.Module):
 
 class UnsupportedOps(nn.Module):
     """Supported ops around ops a compiler is unlikely to support, each used a known number of
-    times (bucketize x2, renorm x1, searchsorted x1, erfinv x1), to test the importer's error
+    times (linalg_qr x2, linalg_eigvalsh x1, grid_sampler x1), to test the importer's error
     report."""
 
     def __init__(self, in_features=16, hidden=32, k=8, out_features=4, device=None):
@@ -399,16 +399,17 @@ class UnsupportedOps(nn.Module):
         self.fc1 = nn.Linear(in_features, hidden, device=device)
         self.fc2 = nn.Linear(hidden, hidden, device=device)
         self.fc3 = nn.Linear(k, out_features, device=device)
-        self.register_buffer("bounds", torch.linspace(-1.0, 1.0, 5, device=device))
 
     def forward(self, x):
+        batch = x.shape[0]  # shapes from the input: the importer folds them
         h = torch.relu(self.fc1(x))
-        h = torch.bucketize(h, self.bounds).float()
-        h = torch.renorm(h, 2, 0, 1.0)
-        h = torch.bucketize(self.fc2(h), self.bounds).float()
-        h = torch.searchsorted(self.bounds, h.contiguous()).float()[..., : self.k]
-        h = torch.erfinv(torch.tanh(h) * 0.5)  # erfinv needs (-1, 1)
-        return self.fc3(h)
+        _, r = torch.linalg.qr(h.reshape(batch, 4, -1))
+        h = self.fc2(r.reshape(batch, -1))
+        q, r = torch.linalg.qr(h.reshape(batch, -1, 4))
+        s = torch.linalg.eigvalsh(r @ r.transpose(1, 2))
+        grid = torch.tanh(q[:, : self.k, :2]).unsqueeze(2)
+        h = F.grid_sample(q.unsqueeze(1), grid, align_corners=False).flatten(1)
+        return self.fc3(h * s.mean(1, keepdim=True))
 
 
 class ScriptedMLP(nn.Module):

@@ -1010,8 +1010,10 @@ Result bilinear(Importer &imp, jit::Node *node, Inputs in) {
   if (failed(values))
     return failure();
   Value x1 = (*values)[0], x2 = (*values)[1], w = (*values)[2];
-  if (failed(requireFloat(imp, node, x1)))
+  if (elementOf(x1).isInteger(1)) {
+    imp.error() << "bilinear of bool tensors (PyTorch refuses it too)";
     return failure();
+  }
   if (rankOf(w) != 3 || rankOf(x1) < 1 || rankOf(x1) != rankOf(x2) ||
       typeOf(x1).getShape().drop_back() != typeOf(x2).getShape().drop_back() ||
       typeOf(x1).getShape().back() != typeOf(w).getDimSize(1) ||
@@ -1059,7 +1061,8 @@ Value diagonalOf(Math &m, Value x, int64_t d1, int64_t d2) {
     }
   int64_t n = typeOf(x).getDimSize(d1);
   perm.append({d1, d2});
-  Value moved = m.permute(x, perm);
+  bool identity = d1 == rankOf(x) - 2 && d2 == rankOf(x) - 1;
+  Value moved = identity ? x : m.permute(x, perm);
   shape.push_back(n * n);
   Value flat = m.reshape(moved, shape);
   if (n <= 1)
@@ -1484,11 +1487,7 @@ Result vander(Importer &imp, jit::Node *node, Inputs in) {
   auto x = imp.tensor(in[0]);
   if (failed(x))
     return failure();
-  if (rankOf(*x) == 0) {
-    imp.error() << "linalg.vander of a 0-d tensor (PyTorch refuses it too)";
-    return failure();
-  }
-  Value v = *x;
+  Value v = rankOf(*x) == 0 ? imp.reshape(*x, {1}) : *x; // PyTorch views a 0-d x as [1]
   if (elementOf(v).isInteger(1))
     v = imp.cast(v, imp.builder.getI64Type());
   int64_t n = typeOf(v).getShape().back();

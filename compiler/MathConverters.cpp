@@ -465,6 +465,10 @@ Result cross(Importer &imp, jit::Node *node, Inputs in) {
   if (failed(bc))
     return failure();
   auto [a, b] = *bc;
+  if (elementOf(a).isInteger(1)) {
+    imp.error() << "cross of bool tensors (PyTorch refuses it too)";
+    return failure();
+  }
   int64_t rank = rankOf(a);
   int64_t dim = -1;
   if (const Val *v = argNamed(imp, node, in, "dim")) {
@@ -789,10 +793,14 @@ Result tripletMarginLoss(Importer &imp, jit::Node *node, Inputs in) {
   auto dNeg = pairwiseDistance(imp, m, a, neg, *p, *eps, false);
   if (failed(dPos) || failed(dNeg))
     return failure();
+  if (failed(broadcastShape(imp, typeOf(*dPos).getShape(), typeOf(*dNeg).getShape())))
+    return failure();
   Value far = *dNeg;
   if (*swap) {
     auto dSwap = pairwiseDistance(imp, m, pos, neg, *p, *eps, false);
     if (failed(dSwap))
+      return failure();
+    if (failed(broadcastShape(imp, typeOf(*dSwap).getShape(), typeOf(far).getShape())))
       return failure();
     far = m.minimum(far, *dSwap);
   }
@@ -1414,6 +1422,10 @@ Converter trapezoid(bool cumulative) {
           return failure();
         }
         int64_t nx = typeOf(xs).getDimSize(*dim);
+        if (nx == 0) {
+          imp.error() << "trapezoid: x is empty along dim";
+          return failure();
+        }
         dx = m.sub(m.sliceOf(xs, *dim, 1, nx), m.sliceOf(xs, *dim, 0, nx - 1));
       }
       if (failed(broadcastShape(imp, typeOf(dx).getShape(), typeOf(areas).getShape())))

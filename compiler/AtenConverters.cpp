@@ -4705,6 +4705,13 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   r["aten::adaptive_avg_pool1d"] = as2d(adaptiveAvgPool2d, {1}, {}, false);
 }
 
+} // namespace
+
+// MathConverters.cpp: math ops spelled as core ops.
+void addMathConverters(llvm::StringMap<Converter> &r);
+
+namespace {
+
 struct Registry {
   llvm::StringMap<Converter> converters;
 
@@ -4852,6 +4859,7 @@ struct Registry {
     r["aten::tril"] = triangle<mlir::cleave::TrilOp>();
     r["aten::triu"] = triangle<mlir::cleave::TriuOp>();
     addCompositeConverters(r);
+    addMathConverters(r); // before linalg: its matrix_power hands n >= 0 to math's
     addLinalgConverters(r);
     addConstructionConverters(r);
   }

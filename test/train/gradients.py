@@ -143,6 +143,20 @@ def cases(gen):
         [target])
     add("smooth_l1_loss", lambda a, t: F.smooth_l1_loss(a, t, beta=0.5), {"a": x(3, 17)}, [target])
     add("kl_div", lambda a, t: F.kl_div(a, t, reduction="batchmean"), {"a": x(3, 17)}, [target])
+    # Distances and margin losses spelled as core ops by the importer.
+    add("cosine_similarity", lambda a, b: F.cosine_similarity(a, b, dim=1), {"a": x(3, 17), "b": x(3, 17)})
+    add("pairwise_distance", lambda a, b: F.pairwise_distance(a, b, p=3.0), {"a": x(3, 17), "b": x(3, 17)})
+    add("triplet_margin_loss", lambda a, b, n: F.triplet_margin_loss(a, b, n, margin=2.0, swap=True),
+        {"a": x(3, 17), "b": x(3, 17), "n": x(3, 17)})
+    signs = torch.where(torch.rand(3, generator=gen) > 0.5, 1.0, -1.0)
+    add("cosine_embedding_loss", lambda a, b, t: F.cosine_embedding_loss(a, b, t, margin=0.1),
+        {"a": x(3, 17), "b": x(3, 17)}, [signs])
+    add("margin_ranking_loss", lambda a, b, t: F.margin_ranking_loss(a, b, t, margin=0.2),
+        {"a": x(3), "b": x(3)}, [signs])
+    add("multi_margin_loss", lambda a, t: F.multi_margin_loss(a, t, p=2, margin=0.5),
+        {"a": x(3, 5)}, [torch.tensor([0, 4, 2])])
+    add("einsum_bmm", lambda a, b: torch.einsum("bij,bjk->bik", a, b), {"a": x(2, 3, 4), "b": x(2, 4, 5)})
+    add("cross", lambda a, b: torch.linalg.cross(a, b), {"a": x(4, 3), "b": x(4, 3)})
     add("pow_scalar", lambda a: a.pow(3.0), {"a": x(3, 17)})
     add("pow_tensor", lambda a, b: torch.pow(a, b), {"a": pos(4, 5), "b": x(5)})
     # Binary maps with broadcasting (the gradient of the broadcast operand sums back).

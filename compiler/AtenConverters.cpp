@@ -11,6 +11,7 @@
 #include "dialects/cleave/ShapeInference.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <limits>
@@ -3912,11 +3913,34 @@ FailureOr<int64_t> storageOffset(Importer &imp, const Val &val) {
   return imp.integer(val);
 }
 
+/// as_strided reads PyTorch's storage: the row-major elements of a tensor
+/// only when it is not a strided view. Fails (reported) when the input
+/// comes straight from a view op whose result PyTorch does not lay out
+/// row-major in its own storage (a transpose, an expand, a slice...).
+LogicalResult rowMajorStorage(Importer &imp, jit::Node *node) {
+  static const llvm::StringSet<> views = {
+      "aten::t",          "aten::transpose", "aten::permute",    "aten::expand",
+      "aten::expand_as",  "aten::slice",     "aten::select",     "aten::narrow",
+      "aten::diagonal",   "aten::as_strided", "aten::unfold",    "aten::numpy_T",
+      "aten::matrix_H",   "aten::mT",        "aten::mH",         "aten::adjoint",
+      "aten::movedim",    "aten::moveaxis",  "aten::swapaxes",   "aten::swapdims",
+      "prim::ListUnpack", "aten::unbind",    "aten::split",      "aten::chunk",
+      "aten::broadcast_to"};
+  std::string kind = node->input(0)->node()->kind().toQualString();
+  if (!views.contains(kind))
+    return success();
+  imp.error() << "the input is a strided view (" << kind << "), whose elements in PyTorch's "
+              << "storage are not its row-major order; call .contiguous() on it first";
+  return failure();
+}
+
 /// as_strided(self, size, stride, storage_offset): the view of the input's
 /// contiguous elements with these strides, a gather of constant positions.
 /// (cleave's tensors are contiguous: the view is over the row-major
 /// elements, as PyTorch's of a contiguous tensor.)
-Result asStrided(Importer &imp, jit::Node *, Inputs in) {
+Result asStrided(Importer &imp, jit::Node *node, Inputs in) {
+  if (failed(rowMajorStorage(imp, node)))
+    return failure();
   auto x = imp.tensor(in[0]);
   auto size = failed(x) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[1]);
   auto stride = failed(size) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[2]);
@@ -3932,7 +3956,9 @@ Result asStrided(Importer &imp, jit::Node *, Inputs in) {
 
 /// as_strided_scatter(self, src, size, stride, storage_offset): self with
 /// the strided view replaced by src, a scatter of constant positions.
-Result asStridedScatter(Importer &imp, jit::Node *, Inputs in) {
+Result asStridedScatter(Importer &imp, jit::Node *node, Inputs in) {
+  if (failed(rowMajorStorage(imp, node)))
+    return failure();
   auto x = imp.tensor(in[0]);
   auto size = failed(x) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[2]);
   auto stride = failed(size) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[3]);
@@ -4479,24 +4505,35 @@ FailureOr<std::pair<Value, Value>> meanAndRstd(Importer &imp, Value x, ArrayRef<
 /// (output, mean, rstd): the layer norm, and its statistics over the
 /// normalized dims, kept as size 1.
 Result nativeLayerNorm(Importer &imp, jit::Node *node, Inputs in) {
-  auto out = layerNorm(imp, node, in);
-  if (failed(out))
-    return failure();
-  Value x = imp.tensor(in[0]).value();
+  auto x = imp.tensor(in[0]);
   auto shape = imp.intList(in[1]);
+  auto weight = optionalTensor(imp, in[2]), bias = optionalTensor(imp, in[3]);
   auto eps = imp.real(in[4]);
-  if (failed(shape) || failed(eps))
+  if (failed(x) || failed(shape) || failed(weight) || failed(bias) || failed(eps))
     return failure();
-  int64_t rank = typeOf(x).getRank(), k = shape->size();
-  if (k == 0 || k > rank) {
-    imp.error() << "normalized_shape must name 1 to " << rank << " trailing dims";
+  auto type = typeOf(*x);
+  Type et = type.getElementType();
+  int64_t rank = type.getRank(), k = shape->size();
+  if (!llvm::isa<FloatType>(et) || k == 0 || k > rank ||
+      type.getShape().take_back(k) != ArrayRef<int64_t>(*shape)) {
+    imp.error() << "native_layer_norm takes a float tensor whose trailing dims are "
+                   "normalized_shape, got "
+                << type << " and [" << ArrayRef<int64_t>(*shape) << "]";
     return failure();
   }
   SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - k, rank));
-  auto stats = meanAndRstd(imp, x, dims, *eps);
+  auto stats = meanAndRstd(imp, *x, dims, *eps);
   if (failed(stats))
     return failure();
-  return std::vector<Val>{out->front(), Val::ofTensor(stats->first),
+  // (x - mean) * rstd, then weight and bias: PyTorch's order. Any eps is
+  // taken (a negative one gives NaN where var + eps < 0, as PyTorch).
+  auto centered = imp.create<c::SubOp>(*x, stats->first);
+  auto out = failed(centered) ? FailureOr<Value>(failure())
+                              : imp.create<c::MulOp>(*centered, stats->second);
+  if (failed(out) || (*weight && failed(out = imp.create<c::MulOp>(*out, imp.cast(*weight, et)))) ||
+      (*bias && failed(out = imp.create<c::AddOp>(*out, imp.cast(*bias, et)))))
+    return failure();
+  return std::vector<Val>{Val::ofTensor(*out), Val::ofTensor(stats->first),
                           Val::ofTensor(stats->second)};
 }
 
@@ -4611,8 +4648,12 @@ Result embeddingBag(Importer &imp, jit::Node *node, Inputs in) {
     auto given = imp.integer(in[8]);
     if (failed(given))
       return failure();
-    if (*given >= 0)
-      padding = *given;
+    int64_t rows = typeOf(*w).getRank() > 0 ? typeOf(*w).getDimSize(0) : 0;
+    if (*given < -rows || *given >= rows) {
+      imp.error() << "padding_idx " << *given << " is outside the table's " << rows << " rows";
+      return failure();
+    }
+    padding = *given < 0 ? *given + rows : *given; // given, it wraps (None means none)
   }
   auto wt = typeOf(*w);
   Type et = wt.getElementType();
@@ -4716,8 +4757,57 @@ Result embeddingBag(Importer &imp, jit::Node *node, Inputs in) {
   return outputs;
 }
 
+/// embedding_renorm_(self, indices, max_norm, norm_type): the rows that
+/// `indices` names scaled to a `norm_type` norm of at most max_norm (by
+/// max_norm / (norm + 1e-7), as PyTorch's kernel), the others unchanged;
+/// the in-place form rebinds the table. Which rows are named: a broadcast
+/// comparison of the indices with every row number, summed.
+Result embeddingRenorm(Importer &imp, jit::Node *, Inputs in) {
+  auto w = imp.tensor(in[0]);
+  auto ids = failed(w) ? FailureOr<Value>(failure()) : indexTensor(imp, in[1], "indices");
+  auto maxNorm = failed(ids) ? FailureOr<double>(failure()) : imp.real(in[2]);
+  auto p = failed(maxNorm) ? FailureOr<double>(failure()) : imp.real(in[3]);
+  if (failed(p))
+    return failure();
+  auto type = typeOf(*w);
+  Type et = type.getElementType();
+  if (type.getRank() != 2 || !llvm::isa<FloatType>(et)) {
+    imp.error() << "embedding_renorm takes a float [rows, dim] table, got " << type;
+    return failure();
+  }
+  int64_t rows = type.getDimSize(0), m = typeOf(*ids).getNumElements();
+  Type i64 = imp.builder.getI64Type();
+  auto named = comparison(imp, c::ComparePredicate::eq,
+                          imp.reshape(imp.cast(*ids, i64), {m, 1}),
+                          constantIndex(imp, llvm::to_vector(llvm::seq<int64_t>(0, rows))));
+  auto uses = failed(named) ? FailureOr<Value>(failure())
+                            : imp.create<c::ReduceSumOp>(imp.cast(*named, i64),
+                                                         imp.builder.getDenseI64ArrayAttr({0}),
+                                                         imp.builder.getBoolAttr(false));
+  auto used = failed(uses) ? FailureOr<Value>(failure())
+                           : comparison(imp, c::ComparePredicate::gt, *uses, imp.splat(0, i64));
+  auto norms = failed(used) ? FailureOr<Value>(failure())
+                            : imp.create<c::NormOp>(*w, imp.builder.getDenseI64ArrayAttr({1}),
+                                                    imp.builder.getBoolAttr(false),
+                                                    imp.builder.getF64FloatAttr(*p));
+  auto over = failed(norms) ? FailureOr<Value>(failure())
+                            : comparison(imp, c::ComparePredicate::gt, *norms,
+                                         imp.splat(*maxNorm, et));
+  auto hit = failed(over) ? FailureOr<Value>(failure()) : imp.create<c::AndOp>(*used, *over);
+  auto padded = failed(hit) ? FailureOr<Value>(failure())
+                            : imp.create<c::AddOp>(*norms, imp.splat(1e-7, et));
+  auto scale = failed(padded) ? FailureOr<Value>(failure())
+                              : imp.create<c::DivOp>(imp.splat(*maxNorm, et), *padded);
+  auto factor = failed(scale) ? FailureOr<Value>(failure())
+                              : imp.create<c::WhereOp>(*hit, *scale, imp.splat(1, et));
+  if (failed(factor))
+    return failure();
+  return one(imp.create<c::MulOp>(*w, imp.reshape(*factor, {rows, 1})));
+}
+
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
+  r["aten::embedding_renorm"] = embeddingRenorm; // embedding_renorm_, rebound in place
   r["aten::embedding_bag"] = embeddingBag;
   // Counting, one-hot and reductions into positions.
   r["aten::one_hot"] = oneHot;

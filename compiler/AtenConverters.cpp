@@ -4525,11 +4525,14 @@ Result nativeLayerNorm(Importer &imp, jit::Node *node, Inputs in) {
   auto stats = meanAndRstd(imp, *x, dims, *eps);
   if (failed(stats))
     return failure();
-  // (x - mean) * rstd, then weight and bias: PyTorch's order. Any eps is
-  // taken (a negative one gives NaN where var + eps < 0, as PyTorch).
-  auto centered = imp.create<c::SubOp>(*x, stats->first);
-  auto out = failed(centered) ? FailureOr<Value>(failure())
-                              : imp.create<c::MulOp>(*centered, stats->second);
+  // PyTorch's kernel: (x · rstd + (-rstd · mean)) · weight + bias. Any eps
+  // is taken (a negative one gives NaN where var + eps < 0, as PyTorch).
+  auto shift = imp.create<c::MulOp>(stats->second, stats->first);
+  auto negShift = failed(shift) ? FailureOr<Value>(failure()) : imp.create<c::NegOp>(*shift);
+  auto scaled = failed(negShift) ? FailureOr<Value>(failure())
+                                 : imp.create<c::MulOp>(*x, stats->second);
+  auto out = failed(scaled) ? FailureOr<Value>(failure())
+                            : imp.create<c::AddOp>(*scaled, *negShift);
   if (failed(out) || (*weight && failed(out = imp.create<c::MulOp>(*out, imp.cast(*weight, et)))) ||
       (*bias && failed(out = imp.create<c::AddOp>(*out, imp.cast(*bias, et)))))
     return failure();

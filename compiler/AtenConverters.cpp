@@ -13,9 +13,11 @@
 #include <ATen/Functions.h>
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 using namespace mlir;
 namespace jit = torch::jit;
@@ -3395,6 +3397,1421 @@ Result trace(Importer &imp, jit::Node *, Inputs in) {
 }
 
 //===----------------------------------------------------------------------===//
+// Shapes and strides: transposes, splits, writes into views, strided views
+// and undefined-valued fills, as core ops with indices known at import.
+//===----------------------------------------------------------------------===//
+
+/// A constant 1-D i64 tensor of `values`.
+Value constantIndex(Importer &imp, ArrayRef<int64_t> values) {
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                    imp.builder.getI64Type());
+  return imp.builder.create<c::ConstantOp>(imp.loc(), DenseElementsAttr::get(type, values));
+}
+
+/// The elements of `x` at row-major `positions` of its flattened form, in
+/// `shape` (whose element count is the number of positions).
+FailureOr<Value> gatherFlat(Importer &imp, Value x, ArrayRef<int64_t> positions,
+                            ArrayRef<int64_t> shape) {
+  Type et = typeOf(x).getElementType();
+  if (positions.empty())
+    return imp.splat(0, et, shape);
+  Value flat = imp.reshape(x, {typeOf(x).getNumElements()});
+  auto type = RankedTensorType::get({static_cast<int64_t>(positions.size())}, et);
+  auto gathered = imp.create<c::GatherOp>(type, flat, constantIndex(imp, positions),
+                                          imp.builder.getI64IntegerAttr(0));
+  if (failed(gathered))
+    return failure();
+  return imp.reshape(*gathered, shape);
+}
+
+/// `x` with the elements of `src` (row-major, cast to x's dtype) written at
+/// row-major `positions` of its flattened form; the last write wins.
+FailureOr<Value> scatterFlat(Importer &imp, Value x, ArrayRef<int64_t> positions, Value src) {
+  auto type = typeOf(x);
+  if (positions.empty())
+    return x;
+  int64_t m = positions.size();
+  Value flat = imp.reshape(x, {type.getNumElements()});
+  Value values = imp.reshape(imp.cast(src, type.getElementType()), {m});
+  auto written = scatterWith(imp, flat, 0, constantIndex(imp, positions), values,
+                             c::ScatterReduce::none);
+  if (failed(written))
+    return failure();
+  return imp.reshape(written->front().tensor, type.getShape());
+}
+
+/// numpy_T (`x.T`): every dim reversed.
+Result numpyT(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  if (rank < 2)
+    return one(*x);
+  SmallVector<int64_t> dims;
+  for (int64_t d = rank - 1; d >= 0; --d)
+    dims.push_back(d);
+  return permuteTo(imp, *x, dims);
+}
+
+/// matrix_H (`x.H`): the conjugate transpose of a matrix (or a 0-d tensor
+/// itself); cleave's tensors are real, so the transpose.
+Result matrixH(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  if (rank == 0)
+    return one(*x);
+  if (rank != 2) {
+    imp.error() << "x.H needs a matrix or a 0-d tensor, got " << typeOf(*x);
+    return failure();
+  }
+  return permuteTo(imp, *x, {1, 0});
+}
+
+/// sum_to_size(self, size): PyTorch's sum_to: summed over the leading dims
+/// and the dims where `size` is 1 (kept), then viewed as `size`; an empty
+/// size sums everything. Sums of bools count in i64, as sum's.
+Result sumToSize(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto size = failed(x) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[1]);
+  if (failed(size))
+    return failure();
+  auto type = typeOf(*x);
+  ArrayRef<int64_t> target(*size);
+  auto fits = c::broadcastShapes({target, type.getShape()});
+  if (static_cast<int64_t>(target.size()) > type.getRank() || !fits ||
+      ArrayRef<int64_t>(*fits) != type.getShape()) {
+    imp.error() << "size [" << target << "] is not expandable to " << type;
+    return failure();
+  }
+  int64_t lead = type.getRank() - static_cast<int64_t>(target.size());
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (d < lead || target.empty() || (target[d - lead] == 1 && type.getDimSize(d) != 1))
+      dims.push_back(d);
+  if (dims.empty() && !target.empty())
+    return one(*x);
+  Value input = *x;
+  if (type.getElementType().isInteger(1) || type.getElementType().isInteger(32))
+    input = imp.cast(input, imp.builder.getI64Type());
+  if (dims.empty()) // the sum of a 0-d tensor is itself
+    return one(input);
+  auto summed = imp.create<c::ReduceSumOp>(input, imp.builder.getDenseI64ArrayAttr(dims),
+                                           imp.builder.getBoolAttr(true));
+  if (failed(summed))
+    return failure();
+  return one(imp.reshape(*summed, target));
+}
+
+/// zero_(self): zeros of self's shape and dtype (the in-place form rebinds
+/// self to them).
+Result zero(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  return one(imp.splat(0, typeOf(*x).getElementType(), typeOf(*x).getShape()));
+}
+
+/// The pieces of `x` along `dim` between split points, as tensor_split's
+/// indices: each piece is x[previous:point] with Python's slice clamping.
+Result splitAtIndices(Importer &imp, Value x, int64_t dim, ArrayRef<int64_t> points) {
+  int64_t size = typeOf(x).getDimSize(dim);
+  auto clampIndex = [&](int64_t i) {
+    return std::clamp<int64_t>(i < 0 ? i + size : i, 0, size);
+  };
+  std::vector<Val> pieces;
+  int64_t start = 0;
+  SmallVector<int64_t> ends(points);
+  ends.push_back(size);
+  for (int64_t end : ends) {
+    int64_t s = clampIndex(start), e = std::max(s, clampIndex(end));
+    auto piece = slice(imp, x, dim, s, e);
+    if (failed(piece))
+      return failure();
+    pieces.push_back(Val::ofTensor(*piece));
+    start = end;
+  }
+  return std::vector<Val>{Val::ofList(std::move(pieces))};
+}
+
+/// tensor_split(self, sections | indices | tensor_indices_or_sections, dim)
+/// and hsplit / vsplit / dsplit(self, sections | indices), whose dim is
+/// fixed (`fixedDim`; hsplit of a 1-D tensor splits dim 0) and whose
+/// sections must divide the dim. Split points in a tensor must be a
+/// constant: computed at run time they would make the pieces' shapes
+/// depend on tensor values.
+Converter tensorSplit(std::optional<int64_t> fixedDim) {
+  return [fixedDim](Importer &imp, jit::Node *node, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    int64_t rank = typeOf(*x).getRank();
+    int64_t dim = 0;
+    if (fixedDim) {
+      int64_t need = *fixedDim == 1 ? 1 : *fixedDim == 0 ? 2 : 3; // hsplit, vsplit, dsplit
+      if (rank < need) {
+        imp.error() << "needs a tensor of at least " << need << " dims, got " << typeOf(*x);
+        return failure();
+      }
+      dim = *fixedDim == 1 && rank == 1 ? 0 : *fixedDim;
+    } else {
+      if (rank == 0) {
+        imp.error() << "cannot split a 0-d tensor";
+        return failure();
+      }
+      auto d = dimArg(imp, in[2], rank);
+      if (failed(d))
+        return failure();
+      dim = *d;
+    }
+    const Val &how = in[1];
+    std::optional<int64_t> sections;
+    std::vector<int64_t> points;
+    if (how.isTensor()) {
+      imp.error() << "the split points come from a tensor computed at run time: the pieces' "
+                     "shapes would depend on its values, which a static plan cannot hold";
+      return failure();
+    }
+    if (how.isConstant() && how.constant.isTensor()) {
+      at::Tensor t = how.constant.toTensor();
+      if (t.dim() > 1 || at::isFloatingType(t.scalar_type()) ||
+          t.scalar_type() == c10::ScalarType::Bool) {
+        imp.error() << "split points must be a 0-d or 1-D integer tensor";
+        return failure();
+      }
+      t = t.to(c10::ScalarType::Long).contiguous();
+      if (t.dim() == 0)
+        sections = t.item<int64_t>();
+      else
+        points.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    } else if (how.isConstant() && how.constant.isInt()) {
+      sections = how.constant.toInt();
+    } else {
+      auto given = imp.intList(how);
+      if (failed(given))
+        return failure();
+      points = *given;
+    }
+    if (!sections)
+      return splitAtIndices(imp, *x, dim, points);
+    int64_t size = typeOf(*x).getDimSize(dim);
+    if (*sections < 1) {
+      imp.error() << "the number of sections must be positive, got " << *sections;
+      return failure();
+    }
+    if (fixedDim && size % *sections != 0) {
+      imp.error() << "dim " << dim << " of size " << size << " does not divide into "
+                  << *sections << " sections";
+      return failure();
+    }
+    // The first size % n pieces hold one element more.
+    int64_t base = size / *sections, extra = size % *sections, at = 0;
+    for (int64_t i = 0; i + 1 < *sections; ++i) {
+      at += base + (i < extra ? 1 : 0);
+      points.push_back(at);
+    }
+    return splitAtIndices(imp, *x, dim, points);
+  };
+}
+
+/// `x` with [start, end) of `dim` replaced by `piece` (of that extent):
+/// slices around it and a concat.
+FailureOr<Value> replaceRange(Importer &imp, Value x, int64_t dim, int64_t start, int64_t end,
+                              Value piece) {
+  int64_t size = typeOf(x).getDimSize(dim);
+  SmallVector<Value> parts;
+  if (start > 0) {
+    auto before = slice(imp, x, dim, 0, start);
+    if (failed(before))
+      return failure();
+    parts.push_back(*before);
+  }
+  if (typeOf(piece).getDimSize(dim) > 0)
+    parts.push_back(piece);
+  if (end < size) {
+    auto after = slice(imp, x, dim, end, size);
+    if (failed(after))
+      return failure();
+    parts.push_back(*after);
+  }
+  if (parts.empty())
+    return x;
+  if (parts.size() == 1)
+    return parts.front();
+  return imp.create<c::ConcatOp>(parts, dim);
+}
+
+/// The source of a *_scatter op, cast to the input's dtype, when it has the
+/// shape of the view it replaces.
+FailureOr<Value> viewSource(Importer &imp, const Val &val, Value x, ArrayRef<int64_t> shape) {
+  auto src = imp.tensor(val);
+  if (failed(src))
+    return failure();
+  if (typeOf(*src).getShape() != shape) {
+    imp.error() << "src " << typeOf(*src) << " must have the shape of the view it replaces, ["
+                << shape << "]";
+    return failure();
+  }
+  return imp.cast(*src, typeOf(x).getElementType());
+}
+
+/// select_scatter(self, src, dim, index): self with x.select(dim, index)
+/// replaced by src.
+Result selectScatter(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto type = typeOf(*x);
+  if (type.getRank() == 0) {
+    imp.error() << "select_scatter of a 0-d tensor";
+    return failure();
+  }
+  auto dim = dimArg(imp, in[2], type.getRank());
+  auto index = imp.integer(in[3]);
+  if (failed(dim) || failed(index))
+    return failure();
+  int64_t size = type.getDimSize(*dim), i = *index < 0 ? *index + size : *index;
+  if (i < 0 || i >= size) {
+    imp.error() << "index " << *index << " is out of range for dim " << *dim << " of size "
+                << size;
+    return failure();
+  }
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + *dim);
+  auto src = viewSource(imp, in[1], *x, shape);
+  if (failed(src))
+    return failure();
+  shape.insert(shape.begin() + *dim, 1);
+  return one(replaceRange(imp, *x, *dim, i, i + 1, imp.reshape(*src, shape)));
+}
+
+/// slice_scatter(self, src, dim, start, end, step): self with
+/// x[start:end:step] along dim replaced by src; a concat for step 1, a
+/// scatter of constant positions otherwise.
+Result sliceScatter(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto type = typeOf(*x);
+  if (type.getRank() == 0) {
+    imp.error() << "slice_scatter of a 0-d tensor";
+    return failure();
+  }
+  auto dim = dimArg(imp, in[2], type.getRank());
+  auto step = failed(dim) ? FailureOr<int64_t>(failure()) : imp.integer(in[5]);
+  if (failed(step))
+    return failure();
+  if (*step < 1) {
+    imp.error() << "slice step must be positive, got " << *step;
+    return failure();
+  }
+  int64_t size = type.getDimSize(*dim);
+  auto bound = [&](const Val &val, int64_t fallback) -> FailureOr<int64_t> {
+    if (imp.isNone(val))
+      return fallback;
+    auto value = imp.integer(val);
+    if (failed(value))
+      return failure();
+    return std::clamp<int64_t>(*value < 0 ? *value + size : *value, 0, size);
+  };
+  auto start = bound(in[3], 0), end = bound(in[4], size);
+  if (failed(start) || failed(end))
+    return failure();
+  int64_t s = *start, e = std::max(s, *end);
+  int64_t count = (e - s + *step - 1) / *step;
+  SmallVector<int64_t> shape(type.getShape());
+  shape[*dim] = count;
+  auto src = viewSource(imp, in[1], *x, shape);
+  if (failed(src))
+    return failure();
+  if (*step == 1)
+    return one(replaceRange(imp, *x, *dim, s, e, *src));
+  if (count == 0)
+    return one(*x);
+  SmallVector<int64_t> positions;
+  for (int64_t k = 0; k < count; ++k)
+    positions.push_back(s + k * *step);
+  auto index = alongDim(imp, constantIndex(imp, positions), *dim, shape);
+  if (failed(index))
+    return failure();
+  return scatterWith(imp, *x, *dim, *index, *src, c::ScatterReduce::none);
+}
+
+/// The row-major positions, in the [n, m] matrix of dims (d1, d2), of the
+/// diagonal `offset` (above the main one when positive), and its length.
+SmallVector<int64_t> diagonalPositions(int64_t n, int64_t m, int64_t offset) {
+  SmallVector<int64_t> positions;
+  for (int64_t i = std::max<int64_t>(0, -offset); i < n && i + offset < m; ++i)
+    positions.push_back(i * m + i + offset);
+  return positions;
+}
+
+/// `src` ([batch..., k], cast to x's dtype) written on the diagonal `offset`
+/// of dims (d1, d2) of `x`, whose other dims are `batch` in order: the two
+/// dims moved last and flattened, a scatter of the diagonal's positions,
+/// and back.
+FailureOr<Value> writeDiagonal(Importer &imp, Value x, Value src, int64_t offset, int64_t d1,
+                               int64_t d2) {
+  auto type = typeOf(x);
+  int64_t rank = type.getRank(), n = type.getDimSize(d1), m = type.getDimSize(d2);
+  SmallVector<int64_t> order, inverse(rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != d1 && d != d2)
+      order.push_back(d);
+  order.append({d1, d2});
+  for (int64_t i = 0; i < rank; ++i)
+    inverse[order[i]] = i;
+  SmallVector<int64_t> batch;
+  for (int64_t d : ArrayRef<int64_t>(order).drop_back(2))
+    batch.push_back(type.getDimSize(d));
+  SmallVector<int64_t> positions = diagonalPositions(n, m, offset);
+  SmallVector<int64_t> srcShape(batch);
+  srcShape.push_back(positions.size());
+  if (typeOf(src).getShape() != ArrayRef<int64_t>(srcShape)) {
+    imp.error() << "src " << typeOf(src) << " must have the diagonal's shape [" << srcShape
+                << "]";
+    return failure();
+  }
+  if (positions.empty())
+    return x;
+  bool moved = false;
+  for (int64_t i = 0; i < rank; ++i)
+    moved |= order[i] != i;
+  Value y = x;
+  if (moved) {
+    auto permuted = permuteTo(imp, x, order);
+    if (failed(permuted))
+      return failure();
+    y = permuted->front().tensor;
+  }
+  SmallVector<int64_t> flat(batch);
+  flat.push_back(n * m);
+  Value flattened = imp.reshape(y, flat);
+  auto index = alongDim(imp, constantIndex(imp, positions), flat.size() - 1, srcShape);
+  if (failed(index))
+    return failure();
+  auto written = scatterWith(imp, flattened, flat.size() - 1, *index,
+                             imp.cast(src, type.getElementType()), c::ScatterReduce::none);
+  if (failed(written))
+    return failure();
+  SmallVector<int64_t> movedShape(batch);
+  movedShape.append({n, m});
+  Value back = imp.reshape(written->front().tensor, movedShape);
+  if (!moved)
+    return back;
+  auto restored = permuteTo(imp, back, inverse);
+  if (failed(restored))
+    return failure();
+  return restored->front().tensor;
+}
+
+/// diagonal_scatter(self, src, offset, dim1, dim2).
+Result diagonalScatter(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto src = failed(x) ? FailureOr<Value>(failure()) : imp.tensor(in[1]);
+  auto offset = failed(src) ? FailureOr<int64_t>(failure()) : imp.integer(in[2]);
+  if (failed(offset))
+    return failure();
+  int64_t rank = typeOf(*x).getRank();
+  auto d1 = dimArg(imp, in[3], rank), d2 = dimArg(imp, in[4], rank);
+  if (failed(d1) || failed(d2))
+    return failure();
+  if (*d1 == *d2 || rank < 2) {
+    imp.error() << "diagonal_scatter needs two different dims of a tensor of rank >= 2";
+    return failure();
+  }
+  return one(writeDiagonal(imp, *x, *src, *offset, *d1, *d2));
+}
+
+/// The tensor whose diagonal `offset` of dims (d1, d2) holds x's last dim
+/// (`diag_embed`): zeros of x's dtype with x written on that diagonal.
+FailureOr<Value> embedDiagonal(Importer &imp, Value x, int64_t offset, int64_t d1, int64_t d2) {
+  auto type = typeOf(x);
+  int64_t rank = type.getRank() + 1, n = type.getDimSize(type.getRank() - 1);
+  int64_t size = n + std::abs(offset);
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0, next = 0; d < rank; ++d)
+    shape.push_back(d == d1 || d == d2 ? size : type.getDimSize(next++));
+  Value zeros = imp.splat(0, type.getElementType(), shape);
+  return writeDiagonal(imp, zeros, x, offset, d1, d2);
+}
+
+/// diag_embed(self, offset, dim1, dim2).
+Result diagEmbed(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto offset = failed(x) ? FailureOr<int64_t>(failure()) : imp.integer(in[1]);
+  if (failed(offset))
+    return failure();
+  int64_t rank = typeOf(*x).getRank() + 1;
+  if (rank < 2) {
+    imp.error() << "diag_embed needs a tensor of at least 1 dim";
+    return failure();
+  }
+  auto d1 = dimArg(imp, in[2], rank), d2 = dimArg(imp, in[3], rank);
+  if (failed(d1) || failed(d2))
+    return failure();
+  if (*d1 == *d2) {
+    imp.error() << "diag_embed needs two different dims";
+    return failure();
+  }
+  return one(embedDiagonal(imp, *x, *offset, *d1, *d2));
+}
+
+/// diagflat(self, offset): the flattened tensor on a diagonal of a matrix.
+Result diagflat(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto offset = failed(x) ? FailureOr<int64_t>(failure()) : imp.integer(in[1]);
+  if (failed(offset))
+    return failure();
+  Value flat = imp.reshape(*x, {typeOf(*x).getNumElements()});
+  return one(embedDiagonal(imp, flat, *offset, 0, 1));
+}
+
+/// The positions `offset + Σ i_d · stride_d` over the index space `size`,
+/// row-major; failure (reported) when one falls outside [0, numel).
+FailureOr<SmallVector<int64_t>> stridedPositions(Importer &imp, ArrayRef<int64_t> size,
+                                                 ArrayRef<int64_t> stride, int64_t offset,
+                                                 int64_t numel) {
+  if (size.size() != stride.size()) {
+    imp.error() << "has " << size.size() << " sizes and " << stride.size() << " strides";
+    return failure();
+  }
+  int64_t count = 1, last = offset;
+  for (size_t d = 0; d < size.size(); ++d) {
+    if (size[d] < 0 || stride[d] < 0) {
+      imp.error() << "sizes and strides must not be negative";
+      return failure();
+    }
+    count *= size[d];
+    last += (size[d] - 1) * stride[d];
+  }
+  if (count > 0 && (offset < 0 || last >= numel)) {
+    imp.error() << "the strided view reaches element " << last << " of an input of " << numel
+                << " elements (storage offset " << offset << ")";
+    return failure();
+  }
+  SmallVector<int64_t> positions;
+  positions.reserve(count);
+  SmallVector<int64_t> i(size.size(), 0);
+  for (int64_t k = 0; k < count; ++k) {
+    int64_t p = offset;
+    for (size_t d = 0; d < size.size(); ++d)
+      p += i[d] * stride[d];
+    positions.push_back(p);
+    for (int64_t d = static_cast<int64_t>(size.size()) - 1; d >= 0; --d) {
+      if (++i[d] < size[d])
+        break;
+      i[d] = 0;
+    }
+  }
+  return positions;
+}
+
+/// The storage offset argument (None: 0).
+FailureOr<int64_t> storageOffset(Importer &imp, const Val &val) {
+  if (imp.isNone(val))
+    return 0;
+  return imp.integer(val);
+}
+
+/// as_strided reads PyTorch's storage: the row-major elements of a tensor
+/// only when it is not a strided view. Fails (reported) when the input
+/// comes straight from a view op whose result PyTorch does not lay out
+/// row-major in its own storage (a transpose, an expand, a slice...).
+LogicalResult rowMajorStorage(Importer &imp, jit::Node *node) {
+  static const llvm::StringSet<> views = {
+      "aten::t",          "aten::transpose", "aten::permute",    "aten::expand",
+      "aten::expand_as",  "aten::slice",     "aten::select",     "aten::narrow",
+      "aten::diagonal",   "aten::as_strided", "aten::unfold",    "aten::numpy_T",
+      "aten::matrix_H",   "aten::mT",        "aten::mH",         "aten::adjoint",
+      "aten::movedim",    "aten::moveaxis",  "aten::swapaxes",   "aten::swapdims",
+      "prim::ListUnpack", "aten::unbind",    "aten::split",      "aten::chunk",
+      "aten::broadcast_to"};
+  std::string kind = node->input(0)->node()->kind().toQualString();
+  if (!views.contains(kind))
+    return success();
+  imp.error() << "the input is a strided view (" << kind << "), whose elements in PyTorch's "
+              << "storage are not its row-major order; call .contiguous() on it first";
+  return failure();
+}
+
+/// as_strided(self, size, stride, storage_offset): the view of the input's
+/// contiguous elements with these strides, a gather of constant positions.
+/// (cleave's tensors are contiguous: the view is over the row-major
+/// elements, as PyTorch's of a contiguous tensor.)
+Result asStrided(Importer &imp, jit::Node *node, Inputs in) {
+  if (failed(rowMajorStorage(imp, node)))
+    return failure();
+  auto x = imp.tensor(in[0]);
+  auto size = failed(x) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[1]);
+  auto stride = failed(size) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[2]);
+  auto offset = failed(stride) ? FailureOr<int64_t>(failure()) : storageOffset(imp, in[3]);
+  if (failed(offset))
+    return failure();
+  auto positions =
+      stridedPositions(imp, *size, *stride, *offset, typeOf(*x).getNumElements());
+  if (failed(positions))
+    return failure();
+  return one(gatherFlat(imp, *x, *positions, *size));
+}
+
+/// as_strided_scatter(self, src, size, stride, storage_offset): self with
+/// the strided view replaced by src, a scatter of constant positions.
+Result asStridedScatter(Importer &imp, jit::Node *node, Inputs in) {
+  if (failed(rowMajorStorage(imp, node)))
+    return failure();
+  auto x = imp.tensor(in[0]);
+  auto size = failed(x) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[2]);
+  auto stride = failed(size) ? FailureOr<std::vector<int64_t>>(failure()) : imp.intList(in[3]);
+  auto offset = failed(stride) ? FailureOr<int64_t>(failure()) : storageOffset(imp, in[4]);
+  if (failed(offset))
+    return failure();
+  auto positions =
+      stridedPositions(imp, *size, *stride, *offset, typeOf(*x).getNumElements());
+  if (failed(positions))
+    return failure();
+  auto src = viewSource(imp, in[1], *x, *size);
+  if (failed(src))
+    return failure();
+  return one(scatterFlat(imp, *x, *positions, *src));
+}
+
+/// unfold(self, dimension, size, step) (Tensor.unfold): the windows of
+/// `size` every `step` along the dim, as a new last dim. An index_select of
+/// the windows' positions, a reshape and a permute.
+Result unfold(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto size = failed(x) ? FailureOr<int64_t>(failure()) : imp.integer(in[2]);
+  auto step = failed(size) ? FailureOr<int64_t>(failure()) : imp.integer(in[3]);
+  if (failed(step))
+    return failure();
+  auto type = typeOf(*x);
+  auto dim = dimArg(imp, in[1], type.getRank());
+  if (failed(dim))
+    return failure();
+  int64_t extent = type.getRank() == 0 ? 1 : type.getDimSize(*dim);
+  if (*size < 0 || *size > extent || *step < 1) {
+    imp.error() << "window size " << *size << " and step " << *step
+                << " do not fit a dim of size " << extent;
+    return failure();
+  }
+  if (type.getRank() == 0) // PyTorch: the 0-d tensor as one window of `size`
+    return one(imp.reshape(*x, {*size}));
+  int64_t windows = (extent - *size) / *step + 1;
+  SmallVector<int64_t> positions;
+  for (int64_t j = 0; j < windows; ++j)
+    for (int64_t k = 0; k < *size; ++k)
+      positions.push_back(j * *step + k);
+  SmallVector<int64_t> selected(type.getShape());
+  selected[*dim] = positions.size();
+  auto picked = imp.create<c::IndexSelectOp>(type.clone(selected), *x,
+                                             constantIndex(imp, positions), *dim);
+  if (failed(picked))
+    return failure();
+  SmallVector<int64_t> split(type.getShape());
+  split[*dim] = *size;
+  split.insert(split.begin() + *dim, windows);
+  Value y = imp.reshape(*picked, split);
+  int64_t rank = split.size();
+  if (*dim + 1 == rank - 1)
+    return one(y);
+  SmallVector<int64_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != *dim + 1)
+      order.push_back(d);
+  order.push_back(*dim + 1);
+  return permuteTo(imp, y, order);
+}
+
+/// im2col(self, kernel_size, dilation, padding, stride)
+/// (nn.functional.unfold): [N, C, H, W] (or [C, H, W]) to
+/// [N, C·kh·kw, L], the sliding blocks' elements as columns. The input
+/// zero-padded, its spatial dims flattened, an index_select of every
+/// block's positions (kernel offset major, block minor) and a reshape.
+Result im2col(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto kernel = pairArg(imp, in[1]), dilation = pairArg(imp, in[2]);
+  auto padding = pairArg(imp, in[3]), stride = pairArg(imp, in[4]);
+  if (failed(kernel) || failed(dilation) || failed(padding) || failed(stride))
+    return failure();
+  auto type = typeOf(*x);
+  if (type.getRank() != 3 && type.getRank() != 4) {
+    imp.error() << "im2col takes a [N, C, H, W] or [C, H, W] input, got " << type;
+    return failure();
+  }
+  for (int i = 0; i < 2; ++i)
+    if ((*kernel)[i] < 1 || (*dilation)[i] < 1 || (*stride)[i] < 1 || (*padding)[i] < 0) {
+      imp.error() << "kernel sizes, dilations and strides must be positive, paddings not "
+                     "negative";
+      return failure();
+    }
+  bool unbatched = type.getRank() == 3;
+  Value input = unbatched ? imp.reshape(*x, {1, type.getDimSize(0), type.getDimSize(1),
+                                             type.getDimSize(2)})
+                          : *x;
+  auto t = typeOf(input);
+  int64_t n = t.getDimSize(0), ch = t.getDimSize(1);
+  int64_t ph = (*padding)[0], pw = (*padding)[1];
+  int64_t hp = t.getDimSize(2) + 2 * ph, wp = t.getDimSize(3) + 2 * pw;
+  int64_t kh = (*kernel)[0], kw = (*kernel)[1], dh = (*dilation)[0], dw = (*dilation)[1];
+  int64_t oh = (hp - (dh * (kh - 1) + 1)) / (*stride)[0] + 1;
+  int64_t ow = (wp - (dw * (kw - 1) + 1)) / (*stride)[1] + 1;
+  if (hp < dh * (kh - 1) + 1 || wp < dw * (kw - 1) + 1 || oh < 1 || ow < 1) {
+    imp.error() << "the kernel does not fit the padded input " << hp << "x" << wp;
+    return failure();
+  }
+  if (ph || pw) {
+    auto padded = imp.create<c::PadOp>(t.clone({n, ch, hp, wp}), input,
+                                       imp.builder.getDenseI64ArrayAttr({pw, pw, ph, ph}),
+                                       imp.builder.getStringAttr("constant"),
+                                       imp.builder.getF64FloatAttr(0.0));
+    if (failed(padded))
+      return failure();
+    input = *padded;
+  }
+  Value flat = imp.reshape(input, {n, ch, hp * wp});
+  SmallVector<int64_t> positions;
+  for (int64_t ki = 0; ki < kh; ++ki)
+    for (int64_t kj = 0; kj < kw; ++kj)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j)
+          positions.push_back((i * (*stride)[0] + ki * dh) * wp + j * (*stride)[1] + kj * dw);
+  int64_t count = positions.size();
+  auto picked = imp.create<c::IndexSelectOp>(t.clone({n, ch, count}), flat,
+                                             constantIndex(imp, positions), 2);
+  if (failed(picked))
+    return failure();
+  if (unbatched)
+    return one(imp.reshape(*picked, {ch * kh * kw, oh * ow}));
+  return one(imp.reshape(*picked, {n, ch * kh * kw, oh * ow}));
+}
+
+//===----------------------------------------------------------------------===//
+// Counting, one-hot and reductions into positions: broadcast comparisons
+// then sums, and scatters.
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> comparison(Importer &imp, c::ComparePredicate predicate, Value a, Value b) {
+  return imp.create<c::CompareOp>(c::ComparePredicateAttr::get(imp.builder.getContext(), predicate),
+                                  a, b);
+}
+
+/// one_hot(self, num_classes): `self[..., None] == arange(num_classes)` as
+/// i64. num_classes=-1 means "the largest class index + 1", a shape taken
+/// from tensor values: refused.
+Result oneHot(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto classes = failed(x) ? FailureOr<int64_t>(failure()) : imp.integer(in[1]);
+  if (failed(classes))
+    return failure();
+  if (*classes == -1) {
+    imp.error() << "num_classes=-1 takes the class count from the input's largest value: the "
+                   "output's shape would depend on tensor values; pass num_classes";
+    return failure();
+  }
+  if (*classes < 0 || !typeOf(*x).getElementType().isInteger(64)) {
+    imp.error() << "one_hot takes an int64 tensor of class indices and num_classes >= 0, got "
+                << typeOf(*x) << " and " << *classes;
+    return failure();
+  }
+  SmallVector<int64_t> shape(typeOf(*x).getShape());
+  shape.push_back(1);
+  SmallVector<int64_t> range = llvm::to_vector(llvm::seq<int64_t>(0, *classes));
+  auto hit = comparison(imp, c::ComparePredicate::eq, imp.reshape(*x, shape),
+                        constantIndex(imp, range));
+  if (failed(hit))
+    return failure();
+  return one(imp.cast(*hit, imp.builder.getI64Type()));
+}
+
+/// repeat_interleave(self, repeats, dim, output_size) with repeats a number
+/// or a constant tensor (without dim, of the flattened input), and
+/// repeat_interleave(repeats) (the indices repeated). Repeats computed at
+/// run time make the output's size depend on tensor values: refused.
+Result repeatInterleave(Importer &imp, jit::Node *node, Inputs in) {
+  bool indicesOnly = !node->schema().argumentIndexWithName("self");
+  const Val &repeatsVal = indicesOnly ? in[0] : in[1];
+  if (repeatsVal.isTensor()) {
+    imp.error() << "the repeats come from a tensor computed at run time: the output's size "
+                   "would depend on its values";
+    return failure();
+  }
+  std::vector<int64_t> counts;
+  bool fromTensor = false;
+  if (repeatsVal.isConstant() && repeatsVal.constant.isTensor()) {
+    at::Tensor t = repeatsVal.constant.toTensor();
+    if (t.dim() > 1 || at::isFloatingType(t.scalar_type())) {
+      imp.error() << "repeats must be a number or a 0-d or 1-D integer tensor";
+      return failure();
+    }
+    t = t.to(c10::ScalarType::Long).contiguous();
+    counts.assign(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel());
+    fromTensor = t.dim() == 1;
+  } else {
+    auto r = imp.integer(repeatsVal);
+    if (failed(r))
+      return failure();
+    counts.push_back(*r);
+  }
+  if (llvm::any_of(counts, [](int64_t c) { return c < 0; })) {
+    imp.error() << "repeats must not be negative";
+    return failure();
+  }
+  Value x;
+  int64_t dim = 0;
+  if (indicesOnly) {
+    if (!fromTensor) {
+      imp.error() << "repeat_interleave(repeats) needs a 1-D tensor of repeats";
+      return failure();
+    }
+    SmallVector<int64_t> range = llvm::to_vector(llvm::seq<int64_t>(0, counts.size()));
+    x = constantIndex(imp, range);
+  } else {
+    auto t = imp.tensor(in[0]);
+    if (failed(t))
+      return failure();
+    x = *t;
+    if (in.size() < 3 || imp.isNone(in[2]) || typeOf(x).getRank() == 0) {
+      if (in.size() >= 3 && !imp.isNone(in[2])) {
+        auto d = dimArg(imp, in[2], 0);
+        if (failed(d))
+          return failure();
+      }
+      x = imp.reshape(x, {typeOf(x).getNumElements()});
+    } else {
+      auto d = dimArg(imp, in[2], typeOf(x).getRank());
+      if (failed(d))
+        return failure();
+      dim = *d;
+    }
+  }
+  auto type = typeOf(x);
+  int64_t size = type.getDimSize(dim);
+  if (counts.size() == 1 && (!fromTensor || size != 1))
+    counts.assign(size, counts.front());
+  if (static_cast<int64_t>(counts.size()) != size) {
+    imp.error() << counts.size() << " repeats for a dim of size " << size;
+    return failure();
+  }
+  SmallVector<int64_t> positions;
+  for (int64_t i = 0; i < size; ++i)
+    positions.append(counts[i], i);
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = positions.size();
+  if (positions.empty())
+    return one(imp.splat(0, type.getElementType(), shape));
+  return one(imp.create<c::IndexSelectOp>(type.clone(shape), x, constantIndex(imp, positions),
+                                          dim));
+}
+
+/// put(self, index, source, accumulate): source's elements written (or
+/// added) at the flat positions `index` (negative ones from the end) of
+/// self. Bools accumulate as a logical or, through i64.
+Result put(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[1]);
+  auto source = failed(index) ? FailureOr<Value>(failure()) : imp.tensor(in[2]);
+  auto accumulate = failed(source) ? FailureOr<bool>(failure()) : imp.boolean(in[3]);
+  if (failed(accumulate))
+    return failure();
+  auto type = typeOf(*x);
+  int64_t n = type.getNumElements(), m = typeOf(*index).getNumElements();
+  if (typeOf(*source).getNumElements() != m) {
+    imp.error() << "source " << typeOf(*source) << " must have one element per index, " << m;
+    return failure();
+  }
+  if (m == 0)
+    return one(*x);
+  Type et = type.getElementType();
+  bool viaI64 = *accumulate && et.isInteger(1);
+  Type work = viaI64 ? imp.builder.getI64Type() : et;
+  Value flat = imp.reshape(imp.cast(*x, work), {n});
+  Value idx = imp.reshape(imp.cast(*index, imp.builder.getI64Type()), {m});
+  auto negative = comparison(imp, c::ComparePredicate::lt, idx, imp.splat(0, typeOf(idx).getElementType()));
+  auto shifted = imp.create<c::AddOp>(idx, imp.splat(n, typeOf(idx).getElementType()));
+  if (failed(negative) || failed(shifted))
+    return failure();
+  auto wrapped = imp.create<c::WhereOp>(*negative, *shifted, idx);
+  if (failed(wrapped))
+    return failure();
+  Value src = imp.reshape(imp.cast(*source, work), {m});
+  auto written = scatterWith(imp, flat, 0, *wrapped, src,
+                             *accumulate ? c::ScatterReduce::sum : c::ScatterReduce::none);
+  if (failed(written))
+    return failure();
+  Value result = imp.reshape(written->front().tensor, type.getShape());
+  return one(viaI64 ? imp.cast(result, et) : result);
+}
+
+/// index_reduce(self, dim, index, source, reduce, include_self): source's
+/// slices reduced (prod, mean, amax, amin) into self's along dim, a
+/// scatter_reduce of the index broadcast to the source.
+Result indexReduce(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto index = failed(x) ? FailureOr<Value>(failure()) : indexTensor(imp, in[2]);
+  auto source = failed(index) ? FailureOr<Value>(failure()) : imp.tensor(in[3]);
+  auto include = failed(source) ? FailureOr<bool>(failure()) : imp.boolean(in[5]);
+  if (failed(include))
+    return failure();
+  auto dim = dimArg(imp, in[1], typeOf(*x).getRank());
+  if (failed(dim))
+    return failure();
+  if (!in[4].isConstant() || !in[4].constant.isString()) {
+    imp.error() << "reduce must be a constant string";
+    return failure();
+  }
+  std::string kind = in[4].constant.toStringRef();
+  auto reduce = c::symbolizeScatterReduce(kind);
+  if (!reduce || (*reduce != c::ScatterReduce::prod && *reduce != c::ScatterReduce::mean &&
+                  *reduce != c::ScatterReduce::amax && *reduce != c::ScatterReduce::amin)) {
+    imp.error() << "unknown reduce '" << kind << "' (prod, mean, amax, amin)";
+    return failure();
+  }
+  auto type = typeOf(*x);
+  Type et = type.getElementType();
+  if (*reduce == c::ScatterReduce::mean && et.isInteger(1)) {
+    imp.error() << "mean of a bool tensor is not supported (PyTorch refuses it)";
+    return failure();
+  }
+  Value self = *x, src = imp.cast(*source, et);
+  if (type.getRank() == 0) { // one element, as a 1-D tensor
+    self = imp.reshape(self, {1});
+    src = imp.reshape(src, {typeOf(src).getNumElements()});
+  }
+  if (typeOf(src).getRank() != typeOf(self).getRank()) {
+    imp.error() << "source " << typeOf(*source) << " must have the input's rank";
+    return failure();
+  }
+  auto scatterIndex = alongDim(imp, *index, *dim, typeOf(src).getShape());
+  if (failed(scatterIndex))
+    return failure();
+  auto reduced = scatterWith(imp, self, *dim, *scatterIndex, src, *reduce, *include);
+  if (failed(reduced))
+    return failure();
+  return one(imp.reshape(reduced->front().tensor, type.getShape()));
+}
+
+/// The number of entries of `sorted` (its last dim) below each value, or
+/// at most each value with `right`: `values[..., :, None]` compared with
+/// `sorted[..., None, :]`, summed. A 1-D `sorted` serves every value;
+/// otherwise its leading dims match the values'.
+FailureOr<Value> countBelow(Importer &imp, Value values, Value sorted, bool right, bool i32) {
+  auto promoted = imp.promote({Val::ofTensor(values), Val::ofTensor(sorted)});
+  if (failed(promoted))
+    return failure();
+  Value v = (*promoted)[0], s = (*promoted)[1];
+  auto vt = typeOf(v), st = typeOf(s);
+  SmallVector<int64_t> vShape(vt.getShape());
+  vShape.push_back(1);
+  if (st.getRank() > 1) {
+    if (st.getRank() != vt.getRank() || st.getShape().drop_back() != vt.getShape().drop_back()) {
+      imp.error() << "the sorted sequence " << st << " and the values " << vt
+                  << " must match in every dim but the last";
+      return failure();
+    }
+    SmallVector<int64_t> sShape(st.getShape());
+    sShape.insert(sShape.end() - 1, 1);
+    s = imp.reshape(s, sShape);
+  }
+  auto below = comparison(imp, right ? c::ComparePredicate::le : c::ComparePredicate::lt, s,
+                          imp.reshape(v, vShape));
+  if (failed(below))
+    return failure();
+  int64_t last = typeOf(*below).getRank() - 1;
+  auto count = imp.create<c::ReduceSumOp>(imp.cast(*below, imp.builder.getI64Type()),
+                                          imp.builder.getDenseI64ArrayAttr({last}),
+                                          imp.builder.getBoolAttr(false));
+  if (failed(count))
+    return failure();
+  return i32 ? imp.cast(*count, imp.builder.getI32Type()) : *count;
+}
+
+/// bucketize(self, boundaries, out_int32, right).
+Result bucketize(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto boundaries = failed(x) ? FailureOr<Value>(failure()) : imp.tensor(in[1]);
+  auto i32 = failed(boundaries) ? FailureOr<bool>(failure()) : imp.boolean(in[2]);
+  auto right = failed(i32) ? FailureOr<bool>(failure()) : imp.boolean(in[3]);
+  if (failed(right))
+    return failure();
+  if (typeOf(*boundaries).getRank() != 1) {
+    imp.error() << "boundaries must be 1-D, got " << typeOf(*boundaries);
+    return failure();
+  }
+  return one(countBelow(imp, *x, *boundaries, *right, *i32));
+}
+
+/// searchsorted(sorted_sequence, self, out_int32, right, side, sorter): the
+/// sequence put in order by `sorter` first (a gather along its last dim).
+Result searchsorted(Importer &imp, jit::Node *node, Inputs in) {
+  auto sorted = imp.tensor(in[0]);
+  auto x = failed(sorted) ? FailureOr<Value>(failure()) : imp.tensor(in[1]);
+  auto i32 = failed(x) ? FailureOr<bool>(failure()) : imp.boolean(in[2]);
+  auto right = failed(i32) ? FailureOr<bool>(failure()) : imp.boolean(in[3]);
+  if (failed(right))
+    return failure();
+  const auto &schema = node->schema();
+  bool toRight = *right;
+  if (auto i = schema.argumentIndexWithName("side"); i && !imp.isNone(in[*i])) {
+    if (!in[*i].isConstant() || !in[*i].constant.isString()) {
+      imp.error() << "side must be a constant string";
+      return failure();
+    }
+    std::string side = in[*i].constant.toStringRef();
+    if ((side != "left" && side != "right") || (side == "left" && *right)) {
+      imp.error() << "side must be 'left' or 'right' and agree with right=" << *right;
+      return failure();
+    }
+    toRight = side == "right";
+  }
+  Value seq = *sorted;
+  if (typeOf(seq).getRank() == 0) {
+    imp.error() << "the sorted sequence must have at least 1 dim";
+    return failure();
+  }
+  if (auto i = schema.argumentIndexWithName("sorter"); i && !imp.isNone(in[*i])) {
+    auto sorter = indexTensor(imp, in[*i], "sorter");
+    if (failed(sorter))
+      return failure();
+    if (typeOf(*sorter).getShape() != typeOf(seq).getShape()) {
+      imp.error() << "sorter " << typeOf(*sorter) << " must have the sequence's shape "
+                  << typeOf(seq);
+      return failure();
+    }
+    if (typeOf(seq).getNumElements() > 0) {
+      auto gathered = imp.create<c::GatherOp>(typeOf(seq), seq, *sorter,
+                                              imp.builder.getI64IntegerAttr(typeOf(seq).getRank() - 1));
+      if (failed(gathered))
+        return failure();
+      seq = *gathered;
+    }
+  }
+  return one(countBelow(imp, *x, seq, toRight, *i32));
+}
+
+/// histc(self, bins, min, max): counts of `bins` equal bins over [min, max]
+/// (the data's range when min == max, computed at run time; widened by 1
+/// each way when that is one point), elements outside ignored, the last
+/// bin closed. The bin of x is trunc((x - min) · bins / (max - min)), as
+/// PyTorch's kernel; one-hot comparisons summed.
+Result histc(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto bins = failed(x) ? FailureOr<int64_t>(failure()) : imp.integer(in[1]);
+  auto lo = failed(bins) ? FailureOr<double>(failure()) : imp.real(in[2]);
+  auto hi = failed(lo) ? FailureOr<double>(failure()) : imp.real(in[3]);
+  if (failed(hi))
+    return failure();
+  auto type = typeOf(*x);
+  Type et = type.getElementType();
+  if (!llvm::isa<FloatType>(et)) {
+    imp.error() << "histc takes a float tensor, got " << type;
+    return failure();
+  }
+  if (*bins < 1 || *lo > *hi) {
+    imp.error() << "histc needs bins >= 1 and min <= max";
+    return failure();
+  }
+  int64_t n = type.getNumElements();
+  Value flat = imp.reshape(*x, {n});
+  Value low, high;
+  auto widen = [&](Value v, double by) -> FailureOr<Value> {
+    return imp.create<c::AddOp>(v, imp.splat(by, et));
+  };
+  if (*lo == *hi && n > 0) {
+    auto dims = imp.builder.getDenseI64ArrayAttr({0});
+    auto mn = imp.create<c::AminOp>(flat, dims, imp.builder.getBoolAttr(false));
+    auto mx = imp.create<c::ReduceMaxOp>(flat, dims, imp.builder.getBoolAttr(false));
+    if (failed(mn) || failed(mx))
+      return failure();
+    auto same = comparison(imp, c::ComparePredicate::eq, *mn, *mx);
+    auto mnWide = widen(*mn, -1), mxWide = widen(*mx, 1);
+    if (failed(same) || failed(mnWide) || failed(mxWide))
+      return failure();
+    auto l = imp.create<c::WhereOp>(*same, *mnWide, *mn);
+    auto h = imp.create<c::WhereOp>(*same, *mxWide, *mx);
+    if (failed(l) || failed(h))
+      return failure();
+    low = *l;
+    high = *h;
+  } else {
+    double l = *lo, h = *hi;
+    if (l == h) {
+      l -= 1;
+      h += 1;
+    }
+    low = imp.splat(l, et);
+    high = imp.splat(h, et);
+  }
+  auto offset = imp.create<c::SubOp>(flat, low);
+  auto width = imp.create<c::SubOp>(high, low);
+  if (failed(offset) || failed(width))
+    return failure();
+  auto scaled = imp.create<c::MulOp>(*offset, imp.splat(*bins, et));
+  auto ratio = failed(scaled) ? FailureOr<Value>(failure()) : imp.create<c::DivOp>(*scaled, *width);
+  auto bin = failed(ratio) ? FailureOr<Value>(failure()) : imp.create<c::TruncOp>(*ratio);
+  if (failed(bin))
+    return failure();
+  // The right edge belongs to the last bin.
+  auto atEdge = comparison(imp, c::ComparePredicate::eq, *bin, imp.splat(*bins, et));
+  if (failed(atEdge))
+    return failure();
+  auto clamped = imp.create<c::WhereOp>(*atEdge, imp.splat(*bins - 1, et), *bin);
+  auto aboveLow = comparison(imp, c::ComparePredicate::ge, flat, low);
+  auto belowHigh = comparison(imp, c::ComparePredicate::le, flat, high);
+  if (failed(clamped) || failed(aboveLow) || failed(belowHigh))
+    return failure();
+  auto inside = imp.create<c::AndOp>(*aboveLow, *belowHigh);
+  if (failed(inside))
+    return failure();
+  SmallVector<Attribute> binIds;
+  for (int64_t b = 0; b < *bins; ++b)
+    binIds.push_back(FloatAttr::get(et, static_cast<double>(b)));
+  auto idsType = RankedTensorType::get({*bins}, et);
+  Value ids = imp.builder.create<c::ConstantOp>(imp.loc(), DenseElementsAttr::get(idsType, binIds));
+  auto hit = comparison(imp, c::ComparePredicate::eq, imp.reshape(*clamped, {n, 1}), ids);
+  if (failed(hit))
+    return failure();
+  auto counted = imp.create<c::AndOp>(*hit, imp.reshape(*inside, {n, 1}));
+  if (failed(counted))
+    return failure();
+  return one(imp.create<c::ReduceSumOp>(imp.cast(*counted, et),
+                                        imp.builder.getDenseI64ArrayAttr({0}),
+                                        imp.builder.getBoolAttr(false)));
+}
+
+/// The biased variance's reciprocal square root and the mean of `x` over
+/// `dims` (kept as size 1), as the normalization kernels save them.
+FailureOr<std::pair<Value, Value>> meanAndRstd(Importer &imp, Value x, ArrayRef<int64_t> dims,
+                                               double eps) {
+  auto dimsAttr = imp.builder.getDenseI64ArrayAttr(dims);
+  auto mean = imp.create<c::ReduceMeanOp>(x, dimsAttr, imp.builder.getBoolAttr(true));
+  auto centered = failed(mean) ? FailureOr<Value>(failure()) : imp.create<c::SubOp>(x, *mean);
+  auto squared =
+      failed(centered) ? FailureOr<Value>(failure()) : imp.create<c::MulOp>(*centered, *centered);
+  auto var = failed(squared) ? FailureOr<Value>(failure())
+                             : imp.create<c::ReduceMeanOp>(*squared, dimsAttr,
+                                                           imp.builder.getBoolAttr(true));
+  Type et = typeOf(x).getElementType();
+  auto shifted =
+      failed(var) ? FailureOr<Value>(failure()) : imp.create<c::AddOp>(*var, imp.splat(eps, et));
+  auto rstd = failed(shifted) ? FailureOr<Value>(failure()) : imp.create<c::RsqrtOp>(*shifted);
+  if (failed(rstd))
+    return failure();
+  return std::make_pair(*mean, *rstd);
+}
+
+/// native_layer_norm(input, normalized_shape, weight, bias, eps) ->
+/// (output, mean, rstd): the layer norm, and its statistics over the
+/// normalized dims, kept as size 1.
+Result nativeLayerNorm(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto shape = imp.intList(in[1]);
+  auto weight = optionalTensor(imp, in[2]), bias = optionalTensor(imp, in[3]);
+  auto eps = imp.real(in[4]);
+  if (failed(x) || failed(shape) || failed(weight) || failed(bias) || failed(eps))
+    return failure();
+  auto type = typeOf(*x);
+  Type et = type.getElementType();
+  int64_t rank = type.getRank(), k = shape->size();
+  if (!llvm::isa<FloatType>(et) || k == 0 || k > rank ||
+      type.getShape().take_back(k) != ArrayRef<int64_t>(*shape)) {
+    imp.error() << "native_layer_norm takes a float tensor whose trailing dims are "
+                   "normalized_shape, got "
+                << type << " and [" << ArrayRef<int64_t>(*shape) << "]";
+    return failure();
+  }
+  SmallVector<int64_t> dims = llvm::to_vector(llvm::seq<int64_t>(rank - k, rank));
+  auto stats = meanAndRstd(imp, *x, dims, *eps);
+  if (failed(stats))
+    return failure();
+  // PyTorch's kernel: (x · rstd + (-rstd · mean)) · weight + bias. Any eps
+  // is taken (a negative one gives NaN where var + eps < 0, as PyTorch).
+  auto shift = imp.create<c::MulOp>(stats->second, stats->first);
+  auto negShift = failed(shift) ? FailureOr<Value>(failure()) : imp.create<c::NegOp>(*shift);
+  auto scaled = failed(negShift) ? FailureOr<Value>(failure())
+                                 : imp.create<c::MulOp>(*x, stats->second);
+  auto out = failed(scaled) ? FailureOr<Value>(failure())
+                            : imp.create<c::AddOp>(*scaled, *negShift);
+  if (failed(out) || (*weight && failed(out = imp.create<c::MulOp>(*out, imp.cast(*weight, et)))) ||
+      (*bias && failed(out = imp.create<c::AddOp>(*out, imp.cast(*bias, et)))))
+    return failure();
+  return std::vector<Val>{Val::ofTensor(*out), Val::ofTensor(stats->first),
+                          Val::ofTensor(stats->second)};
+}
+
+/// native_batch_norm(input, weight, bias, running_mean, running_var,
+/// training, momentum, eps) -> (output, save_mean, save_invstd). In
+/// training the batch's statistics per channel (dim 1) normalize and are
+/// saved; otherwise the running ones normalize and the saved ones are
+/// empty, as PyTorch's CPU kernel. (The running statistics' update is not
+/// an output.)
+Result nativeBatchNorm(Importer &imp, jit::Node *node, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto weight = optionalTensor(imp, in[1]), bias = optionalTensor(imp, in[2]);
+  auto training = imp.boolean(in[5]);
+  auto eps = imp.real(in[7]);
+  if (failed(x) || failed(weight) || failed(bias) || failed(training) || failed(eps))
+    return failure();
+  auto type = typeOf(*x);
+  Type et = type.getElementType();
+  if (!llvm::isa<FloatType>(et) || type.getRank() < 2) {
+    imp.error() << "native_batch_norm takes a float [N, C, ...] tensor, got " << type;
+    return failure();
+  }
+  int64_t channels = type.getDimSize(1);
+  if (!*training) {
+    auto out = batchNorm(imp, node, in);
+    if (failed(out))
+      return failure();
+    Value empty = imp.splat(0, et, {0});
+    return std::vector<Val>{out->front(), Val::ofTensor(empty), Val::ofTensor(empty)};
+  }
+  SmallVector<int64_t> dims{0};
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    dims.push_back(d);
+  auto stats = meanAndRstd(imp, *x, dims, *eps);
+  if (failed(stats))
+    return failure();
+  auto centered = imp.create<c::SubOp>(*x, stats->first);
+  auto y = failed(centered) ? FailureOr<Value>(failure())
+                            : imp.create<c::MulOp>(*centered, stats->second);
+  if (failed(y))
+    return failure();
+  SmallVector<int64_t> perChannel(type.getRank(), 1);
+  perChannel[1] = channels;
+  Value out = *y;
+  if (*weight) {
+    auto scaled = imp.create<c::MulOp>(out, imp.reshape(imp.cast(*weight, et), perChannel));
+    if (failed(scaled))
+      return failure();
+    out = *scaled;
+  }
+  if (*bias) {
+    auto shifted = imp.create<c::AddOp>(out, imp.reshape(imp.cast(*bias, et), perChannel));
+    if (failed(shifted))
+      return failure();
+    out = *shifted;
+  }
+  return std::vector<Val>{Val::ofTensor(out), Val::ofTensor(imp.reshape(stats->first, {channels})),
+                          Val::ofTensor(imp.reshape(stats->second, {channels}))};
+}
+
+/// embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
+/// per_sample_weights, include_last_offset, padding_idx): the rows of the
+/// indices reduced per bag (mode 0 sum, 1 mean, 2 max), bag b holding the
+/// positions from offsets[b] to the next offset. The offsets may be
+/// computed at run time: the number of bags is their count. Each position's
+/// bag is the number of offsets at or before it, minus 1 (a broadcast
+/// comparison and a sum); a [positions, bags] membership matrix then sums
+/// the rows by a matmul, or masks them for the maximum. Padding indices
+/// take no part; an empty bag gives zeros. Only the first output is
+/// supported (offset2bag, bag_size and max_indices are internal to
+/// PyTorch's backward).
+Result embeddingBag(Importer &imp, jit::Node *node, Inputs in) {
+  auto w = imp.tensor(in[0]);
+  auto ids = failed(w) ? FailureOr<Value>(failure()) : indexTensor(imp, in[1], "indices");
+  auto offsets = failed(ids) ? FailureOr<Value>(failure()) : indexTensor(imp, in[2], "offsets");
+  auto mode = failed(offsets) ? FailureOr<int64_t>(failure()) : imp.integer(in[4]);
+  if (failed(mode))
+    return failure();
+  for (size_t k = 1; k < node->outputs().size(); ++k)
+    if (!node->outputs()[k]->uses().empty()) {
+      imp.error() << "only embedding_bag's first output is supported (offset2bag, bag_size and "
+                     "max_indices are not)";
+      return failure();
+    }
+  if (imp.training)
+    for (auto [i, what] : {std::pair{3, "scale_grad_by_freq=True"}, {5, "sparse=True"}}) {
+      auto flag = imp.boolean(in[i]);
+      if (failed(flag))
+        return failure();
+      if (*flag) {
+        imp.error() << "embedding_bag with " << what << " cannot be trained (cleave's "
+                    << "embedding gradient is dense and unscaled)";
+        return failure();
+      }
+    }
+  Value weights;
+  if (in.size() > 6 && !imp.isNone(in[6])) {
+    auto given = imp.tensor(in[6]);
+    if (failed(given))
+      return failure();
+    weights = *given;
+  }
+  bool includeLast = false;
+  if (in.size() > 7) {
+    auto given = imp.boolean(in[7]);
+    if (failed(given))
+      return failure();
+    includeLast = *given;
+  }
+  std::optional<int64_t> padding;
+  if (in.size() > 8 && !imp.isNone(in[8])) {
+    auto given = imp.integer(in[8]);
+    if (failed(given))
+      return failure();
+    int64_t rows = typeOf(*w).getRank() > 0 ? typeOf(*w).getDimSize(0) : 0;
+    if (*given < -rows || *given >= rows) {
+      imp.error() << "padding_idx " << *given << " is outside the table's " << rows << " rows";
+      return failure();
+    }
+    padding = *given < 0 ? *given + rows : *given; // given, it wraps (None means none)
+  }
+  auto wt = typeOf(*w);
+  Type et = wt.getElementType();
+  if (wt.getRank() != 2 || !llvm::isa<FloatType>(et) || typeOf(*ids).getRank() != 1 ||
+      typeOf(*offsets).getRank() != 1) {
+    imp.error() << "embedding_bag takes a float [rows, dim] table, 1-D indices and 1-D offsets, "
+                   "got "
+                << wt << ", " << typeOf(*ids) << ", " << typeOf(*offsets);
+    return failure();
+  }
+  if (*mode < 0 || *mode > 2 || (weights && *mode != 0)) {
+    imp.error() << "mode must be sum (0), mean (1) or max (2), per_sample_weights only with sum";
+    return failure();
+  }
+  int64_t n = typeOf(*ids).getNumElements(), given = typeOf(*offsets).getNumElements();
+  int64_t bags = given - (includeLast ? 1 : 0), dim = wt.getDimSize(1);
+  if (bags < 0) {
+    imp.error() << "include_last_offset needs at least one offset";
+    return failure();
+  }
+  auto rows = imp.create<c::EmbeddingOp>(*w, *ids, mlir::IntegerAttr(), mlir::IntegerAttr());
+  if (failed(rows))
+    return failure();
+  Type i64 = imp.builder.getI64Type();
+  // Each position's bag: the offsets at or before it, minus 1.
+  Value positions = imp.reshape(constantIndex(imp, llvm::to_vector(llvm::seq<int64_t>(0, n))),
+                                {n, 1});
+  auto started = comparison(imp, c::ComparePredicate::le,
+                            imp.reshape(imp.cast(*offsets, i64), {1, given}), positions);
+  if (failed(started))
+    return failure();
+  auto count = imp.create<c::ReduceSumOp>(imp.cast(*started, i64),
+                                          imp.builder.getDenseI64ArrayAttr({1}),
+                                          imp.builder.getBoolAttr(true));
+  auto bag = failed(count) ? FailureOr<Value>(failure())
+                           : imp.create<c::SubOp>(*count, imp.splat(1, i64));
+  if (failed(bag))
+    return failure();
+  auto member = comparison(imp, c::ComparePredicate::eq, *bag,
+                           constantIndex(imp, llvm::to_vector(llvm::seq<int64_t>(0, bags))));
+  if (failed(member))
+    return failure();
+  if (padding) {
+    auto kept = comparison(imp, c::ComparePredicate::ne,
+                           imp.reshape(imp.cast(*ids, i64), {n, 1}), imp.splat(*padding, i64));
+    auto both = failed(kept) ? FailureOr<Value>(failure()) : imp.create<c::AndOp>(*member, *kept);
+    if (failed(both))
+      return failure();
+    member = *both;
+  }
+  Value memberF = imp.cast(*member, et); // [n, bags]
+  auto sizes = imp.create<c::ReduceSumOp>(memberF, imp.builder.getDenseI64ArrayAttr({0}),
+                                          imp.builder.getBoolAttr(false));
+  if (failed(sizes))
+    return failure();
+  Value bagSizes = imp.reshape(*sizes, {bags, 1});
+  std::vector<Val> outputs(node->outputs().size(), Val::poison());
+  if (*mode == 2) {
+    auto masked = imp.create<c::WhereOp>(imp.reshape(*member, {n, bags, 1}),
+                                         imp.reshape(*rows, {n, 1, dim}),
+                                         imp.splat(-std::numeric_limits<double>::infinity(), et));
+    auto best = failed(masked) ? FailureOr<Value>(failure())
+                               : imp.create<c::ReduceMaxOp>(*masked,
+                                                            imp.builder.getDenseI64ArrayAttr({0}),
+                                                            imp.builder.getBoolAttr(false));
+    auto empty = failed(best) ? FailureOr<Value>(failure())
+                              : comparison(imp, c::ComparePredicate::eq, bagSizes,
+                                           imp.splat(0, et));
+    auto out = failed(empty) ? FailureOr<Value>(failure())
+                             : imp.create<c::WhereOp>(*empty, imp.splat(0, et), *best);
+    if (failed(out))
+      return failure();
+    outputs[0] = Val::ofTensor(*out);
+    return outputs;
+  }
+  Value values = *rows;
+  if (weights) {
+    if (typeOf(weights).getNumElements() != n) {
+      imp.error() << "per_sample_weights " << typeOf(weights) << " must have one weight per index";
+      return failure();
+    }
+    auto scaled = imp.create<c::MulOp>(values, imp.reshape(imp.cast(weights, et), {n, 1}));
+    if (failed(scaled))
+      return failure();
+    values = *scaled;
+  }
+  auto byBag = imp.create<c::PermuteOp>(memberF, imp.builder.getDenseI64ArrayAttr({1, 0}));
+  auto sums = failed(byBag) ? FailureOr<Value>(failure())
+                            : imp.create<c::MatmulOp>(*byBag, values);
+  if (failed(sums))
+    return failure();
+  Value out = *sums;
+  if (*mode == 1) {
+    auto divisor = imp.create<c::MaximumOp>(bagSizes, imp.splat(1, et));
+    auto mean = failed(divisor) ? FailureOr<Value>(failure()) : imp.create<c::DivOp>(out, *divisor);
+    if (failed(mean))
+      return failure();
+    out = *mean;
+  }
+  outputs[0] = Val::ofTensor(out);
+  return outputs;
+}
+
+/// embedding_renorm_(self, indices, max_norm, norm_type): the rows that
+/// `indices` names scaled to a `norm_type` norm of at most max_norm (by
+/// max_norm / (norm + 1e-7), as PyTorch's kernel), the others unchanged;
+/// the in-place form rebinds the table. Which rows are named: a broadcast
+/// comparison of the indices with every row number, summed.
+Result embeddingRenorm(Importer &imp, jit::Node *, Inputs in) {
+  auto w = imp.tensor(in[0]);
+  auto ids = failed(w) ? FailureOr<Value>(failure()) : indexTensor(imp, in[1], "indices");
+  auto maxNorm = failed(ids) ? FailureOr<double>(failure()) : imp.real(in[2]);
+  auto p = failed(maxNorm) ? FailureOr<double>(failure()) : imp.real(in[3]);
+  if (failed(p))
+    return failure();
+  auto type = typeOf(*w);
+  Type et = type.getElementType();
+  if (type.getRank() != 2 || !llvm::isa<FloatType>(et)) {
+    imp.error() << "embedding_renorm takes a float [rows, dim] table, got " << type;
+    return failure();
+  }
+  int64_t rows = type.getDimSize(0), m = typeOf(*ids).getNumElements();
+  Type i64 = imp.builder.getI64Type();
+  auto named = comparison(imp, c::ComparePredicate::eq,
+                          imp.reshape(imp.cast(*ids, i64), {m, 1}),
+                          constantIndex(imp, llvm::to_vector(llvm::seq<int64_t>(0, rows))));
+  auto uses = failed(named) ? FailureOr<Value>(failure())
+                            : imp.create<c::ReduceSumOp>(imp.cast(*named, i64),
+                                                         imp.builder.getDenseI64ArrayAttr({0}),
+                                                         imp.builder.getBoolAttr(false));
+  auto used = failed(uses) ? FailureOr<Value>(failure())
+                           : comparison(imp, c::ComparePredicate::gt, *uses, imp.splat(0, i64));
+  auto norms = failed(used) ? FailureOr<Value>(failure())
+                            : imp.create<c::NormOp>(*w, imp.builder.getDenseI64ArrayAttr({1}),
+                                                    imp.builder.getBoolAttr(false),
+                                                    imp.builder.getF64FloatAttr(*p));
+  auto over = failed(norms) ? FailureOr<Value>(failure())
+                            : comparison(imp, c::ComparePredicate::gt, *norms,
+                                         imp.splat(*maxNorm, et));
+  auto hit = failed(over) ? FailureOr<Value>(failure()) : imp.create<c::AndOp>(*used, *over);
+  auto padded = failed(hit) ? FailureOr<Value>(failure())
+                            : imp.create<c::AddOp>(*norms, imp.splat(1e-7, et));
+  auto scale = failed(padded) ? FailureOr<Value>(failure())
+                              : imp.create<c::DivOp>(imp.splat(*maxNorm, et), *padded);
+  auto factor = failed(scale) ? FailureOr<Value>(failure())
+                              : imp.create<c::WhereOp>(*hit, *scale, imp.splat(1, et));
+  if (failed(factor))
+    return failure();
+  return one(imp.create<c::MulOp>(*w, imp.reshape(*factor, {rows, 1})));
+}
+
+//===----------------------------------------------------------------------===//
 // Sorting, order statistics and running extrema.
 //===----------------------------------------------------------------------===//
 
@@ -4389,6 +5806,40 @@ void addConstructionConverters(llvm::StringMap<Converter> &r) {
 
 void addCompositeConverters(llvm::StringMap<Converter> &r) {
   namespace c = mlir::cleave;
+  r["aten::embedding_renorm"] = embeddingRenorm; // embedding_renorm_, rebound in place
+  r["aten::embedding_bag"] = embeddingBag;
+  // Counting, one-hot and reductions into positions.
+  r["aten::one_hot"] = oneHot;
+  r["aten::repeat_interleave"] = repeatInterleave;
+  r["aten::put"] = put;
+  r["aten::index_reduce"] = indexReduce;
+  r["aten::bucketize"] = bucketize;
+  r["aten::searchsorted"] = searchsorted;
+  r["aten::histc"] = histc;
+  r["aten::native_layer_norm"] = nativeLayerNorm;
+  r["aten::native_batch_norm"] = nativeBatchNorm;
+  // Shapes and strides.
+  r["aten::numpy_T"] = numpyT;
+  r["aten::matrix_H"] = matrixH;
+  r["aten::sum_to_size"] = sumToSize;
+  r["aten::zero"] = zero; // zero_, rebound in place
+  // Undefined values (empty, new_empty...): zeros.
+  r["aten::empty_like"] = fillLike(0.0);
+  r["aten::new_empty"] = fillNew(0.0);
+  r["aten::new_empty_strided"] = fillNew(0.0);
+  r["aten::tensor_split"] = tensorSplit(std::nullopt);
+  r["aten::hsplit"] = tensorSplit(1);
+  r["aten::vsplit"] = tensorSplit(0);
+  r["aten::dsplit"] = tensorSplit(2);
+  r["aten::select_scatter"] = selectScatter;
+  r["aten::slice_scatter"] = sliceScatter;
+  r["aten::diagonal_scatter"] = diagonalScatter;
+  r["aten::diag_embed"] = diagEmbed;
+  r["aten::diagflat"] = diagflat;
+  r["aten::as_strided"] = asStrided;
+  r["aten::as_strided_scatter"] = asStridedScatter;
+  r["aten::unfold"] = unfold;
+  r["aten::im2col"] = im2col;
   r["aten::gather"] = gather;
   r["aten::scatter"] = scatter(std::nullopt);
   r["aten::scatter_add"] = scatter(c::ScatterReduce::sum);

@@ -3530,7 +3530,7 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
       return failure();
     }
     Value x = (*values)[0];
-    return one(imp.create<c::PolygammaOp>(x.getType(), x, imp.builder.getI64IntegerAttr(*n)));
+    return one(imp.create<c::PolygammaOp>(x, imp.builder.getI64IntegerAttr(*n)));
   };
   for (const char *name : {"aten::digamma", "aten::special_digamma", "aten::special_psi"})
     r[name] = [polygamma](Importer &imp, jit::Node *, Inputs in) -> Result {

@@ -4252,7 +4252,7 @@ TEST_P(KernelTest, SpecialBinaryMatchReferences) {
 
   // Hermite (physicists'), Laguerre and Legendre against libstdc++, a
   // degree that truncates (3.7 is 3), and a negative degree (0).
-  HostTensor px = random({7, 1}, -1, 1);
+  HostTensor px = random({7, 1}, 0, 1); // std::laguerre throws below 0
   HostTensor n = make(f32, {5}, {0.0, 1.0, 3.7, 6.0, -2.0});
   struct PolyCase {
     const char *family;

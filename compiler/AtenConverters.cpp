@@ -5919,6 +5919,132 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   r["aten::frac"] = floatMap<c::FracOp>();
   r["aten::log_sigmoid"] = floatMap<c::LogSigmoidOp>();
   r["aten::mish"] = floatMap<c::MishOp>();
+  // Special functions: core ops with kernels (runtime/SpecialMath.h), or
+  // composites of them; integers promote to f32, as PyTorch.
+  r["aten::lgamma"] = floatMap<c::LgammaOp>();
+  r["aten::special_gammaln"] = floatMap<c::LgammaOp>();
+  r["aten::erfinv"] = floatMap<c::ErfinvOp>();
+  r["aten::special_erfinv"] = floatMap<c::ErfinvOp>();
+  r["aten::i0"] = floatMap<c::I0Op>();
+  r["aten::special_i0"] = floatMap<c::I0Op>();
+  r["aten::special_modified_bessel_i0"] = floatMap<c::I0Op>();
+  r["aten::special_i0e"] = floatMap<c::I0eOp>();
+  r["aten::special_i1"] = floatMap<c::I1Op>();
+  r["aten::special_modified_bessel_i1"] = floatMap<c::I1Op>();
+  r["aten::special_i1e"] = floatMap<c::I1eOp>();
+  r["aten::special_ndtri"] = floatMap<c::NdtriOp>();
+  r["aten::special_erfcx"] = floatMap<c::ErfcxOp>();
+  r["aten::special_bessel_j0"] = floatMap<c::BesselJ0Op>();
+  r["aten::special_bessel_j1"] = floatMap<c::BesselJ1Op>();
+  r["aten::special_bessel_y0"] = floatMap<c::BesselY0Op>();
+  r["aten::special_bessel_y1"] = floatMap<c::BesselY1Op>();
+  r["aten::special_modified_bessel_k0"] = floatMap<c::ModifiedBesselK0Op>();
+  r["aten::special_modified_bessel_k1"] = floatMap<c::ModifiedBesselK1Op>();
+  r["aten::special_scaled_modified_bessel_k0"] = floatMap<c::ScaledModifiedBesselK0Op>();
+  r["aten::special_scaled_modified_bessel_k1"] = floatMap<c::ScaledModifiedBesselK1Op>();
+  r["aten::special_airy_ai"] = floatMap<c::AiryAiOp>();
+  r["aten::special_ndtr"] = floatMap<c::NdtrOp>();
+  r["aten::special_log_ndtr"] = floatMap<c::LogNdtrOp>();
+  r["aten::special_entr"] = floatMap<c::EntrOp>();
+  r["aten::special_spherical_bessel_j0"] = floatMap<c::SphericalBesselJ0Op>();
+  r["aten::special_zeta"] = broadcastComposite<c::ZetaOp, 2>(true);
+  r["aten::igamma"] = broadcastComposite<c::IgammaOp, 2>(true);
+  r["aten::special_gammainc"] = broadcastComposite<c::IgammaOp, 2>(true);
+  r["aten::igammac"] = broadcastComposite<c::IgammacOp, 2>(true);
+  r["aten::special_gammaincc"] = broadcastComposite<c::IgammacOp, 2>(true);
+  // nextafter of floats only, gcd/lcm of integers only: PyTorch refuses the
+  // other dtypes (no promotion).
+  r["aten::nextafter"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto values = imp.promote({in[0], in[1]});
+    if (failed(values))
+      return failure();
+    if (!llvm::isa<FloatType>(typeOf((*values)[0]).getElementType())) {
+      imp.error() << "nextafter of " << typeOf((*values)[0]).getElementType()
+                  << " tensors (PyTorch takes floats only)";
+      return failure();
+    }
+    return one(imp.create<c::NextafterOp>((*values)[0], (*values)[1]));
+  };
+  for (const char *name : {"aten::gcd", "aten::lcm"})
+    r[name] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+      auto values = imp.promote({in[0], in[1]});
+      if (failed(values))
+        return failure();
+      Type et = typeOf((*values)[0]).getElementType();
+      if (!et.isInteger(64) && !et.isInteger(32)) {
+        imp.error() << node->kind().toQualString() << " of " << et
+                    << " tensors (cleave takes i64 and i32; PyTorch integers only)";
+        return failure();
+      }
+      if (node->kind().toQualString() == std::string("aten::gcd"))
+        return one(imp.create<c::GcdOp>((*values)[0], (*values)[1]));
+      return one(imp.create<c::LcmOp>((*values)[0], (*values)[1]));
+    };
+  // frexp(self) -> (mantissa, exponent): floats only, as PyTorch.
+  r["aten::frexp"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    if (failed(x))
+      return failure();
+    if (!llvm::isa<FloatType>(typeOf(*x).getElementType())) {
+      imp.error() << "frexp of " << typeOf(*x).getElementType()
+                  << " tensors (PyTorch takes floats only)";
+      return failure();
+    }
+    auto op = imp.builder.create<c::FrexpOp>(imp.loc(), *x);
+    return std::vector<Val>{Val::ofTensor(op.getMantissa()), Val::ofTensor(op.getExponent())};
+  };
+  // polygamma(n, self), digamma = polygamma(0, self).
+  auto polygamma = [](Importer &imp, Val order, Val self) -> Result {
+    auto n = imp.integer(order);
+    auto values = imp.promote({self}, /*integerToFloat=*/true);
+    if (failed(n) || failed(values))
+      return failure();
+    if (*n < 0) {
+      imp.error() << "polygamma of a negative order " << *n << " (PyTorch refuses it too)";
+      return failure();
+    }
+    Value x = (*values)[0];
+    return one(imp.create<c::PolygammaOp>(x, imp.builder.getI64IntegerAttr(*n)));
+  };
+  for (const char *name : {"aten::digamma", "aten::special_digamma", "aten::special_psi"})
+    r[name] = [polygamma](Importer &imp, jit::Node *, Inputs in) -> Result {
+      return polygamma(imp, Val::ofConstant(c10::IValue(int64_t(0))), in[0]);
+    };
+  for (const char *name : {"aten::polygamma", "aten::special_polygamma"})
+    r[name] = [polygamma](Importer &imp, jit::Node *, Inputs in) -> Result {
+      return polygamma(imp, in[0], in[1]);
+    };
+  // mvlgamma(self, p): a sum of p lgammas (the domain check x > (p-1)/2
+  // depends on the values; out of it, the lgammas of the terms).
+  for (const char *name : {"aten::mvlgamma", "aten::special_multigammaln"})
+    r[name] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+      auto p = imp.integer(in[1]);
+      auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
+      if (failed(p) || failed(values))
+        return failure();
+      if (*p < 1) {
+        imp.error() << "mvlgamma with p = " << *p << " (p must be at least 1, as PyTorch)";
+        return failure();
+      }
+      return one(imp.create<c::MvlgammaOp>((*values)[0], imp.builder.getI64IntegerAttr(*p)));
+    };
+  for (const char *family :
+       {"chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+        "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+        "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+        "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+        "laguerre_polynomial_l", "legendre_polynomial_p"}) {
+    std::string kind = family; // chebyshev_polynomial_t -> chebyshev_t
+    kind.erase(kind.find("polynomial_"), std::string("polynomial_").size());
+    r[std::string("aten::special_") + family] = [kind](Importer &imp, jit::Node *,
+                                                       Inputs in) -> Result {
+      auto values = imp.promote({in[0], in[1]}, /*integerToFloat=*/true);
+      if (failed(values))
+        return failure();
+      return one(imp.create<c::OrthogonalPolynomialOp>((*values)[0], (*values)[1],
+                                                       imp.builder.getStringAttr(kind)));
+    };
+  }
   r["aten::softplus"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
     auto values = imp.promote({in[0]}, /*integerToFloat=*/true);
     auto beta = realAttr(imp, node, in, "beta", 1.0);

@@ -138,6 +138,16 @@ def Cleave_ErfcOp : Cleave_CompositeMapOp<"erfc", "1 - erf(x)">;
 def Cleave_SincOp : Cleave_CompositeMapOp<"sinc", "sin(pi x) / (pi x), 1 at 0">;
 def Cleave_Rad2degOp : Cleave_CompositeMapOp<"rad2deg", "x * 180 / pi">;
 def Cleave_Deg2radOp : Cleave_CompositeMapOp<"deg2rad", "x * pi / 180">;
+// Special functions written with the special-function core ops (erfcx,
+// lgamma) and plain math.
+def Cleave_NdtrOp : Cleave_CompositeMapOp<"ndtr",
+    "the standard normal CDF, erfc(|x|/sqrt 2)/2 = erfcx(z) exp(-z^2)/2 reflected for x >= 0">;
+def Cleave_LogNdtrOp : Cleave_CompositeMapOp<"log_ndtr",
+    "log of the standard normal CDF: log(erfcx(z)/2) - z^2 below 0, log1p(-ndtr(-x)) above">;
+def Cleave_EntrOp : Cleave_CompositeMapOp<"entr", "-x log(x); 0 at 0, -inf below 0, NaN stays NaN">;
+def Cleave_MvlgammaOp : Cleave_CompositeMapOp<"mvlgamma",
+    "sum_(i < p) lgamma(x - i/2) + p (p - 1)/4 log(pi)", Cleave_FloatTensor, (ins I64Attr:$p)>;
+def Cleave_SphericalBesselJ0Op : Cleave_CompositeMapOp<"spherical_bessel_j0", "sin(x) / x, 1 at 0">;
 def Cleave_HardsigmoidOp : Cleave_CompositeMapOp<"hardsigmoid", "min(max(x + 3, 0), 6) / 6">;
 def Cleave_HardswishOp : Cleave_CompositeMapOp<"hardswish", "x * min(max(x + 3, 0), 6) / 6">;
 def Cleave_LogitOp : Cleave_CompositeMapOp<"logit", "log(z / (1 - z)), z = x clamped to [eps, 1 - eps] when eps is given",

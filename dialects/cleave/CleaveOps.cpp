@@ -714,3 +714,26 @@ LogicalResult TriangularSolveOp::verify() {
 
 #define GET_OP_CLASSES
 #include "dialects/cleave/CleaveOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Special functions.
+//===----------------------------------------------------------------------===//
+
+LogicalResult PolygammaOp::verify() {
+  // I64Attr reads back unsigned: the order as the attribute spells it.
+  const int64_t n = static_cast<int64_t>(getN());
+  if (n < 0)
+    return emitOpError("order n must be non-negative, got ") << n;
+  return success();
+}
+
+LogicalResult OrthogonalPolynomialOp::verify() {
+  static const char *const families[] = {
+      "chebyshev_t", "chebyshev_u", "chebyshev_v", "chebyshev_w",
+      "shifted_chebyshev_t", "shifted_chebyshev_u", "shifted_chebyshev_v", "shifted_chebyshev_w",
+      "hermite_h", "hermite_he", "laguerre_l", "legendre_p"};
+  for (const char *family : families)
+    if (getFamily() == family)
+      return success();
+  return emitOpError("unknown polynomial family '") << getFamily() << "'";
+}

@@ -105,6 +105,57 @@ def Cleave_AtanhOp : Cleave_UnaryElementwiseOp<"atanh", Cleave_FloatTensor, "ata
 def Cleave_ReciprocalOp : Cleave_UnaryElementwiseOp<"reciprocal", Cleave_FloatTensor, "1 / x">;
 def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
 
+// Special functions (runtime/SpecialMath.h holds their one implementation, in
+// double on the CPU and float on CUDA). Edge values are PyTorch's: lgamma is
+// +inf at the poles, erfinv +-inf at +-1, the Bessel Y and K functions -inf /
+// +inf at 0 and NaN below it. Ops whose derivative PyTorch does not define
+// say so in their gradient rule (GradientOps.cpp).
+def Cleave_LgammaOp : Cleave_UnaryElementwiseOp<"lgamma", Cleave_FloatTensor, "log|Gamma(x)|", 40>;
+def Cleave_ErfinvOp : Cleave_UnaryElementwiseOp<"erfinv", Cleave_FloatTensor, "erf^-1(x)", 60>;
+def Cleave_I0Op : Cleave_UnaryElementwiseOp<"i0", Cleave_FloatTensor, "I_0(x)", 60>;
+def Cleave_I0eOp : Cleave_UnaryElementwiseOp<"i0e", Cleave_FloatTensor, "exp(-|x|) I_0(x)", 60>;
+def Cleave_I1Op : Cleave_UnaryElementwiseOp<"i1", Cleave_FloatTensor, "I_1(x)", 60>;
+def Cleave_I1eOp : Cleave_UnaryElementwiseOp<"i1e", Cleave_FloatTensor, "exp(-|x|) I_1(x)", 60>;
+def Cleave_NdtriOp : Cleave_UnaryElementwiseOp<"ndtri", Cleave_FloatTensor,
+                                                "the inverse of the standard normal CDF", 60>;
+def Cleave_ErfcxOp : Cleave_UnaryElementwiseOp<"erfcx", Cleave_FloatTensor, "exp(x^2) erfc(x)", 30>;
+def Cleave_BesselJ0Op : Cleave_UnaryElementwiseOp<"bessel_j0", Cleave_FloatTensor, "J_0(x)", 60>;
+def Cleave_BesselJ1Op : Cleave_UnaryElementwiseOp<"bessel_j1", Cleave_FloatTensor, "J_1(x)", 60>;
+def Cleave_BesselY0Op : Cleave_UnaryElementwiseOp<"bessel_y0", Cleave_FloatTensor, "Y_0(x)", 60>;
+def Cleave_BesselY1Op : Cleave_UnaryElementwiseOp<"bessel_y1", Cleave_FloatTensor, "Y_1(x)", 60>;
+def Cleave_ModifiedBesselK0Op : Cleave_UnaryElementwiseOp<"modified_bessel_k0", Cleave_FloatTensor,
+                                                           "K_0(x)", 200>;
+def Cleave_ModifiedBesselK1Op : Cleave_UnaryElementwiseOp<"modified_bessel_k1", Cleave_FloatTensor,
+                                                           "K_1(x)", 200>;
+def Cleave_ScaledModifiedBesselK0Op
+    : Cleave_UnaryElementwiseOp<"scaled_modified_bessel_k0", Cleave_FloatTensor, "exp(x) K_0(x)", 200>;
+def Cleave_ScaledModifiedBesselK1Op
+    : Cleave_UnaryElementwiseOp<"scaled_modified_bessel_k1", Cleave_FloatTensor, "exp(x) K_1(x)", 200>;
+def Cleave_AiryAiOp : Cleave_UnaryElementwiseOp<"airy_ai", Cleave_FloatTensor, "Ai(x)", 60>;
+
+def Cleave_PolygammaOp : Cleave_Op<"polygamma", [Pure, Elementwise, SameOperandsAndResultType], [],
+    ["getFlopsPerElement"], ["getShardingRule"], Cleave_HasGradient> {
+  let summary = "elementwise polygamma of order n";
+  let description = [{
+    Computes the n-th derivative of digamma (n = 0: digamma itself), as
+    `torch.polygamma(n, x)`: n >= 2 through the Hurwitz zeta function,
+    (-1)^(n+1) n! zeta(n + 1, x).
+
+    Example:
+
+    ```mlir
+    %y = cleave.polygamma %x {n = 1 : i64} : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, I64Attr:$n);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let extraClassDefinition =
+      Cleave_ShardingRuleIs<"::mlir::cleave::getElementwiseShardingRule(*this)">.definition
+      # "int64_t $cppClass::getFlopsPerElement() { return 60; }";
+}
+
 def Cleave_DropoutOp : Cleave_Op<"dropout", [Pure, Elementwise, SameOperandsAndResultType],
     ["getViewedOperand"], ["getCost", "getTrainingCost", "getSavedForBackward"],
     ["getShardingRule"], Cleave_HasGradient> {
@@ -160,6 +211,91 @@ def Cleave_MaximumOp : Cleave_BinaryElementwiseOp<"maximum", "max(x, y)", Cleave
 def Cleave_MinimumOp : Cleave_BinaryElementwiseOp<"minimum", "min(x, y)", Cleave_Tensor, [Commutative]>;
 def Cleave_AndOp : Cleave_BinaryElementwiseOp<"and", "x && y", Cleave_BoolTensor, [Commutative]>;
 def Cleave_OrOp : Cleave_BinaryElementwiseOp<"or", "x || y", Cleave_BoolTensor, [Commutative]>;
+// Binary special functions of float operands (the importer promotes
+// integers). Their one implementation is in runtime/SpecialMath.h.
+def Cleave_ZetaOp : Cleave_BinaryElementwiseOp<"zeta", "the Hurwitz zeta sum_k (k + y)^-x",
+                                               Cleave_FloatTensor>;
+def Cleave_IgammaOp : Cleave_BinaryElementwiseOp<"igamma", "P(x, y), the regularized lower incomplete gamma",
+                                                 Cleave_FloatTensor>;
+def Cleave_IgammacOp : Cleave_BinaryElementwiseOp<"igammac", "Q(x, y), the regularized upper incomplete gamma",
+                                                  Cleave_FloatTensor>;
+// The next float after x toward y (floats only: PyTorch refuses integers).
+def Cleave_NextafterOp : Cleave_BinaryElementwiseOp<"nextafter", "the next float after x toward y",
+                                                    Cleave_FloatTensor>;
+// Integers only (i64, i32), on magnitudes: gcd(0, 0) = 0, lcm(x, 0) = 0.
+def Cleave_GcdOp : Cleave_BinaryElementwiseOp<"gcd", "gcd(|x|, |y|)", Cleave_IndexTensor,
+                                              [Commutative]>;
+def Cleave_LcmOp : Cleave_BinaryElementwiseOp<"lcm", "|x / gcd(x, y) * y|", Cleave_IndexTensor,
+                                              [Commutative]>;
+def Cleave_FrexpOp : Cleave_Op<"frexp", [Pure, Elementwise, InferTypeOpAdaptor], [], [],
+    ["getShardingRule"], Cleave_HasGradient> {
+  let summary = "elementwise split into mantissa and exponent";
+  let description = [{
+    Splits every element into `mantissa` (the input's type, |m| in [0.5, 1)
+    or 0) and `exponent` (i32) with x = mantissa * 2^exponent, as
+    `torch.frexp`; infinities and NaN keep their value with exponent 0.
+
+    Example:
+
+    ```mlir
+    %m, %e = cleave.frexp %x : tensor<8xf32> -> tensor<8xf32>, tensor<8xi32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input);
+  let results = (outs Cleave_FloatTensor:$mantissa, StaticShapeTensorOf<[I32]>:$exponent);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($mantissa) `,` type($exponent)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location>,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      auto type = ::llvm::cast<::mlir::RankedTensorType>(adaptor.getInput().getType());
+      types.push_back(type);
+      types.push_back(::mlir::RankedTensorType::get(type.getShape(),
+                                                    ::mlir::IntegerType::get(context, 32)));
+      return ::mlir::success();
+    }
+    ::mlir::cleave::ShardingRule $cppClass::getShardingRule() {
+      // The elementwise rule, its result factors shared by both results.
+      ::mlir::cleave::ShardingRule rule = ::mlir::cleave::getElementwiseShardingRule(*this);
+      rule.results.push_back(rule.results.front());
+      return rule;
+    }
+  }];
+}
+def Cleave_OrthogonalPolynomialOp : Cleave_Op<"orthogonal_polynomial", [Pure, InferTypeOpAdaptor], [],
+    [], ["getShardingRule"], Cleave_HasGradient> {
+  let summary = "an orthogonal polynomial family p_n(x) with broadcasting";
+  let description = [{
+    Computes `p_n(x)` of the family `family` (chebyshev_t/u/v/w,
+    shifted_chebyshev_t/u/v/w, hermite_h, hermite_he, laguerre_l, legendre_p)
+    for every element of the broadcast of `x` (lhs) and the degree `n` (rhs),
+    as `torch.special.<family>_polynomial_<kind>`: the degree truncates to an
+    integer and a negative degree gives 0.
+
+    Example:
+
+    ```mlir
+    %p = cleave.orthogonal_polynomial %x, %n {family = "hermite_h"} : tensor<8xf32>, tensor<f32> -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$lhs, Cleave_FloatTensor:$rhs, StrAttr:$family);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return ::mlir::cleave::inferBroadcastType(
+          loc, {adaptor.getLhs().getType(), adaptor.getRhs().getType()},
+          /*shapeOnly=*/{}, /*elementType=*/nullptr, types);
+    }
+  }] # Cleave_ShardingRuleIs<"::mlir::cleave::getElementwiseShardingRule(*this)">.definition;
+}
 
 def Cleave_CompareOp : Cleave_Op<"compare", [Pure, InferTypeOpAdaptor], ["getKernelAttributes"], [],
     ["getShardingRule"]> {

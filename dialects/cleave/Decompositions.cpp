@@ -79,6 +79,42 @@ CLEAVE_MAP_RULE(SincOp, [&] {
   return b.where(b.cmp(ComparePredicate::eq, x, 0.0), b.scalarLike(1, x),
                  b.div(b.make<SinOp>(t), t));
 }())
+// erfc(|x|/sqrt 2)/2 through erfcx, finite for every x (no 0 * inf on either
+// side of the where, so the gradient is finite too).
+static Value halfErfcOfAbs(Rules &b, Value x) {
+  Value z = b.mulBy(b.make<AbsOp>(x), M_SQRT1_2);
+  return b.mulBy(b.mul(b.make<ErfcxOp>(z), b.make<ExpOp>(b.neg(b.mul(z, z)))), 0.5);
+}
+CLEAVE_MAP_RULE(NdtrOp, [&] {
+  Value tail = halfErfcOfAbs(b, x);
+  return b.where(b.cmp(ComparePredicate::lt, x, 0.0), tail, b.sub(b.scalarLike(1, x), tail));
+}())
+// Below 0: log(erfcx(z)/2) - z^2 (no underflow); above: log1p(-tail).
+CLEAVE_MAP_RULE(LogNdtrOp, [&] {
+  Value z = b.mulBy(b.make<AbsOp>(x), M_SQRT1_2);
+  Value lower = b.sub(b.make<LogOp>(b.mulBy(b.make<ErfcxOp>(z), 0.5)), b.mul(z, z));
+  Value upper = b.make<Log1pOp>(b.neg(halfErfcOfAbs(b, x)));
+  return b.where(b.cmp(ComparePredicate::lt, x, 0.0), lower, upper);
+}())
+CLEAVE_MAP_RULE(EntrOp, [&] {
+  Value entropy = b.neg(b.mul(x, b.make<LogOp>(x)));
+  return b.where(b.cmp(ComparePredicate::lt, x, 0.0),
+                 b.scalarLike(-std::numeric_limits<double>::infinity(), x),
+                 b.where(b.cmp(ComparePredicate::eq, x, 0.0), b.scalarLike(0, x), entropy));
+}())
+CLEAVE_MAP_RULE(MvlgammaOp, [&] {
+  const int64_t p = static_cast<int64_t>(getP());
+  Value sum = b.make<LgammaOp>(x);
+  for (int64_t i = 1; i < p; ++i)
+    sum = b.add(sum, b.make<LgammaOp>(b.addTo(x, -0.5 * static_cast<double>(i))));
+  return b.addTo(sum, static_cast<double>(p) * static_cast<double>(p - 1) / 4.0 * std::log(M_PI));
+}())
+// 0 at +-inf, as PyTorch's.
+CLEAVE_MAP_RULE(SphericalBesselJ0Op,
+                b.where(b.cmp(ComparePredicate::eq, x, 0.0), b.scalarLike(1, x),
+                        b.where(b.cmp(ComparePredicate::eq, b.make<AbsOp>(x),
+                                      std::numeric_limits<double>::infinity()),
+                                b.scalarLike(0, x), b.div(b.make<SinOp>(x), x))))
 CLEAVE_MAP_RULE(Rad2degOp, b.mulBy(x, 180.0 / M_PI))
 CLEAVE_MAP_RULE(Deg2radOp, b.mulBy(x, M_PI / 180.0))
 CLEAVE_MAP_RULE(HardsigmoidOp, b.div(b.clamp(b.addTo(x, 3), 0, 6), b.scalarLike(6, x)))

@@ -101,7 +101,65 @@ CLEAVE_UNARY_GRADIENT(AcoshOp,
 CLEAVE_UNARY_GRADIENT(AtanhOp, b.div(g, b.sub(b.scalarLike(1, x), b.mul(x, x))))
 // -grad * (result * result).
 CLEAVE_UNARY_GRADIENT(ReciprocalOp, b.mul(b.neg(g), b.mul(y, y)))
+// Special functions, as PyTorch's derivatives.yaml.
+namespace {
+Value polygammaOf(CleaveBuilder &b, int64_t n, Value x) {
+  return b.b.create<PolygammaOp>(b.loc, x.getType(), x, b.b.getI64IntegerAttr(n)).getResult();
+}
+/// where(x == 0, value, otherwise).
+Value atZero(CleaveBuilder &b, Value x, double value, Value otherwise) {
+  return b.where(b.compare(ComparePredicate::eq, x, b.scalarLike(0, x)), b.scalarLike(value, x),
+                 otherwise);
+}
+} // namespace
+// grad * digamma(self).
+CLEAVE_UNARY_GRADIENT(LgammaOp, b.mul(g, polygammaOf(b, 0, x)))
+// grad * polygamma(n + 1, self).
+CLEAVE_UNARY_GRADIENT(PolygammaOp, b.mul(g, polygammaOf(b, static_cast<int64_t>(getN()) + 1, x)))
+// 0.5 * sqrt(pi) * exp(self.erfinv().pow(2)) * grad.
+CLEAVE_UNARY_GRADIENT(ErfinvOp, b.mul(b.mul(b.scalarLike(0.5 * std::sqrt(M_PI), y),
+                                            b.make<ExpOp>(b.mul(y, y))),
+                                      g))
+// grad * i1(self).
+CLEAVE_UNARY_GRADIENT(I0Op, b.mul(g, b.make<I1Op>(x)))
+// grad * (i1e(self) - sgn(self) * result).
+CLEAVE_UNARY_GRADIENT(I0eOp, b.mul(g, b.sub(b.make<I1eOp>(x), b.mul(b.make<SignOp>(x), y))))
+// grad * (i0(self) - result / self), 0.5 at self == 0.
+CLEAVE_UNARY_GRADIENT(I1Op, b.mul(g, atZero(b, x, 0.5, b.sub(b.make<I0Op>(x), b.div(y, x)))))
+// grad * (i0e(self) - result * (sgn(self) + 1 / self)), 0.5 at self == 0.
+CLEAVE_UNARY_GRADIENT(I1eOp,
+                      b.mul(g, atZero(b, x, 0.5,
+                                      b.sub(b.make<I0eOp>(x),
+                                            b.mul(y, b.add(b.make<SignOp>(x),
+                                                           b.make<ReciprocalOp>(x)))))))
+// grad * sqrt(2 pi) * exp(result^2 / 2).
+CLEAVE_UNARY_GRADIENT(NdtriOp, b.mul(g, b.mul(b.scalarLike(std::sqrt(2 * M_PI), y),
+                                              b.make<ExpOp>(b.mul(b.scalarLike(0.5, y),
+                                                                  b.mul(y, y))))))
+// (2 * self * result - 2 / sqrt(pi)) * grad.
+CLEAVE_UNARY_GRADIENT(ErfcxOp, b.mul(b.sub(b.mul(b.scalarLike(2, x), b.mul(x, y)),
+                                           b.scalarLike(2 / std::sqrt(M_PI), x)),
+                                     g))
 #undef CLEAVE_UNARY_GRADIENT
+#define CLEAVE_NOT_DIFFERENTIABLE(OP)                                                         \
+  LogicalResult OP::buildGradients(OpBuilder &, ArrayRef<Value> rg, SmallVectorImpl<Value> &) { \
+    if (!rg[0])                                                                               \
+      return success();                                                                       \
+    return emitOpError("is not differentiable (PyTorch defines no derivative for it)");       \
+  }
+CLEAVE_NOT_DIFFERENTIABLE(BesselJ0Op)
+CLEAVE_NOT_DIFFERENTIABLE(BesselJ1Op)
+CLEAVE_NOT_DIFFERENTIABLE(BesselY0Op)
+CLEAVE_NOT_DIFFERENTIABLE(BesselY1Op)
+CLEAVE_NOT_DIFFERENTIABLE(ModifiedBesselK0Op)
+CLEAVE_NOT_DIFFERENTIABLE(ModifiedBesselK1Op)
+CLEAVE_NOT_DIFFERENTIABLE(ScaledModifiedBesselK0Op)
+CLEAVE_NOT_DIFFERENTIABLE(ScaledModifiedBesselK1Op)
+CLEAVE_NOT_DIFFERENTIABLE(AiryAiOp)
+CLEAVE_NOT_DIFFERENTIABLE(OrthogonalPolynomialOp)
+CLEAVE_NOT_DIFFERENTIABLE(NextafterOp)
+#undef CLEAVE_NOT_DIFFERENTIABLE
+
 
 LogicalResult NotOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
   return success(); // booleans carry no gradient
@@ -949,5 +1007,62 @@ LogicalResult LuFactorOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
   Value p = b.cast(b.compare(ComparePredicate::eq, rowIndex, b.reshape(perm, permShape)),
                    type.getElementType());
   og[0] = b.make<MatmulOp>(p, y);
+  return success();
+}
+
+// frexp: the mantissa's gradient is grad / 2^exponent; the exponent has none.
+LogicalResult FrexpOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                      SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  CleaveBuilder b{builder, getLoc()};
+  Value g = rg[0];
+  Value scale = b.make<PowOp>(b.scalarLike(2, g), b.cast(getExponent(), typeOf(g).getElementType()));
+  og[0] = b.div(g, scale);
+  return success();
+}
+
+// Integer operands: nothing to differentiate.
+LogicalResult GcdOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return success();
+}
+LogicalResult LcmOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return success();
+}
+
+// zeta(x, q): d/dq = -x * zeta(x + 1, q); PyTorch defines none for x, which
+// gets no gradient.
+LogicalResult ZetaOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                     SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  CleaveBuilder b{builder, getLoc()};
+  Value s = getLhs(), q = getRhs();
+  Value dq = b.mul(rg[0], b.mul(b.neg(s), b.make<ZetaOp>(b.add(s, b.scalarLike(1, s)), q)));
+  setBinary(b, *this, og, Value(), dq);
+  return success();
+}
+
+// igamma(a, x): d/dx = exp((a - 1) log x - x - lgamma(a)) (igammac: its
+// negation); PyTorch defines none for a, which gets no gradient.
+static Value incompleteGammaDensity(CleaveBuilder &b, Value a, Value x) {
+  return b.make<ExpOp>(b.sub(b.sub(b.mul(b.sub(a, b.scalarLike(1, a)), b.make<LogOp>(x)), x),
+                             b.make<LgammaOp>(a)));
+}
+LogicalResult IgammaOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                       SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  CleaveBuilder b{builder, getLoc()};
+  setBinary(b, *this, og, Value(), b.mul(rg[0], incompleteGammaDensity(b, getLhs(), getRhs())));
+  return success();
+}
+LogicalResult IgammacOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
+                                        SmallVectorImpl<Value> &og) {
+  if (!rg[0])
+    return success();
+  CleaveBuilder b{builder, getLoc()};
+  setBinary(b, *this, og, Value(),
+            b.neg(b.mul(rg[0], incompleteGammaDensity(b, getLhs(), getRhs()))));
   return success();
 }

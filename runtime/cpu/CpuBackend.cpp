@@ -16,6 +16,7 @@ const cpu::KernelTable &kernelTable() {
   static const cpu::KernelTable table = [] {
     cpu::KernelTable t;
     cpu::registerElementwiseKernels(t);
+    cpu::registerSpecialKernels(t);
     cpu::registerContractionKernels(t);
     cpu::registerNormalizationKernels(t);
     cpu::registerReductionKernels(t);

@@ -31,6 +31,11 @@ using KernelTable = std::map<std::string, KernelEntry, std::less<>>;
 /// acosh atanh reciprocal,
 /// add sub mul div pow maximum minimum and or, compare where cast tril triu.
 void registerElementwiseKernels(KernelTable &table);
+/// The special functions of runtime/SpecialMath.h: lgamma polygamma erfinv
+/// i0 i0e i1 i1e ndtri erfcx bessel_j0/j1/y0/y1 modified_bessel_k0/k1
+/// scaled_modified_bessel_k0/k1 airy_ai, zeta igamma igammac
+/// orthogonal_polynomial, nextafter gcd lcm frexp.
+void registerSpecialKernels(KernelTable &table);
 /// matmul linear embedding conv2d.
 void registerContractionKernels(KernelTable &table);
 /// layer_norm batch_norm softmax log_softmax.

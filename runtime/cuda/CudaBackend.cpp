@@ -24,6 +24,7 @@ const KernelTable &kernelTable() {
   static const KernelTable table = [] {
     KernelTable t;
     registerElementwiseKernels(t);
+    registerSpecialKernels(t);
     registerGemmKernels(t);
     registerConvolutionKernels(t);
     registerNormalizationKernels(t);

@@ -107,6 +107,10 @@ inline Status checkDType(const KernelSignature &sig, const char *name, const Ten
 /// acosh atanh reciprocal,
 /// add sub mul div pow maximum minimum and or, compare where cast tril triu.
 void registerElementwiseKernels(KernelTable &table);
+/// The special functions of runtime/SpecialMath.h (kernels/Special.cu), the
+/// CPU's names: lgamma polygamma erfinv i0 ... zeta igamma igammac
+/// orthogonal_polynomial.
+void registerSpecialKernels(KernelTable &table);
 /// matmul of i64 or i32 operands (kernels/IntegerMatmul.cu), wrapping on
 /// overflow as PyTorch's; Gemm.cpp's matmul hands such operands here.
 Status buildIntegerMatmul(const KernelSignature &sig, DeviceContext &ctx,

@@ -98,3 +98,43 @@ func.func @interpolate(%x: tensor<1x3x2x3xf32>) -> tensor<1x3x4x6xf32> {
   %0 = cleave.interpolate %x {mode = "linear", align_corners = false, scales = array<f64: 0.0, 0.0>} : tensor<1x3x2x3xf32> -> tensor<1x3x4x6xf32>
   return %0 : tensor<1x3x4x6xf32>
 }
+
+// ndtr through erfcx: the tail erfcx(z) exp(-z^2) / 2 at z = |x| / sqrt 2,
+// 1 - tail above 0; no 0 * inf in either branch.
+// CHECK-LABEL: func.func @ndtr
+// CHECK-DAG: %[[A:.*]] = cleave.abs %arg0
+// CHECK-DAG: %[[E:.*]] = cleave.erfcx
+// CHECK-DAG: cleave.exp
+// CHECK-DAG: %[[LT:.*]] = cleave.compare lt, %arg0
+// CHECK-DAG: cleave.where %[[LT]]
+// CHECK-NOT: cleave.ndtr
+func.func @ndtr(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = cleave.ndtr %x : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// mvlgamma with p = 3: lgamma(x) + lgamma(x - 0.5) + lgamma(x - 1) + 3/2 log(pi).
+// CHECK-LABEL: func.func @mvlgamma
+// CHECK-DAG: cleave.lgamma %arg0
+// CHECK-DAG: cleave.constant dense<-5.000000e-01>
+// CHECK-DAG: cleave.lgamma
+// CHECK-DAG: cleave.constant dense<-1.000000e+00>
+// CHECK-DAG: cleave.lgamma
+// CHECK-DAG: cleave.constant dense<1.717094{{[0-9]*}}>
+// CHECK-NOT: cleave.mvlgamma
+func.func @mvlgamma(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = cleave.mvlgamma %x {p = 3 : i64} : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// entr: -inf below 0, 0 at 0, -x log x elsewhere (NaN stays NaN).
+// CHECK-LABEL: func.func @entr
+// CHECK-DAG: cleave.log %arg0
+// CHECK-DAG: cleave.constant dense<0xFF800000>
+// CHECK-DAG: cleave.where
+// CHECK-DAG: cleave.where
+// CHECK-NOT: cleave.entr
+func.func @entr(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = cleave.entr %x : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}

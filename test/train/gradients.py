@@ -93,6 +93,17 @@ def cases(gen):
     add("atanh", torch.atanh, {"a": inside(-0.9, 0.9)})
     add("acosh", torch.acosh, {"a": inside(1.2, 3.0)})
     add("reciprocal", torch.reciprocal, {"a": pos(3, 17)})
+    # Special functions (core ops with kernels, and composites of them).
+    add("lgamma", torch.lgamma, {"a": pos(3, 17)})
+    add("digamma", torch.digamma, {"a": pos(3, 17)})
+    add("polygamma_2", lambda a: torch.polygamma(2, a), {"a": pos(3, 17)})
+    add("erfinv", torch.erfinv, {"a": inside(-0.9, 0.9)})
+    add("i0", torch.i0, {"a": x(3, 17)})
+    add("i1e", torch.special.i1e, {"a": x(3, 17)})
+    add("ndtr", torch.special.ndtr, {"a": x(3, 17)})
+    add("log_ndtr", torch.special.log_ndtr, {"a": x(3, 17)})
+    add("mvlgamma", lambda a: torch.mvlgamma(a, 3), {"a": inside(1.5, 4.0)})
+    add("igamma_x", lambda a: torch.igamma(torch.full_like(a, 1.5), a), {"a": pos(3, 17)})
     # Piecewise constant: a zero gradient, and added to another path's.
     for name, fn in [("floor", torch.floor), ("ceil", torch.ceil), ("round", torch.round),
                      ("trunc", torch.trunc), ("sign", torch.sign)]:

@@ -334,7 +334,12 @@ const std::vector<std::string> kAllKernels = {
     "reduce_max_index", "reduce_min_index", "cumsum", "cumprod", "cummax", "cummin",
     "logcumsumexp", "sort", "conv2d", "max_pool2d",
     "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
-    "concat", "gather", "scatter", "attention"};
+    "concat", "gather", "scatter", "attention",
+    // runtime/SpecialMath.h
+    "lgamma", "polygamma", "erfinv", "i0", "i0e", "i1", "i1e", "ndtri", "erfcx", "bessel_j0",
+    "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "zeta", "igamma",
+    "igammac", "orthogonal_polynomial", "nextafter", "gcd", "lcm", "frexp"};
 
 /// The training kernels (runtime/cpu/Training.cpp and
 /// TrainingContractions.cpp): CPU only for now.
@@ -4515,6 +4520,175 @@ TEST_P(Bf16KernelTest, StagingIsSizedToTheLargestInstruction) {
       sig("permute", {D(bf16, {64, 32})}, D(bf16, {32, 64}), attrs({{"dims", L({1, 0})}})), &fn));
   ASSERT_OK(fresh->prepareKernel(sig("cast", {D(bf16, {64})}, D(f32, {64})), &fn));
   EXPECT_EQ(fresh->workspaceBytes(), 0u);
+}
+
+//===----------------------------------------------------------------------===//
+// Special functions (runtime/SpecialMath.h), against libstdc++'s C++17
+// special math functions and identities. The CUDA kernels compute in float:
+// the tolerances are float's.
+//===----------------------------------------------------------------------===//
+
+TEST_P(KernelTest, SpecialUnaryMatchLibstdcxx) {
+  std::vector<UnaryCase> cases = {
+      {"lgamma", [](double x) { return std::lgamma(x); }, -7.5, 30, {}},
+      {"i0", [](double x) { return std::cyl_bessel_i(0.0, std::fabs(x)); }, -40, 40, {}},
+      {"i1", [](double x) { return std::copysign(std::cyl_bessel_i(1.0, std::fabs(x)), x); }, -40, 40, {}},
+      {"i0e", [](double x) { return std::exp(-std::fabs(x)) * std::cyl_bessel_i(0.0, std::fabs(x)); }, -60, 60, {}},
+      {"i1e", [](double x) { return std::copysign(std::exp(-std::fabs(x)) * std::cyl_bessel_i(1.0, std::fabs(x)), x); }, -60, 60, {}},
+      {"bessel_j0", [](double x) { return std::cyl_bessel_j(0.0, std::fabs(x)); }, -30, 30, {}},
+      {"bessel_j1", [](double x) { return x < 0 ? -std::cyl_bessel_j(1.0, -x) : std::cyl_bessel_j(1.0, x); }, -30, 30, {}},
+      {"bessel_y0", [](double x) { return std::cyl_neumann(0.0, x); }, 0.01, 30, {}},
+      {"bessel_y1", [](double x) { return std::cyl_neumann(1.0, x); }, 0.05, 30, {}},
+      {"modified_bessel_k0", [](double x) { return std::cyl_bessel_k(0.0, x); }, 0.001, 40, {}},
+      {"modified_bessel_k1", [](double x) { return std::cyl_bessel_k(1.0, x); }, 0.01, 40, {}},
+      {"scaled_modified_bessel_k0", [](double x) { return std::exp(x) * std::cyl_bessel_k(0.0, x); }, 0.001, 60, {}},
+      {"scaled_modified_bessel_k1", [](double x) { return std::exp(x) * std::cyl_bessel_k(1.0, x); }, 0.01, 60, {}},
+      {"erfcx", [](double x) { return std::exp(x * x) * std::erfc(x); }, -5, 20, {}},
+      // Inverses: erf(erfinv(x)) = x and ndtr(ndtri(p)) = p are checked below.
+      // polygamma(1, x) = zeta(2, x) = sum 1/(x+k)^2 for x > 0: the derivative
+      // of lgamma's derivative; checked through riemann_zeta at x = 1 below.
+  };
+  for (const UnaryCase &c : cases) {
+    HostTensor x = random({97}, c.lo, c.hi);
+    HostTensor y;
+    ASSERT_OK(run(c.kernel, {&x}, x.desc, &y, c.attrs));
+    std::vector<double> want;
+    for (double v : x.values())
+      want.push_back(c.ref(static_cast<float>(v)));
+    // Float's accuracy near the zeros of J and Y needs an absolute slack.
+    expectClose(y, want, 2e-6, 2e-5, c.kernel);
+  }
+}
+
+TEST_P(KernelTest, SpecialInversesAndKnownValues) {
+  HostTensor p = random({64}, 0.001, 0.999), y;
+  ASSERT_OK(run("erfinv", {&p}, p.desc, &y));
+  std::vector<double> back;
+  for (int64_t i = 0; i < y.numel(); ++i)
+    back.push_back(std::erf(y.at(i)));
+  std::vector<double> want = p.values();
+  HostTensor roundTrip = make(f32, {64}, back);
+  expectClose(roundTrip, want, 1e-6, 1e-6, "erf(erfinv(x))");
+  ASSERT_OK(run("ndtri", {&p}, p.desc, &y));
+  back.clear();
+  for (int64_t i = 0; i < y.numel(); ++i)
+    back.push_back(0.5 * std::erfc(-y.at(i) / std::sqrt(2.0)));
+  expectClose(make(f32, {64}, back), want, 1e-6, 1e-6, "ndtr(ndtri(p))");
+
+  // PyTorch's edge values: poles, the ends of the domains, NaN.
+  HostTensor edges = make(f32, {5}, {0.0, -1.0, 1.0, kNaN, -kInf});
+  ASSERT_OK(run("lgamma", {&edges}, edges.desc, &y));
+  expectEqual(y, {kInf, kInf, 0.0, kNaN, kInf});
+  ASSERT_OK(run("erfinv", {&edges}, edges.desc, &y));
+  expectEqual(y, {0.0, -kInf, kInf, kNaN, kNaN});
+  ASSERT_OK(run("bessel_y0", {&edges}, edges.desc, &y));
+  EXPECT_EQ(y.at(0), -kInf);
+  EXPECT_TRUE(std::isnan(y.at(1)));
+  ASSERT_OK(run("modified_bessel_k1", {&edges}, edges.desc, &y));
+  EXPECT_EQ(y.at(0), kInf);
+  EXPECT_TRUE(std::isnan(y.at(1)));
+
+  // digamma (polygamma n = 0): psi(1) = -gamma, psi(1/2) = -gamma - 2 ln 2,
+  // -inf at +0, NaN at the negative integers; trigamma(1) = pi^2/6;
+  // polygamma(3, 1) = 3! zeta(4) = pi^4/15.
+  const double gamma = 0.57721566490153286;
+  HostTensor x = make(f32, {4}, {1.0, 0.5, 0.0, -2.0});
+  ASSERT_OK(run("polygamma", {&x}, x.desc, &y, attrs({{"n", I(0)}})));
+  expectClose(y, {-gamma, -gamma - 2 * std::log(2.0), -kInf, kNaN}, 1e-6, 1e-6, "digamma");
+  HostTensor one = make(f32, {1}, {1.0});
+  ASSERT_OK(run("polygamma", {&one}, one.desc, &y, attrs({{"n", I(1)}})));
+  expectClose(y, {M_PI * M_PI / 6}, 1e-6, 1e-6, "trigamma(1)");
+  ASSERT_OK(run("polygamma", {&one}, one.desc, &y, attrs({{"n", I(3)}})));
+  expectClose(y, {6 * std::riemann_zeta(4.0)}, 1e-6, 1e-6, "polygamma(3, 1)");
+
+  // Airy Ai: Ai(0), Ai(1), Ai(-2), Ai(6) (decaying), Ai(-10) (oscillating).
+  HostTensor a = make(f32, {5}, {0.0, 1.0, -2.0, 6.0, -10.0});
+  ASSERT_OK(run("airy_ai", {&a}, a.desc, &y));
+  expectClose(y, {0.35502805388781724, 0.13529241631288141, 0.22740742820168557,
+                  9.947694360252897e-06, 0.04024123848644196},
+              1e-6, 1e-5, "airy_ai");
+}
+
+TEST_P(KernelTest, SpecialBinaryMatchReferences) {
+  // zeta(s, 1) is Riemann's zeta; zeta(s, 2) = zeta(s) - 1.
+  HostTensor s = make(f32, {4}, {2.0, 3.0, 4.5, 1.5}), q = make(f32, {2, 1}, {1.0, 2.0}), y;
+  ASSERT_OK(run("zeta", {&s, &q}, D(f32, {2, 4}), &y));
+  std::vector<double> want;
+  for (double shift : {0.0, 1.0})
+    for (double v : {2.0, 3.0, 4.5, 1.5})
+      want.push_back(std::riemann_zeta(v) - shift);
+  expectClose(y, want, 1e-6, 1e-6, "zeta");
+
+  // P(1, x) = 1 - e^-x, P(1/2, x) = erf(sqrt x); Q = 1 - P.
+  HostTensor a = make(f32, {2, 1}, {1.0, 0.5}), x = make(f32, {5}, {0.1, 0.9, 2.0, 7.0, 30.0});
+  ASSERT_OK(run("igamma", {&a, &x}, D(f32, {2, 5}), &y));
+  want.clear();
+  for (double av : {1.0, 0.5})
+    for (double xv : {0.1, 0.9, 2.0, 7.0, 30.0})
+      want.push_back(av == 1.0 ? -std::expm1(-xv) : std::erf(std::sqrt(xv)));
+  expectClose(y, want, 1e-6, 1e-6, "igamma");
+  HostTensor yc;
+  ASSERT_OK(run("igammac", {&a, &x}, D(f32, {2, 5}), &yc));
+  for (double &w : want)
+    w = 1 - w;
+  expectClose(yc, want, 1e-6, 1e-5, "igammac");
+
+  // Hermite (physicists'), Laguerre and Legendre against libstdc++, a
+  // degree that truncates (3.7 is 3), and a negative degree (0).
+  HostTensor px = random({7, 1}, 0, 1); // std::laguerre throws below 0
+  HostTensor n = make(f32, {5}, {0.0, 1.0, 3.7, 6.0, -2.0});
+  struct PolyCase {
+    const char *family;
+    std::function<double(unsigned, double)> ref;
+  };
+  for (const PolyCase &c : std::vector<PolyCase>{
+           {"hermite_h", [](unsigned k, double v) { return std::hermite(k, v); }},
+           {"laguerre_l", [](unsigned k, double v) { return std::laguerre(k, v); }},
+           {"legendre_p", [](unsigned k, double v) { return std::legendre(k, v); }},
+           {"chebyshev_t", [](unsigned k, double v) { return std::cos(k * std::acos(v)); }}}) {
+    ASSERT_OK(run("orthogonal_polynomial", {&px, &n}, D(f32, {7, 5}), &y,
+                  attrs({{"family", S(c.family)}})));
+    want.clear();
+    for (double v : px.values())
+      for (double k : {0.0, 1.0, 3.7, 6.0, -2.0})
+        want.push_back(k < 0 ? 0.0 : c.ref(static_cast<unsigned>(k), static_cast<float>(v)));
+    expectClose(y, want, 2e-6, 2e-5, c.family);
+  }
+  expectError(sig("orthogonal_polynomial", {D(f32, {2}), D(f32, {2})}, D(f32, {2}),
+                  attrs({{"family", S("jacobi_p")}})),
+              {"jacobi_p"});
+  expectError(sig("polygamma", {D(f32, {2})}, D(f32, {2}), attrs({{"n", I(-1)}})), {"-1"});
+}
+
+TEST_P(KernelTest, NextafterGcdLcm) {
+  HostTensor a = make(f32, {4}, {1.0, 1.0, 0.0, kNaN}), b = make(f32, {4}, {2.0, 0.0, -1.0, 1.0});
+  HostTensor y;
+  ASSERT_OK(run("nextafter", {&a, &b}, a.desc, &y));
+  expectEqual(y, {std::nextafter(1.0f, 2.0f), std::nextafter(1.0f, 0.0f),
+                  std::nextafter(0.0f, -1.0f), kNaN});
+  for (DType t : {i64, i32}) {
+    HostTensor x = make(t, {5}, {12, -18, 0, 0, 7}), z = make(t, {5}, {18, 12, 5, 0, -3});
+    ASSERT_OK(run("gcd", {&x, &z}, x.desc, &y));
+    expectEqual(y, {6, 6, 5, 0, 1});
+    ASSERT_OK(run("lcm", {&x, &z}, x.desc, &y));
+    expectEqual(y, {36, 36, 0, 0, 21});
+  }
+  expectError(sig("gcd", {D(f32, {2}), D(f32, {2})}, D(f32, {2})), {"gcd"});
+}
+
+TEST_P(KernelTest, FrexpSplitsMantissaAndExponent) {
+  const float tiny = 3.0e-40f; // subnormal
+  int tinyExponent = 0;
+  const double tinyMantissa = std::frexp(tiny, &tinyExponent);
+  HostTensor x = make(f32, {5}, {8.0, -0.375, 0.0, kInf, tiny});
+  KernelSignature s = sig("frexp", {x.desc}, D(f32, {5}));
+  s.outputs.push_back(D(i32, {5}));
+  std::vector<HostTensor> outs;
+  ASSERT_OK(runAll(s, {&x}, &outs));
+  expectEqual(outs[0], {0.5, -0.75, 0.0, kInf, tinyMantissa});
+  expectEqual(outs[1], {4, -1, 0, 0, double(tinyExponent)});
+  s.outputs[1] = D(i64, {5});
+  expectError(s, {"frexp"});
 }
 
 // The CPU's widening path, bit for bit; the CUDA kernels compute bf16 their

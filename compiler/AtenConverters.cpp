@@ -566,13 +566,22 @@ Result batchNorm(Importer &imp, jit::Node *, Inputs in) {
   auto train = imp.boolean(in[5]);
   if (failed(x) || failed(weight) || failed(bias) || failed(eps) || failed(train))
     return failure();
-  // A call with training=True outside a training import (F.batch_norm(...,
-  // training=True) in an inference program) normalizes with the batch's
-  // statistics, as PyTorch: the mean and biased variance over every dim but
-  // the channels. Its running-statistics update is a side effect a plan does
-  // not keep.
-  if (*train && !imp.training) {
+  // A call with training=True outside a training import normalizes with the
+  // batch's statistics, as PyTorch (the mean and biased variance over every
+  // dim but the channels), unless its running statistics are the model's
+  // buffers: a module traced in train mode and compiled for inference keeps
+  // its eval semantics (docs/importer.md). The running-statistics update is
+  // a side effect a plan does not keep.
+  auto isBuffer = [&](const Val &v) {
+    if (imp.isNone(v))
+      return false;
+    auto t = imp.tensor(v);
+    return succeeded(t) && llvm::isa_and_nonnull<mlir::cleave::ParamOp>(t->getDefiningOp());
+  };
+  if (*train && !imp.training && !isBuffer(in[3]) && !isBuffer(in[4])) {
     auto type = typeOf(*x);
+    if (type.getNumElements() == 0) // nothing to normalize (PyTorch takes any empty input)
+      return one(*x);
     if (type.getRank() < 2 || !llvm::isa<FloatType>(type.getElementType())) {
       imp.error() << "batch_norm expects a float [N, C, ...] input, got " << type;
       return failure();
@@ -4597,6 +4606,16 @@ struct Registry {
     r["aten::cumprod"] = scan<mlir::cleave::CumprodOp>();
 
     r["aten::conv2d"] = conv2d;
+    // A traced conv with a string padding ('same', 'valid'): conv2d's
+    // arguments, 1-D through the 2-D form.
+    r["aten::_convolution_mode"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+      auto w = imp.tensor(in[1]);
+      if (failed(w))
+        return failure();
+      if (typeOf(*w).getRank() == 3)
+        return as2d(conv2d, {3, 5}, {4}, /*reshapeWeight=*/true)(imp, node, in);
+      return conv2d(imp, node, in);
+    };
     r["aten::max_pool2d"] = maxPool2d;
     r["aten::avg_pool2d"] = avgPool2d;
     r["aten::adaptive_avg_pool2d"] = adaptiveAvgPool2d;

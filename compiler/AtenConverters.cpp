@@ -494,6 +494,26 @@ Result linear(Importer &imp, jit::Node *, Inputs in) {
   auto bias = optionalTensor(imp, in[2]);
   if (failed(x) || failed(w) || failed(bias))
     return failure();
+  // Integers (cleave.linear takes floats): x · wᵀ + b, an integer matmul.
+  auto xt = typeOf(*x), wt = typeOf(*w);
+  if (!llvm::isa<FloatType>(xt.getElementType())) {
+    if (wt.getElementType() != xt.getElementType() || wt.getRank() != 2 || xt.getRank() < 1 ||
+        xt.getShape().back() != wt.getDimSize(1)) {
+      imp.error() << "linear: input " << xt << " does not fit weight " << wt;
+      return failure();
+    }
+    Value lhs = xt.getRank() == 1 ? imp.reshape(*x, {1, xt.getDimSize(0)}) : *x;
+    auto rhs = imp.create<mlir::cleave::PermuteOp>(*w, imp.builder.getDenseI64ArrayAttr({1, 0}));
+    if (failed(rhs))
+      return failure();
+    auto product = imp.create<mlir::cleave::MatmulOp>(lhs, *rhs);
+    if (failed(product))
+      return failure();
+    Value y = xt.getRank() == 1 ? imp.reshape(*product, {wt.getDimSize(0)}) : *product;
+    if (!*bias)
+      return one(y);
+    return one(imp.create<mlir::cleave::AddOp>(y, imp.cast(*bias, xt.getElementType())));
+  }
   return one(imp.create<mlir::cleave::LinearOp>(*x, *w, *bias));
 }
 
@@ -548,10 +568,52 @@ Result batchNorm(Importer &imp, jit::Node *, Inputs in) {
   auto x = imp.tensor(in[0]);
   auto weight = optionalTensor(imp, in[1]), bias = optionalTensor(imp, in[2]);
   auto eps = imp.real(in[7]);
-  if (failed(x) || failed(weight) || failed(bias) || failed(eps))
+  auto train = imp.boolean(in[5]);
+  if (failed(x) || failed(weight) || failed(bias) || failed(eps) || failed(train))
     return failure();
-  // Eval semantics: normalize with the running statistics, whatever the
-  // `training` flag of the trace says.
+  // A call with training=True outside a training import normalizes with the
+  // batch's statistics, as PyTorch (the mean and biased variance over every
+  // dim but the channels), unless its running statistics are the model's
+  // buffers: a module traced in train mode and compiled for inference keeps
+  // its eval semantics (docs/importer.md). The running-statistics update is
+  // a side effect a plan does not keep.
+  auto isBuffer = [&](const Val &v) {
+    if (imp.isNone(v))
+      return false;
+    auto t = imp.tensor(v);
+    return succeeded(t) && llvm::isa_and_nonnull<mlir::cleave::ParamOp>(t->getDefiningOp());
+  };
+  if (*train && !imp.training && !isBuffer(in[3]) && !isBuffer(in[4])) {
+    auto type = typeOf(*x);
+    if (type.getNumElements() == 0) // nothing to normalize (PyTorch takes any empty input)
+      return one(*x);
+    if (type.getRank() < 2 || !llvm::isa<FloatType>(type.getElementType())) {
+      imp.error() << "batch_norm expects a float [N, C, ...] input, got " << type;
+      return failure();
+    }
+    SmallVector<int64_t> dims{0};
+    for (int64_t d = 2; d < type.getRank(); ++d)
+      dims.push_back(d);
+    auto &b = imp.builder;
+    auto mean = imp.create<mlir::cleave::ReduceMeanOp>(*x, b.getDenseI64ArrayAttr(dims), true);
+    if (failed(mean))
+      return failure();
+    auto centered = imp.create<mlir::cleave::SubOp>(*x, *mean);
+    if (failed(centered))
+      return failure();
+    auto squared = imp.create<mlir::cleave::MulOp>(*centered, *centered);
+    if (failed(squared))
+      return failure();
+    auto var = imp.create<mlir::cleave::ReduceMeanOp>(*squared, b.getDenseI64ArrayAttr(dims),
+                                                      false);
+    if (failed(var))
+      return failure();
+    int64_t channels = type.getDimSize(1);
+    return one(imp.create<mlir::cleave::BatchNormOp>(*x, imp.reshape(*mean, {channels}), *var,
+                                                     *weight, *bias, b.getF64FloatAttr(*eps)));
+  }
+  // Eval semantics: normalize with the running statistics (a training
+  // import turns them into batch statistics, -cleave-training-mode).
   if (imp.isNone(in[3]) || imp.isNone(in[4])) {
     imp.error() << "batch_norm without running statistics cannot run in eval mode";
     return failure();
@@ -655,12 +717,13 @@ Converter reduction(bool mean) {
       return failure();
     }
     constexpr bool isMax = std::is_same_v<OpTy, mlir::cleave::ReduceMaxOp>;
-    if (!mean && !dtype->has_value() && et.isInteger(1)) {
-      // A sum of bools counts; a max of bools is an any(), computed on i64.
+    // Bools reduce on i64: a sum of bools counts; a max of bools, or a sum
+    // asked for as bool (dtype=torch.bool), is an any(): non-zero, back to i1.
+    bool boolResult = et.isInteger(1) && (isMax || dtype->has_value());
+    if (!mean && et.isInteger(1))
       input = imp.cast(input, imp.builder.getI64Type());
-    }
     auto reduced = imp.create<OpTy>(input, imp.builder.getDenseI64ArrayAttr(dims), keepdim);
-    if (isMax && succeeded(reduced) && et.isInteger(1) && !dtype->has_value())
+    if (boolResult && succeeded(reduced))
       return one(imp.cast(*reduced, et));
     return one(reduced);
   };
@@ -858,6 +921,287 @@ Result prod(Importer &imp, jit::Node *node, Inputs in) {
 // Convolution and pooling.
 //===----------------------------------------------------------------------===//
 
+//===----------------------------------------------------------------------===//
+// Windows of 2-D ops as a constant-index gather (im2col), for what the
+// float-only kernels (conv2d, avg_pool2d) do not take: integer tensors,
+// exact in integer arithmetic, and avg_pool2d's divisor_override.
+//===----------------------------------------------------------------------===//
+
+/// A constant i64 tensor of `values` (1-D, or `shape`).
+FailureOr<Value> i64Constant(Importer &imp, ArrayRef<int64_t> values,
+                             ArrayRef<int64_t> shape = {}) {
+  SmallVector<int64_t> dims(shape.begin(), shape.end());
+  if (dims.empty())
+    dims.push_back(values.size());
+  auto type = RankedTensorType::get(dims, imp.builder.getI64Type());
+  Value constant = imp.builder.create<mlir::cleave::ConstantOp>(
+      imp.loc(), DenseElementsAttr::get(type, values));
+  return constant;
+}
+
+/// The windows of one spatial dim: for each output position, the input
+/// positions of its slots in order, -1 for a slot in the padding. Every
+/// output has the same number of slots.
+using DimWindows = std::vector<std::vector<int64_t>>;
+
+/// PyTorch's pooling output size: floor or ceil of the window count, a last
+/// window that starts in the right padding dropped.
+int64_t pooledSize(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
+  int64_t span = in + 2 * p - d * (k - 1) - 1;
+  int64_t out = (span + (ceil ? s - 1 : 0)) / s + 1;
+  if (ceil && (out - 1) * s >= in + p)
+    --out;
+  return out;
+}
+
+/// A sliding window's slots: o·s - p + i·d for i < k.
+DimWindows slidingWindows(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
+  DimWindows windows(std::max<int64_t>(0, pooledSize(in, k, s, p, d, ceil)));
+  for (size_t o = 0; o < windows.size(); ++o)
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t at = int64_t(o) * s - p + i * d;
+      windows[o].push_back(at >= 0 && at < in ? at : -1);
+    }
+  return windows;
+}
+
+/// An adaptive pool's windows: [floor(o·in / out), ceil((o + 1)·in / out)),
+/// padded with -1 to the longest.
+DimWindows adaptiveWindows(int64_t in, int64_t out) {
+  DimWindows windows(out);
+  size_t longest = 0;
+  for (int64_t o = 0; o < out; ++o) {
+    int64_t start = o * in / out, end = ((o + 1) * in + out - 1) / out;
+    for (int64_t i = start; i < end; ++i)
+      windows[o].push_back(i);
+    longest = std::max(longest, windows[o].size());
+  }
+  for (auto &w : windows)
+    w.resize(longest, -1);
+  return windows;
+}
+
+/// The windows of the trailing spatial dims of an [N, C, d1, ...] input.
+struct Windows {
+  Value values;                ///< [N, C, slots, outputs], slots and outputs row-major
+  SmallVector<int64_t> outShape; ///< the output's spatial sizes
+  /// Per (slot, output), the flat input position it read (-1: padding).
+  std::vector<int64_t> positions;
+  /// The same, as gathered (padding slots replaced by their fill).
+  std::vector<int64_t> gathered;
+};
+
+/// Gathers every window of `x` ([N, C, spatial...], one DimWindows per
+/// spatial dim) with one constant-index gather of the flattened spatial dims.
+/// A padding slot reads a zero appended to the input (`fillWithFirst` false:
+/// sums, convolutions) or repeats its window's first real element (true:
+/// maxima, which it cannot change; PyTorch's first maximum stays first).
+FailureOr<Windows> gatherWindows(Importer &imp, Value x, ArrayRef<DimWindows> dims,
+                                 bool fillWithFirst) {
+  auto type = typeOf(x);
+  int64_t nd = dims.size();
+  if (type.getRank() != nd + 2) {
+    imp.error() << "expected an [N, C] input with " << nd << " spatial dims, got " << type;
+    return failure();
+  }
+  int64_t n = type.getDimSize(0), c = type.getDimSize(1), spatial = 1;
+  Windows out;
+  int64_t outputs = 1, slots = 1;
+  for (int64_t i = 0; i < nd; ++i) {
+    spatial *= type.getDimSize(2 + i);
+    if (dims[i].empty()) {
+      imp.error() << "the window does not fit spatial dim " << i << " of " << type
+                  << " with its padding";
+      return failure();
+    }
+    out.outShape.push_back(dims[i].size());
+    outputs *= dims[i].size();
+    slots *= dims[i].front().size();
+  }
+  // Slot and output counters, row-major.
+  std::vector<int64_t> gatherAt(slots * outputs);
+  out.positions.assign(slots * outputs, -1);
+  for (int64_t o = 0; o < outputs; ++o) {
+    int64_t first = -1;
+    for (int64_t k = 0; k < slots; ++k) {
+      int64_t flat = 0, restO = o, restK = k;
+      bool inside = true;
+      for (int64_t i = nd - 1, strideIn = 1; i >= 0; --i) {
+        int64_t oi = restO % dims[i].size(), ki = restK % dims[i].front().size();
+        restO /= dims[i].size(), restK /= dims[i].front().size();
+        int64_t at = dims[i][oi][ki];
+        inside &= at >= 0;
+        flat += at * strideIn;
+        strideIn *= type.getDimSize(2 + i);
+      }
+      if (inside) {
+        out.positions[k * outputs + o] = flat;
+        if (first < 0)
+          first = flat;
+      }
+    }
+    if (fillWithFirst && first < 0) {
+      imp.error() << "a window lies wholly in the padding";
+      return failure();
+    }
+    for (int64_t k = 0; k < slots; ++k) {
+      int64_t at = out.positions[k * outputs + o];
+      gatherAt[k * outputs + o] = at >= 0 ? at : fillWithFirst ? first : spatial;
+    }
+  }
+  Type et = type.getElementType();
+  Value source = imp.reshape(x, {n, c, spatial});
+  if (!fillWithFirst) {
+    auto padded = imp.create<mlir::cleave::ConcatOp>(
+        ValueRange{source, imp.splat(0, et, {n, c, 1})}, int64_t(2));
+    if (failed(padded))
+      return failure();
+    source = *padded;
+  }
+  auto index = i64Constant(imp, gatherAt);
+  if (failed(index))
+    return failure();
+  out.gathered = std::move(gatherAt);
+  auto gathered = imp.create<mlir::cleave::IndexSelectOp>(
+      RankedTensorType::get({n, c, slots * outputs}, et), source, *index, int64_t(2));
+  if (failed(gathered))
+    return failure();
+  out.values = imp.reshape(*gathered, {n, c, slots, outputs});
+  return out;
+}
+
+/// `x` with a batch dim of 1 when it has `nd + 1` dims (an unbatched input);
+/// `unbatched` says so.
+FailureOr<Value> batched(Importer &imp, Value x, int64_t nd, bool &unbatched) {
+  auto type = typeOf(x);
+  unbatched = type.getRank() == nd + 1;
+  if (type.getRank() != nd + 2 && !unbatched) {
+    imp.error() << "expected an [N, C] or [C] input with " << nd << " spatial dims, got "
+                << type;
+    return failure();
+  }
+  if (!unbatched)
+    return x;
+  SmallVector<int64_t> shape{1};
+  shape.append(type.getShape().begin(), type.getShape().end());
+  return imp.reshape(x, shape);
+}
+
+/// The [N, C, outputs] result of a windowed op in its [N, C, spatial...] (or
+/// unbatched [C, spatial...]) shape.
+Value unflattenWindows(Importer &imp, Value y, const Windows &windows, bool unbatched) {
+  SmallVector<int64_t> shape;
+  if (!unbatched)
+    shape.push_back(typeOf(y).getDimSize(0));
+  shape.push_back(typeOf(y).getDimSize(1));
+  shape.append(windows.outShape.begin(), windows.outShape.end());
+  return imp.reshape(y, shape);
+}
+
+/// An integer conv2d: the windows [N, G, OH·OW, C/G·kh·kw] times the weight
+/// [G, C/G·kh·kw, O/G], an integer matmul (exact, wrapping as PyTorch's).
+FailureOr<Value> integerConv2d(Importer &imp, Value x, Value w, Value bias,
+                               ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
+                               ArrayRef<int64_t> dilation, int64_t groups) {
+  auto xt = typeOf(x), wt = typeOf(w);
+  Type et = xt.getElementType();
+  if (wt.getElementType() != et) {
+    imp.error() << "input " << xt << " and weight " << wt << " have different element types";
+    return failure();
+  }
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), o = wt.getDimSize(0);
+  if (groups < 1 || c % groups || o % groups || wt.getDimSize(1) * groups != c) {
+    imp.error() << "weight " << wt << " does not fit input " << xt << " with groups=" << groups;
+    return failure();
+  }
+  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
+  DimWindows dims[] = {
+      slidingWindows(xt.getDimSize(2), kh, stride[0], padding[0], dilation[0], false),
+      slidingWindows(xt.getDimSize(3), kw, stride[1], padding[1], dilation[1], false)};
+  auto windows = gatherWindows(imp, x, dims, /*fillWithFirst=*/false);
+  if (failed(windows))
+    return failure();
+  int64_t cg = c / groups, og = o / groups, taps = kh * kw;
+  int64_t outH = windows->outShape[0], outW = windows->outShape[1], spots = outH * outW;
+  auto &b = imp.builder;
+  Value cols = imp.reshape(windows->values, {n, groups, cg, taps, spots});
+  auto moved = imp.create<mlir::cleave::PermuteOp>(cols, b.getDenseI64ArrayAttr({0, 1, 4, 2, 3}));
+  if (failed(moved))
+    return failure();
+  Value lhs = imp.reshape(*moved, {n, groups, spots, cg * taps});
+  auto rhs = imp.create<mlir::cleave::PermuteOp>(imp.reshape(w, {groups, og, cg * taps}),
+                                                 b.getDenseI64ArrayAttr({0, 2, 1}));
+  if (failed(rhs))
+    return failure();
+  auto product = imp.create<mlir::cleave::MatmulOp>(lhs, *rhs);
+  if (failed(product))
+    return failure();
+  auto back = imp.create<mlir::cleave::PermuteOp>(*product, b.getDenseI64ArrayAttr({0, 1, 3, 2}));
+  if (failed(back))
+    return failure();
+  Value y = imp.reshape(*back, {n, o, outH, outW});
+  if (!bias)
+    return y;
+  return imp.create<mlir::cleave::AddOp>(y, imp.reshape(imp.cast(bias, et), {o, 1, 1}));
+}
+
+/// avg_poolNd through its windows: the window sums divided by PyTorch's
+/// divisor: divisor_override, or the window clipped to the padded input
+/// (count_include_pad) or to the input. Integer inputs divide truncating,
+/// as PyTorch's integer kernels.
+FailureOr<Value> avgPoolNd(Importer &imp, Value x, int64_t nd, ArrayRef<int64_t> kernel,
+                           ArrayRef<int64_t> stride, ArrayRef<int64_t> padding, bool ceil,
+                           bool countPad, std::optional<int64_t> divisorOverride) {
+  bool unbatched;
+  auto input = batched(imp, x, nd, unbatched);
+  if (failed(input))
+    return failure();
+  auto type = typeOf(*input);
+  std::vector<DimWindows> dims;
+  std::vector<std::vector<int64_t>> divisors(nd);
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t in = type.getDimSize(2 + i), k = kernel[i], s = stride[i], p = padding[i];
+    if (k < 1 || s < 1 || p < 0 || 2 * p > k) {
+      imp.error() << "avg_pool: kernel and stride must be positive and padding at most half "
+                     "the kernel, got kernel "
+                  << k << ", stride " << s << ", padding " << p;
+      return failure();
+    }
+    dims.push_back(slidingWindows(in, k, s, p, 1, ceil));
+    for (size_t o = 0; o < dims.back().size(); ++o) {
+      int64_t start = int64_t(o) * s - p, end = std::min(start + k, in + p);
+      int64_t withPad = end - start;
+      int64_t inside = std::min(end, in) - std::max<int64_t>(start, 0);
+      divisors[i].push_back(countPad ? withPad : inside);
+    }
+  }
+  auto windows = gatherWindows(imp, *input, dims, /*fillWithFirst=*/false);
+  if (failed(windows))
+    return failure();
+  auto &b = imp.builder;
+  auto sums = imp.create<mlir::cleave::ReduceSumOp>(windows->values, b.getDenseI64ArrayAttr({2}),
+                                                    false);
+  if (failed(sums))
+    return failure();
+  // The divisor of each output: the product of its dims' (a box).
+  std::vector<int64_t> divisor{1};
+  for (int64_t i = 0; i < nd; ++i) {
+    std::vector<int64_t> next;
+    for (int64_t d : divisor)
+      for (int64_t e : divisors[i])
+        next.push_back(divisorOverride ? *divisorOverride : d * e);
+    divisor = std::move(next);
+  }
+  Type et = type.getElementType();
+  auto constant = i64Constant(imp, divisor);
+  if (failed(constant))
+    return failure();
+  auto quotient = imp.create<mlir::cleave::DivOp>(*sums, imp.cast(*constant, et));
+  if (failed(quotient))
+    return failure();
+  return unflattenWindows(imp, *quotient, *windows, unbatched);
+}
+
 Result conv(Importer &imp, Inputs in, const Val &groupsVal) {
   auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
   auto bias = optionalTensor(imp, in[2]);
@@ -889,6 +1233,20 @@ Result conv(Importer &imp, Inputs in, const Val &groupsVal) {
       return failure();
     padding = *given;
   }
+  // Integers: windows gathered and multiplied (cleave.conv2d takes floats).
+  if (!llvm::isa<FloatType>(typeOf(*x).getElementType())) {
+    auto xt = typeOf(*x);
+    if (xt.getRank() != 3 && xt.getRank() != 4) {
+      imp.error() << "expected a [N, C, H, W] or [C, H, W] input, got " << xt;
+      return failure();
+    }
+    Value input = xt.getRank() == 4 ? *x : imp.reshape(*x, {1, xt.getDimSize(0),
+                                                            xt.getDimSize(1), xt.getDimSize(2)});
+    auto y = integerConv2d(imp, input, *w, *bias, *stride, padding, *dilation, *groups);
+    if (failed(y) || xt.getRank() == 4)
+      return one(y);
+    return one(imp.reshape(*y, typeOf(*y).getShape().drop_front()));
+  }
   auto &b = imp.builder;
   return one(imp.create<mlir::cleave::Conv2dOp>(*x, *w, *bias,
                                         b.getDenseI64ArrayAttr(*stride),
@@ -898,17 +1256,135 @@ Result conv(Importer &imp, Inputs in, const Val &groupsVal) {
 
 Result conv2d(Importer &imp, jit::Node *, Inputs in) { return conv(imp, in, in[6]); }
 
+/// A transposed convolution as an ordinary one: the input with stride - 1
+/// zeros inserted between its elements and padded by d·(k - 1) - p on each
+/// side (plus output_padding after; a negative padding crops), convolved at
+/// stride 1 and the same dilation with the weight flipped in space and its
+/// in/out channels swapped per group. The zero insertion and padding are one
+/// constant-index gather (positions outside the input read an appended zero).
+/// in: input, weight [C_in, C_out / g, kh, kw], bias, stride, padding,
+/// dilation, output_padding, groups.
+Result transposedConv2d(Importer &imp, Value x, Value w, Value bias, ArrayRef<int64_t> stride,
+                        ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                        ArrayRef<int64_t> outputPadding, int64_t groups) {
+  auto xt = typeOf(x), wt = typeOf(w);
+  if (wt.getRank() == 5) {
+    imp.error() << "3-D transposed convolutions are not supported (cleave has no 3-D "
+                   "convolution to write them with)";
+    return failure();
+  }
+  if (wt.getRank() != 4 || (xt.getRank() != 4 && xt.getRank() != 3)) {
+    imp.error() << "expected a [N, C, H, W] or [C, H, W] input and a [C_in, C_out / groups, "
+                   "kh, kw] weight, got "
+                << xt << " and " << wt;
+    return failure();
+  }
+  bool unbatched = xt.getRank() == 3;
+  if (unbatched)
+    x = imp.reshape(x, {1, xt.getDimSize(0), xt.getDimSize(1), xt.getDimSize(2)});
+  xt = typeOf(x);
+  int64_t n = xt.getDimSize(0), cin = xt.getDimSize(1), h = xt.getDimSize(2),
+          wd = xt.getDimSize(3);
+  if (groups < 1 || cin % groups || wt.getDimSize(0) != cin) {
+    imp.error() << "weight " << wt << " does not fit input " << xt << " with groups=" << groups;
+    return failure();
+  }
+  for (int i = 0; i < 2; ++i)
+    if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0 || outputPadding[i] < 0 ||
+        (outputPadding[i] >= stride[i] && outputPadding[i] >= dilation[i])) {
+      imp.error() << "transposed convolution: stride and dilation must be positive, padding "
+                     "non-negative, and output_padding smaller than stride or dilation";
+      return failure();
+    }
+  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3), cg = cin / groups,
+          og = wt.getDimSize(1);
+  int64_t lo[2], size[2], in[2] = {h, wd};
+  for (int i = 0; i < 2; ++i) {
+    int64_t k = i ? kw : kh;
+    lo[i] = dilation[i] * (k - 1) - padding[i];
+    size[i] = (in[i] - 1) * stride[i] + 1 + 2 * lo[i] + outputPadding[i];
+    if (size[i] - dilation[i] * (k - 1) < 1) {
+      imp.error() << "transposed convolution: the output would be empty";
+      return failure();
+    }
+  }
+  // The zero-inserted, padded input.
+  std::vector<int64_t> positions;
+  positions.reserve(size[0] * size[1]);
+  for (int64_t r = 0; r < size[0]; ++r)
+    for (int64_t q = 0; q < size[1]; ++q) {
+      int64_t a = r - lo[0], b = q - lo[1];
+      bool inside = a >= 0 && b >= 0 && a % stride[0] == 0 && b % stride[1] == 0 &&
+                    a / stride[0] < h && b / stride[1] < wd;
+      positions.push_back(inside ? (a / stride[0]) * wd + b / stride[1] : h * wd);
+    }
+  Type et = xt.getElementType();
+  auto &bld = imp.builder;
+  auto padded = imp.create<mlir::cleave::ConcatOp>(
+      ValueRange{imp.reshape(x, {n, cin, h * wd}), imp.splat(0, et, {n, cin, 1})}, int64_t(2));
+  auto index = i64Constant(imp, positions);
+  if (failed(padded) || failed(index))
+    return failure();
+  auto spread = imp.create<mlir::cleave::IndexSelectOp>(
+      RankedTensorType::get({n, cin, size[0] * size[1]}, et), *padded, *index, int64_t(2));
+  if (failed(spread))
+    return failure();
+  Value input = imp.reshape(*spread, {n, cin, size[0], size[1]});
+  // The weight: [g, C_in / g, C_out / g, kh·kw] reversed in space, then
+  // [g, C_out / g, C_in / g, ...] -> [C_out, C_in / g, kh, kw].
+  std::vector<int64_t> reversed(kh * kw);
+  for (int64_t i = 0; i < kh * kw; ++i)
+    reversed[i] = kh * kw - 1 - i;
+  auto flipIndex = i64Constant(imp, reversed);
+  if (failed(flipIndex))
+    return failure();
+  auto flipped = imp.create<mlir::cleave::IndexSelectOp>(
+      RankedTensorType::get({groups, cg, og, kh * kw}, wt.getElementType()),
+      imp.reshape(w, {groups, cg, og, kh * kw}), *flipIndex, int64_t(3));
+  if (failed(flipped))
+    return failure();
+  auto swapped = imp.create<mlir::cleave::PermuteOp>(*flipped,
+                                                     bld.getDenseI64ArrayAttr({0, 2, 1, 3}));
+  if (failed(swapped))
+    return failure();
+  Value weight = imp.reshape(*swapped, {groups * og, cg, kh, kw});
+  int64_t ones[] = {1, 1}, zeros[] = {0, 0};
+  FailureOr<Value> y;
+  if (llvm::isa<FloatType>(et))
+    y = imp.create<mlir::cleave::Conv2dOp>(input, weight, bias, bld.getDenseI64ArrayAttr(ones),
+                                           bld.getDenseI64ArrayAttr(zeros),
+                                           bld.getDenseI64ArrayAttr(dilation), groups);
+  else
+    y = integerConv2d(imp, input, weight, bias, ones, zeros, dilation, groups);
+  if (failed(y) || !unbatched)
+    return one(y);
+  return one(imp.reshape(*y, typeOf(*y).getShape().drop_front()));
+}
+
 /// aten::_convolution(input, weight, bias, stride, padding, dilation,
 ///                    transposed, output_padding, groups, ...), as traced.
 Result convolution(Importer &imp, jit::Node *, Inputs in) {
   auto transposed = imp.boolean(in[6]);
   if (failed(transposed))
     return failure();
-  if (*transposed) {
-    imp.error() << "transposed convolutions are not supported";
+  if (!*transposed)
+    return conv(imp, in, in[8]);
+  auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
+  auto bias = optionalTensor(imp, in[2]);
+  auto groups = imp.integer(in[8]);
+  if (failed(x) || failed(w) || failed(bias) || failed(groups))
+    return failure();
+  if (typeOf(*w).getRank() == 5) {
+    imp.error() << "3-D transposed convolutions are not supported (cleave has no 3-D "
+                   "convolution to write them with)";
     return failure();
   }
-  return conv(imp, in, in[8]);
+  auto stride = pairArg(imp, in[3]), padding = pairArg(imp, in[4]),
+       dilation = pairArg(imp, in[5]), outputPadding = pairArg(imp, in[7]);
+  if (failed(stride) || failed(padding) || failed(dilation) || failed(outputPadding))
+    return failure();
+  return transposedConv2d(imp, *x, *w, *bias, *stride, *padding, *dilation, *outputPadding,
+                          *groups);
 }
 
 Result maxPool2d(Importer &imp, jit::Node *, Inputs in) {
@@ -936,10 +1412,21 @@ Result avgPool2d(Importer &imp, jit::Node *, Inputs in) {
   auto ceil = imp.boolean(in[4]), countPad = imp.boolean(in[5]);
   if (failed(stride) || failed(padding) || failed(ceil) || failed(countPad))
     return failure();
-  if (!imp.isNone(in[6])) {
-    imp.error() << "avg_pool2d with divisor_override is not supported";
-    return failure();
+  std::optional<int64_t> divisor;
+  if (in.size() > 6 && !imp.isNone(in[6])) {
+    auto given = imp.integer(in[6]);
+    if (failed(given))
+      return failure();
+    if (*given == 0) {
+      imp.error() << "divisor_override must be non-zero";
+      return failure();
+    }
+    divisor = *given;
   }
+  // Integers (cleave.avg_pool2d takes floats) and divisor_override: window
+  // sums over a constant-index gather.
+  if (divisor || !llvm::isa<FloatType>(typeOf(*x).getElementType()))
+    return one(avgPoolNd(imp, *x, 2, *kernel, *stride, *padding, *ceil, *countPad, divisor));
   auto &b = imp.builder;
   return one(imp.create<mlir::cleave::AvgPool2dOp>(*x, b.getDenseI64ArrayAttr(*kernel),
                                            b.getDenseI64ArrayAttr(*stride),
@@ -952,7 +1439,17 @@ Result adaptiveAvgPool2d(Importer &imp, jit::Node *, Inputs in) {
   auto size = pairArg(imp, in[1]);
   if (failed(x) || failed(size))
     return failure();
-  return one(imp.create<mlir::cleave::AdaptiveAvgPool2dOp>(*x, imp.builder.getDenseI64ArrayAttr(*size)));
+  // An unbatched [C, H, W] input pools as a batch of one.
+  auto type = typeOf(*x);
+  bool unbatched = type.getRank() == 3;
+  Value input = unbatched ? imp.reshape(*x, {1, type.getDimSize(0), type.getDimSize(1),
+                                             type.getDimSize(2)})
+                          : *x;
+  auto pooled = imp.create<mlir::cleave::AdaptiveAvgPool2dOp>(
+      input, imp.builder.getDenseI64ArrayAttr(*size));
+  if (failed(pooled) || !unbatched)
+    return one(pooled);
+  return one(imp.reshape(*pooled, typeOf(*pooled).getShape().drop_front()));
 }
 
 /// 1-D convolutions and pools as their 2-D forms over a height of 1:
@@ -1533,17 +2030,67 @@ FailureOr<Value> nllOf(Importer &imp, const FlatClasses &flat, StringRef reducti
   return imp.reshape(*loss, flat.targetShape);
 }
 
+/// nll_loss with class weights, as PyTorch: each row's loss scaled by the
+/// weight of its target class (0 for an ignored row), and `mean` divides by
+/// the sum of those weights instead of the row count.
+FailureOr<Value> weightedNllOf(Importer &imp, const FlatClasses &flat, Value weight,
+                               StringRef reduction, int64_t ignoreIndex) {
+  auto logp = typeOf(flat.scores);
+  Type et = logp.getElementType();
+  int64_t rows = logp.getDimSize(0), classes = logp.getDimSize(1);
+  if (typeOf(weight).getShape() != ArrayRef<int64_t>{classes}) {
+    imp.error() << "class weights " << typeOf(weight) << " must have one entry per class ("
+                << classes << ")";
+    return failure();
+  }
+  auto &b = imp.builder;
+  auto losses = imp.create<mlir::cleave::NllLossOp>(
+      RankedTensorType::get({rows}, et), flat.scores, flat.target, b.getStringAttr("none"),
+      b.getIntegerAttr(b.getIntegerType(64, /*isSigned=*/true), ignoreIndex));
+  Type it = typeOf(flat.target).getElementType();
+  auto ignored = imp.create<mlir::cleave::CompareOp>(mlir::cleave::ComparePredicate::eq,
+                                                     flat.target, imp.splat(ignoreIndex, it));
+  if (failed(losses) || failed(ignored))
+    return failure();
+  // Ignored rows read class 0's weight and drop it.
+  auto safe = imp.create<mlir::cleave::WhereOp>(*ignored, imp.splat(0, it), flat.target);
+  if (failed(safe))
+    return failure();
+  auto picked = imp.create<mlir::cleave::IndexSelectOp>(RankedTensorType::get({rows}, et),
+                                                       imp.cast(weight, et), *safe, int64_t(0));
+  if (failed(picked))
+    return failure();
+  auto rowWeights = imp.create<mlir::cleave::WhereOp>(*ignored, imp.splat(0, et), *picked);
+  if (failed(rowWeights))
+    return failure();
+  auto weighted = imp.create<mlir::cleave::MulOp>(*losses, *rowWeights);
+  if (failed(weighted))
+    return failure();
+  if (reduction == "none")
+    return imp.reshape(*weighted, flat.targetShape);
+  auto all = b.getDenseI64ArrayAttr({0});
+  auto total = imp.create<mlir::cleave::ReduceSumOp>(*weighted, all, false);
+  if (failed(total) || reduction == "sum")
+    return total;
+  auto norm = imp.create<mlir::cleave::ReduceSumOp>(*rowWeights, all, false);
+  if (failed(norm))
+    return failure();
+  return imp.create<mlir::cleave::DivOp>(*total, *norm);
+}
+
 /// nll_loss / nll_loss_nd / nll_loss2d(self, target, weight, reduction, ignore_index).
 Result nllLoss(Importer &imp, jit::Node *, Inputs in) {
   auto logp = imp.tensor(in[0]), target = imp.tensor(in[1]);
   auto reduction = reductionArg(imp, in[3]);
   auto ignore = imp.integer(in[4]);
-  if (failed(logp) || failed(target) || failed(reduction) || failed(ignore) ||
-      failed(rejectClassWeights(imp, in[2])))
+  auto weight = optionalTensor(imp, in[2]);
+  if (failed(logp) || failed(target) || failed(reduction) || failed(ignore) || failed(weight))
     return failure();
   auto flat = flattenClasses(imp, *logp, *target);
   if (failed(flat))
     return failure();
+  if (*weight)
+    return one(weightedNllOf(imp, *flat, *weight, *reduction, *ignore));
   return one(nllOf(imp, *flat, *reduction, *ignore));
 }
 
@@ -3376,6 +3923,222 @@ Result diag(Importer &imp, jit::Node *, Inputs in) {
   return one(imp.create<mlir::cleave::WhereOp>(maskValue, rows->front().tensor,
                                                imp.splat(0.0, type.getElementType())));
 }
+
+//===----------------------------------------------------------------------===//
+// N-d pools through gathered windows (pools with no kernel of their own).
+//===----------------------------------------------------------------------===//
+
+/// A spatial size list of an N-d op: one entry for every dim, or `nd`
+/// entries; empty takes `ifEmpty` (a stride defaults to the kernel).
+FailureOr<SmallVector<int64_t>> spatialArg(Importer &imp, const Val &val, int64_t nd,
+                                           std::optional<SmallVector<int64_t>> ifEmpty = {}) {
+  auto values = imp.intList(val);
+  if (failed(values))
+    return failure();
+  if (values->empty() && ifEmpty)
+    return *ifEmpty;
+  if (values->size() == 1)
+    return SmallVector<int64_t>(nd, (*values)[0]);
+  if (int64_t(values->size()) != nd) {
+    imp.error() << "expected 1 or " << nd << " spatial sizes, got " << values->size();
+    return failure();
+  }
+  return SmallVector<int64_t>(values->begin(), values->end());
+}
+
+/// The maximum of each window and, as PyTorch's indices, the flat position
+/// (over the input's spatial dims) of its first maximum.
+Result maxOfWindows(Importer &imp, Value x, int64_t nd, ArrayRef<DimWindows> dims) {
+  bool unbatched;
+  auto input = batched(imp, x, nd, unbatched);
+  if (failed(input))
+    return failure();
+  auto windows = gatherWindows(imp, *input, dims, /*fillWithFirst=*/true);
+  if (failed(windows))
+    return failure();
+  auto wt = typeOf(windows->values);
+  int64_t n = wt.getDimSize(0), c = wt.getDimSize(1), slots = wt.getDimSize(2),
+          outputs = wt.getDimSize(3);
+  auto best = extremumWithIndex(imp, windows->values, 2, /*keepdim=*/true, /*max=*/true);
+  if (failed(best))
+    return failure();
+  // The slot of each maximum -> its input position: a gather from the
+  // [slots, outputs] position table broadcast over N and C.
+  auto table = i64Constant(imp, windows->gathered, {slots, outputs});
+  if (failed(table))
+    return failure();
+  auto spread = imp.create<mlir::cleave::BroadcastToOp>(
+      RankedTensorType::get({n, c, slots, outputs}, imp.builder.getI64Type()), *table);
+  if (failed(spread))
+    return failure();
+  auto index = imp.create<mlir::cleave::GatherOp>(
+      RankedTensorType::get({n, c, 1, outputs}, imp.builder.getI64Type()), *spread,
+      imp.cast(best->second, imp.builder.getI64Type()), imp.builder.getI64IntegerAttr(2));
+  if (failed(index))
+    return failure();
+  Value values = unflattenWindows(imp, imp.reshape(best->first, {n, c, outputs}), *windows,
+                                  unbatched);
+  Value indices = unflattenWindows(imp, imp.reshape(*index, {n, c, outputs}), *windows,
+                                   unbatched);
+  return std::vector<Val>{Val::ofTensor(values), Val::ofTensor(indices)};
+}
+
+/// max_poolNd(_with_indices)(self, kernel_size, stride, padding, dilation,
+/// ceil_mode): padding counts as -inf, as PyTorch's.
+Converter maxPoolNd(int64_t nd, bool withIndices) {
+  return [=](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto kernel = spatialArg(imp, in[1], nd);
+    if (failed(x) || failed(kernel))
+      return failure();
+    auto stride = spatialArg(imp, in[2], nd, *kernel);
+    auto padding = spatialArg(imp, in[3], nd), dilation = spatialArg(imp, in[4], nd);
+    auto ceil = imp.boolean(in[5]);
+    if (failed(stride) || failed(padding) || failed(dilation) || failed(ceil))
+      return failure();
+    auto type = typeOf(*x);
+    std::vector<DimWindows> dims;
+    for (int64_t i = 0; i < nd; ++i) {
+      int64_t k = (*kernel)[i], s = (*stride)[i], p = (*padding)[i], d = (*dilation)[i];
+      if (k < 1 || s < 1 || d < 1 || p < 0 || 2 * p > k) {
+        imp.error() << "max_pool: kernel, stride and dilation must be positive and padding at "
+                       "most half the kernel";
+        return failure();
+      }
+      dims.push_back(slidingWindows(type.getDimSize(type.getRank() - nd + i), k, s, p, d, *ceil));
+    }
+    auto result = maxOfWindows(imp, *x, nd, dims);
+    if (failed(result) || withIndices)
+      return result;
+    return std::vector<Val>{result->front()};
+  };
+}
+
+/// adaptive_{avg,max}_poolNd(self, output_size): PyTorch's adaptive windows.
+Converter adaptivePoolNd(int64_t nd, bool max) {
+  return [=](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]);
+    auto size = spatialArg(imp, in[1], nd);
+    if (failed(x) || failed(size))
+      return failure();
+    auto type = typeOf(*x);
+    if (type.getRank() < nd + 1) {
+      imp.error() << "expected an input with " << nd << " spatial dims, got " << type;
+      return failure();
+    }
+    std::vector<DimWindows> dims;
+    std::vector<std::vector<int64_t>> counts(nd);
+    for (int64_t i = 0; i < nd; ++i) {
+      int64_t inSize = type.getDimSize(type.getRank() - nd + i), outSize = (*size)[i];
+      if (outSize < 1 || inSize < 1) {
+        imp.error() << "adaptive pool: output size " << outSize << " of an input of size "
+                    << inSize << " (both must be positive)";
+        return failure();
+      }
+      dims.push_back(adaptiveWindows(inSize, outSize));
+      for (const auto &w : dims.back())
+        counts[i].push_back(llvm::count_if(w, [](int64_t at) { return at >= 0; }));
+    }
+    if (max)
+      return maxOfWindows(imp, *x, nd, dims);
+    bool unbatched;
+    auto input = batched(imp, *x, nd, unbatched);
+    if (failed(input))
+      return failure();
+    auto windows = gatherWindows(imp, *input, dims, /*fillWithFirst=*/false);
+    if (failed(windows))
+      return failure();
+    auto sums = imp.create<mlir::cleave::ReduceSumOp>(
+        windows->values, imp.builder.getDenseI64ArrayAttr({2}), false);
+    if (failed(sums))
+      return failure();
+    std::vector<int64_t> divisor{1};
+    for (int64_t i = 0; i < nd; ++i) {
+      std::vector<int64_t> next;
+      for (int64_t d : divisor)
+        for (int64_t e : counts[i])
+          next.push_back(d * e);
+      divisor = std::move(next);
+    }
+    auto constant = i64Constant(imp, divisor);
+    if (failed(constant))
+      return failure();
+    auto mean = imp.create<mlir::cleave::DivOp>(*sums, imp.cast(*constant, type.getElementType()));
+    if (failed(mean))
+      return failure();
+    return one(unflattenWindows(imp, *mean, *windows, unbatched));
+  };
+}
+
+/// avg_pool3d(self, kernel_size, stride, padding, ceil_mode,
+/// count_include_pad, divisor_override).
+Result avgPool3d(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto kernel = spatialArg(imp, in[1], 3);
+  if (failed(x) || failed(kernel))
+    return failure();
+  auto stride = spatialArg(imp, in[2], 3, *kernel);
+  auto padding = spatialArg(imp, in[3], 3);
+  auto ceil = imp.boolean(in[4]), countPad = imp.boolean(in[5]);
+  if (failed(stride) || failed(padding) || failed(ceil) || failed(countPad))
+    return failure();
+  std::optional<int64_t> divisor;
+  if (!imp.isNone(in[6])) {
+    auto given = imp.integer(in[6]);
+    if (failed(given))
+      return failure();
+    if (*given == 0) {
+      imp.error() << "divisor_override must be non-zero";
+      return failure();
+    }
+    divisor = *given;
+  }
+  return one(avgPoolNd(imp, *x, 3, *kernel, *stride, *padding, *ceil, *countPad, divisor));
+}
+
+/// max_unpool2d(self, indices, output_size) and max_unpool3d(self, indices,
+/// output_size, stride, padding): each value scattered, at its index, into
+/// zeros of the output's spatial size (flattened).
+Converter maxUnpoolNd(int64_t nd) {
+  return [=](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]), indices = imp.tensor(in[1]);
+    auto size = spatialArg(imp, in[2], nd);
+    if (failed(x) || failed(indices) || failed(size))
+      return failure();
+    auto type = typeOf(*x);
+    if (typeOf(*indices).getShape() != type.getShape()) {
+      imp.error() << "indices " << typeOf(*indices) << " must have the input's shape " << type;
+      return failure();
+    }
+    bool unbatched;
+    auto input = batched(imp, *x, nd, unbatched);
+    if (failed(input))
+      return failure();
+    auto bt = typeOf(*input);
+    int64_t n = bt.getDimSize(0), c = bt.getDimSize(1), spatial = 1, outSpatial = 1;
+    for (int64_t i = 0; i < nd; ++i) {
+      spatial *= bt.getDimSize(2 + i);
+      outSpatial *= (*size)[i];
+    }
+    Type et = type.getElementType();
+    Value flatIndex = imp.reshape(imp.cast(*indices, imp.builder.getI64Type()), {n, c, spatial});
+    auto scattered = imp.create<mlir::cleave::ScatterOp>(
+        imp.splat(0, et, {n, c, outSpatial}), flatIndex, imp.reshape(*input, {n, c, spatial}),
+        imp.builder.getI64IntegerAttr(2),
+        mlir::cleave::ScatterReduceAttr::get(imp.builder.getContext(),
+                                             mlir::cleave::ScatterReduce::none),
+        imp.builder.getBoolAttr(true));
+    if (failed(scattered))
+      return failure();
+    SmallVector<int64_t> shape;
+    if (!unbatched)
+      shape.push_back(n);
+    shape.push_back(c);
+    shape.append(size->begin(), size->end());
+    return one(imp.reshape(*scattered, shape));
+  };
+}
+
 
 /// trace: the sum of a matrix's diagonal.
 Result trace(Importer &imp, jit::Node *, Inputs in) {
@@ -6228,40 +6991,58 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
     }
     return identity(imp, nullptr, in);
   };
-  // On bools the bitwise ops are the logical ones.
-  for (auto [kind, predicate] :
-       {std::pair{"aten::bitwise_and", 0}, std::pair{"aten::bitwise_or", 1},
-        std::pair{"aten::bitwise_xor", 2}, std::pair{"aten::logical_xor", 2}})
-    r[kind] = [predicate = predicate, logical = StringRef(kind) == "aten::logical_xor"](
-                  Importer &imp, jit::Node *, Inputs in) -> Result {
+  // The bitwise ops: bitwise on integers, logical on bools (cleave.and, or,
+  // xor and not take both); logical_xor tests each operand for non-zero.
+  for (const char *kind : {"aten::bitwise_and", "aten::__and__", "aten::bitwise_or",
+                           "aten::__or__", "aten::bitwise_xor", "aten::__xor__",
+                           "aten::logical_xor"})
+    r[kind] = [op = StringRef(kind)](Importer &imp, jit::Node *, Inputs in) -> Result {
       auto values = imp.promote({in[0], in[1]});
       if (failed(values))
         return failure();
       Value a = (*values)[0], b = (*values)[1];
-      if (!typeOf(a).getElementType().isInteger(1)) {
-        if (!logical) {
-          imp.error() << "bitwise ops of integer tensors are not supported (bools are)";
-          return failure();
-        }
+      if (op == "aten::logical_xor") {
         a = imp.cast(a, imp.builder.getI1Type());
         b = imp.cast(b, imp.builder.getI1Type());
+      } else if (llvm::isa<FloatType>(typeOf(a).getElementType())) {
+        imp.error() << "bitwise ops take integer or bool tensors, got " << typeOf(a)
+                    << " (PyTorch refuses floats too)";
+        return failure();
       }
-      if (predicate == 0)
+      if (op.contains("and"))
         return one(imp.create<c::AndOp>(a, b));
-      if (predicate == 1)
+      if (op.contains("or") && !op.contains("xor"))
         return one(imp.create<c::OrOp>(a, b));
-      return one(imp.create<c::CompareOp>(c::ComparePredicate::ne, a, b));
+      return one(imp.create<c::XorOp>(a, b));
     };
   r["aten::bitwise_not"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
     auto x = imp.tensor(in[0]);
     if (failed(x))
       return failure();
-    if (!typeOf(*x).getElementType().isInteger(1)) {
-      imp.error() << "bitwise_not of an integer tensor is not supported (bools are)";
+    if (llvm::isa<FloatType>(typeOf(*x).getElementType())) {
+      imp.error() << "bitwise_not takes an integer or bool tensor, got " << typeOf(*x);
       return failure();
     }
     return one(imp.create<c::NotOp>(*x));
   };
+  // Shifts of integers, PyTorch's out-of-range counts included (the kernels).
+  for (const char *kind : {"aten::bitwise_left_shift", "aten::__lshift__",
+                           "aten::bitwise_right_shift", "aten::__rshift__"})
+    r[kind] = [left = StringRef(kind).contains("left") || StringRef(kind).contains("lshift")](
+                  Importer &imp, jit::Node *, Inputs in) -> Result {
+      auto values = imp.promote({in[0], in[1]});
+      if (failed(values))
+        return failure();
+      Value a = (*values)[0], b = (*values)[1];
+      Type et = typeOf(a).getElementType();
+      if (!llvm::isa<IntegerType>(et) || et.isInteger(1)) {
+        imp.error() << "shifts take integer tensors, got " << typeOf(a);
+        return failure();
+      }
+      if (left)
+        return one(imp.create<c::ShiftLeftOp>(a, b));
+      return one(imp.create<c::ShiftRightOp>(a, b));
+    };
   r["aten::repeat"] = repeat(false);
   r["aten::tile"] = repeat(true);
   r["aten::pixel_shuffle"] = pixelShuffle(false);
@@ -6274,12 +7055,36 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
       if (failed(w))
         return failure();
       if (typeOf(*w).getRank() == 3)
-        return as2d(convolution, {3, 5}, {4}, /*reshapeWeight=*/true)(imp, node, in);
+        return as2d(convolution, {3, 5}, {4, 7}, /*reshapeWeight=*/true)(imp, node, in);
       return convolution(imp, node, in);
     };
   r["aten::max_pool1d"] = as2d(maxPool2d, {1, 2, 4}, {3}, false);
   r["aten::avg_pool1d"] = as2d(avgPool2d, {1, 2}, {3}, false, /*extra=*/1);
   r["aten::adaptive_avg_pool1d"] = as2d(adaptiveAvgPool2d, {1}, {}, false);
+  // conv_transpose2d(input, weight, bias, stride, padding, output_padding,
+  // groups, dilation), as scripted models call it.
+  r["aten::conv_transpose2d"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
+    auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
+    auto bias = optionalTensor(imp, in[2]);
+    auto groups = imp.integer(in[6]);
+    auto stride = pairArg(imp, in[3]), padding = pairArg(imp, in[4]),
+         outputPadding = pairArg(imp, in[5]), dilation = pairArg(imp, in[7]);
+    if (failed(x) || failed(w) || failed(bias) || failed(groups) || failed(stride) ||
+        failed(padding) || failed(outputPadding) || failed(dilation))
+      return failure();
+    return transposedConv2d(imp, *x, *w, *bias, *stride, *padding, *dilation, *outputPadding,
+                            *groups);
+  };
+  r["aten::avg_pool3d"] = avgPool3d;
+  r["aten::adaptive_avg_pool3d"] = adaptivePoolNd(3, /*max=*/false);
+  for (int64_t nd : {1, 2, 3}) {
+    std::string suffix = std::to_string(nd) + "d";
+    r["aten::adaptive_max_pool" + suffix] = adaptivePoolNd(nd, /*max=*/true);
+    r["aten::max_pool" + suffix + "_with_indices"] = maxPoolNd(nd, /*withIndices=*/true);
+  }
+  r["aten::max_pool3d"] = maxPoolNd(3, /*withIndices=*/false);
+  r["aten::max_unpool2d"] = maxUnpoolNd(2);
+  r["aten::max_unpool3d"] = maxUnpoolNd(3);
 }
 
 } // namespace
@@ -6300,11 +7105,18 @@ struct Registry {
     r["aten::mul"] = binary<mlir::cleave::MulOp>();
     r["aten::div"] = binary<mlir::cleave::DivOp>(/*trueDivision=*/true);
     r["aten::true_divide"] = binary<mlir::cleave::DivOp>(true);
+    // PyTorch's promotion: integer powers stay integers (cleave.pow is exact
+    // on them); bools have no pow, in PyTorch either.
     r["aten::pow"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
-      auto values = imp.promote({in[0], in[1]}, /*integerToFloat=*/true);
+      auto values = imp.promote({in[0], in[1]});
       if (failed(values))
         return failure();
-      return one(imp.create<mlir::cleave::PowOp>((*values)[0], (*values)[1]));
+      Value x = (*values)[0], e = (*values)[1];
+      if (typeOf(x).getElementType().isInteger(1)) {
+        imp.error() << "pow of bool tensors is not supported (PyTorch has none either)";
+        return failure();
+      }
+      return one(imp.create<mlir::cleave::PowOp>(x, e));
     };
     r["aten::maximum"] = [](Importer &imp, jit::Node *, Inputs in) {
       return elementwiseExtremum(imp, in, /*max=*/true);
@@ -6401,6 +7213,16 @@ struct Registry {
     r["aten::cumprod"] = scan<mlir::cleave::CumprodOp>();
 
     r["aten::conv2d"] = conv2d;
+    // A traced conv with a string padding ('same', 'valid'): conv2d's
+    // arguments, 1-D through the 2-D form.
+    r["aten::_convolution_mode"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {
+      auto w = imp.tensor(in[1]);
+      if (failed(w))
+        return failure();
+      if (typeOf(*w).getRank() == 3)
+        return as2d(conv2d, {3, 5}, {4}, /*reshapeWeight=*/true)(imp, node, in);
+      return conv2d(imp, node, in);
+    };
     r["aten::max_pool2d"] = maxPool2d;
     r["aten::avg_pool2d"] = avgPool2d;
     r["aten::adaptive_avg_pool2d"] = adaptiveAvgPool2d;

@@ -401,10 +401,12 @@ Status checkAffine(const KernelSignature &sig, size_t index, const char *name,
   return {};
 }
 
-Status readEps(const KernelSignature &sig, float *eps) {
+/// `anySign`: layer_norm takes a negative eps, as PyTorch (rsqrt of a
+/// negative variance + eps is NaN); batch_norm does not.
+Status readEps(const KernelSignature &sig, float *eps, bool anySign = false) {
   double value = 0;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("eps", &value)));
-  if (!(value >= 0))
+  if (!anySign && !(value >= 0))
     return CLEAVE_ERROR(sig.kernel, ": eps must be >= 0, got ", value);
   *eps = static_cast<float>(value);
   return {};
@@ -420,7 +422,7 @@ Status parseLayerNorm(const KernelSignature &sig, const char *backend,
   CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, dtypes));
   std::vector<int64_t> normalized;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("normalized_shape", &normalized)));
-  CLEAVE_RETURN_IF_ERROR(readEps(sig, &out->eps));
+  CLEAVE_RETURN_IF_ERROR(readEps(sig, &out->eps, /*anySign=*/true));
   if (normalized.empty() || normalized.size() > x.shape.size() ||
       !std::equal(normalized.begin(), normalized.end(), x.shape.end() - normalized.size()))
     return CLEAVE_ERROR(sig.kernel, ": normalized_shape ", formatList(normalized),

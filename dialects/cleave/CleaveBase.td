@@ -45,6 +45,9 @@ def Cleave_IndexTensor : StaticShapeTensorOf<[I64, I32]>;
 // Floats and integers, not bool: PyTorch refuses to round a bool tensor.
 def Cleave_NumericTensor : StaticShapeTensorOf<[F32, BF16, F16, I64, I32]>;
 def Cleave_BoolTensor : StaticShapeTensorOf<[I1]>;
+// Integers and bools: the bitwise ops (logical ones on bools), as PyTorch's.
+def Cleave_BitsTensor : StaticShapeTensorOf<[I64, I32, I1]>;
+def Cleave_IntegerTensor : StaticShapeTensorOf<[I64, I32]>;
 def Cleave_I64Tensor : StaticShapeTensorOf<[I64]>;
 def Cleave_I32Tensor : StaticShapeTensorOf<[I32]>;
 

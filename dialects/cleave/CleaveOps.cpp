@@ -182,8 +182,7 @@ LogicalResult LayerNormOp::verify() {
       input.getShape().take_back(normalized.size()) != normalized)
     return emitOpError("normalized_shape [")
            << normalized << "] must be the trailing dims of " << input;
-  if (getEps().convertToDouble() < 0)
-    return emitOpError("eps must be >= 0");
+  // Any eps, as PyTorch: a negative one may make rsqrt(var + eps) NaN.
   Type et = input.getElementType();
   if (failed(verifyAffine(*this, getWeight(), "weight", normalized, et)) ||
       failed(verifyAffine(*this, getBias(), "bias", normalized, et)))

@@ -103,7 +103,8 @@ def Cleave_AsinhOp : Cleave_UnaryElementwiseOp<"asinh", Cleave_FloatTensor, "asi
 def Cleave_AcoshOp : Cleave_UnaryElementwiseOp<"acosh", Cleave_FloatTensor, "acosh(x)", 14>;
 def Cleave_AtanhOp : Cleave_UnaryElementwiseOp<"atanh", Cleave_FloatTensor, "atanh(x)", 12>;
 def Cleave_ReciprocalOp : Cleave_UnaryElementwiseOp<"reciprocal", Cleave_FloatTensor, "1 / x">;
-def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BoolTensor, "!x">;
+// Bitwise not: `~x` on integers, the logical not on bools.
+def Cleave_NotOp : Cleave_UnaryElementwiseOp<"not", Cleave_BitsTensor, "~x (!x on bools)">;
 
 // Special functions (runtime/SpecialMath.h holds their one implementation, in
 // double on the CPU and float on CUDA). Edge values are PyTorch's: lgamma is
@@ -206,11 +207,20 @@ def Cleave_SubOp : Cleave_BinaryElementwiseOp<"sub", "x - y", Cleave_Tensor, [],
                                               ["getSavedForBackward"]>;
 def Cleave_MulOp : Cleave_BinaryElementwiseOp<"mul", "x * y", Cleave_Tensor, [Commutative]>;
 def Cleave_DivOp : Cleave_BinaryElementwiseOp<"div", "x / y">;
-def Cleave_PowOp : Cleave_BinaryElementwiseOp<"pow", "x ^ y", Cleave_FloatTensor>;
+// On integers, exact (wrapping) by repeated squaring; a negative exponent
+// gives PyTorch's integer result (1 for a base of 1, ±1 for -1, else 0).
+def Cleave_PowOp : Cleave_BinaryElementwiseOp<"pow", "x ^ y", Cleave_NumericTensor>;
 def Cleave_MaximumOp : Cleave_BinaryElementwiseOp<"maximum", "max(x, y)", Cleave_Tensor, [Commutative]>;
 def Cleave_MinimumOp : Cleave_BinaryElementwiseOp<"minimum", "min(x, y)", Cleave_Tensor, [Commutative]>;
-def Cleave_AndOp : Cleave_BinaryElementwiseOp<"and", "x && y", Cleave_BoolTensor, [Commutative]>;
-def Cleave_OrOp : Cleave_BinaryElementwiseOp<"or", "x || y", Cleave_BoolTensor, [Commutative]>;
+// Bitwise on integers, logical on bools (the same thing for one bit).
+def Cleave_AndOp : Cleave_BinaryElementwiseOp<"and", "x & y", Cleave_BitsTensor, [Commutative]>;
+def Cleave_OrOp : Cleave_BinaryElementwiseOp<"or", "x | y", Cleave_BitsTensor, [Commutative]>;
+def Cleave_XorOp : Cleave_BinaryElementwiseOp<"xor", "x ^ y", Cleave_BitsTensor, [Commutative]>;
+// Shifts of integers, as PyTorch's: a count outside [0, bits) shifts every bit
+// out (0 to the left; 0 or -1, by the sign, to the right).
+def Cleave_ShiftLeftOp : Cleave_BinaryElementwiseOp<"shift_left", "x << y", Cleave_IntegerTensor>;
+def Cleave_ShiftRightOp : Cleave_BinaryElementwiseOp<"shift_right", "x >> y (arithmetic)",
+                                                     Cleave_IntegerTensor>;
 // Binary special functions of float operands (the importer promotes
 // integers). Their one implementation is in runtime/SpecialMath.h.
 def Cleave_ZetaOp : Cleave_BinaryElementwiseOp<"zeta", "the Hurwitz zeta sum_k (k + y)^-x",

@@ -484,6 +484,9 @@ OpCost TriangularSolveOp::getCost() {
 }
 void TriangularSolveOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
   saved.push_back(getA());
+  saved.push_back(getResult());
+}
+
 /// A map along `dim` with values and indices (sort, cummax, cummin):
 /// `perElement` compares per element forward; the backward scatters each
 /// value's gradient to its saved index (one write per element). Two

@@ -364,7 +364,7 @@ static std::optional<double> splatValue(Value v) {
 
 LogicalResult PowOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                     SmallVectorImpl<Value> &og) {
-  if (!rg[0])
+  if (!rg[0] || !isFloat(getResult())) // integer powers carry no gradient
     return success();
   CleaveBuilder b{builder, getLoc()};
   Value g = rg[0], x = getLhs(), e = getRhs();
@@ -415,6 +415,17 @@ LogicalResult AndOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImp
   return success();
 }
 LogicalResult OrOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return success();
+}
+// Bit operations of integers and bools: nothing to differentiate.
+LogicalResult XorOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return success();
+}
+LogicalResult ShiftLeftOp::buildGradients(OpBuilder &, ArrayRef<Value>, SmallVectorImpl<Value> &) {
+  return success();
+}
+LogicalResult ShiftRightOp::buildGradients(OpBuilder &, ArrayRef<Value>,
+                                           SmallVectorImpl<Value> &) {
   return success();
 }
 

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/BFloat16.h"
+#include "runtime/Float16.h"
 #include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
@@ -116,6 +117,10 @@ void notBool(const Bool *x, Bool *y, int64_t n) {
   for (int64_t i = 0; i < n; ++i)
     y[i] = x[i] == 0;
 }
+template <typename T> void notInt(const T *x, T *y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<T>(~x[i]);
+}
 
 /// A flat loop over n elements, split across threads.
 template <typename In, typename Out, typename Loop>
@@ -148,7 +153,7 @@ template <typename T> KernelFn intUnary(Unary op, int64_t n) {
 
 template <Unary Op> Status buildUnary(const KernelSignature &sig, KernelFn *fn) {
   if constexpr (Op == Unary::Not)
-    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cpu", {DType::I1}));
+    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cpu", {DType::I1, DType::I64, DType::I32}));
   else if constexpr (Op == Unary::Sign)
     CLEAVE_RETURN_IF_ERROR(
         checkUnary(sig, "cpu", {DType::F32, DType::I64, DType::I32, DType::I1}));
@@ -206,8 +211,13 @@ template <Unary Op> Status buildUnary(const KernelSignature &sig, KernelFn *fn) 
     cost = 8;
     break;
   }
-  case Unary::Not:
-    *fn = flatUnary<Bool, Bool>(n, 1, notBool);
+  case Unary::Not: // logical on bools, bitwise on integers
+    if (in.dtype == DType::I64)
+      *fn = flatUnary<int64_t, int64_t>(n, 1, notInt<int64_t>);
+    else if (in.dtype == DType::I32)
+      *fn = flatUnary<int32_t, int32_t>(n, 1, notInt<int32_t>);
+    else
+      *fn = flatUnary<Bool, Bool>(n, 1, notBool);
     return {};
   }
   switch (in.dtype) {
@@ -266,7 +276,30 @@ struct DivOp {
       return b == 0 ? T(0) : b == -1 ? static_cast<T>(-static_cast<std::make_unsigned_t<T>>(a)) : a / b;
   }
 };
-struct PowOp { static float apply(float a, float b) { return std::pow(a, b); } };
+/// Integer powers are PyTorch's `powi`: repeated squaring that wraps on
+/// overflow; a negative exponent gives 1 for a base of 1, ±1 for -1 (by the
+/// exponent's parity) and 0 otherwise (the truncated 1 / base^-e).
+template <typename T> T integerPow(T base, T exponent) {
+  using U = std::make_unsigned_t<T>;
+  if (exponent < 0) {
+    if (base == 1)
+      return 1;
+    if (base == -1)
+      return (exponent & 1) ? T(-1) : T(1);
+    return 0;
+  }
+  U result = 1, b = static_cast<U>(base);
+  for (U e = static_cast<U>(exponent); e; e >>= 1) {
+    if (e & 1)
+      result = static_cast<U>(result * b);
+    b = static_cast<U>(b * b);
+  }
+  return static_cast<T>(result);
+}
+struct PowOp {
+  static float apply(float a, float b) { return std::pow(a, b); }
+  template <typename T> static T apply(T a, T b) { return integerPow(a, b); }
+};
 struct MaxOp {
   template <typename T> static T apply(T a, T b) {
     if constexpr (std::is_floating_point_v<T>)
@@ -285,6 +318,35 @@ struct MinOp {
 };
 struct AndOp { static Bool apply(Bool a, Bool b) { return (a != 0) & (b != 0); } };
 struct OrOp { static Bool apply(Bool a, Bool b) { return (a != 0) | (b != 0); } };
+struct XorOp { static Bool apply(Bool a, Bool b) { return (a != 0) != (b != 0); } };
+/// The bitwise forms of and, or and xor on integers.
+template <typename Logical> struct Bitwise;
+template <> struct Bitwise<AndOp> {
+  template <typename T> static T apply(T a, T b) { return a & b; }
+};
+template <> struct Bitwise<OrOp> {
+  template <typename T> static T apply(T a, T b) { return a | b; }
+};
+template <> struct Bitwise<XorOp> {
+  template <typename T> static T apply(T a, T b) { return a ^ b; }
+};
+/// PyTorch's shifts: a count outside [0, bits) shifts every bit out, so a
+/// left shift gives 0 and an arithmetic right shift the sign (0 or -1).
+struct ShiftLeftOp {
+  template <typename T> static T apply(T a, T b) {
+    using U = std::make_unsigned_t<T>;
+    if (b < 0 || b >= T(sizeof(T) * 8))
+      return 0;
+    return static_cast<T>(static_cast<U>(a) << b);
+  }
+};
+struct ShiftRightOp {
+  template <typename T> static T apply(T a, T b) {
+    if (b < 0 || b >= T(sizeof(T) * 8))
+      return a < 0 ? T(-1) : T(0);
+    return static_cast<T>(a >> b);
+  }
+};
 struct EqOp { template <typename T> static Bool apply(T a, T b) { return a == b; } };
 struct NeOp { template <typename T> static Bool apply(T a, T b) { return a != b; } };
 struct LtOp { template <typename T> static Bool apply(T a, T b) { return a < b; } };
@@ -395,7 +457,16 @@ template <typename Op> Status buildArithmetic(const KernelSignature &sig, Kernel
 
 Status buildPow(const KernelSignature &sig, KernelFn *fn) {
   BroadcastLayout layout;
-  CLEAVE_RETURN_IF_ERROR(parseBinary(sig, "cpu", {DType::F32}, std::nullopt, &layout));
+  CLEAVE_RETURN_IF_ERROR(
+      parseBinary(sig, "cpu", {DType::F32, DType::I64, DType::I32}, std::nullopt, &layout));
+  if (sig.inputs[0]->dtype == DType::I64) {
+    *fn = makeBinary<int64_t, int64_t, PowOp>(layout);
+    return {};
+  }
+  if (sig.inputs[0]->dtype == DType::I32) {
+    *fn = makeBinary<int32_t, int32_t, PowOp>(layout);
+    return {};
+  }
   KernelFn general = makeBinary<float, float, PowOp>(layout);
   if (sig.inputs[1]->numel() != 1) {
     *fn = general;
@@ -419,10 +490,31 @@ Status buildPow(const KernelSignature &sig, KernelFn *fn) {
   return {};
 }
 
+/// and, or, xor: logical on bools, bitwise on integers.
 template <typename Op> Status buildLogical(const KernelSignature &sig, KernelFn *fn) {
   BroadcastLayout layout;
-  CLEAVE_RETURN_IF_ERROR(parseBinary(sig, "cpu", {DType::I1}, std::nullopt, &layout));
-  *fn = makeBinary<Bool, Bool, Op>(layout);
+  CLEAVE_RETURN_IF_ERROR(
+      parseBinary(sig, "cpu", {DType::I1, DType::I64, DType::I32}, std::nullopt, &layout));
+  switch (sig.inputs[0]->dtype) {
+  case DType::I64:
+    *fn = makeBinary<int64_t, int64_t, Bitwise<Op>>(layout);
+    return {};
+  case DType::I32:
+    *fn = makeBinary<int32_t, int32_t, Bitwise<Op>>(layout);
+    return {};
+  default:
+    *fn = makeBinary<Bool, Bool, Op>(layout);
+    return {};
+  }
+}
+
+template <typename Op> Status buildShift(const KernelSignature &sig, KernelFn *fn) {
+  BroadcastLayout layout;
+  CLEAVE_RETURN_IF_ERROR(parseBinary(sig, "cpu", {DType::I64, DType::I32}, std::nullopt, &layout));
+  if (sig.inputs[0]->dtype == DType::I64)
+    *fn = makeBinary<int64_t, int64_t, Op>(layout);
+  else
+    *fn = makeBinary<int32_t, int32_t, Op>(layout);
   return {};
 }
 
@@ -554,11 +646,20 @@ struct Bf16 {
   uint16_t bits;
 };
 
+/// An f16 element, as its bits; cast converts through f32 (runtime/Float16.h).
+struct F16 {
+  uint16_t bits;
+};
+
 template <typename From, typename To> To convert(From v) {
   if constexpr (std::is_same_v<From, Bf16>)
     return convert<float, To>(bf16ToFloat(v.bits));
+  else if constexpr (std::is_same_v<From, F16>)
+    return convert<float, To>(halfToFloat(v.bits));
   else if constexpr (std::is_same_v<To, Bf16>)
     return Bf16{floatToBf16(convert<From, float>(v))}; // integers round as PyTorch: via f32
+  else if constexpr (std::is_same_v<To, F16>)
+    return F16{floatToHalf(convert<From, float>(v))};
   else if constexpr (std::is_same_v<To, Bool>)
     return v != From(0);
   else if constexpr (std::is_same_v<From, Bool>)
@@ -578,6 +679,7 @@ template <typename From> Status makeCastFrom(const KernelSignature &sig, DType t
   switch (to) {
   case DType::F32: *fn = makeCast<From, float>(n); return {};
   case DType::BF16: *fn = makeCast<From, Bf16>(n); return {};
+  case DType::F16: *fn = makeCast<From, F16>(n); return {};
   case DType::I64: *fn = makeCast<From, int64_t>(n); return {};
   case DType::I32: *fn = makeCast<From, int32_t>(n); return {};
   case DType::I1: *fn = makeCast<From, Bool>(n); return {};
@@ -585,10 +687,11 @@ template <typename From> Status makeCastFrom(const KernelSignature &sig, DType t
   }
 }
 
-/// Converts directly between every pair of f32, bf16, i64, i32 and i1.
+/// Converts directly between every pair of f32, bf16, f16, i64, i32 and i1
+/// (cast is the only CPU kernel that takes f16).
 Status buildCast(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(
-      checkCast(sig, "cpu", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}));
+  CLEAVE_RETURN_IF_ERROR(checkCast(
+      sig, "cpu", {DType::F32, DType::BF16, DType::F16, DType::I64, DType::I32, DType::I1}));
   const TensorDesc &in = *sig.inputs[0];
   const TensorDesc &out = sig.outputs[0];
   const int64_t n = in.numel();
@@ -603,6 +706,7 @@ Status buildCast(const KernelSignature &sig, KernelFn *fn) {
   switch (in.dtype) {
   case DType::F32: return makeCastFrom<float>(sig, out.dtype, n, fn);
   case DType::BF16: return makeCastFrom<Bf16>(sig, out.dtype, n, fn);
+  case DType::F16: return makeCastFrom<F16>(sig, out.dtype, n, fn);
   case DType::I64: return makeCastFrom<int64_t>(sig, out.dtype, n, fn);
   case DType::I32: return makeCastFrom<int32_t>(sig, out.dtype, n, fn);
   case DType::I1: return makeCastFrom<Bool>(sig, out.dtype, n, fn);
@@ -693,6 +797,9 @@ void registerElementwiseKernels(KernelTable &table) {
   table["pow"] = buildPow;
   table["and"] = buildLogical<AndOp>;
   table["or"] = buildLogical<OrOp>;
+  table["xor"] = buildLogical<XorOp>;
+  table["shift_left"] = buildShift<ShiftLeftOp>;
+  table["shift_right"] = buildShift<ShiftRightOp>;
   table["compare"] = buildCompare;
   table["where"] = buildWhere;
   table["cast"] = {buildCast, /*takesBf16=*/true};

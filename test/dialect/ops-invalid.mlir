@@ -119,28 +119,53 @@ func.func @atanh_int(%a: tensor<2x3xi64>) {
 
 // -----
 
-// not takes i1 only.
+// not takes integers and bools, not floats.
 func.func @not_float(%a: tensor<2x3xf32>) {
-  // expected-error @+1 {{'cleave.not' op operand #0 must be statically shaped tensor of 1-bit signless integer values, but got 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{'cleave.not' op operand #0 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<2x3xf32>'}}
   %0 = cleave.not %a : tensor<2x3xf32>
   return
 }
 
 // -----
 
-// pow is float-only.
-func.func @pow_int(%a: tensor<2x3xi64>) {
-  // expected-error @+1 {{'cleave.pow' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float values, but got 'tensor<2x3xi64>'}}
-  %0 = cleave.pow %a, %a : tensor<2x3xi64>, tensor<2x3xi64> -> tensor<2x3xi64>
+// pow takes floats and integers, not bools.
+func.func @pow_bool(%a: tensor<2x3xi1>) {
+  // expected-error @+1 {{'cleave.pow' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type or 16-bit float or 64-bit signless integer or 32-bit signless integer values, but got 'tensor<2x3xi1>'}}
+  %0 = cleave.pow %a, %a : tensor<2x3xi1>, tensor<2x3xi1> -> tensor<2x3xi1>
   return
 }
 
 // -----
 
-// and/or take i1 only.
+// and/or/xor take integers and bools, not floats.
 func.func @and_float(%a: tensor<2x3xf32>) {
-  // expected-error @+1 {{'cleave.and' op operand #0 must be statically shaped tensor of 1-bit signless integer values, but got 'tensor<2x3xf32>'}}
+  // expected-error @+1 {{'cleave.and' op operand #0 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<2x3xf32>'}}
   %0 = cleave.and %a, %a : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @xor_float(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'cleave.xor' op operand #0 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer or 1-bit signless integer values, but got 'tensor<2x3xf32>'}}
+  %0 = cleave.xor %a, %a : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// Shifts take integers only (PyTorch refuses bools and floats).
+func.func @shift_bool(%a: tensor<2x3xi1>) {
+  // expected-error @+1 {{'cleave.shift_left' op operand #0 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values, but got 'tensor<2x3xi1>'}}
+  %0 = cleave.shift_left %a, %a : tensor<2x3xi1>, tensor<2x3xi1> -> tensor<2x3xi1>
+  return
+}
+
+// -----
+
+func.func @shift_right_float(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'cleave.shift_right' op operand #0 must be statically shaped tensor of 64-bit signless integer or 32-bit signless integer values, but got 'tensor<2x3xf32>'}}
+  %0 = cleave.shift_right %a, %a : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
   return
 }
 
@@ -310,14 +335,6 @@ func.func @layer_norm_bias(%x: tensor<2x8x128xf32>, %w: tensor<128xf32>, %b: ten
 
 // -----
 
-// layer_norm: eps >= 0.
-func.func @layer_norm_eps(%x: tensor<2x8x128xf32>) {
-  // expected-error @+1 {{'cleave.layer_norm' op eps must be >= 0}}
-  %0 = cleave.layer_norm %x {normalized_shape = array<i64: 128>, eps = -1.0e-05 : f64} : (tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
-  return
-}
-
-// -----
 
 // layer_norm: the result has the input type.
 func.func @layer_norm_result(%x: tensor<2x8x128xf32>) {

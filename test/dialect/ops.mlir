@@ -154,6 +154,22 @@ func.func @binary(%a: tensor<2x8xf32>, %v: tensor<8xf32>, %s: tensor<f32>, %c: t
   %10 = cleave.and %p, %q : tensor<2x1xi1>, tensor<1x3xi1> -> tensor<2x3xi1>
   // CHECK-NEXT: %{{.+}} = cleave.or %[[Q]], %[[P]] : tensor<1x3xi1>, tensor<2x1xi1> -> tensor<2x3xi1>
   %11 = cleave.or %q, %p : tensor<1x3xi1>, tensor<2x1xi1> -> tensor<2x3xi1>
+  // Bitwise on integers.
+  // CHECK-NEXT: %{{.+}} = cleave.and %[[I]], %[[I]] : tensor<2x1xi64>, tensor<2x1xi64> -> tensor<2x1xi64>
+  %12 = cleave.and %i, %i : tensor<2x1xi64>, tensor<2x1xi64> -> tensor<2x1xi64>
+  // CHECK-NEXT: %{{.+}} = cleave.xor %[[P]], %[[Q]] : tensor<2x1xi1>, tensor<1x3xi1> -> tensor<2x3xi1>
+  %13 = cleave.xor %p, %q : tensor<2x1xi1>, tensor<1x3xi1> -> tensor<2x3xi1>
+  // CHECK-NEXT: %{{.+}} = cleave.xor %[[I]], %[[J]] : tensor<2x1xi64>, tensor<5xi64> -> tensor<2x5xi64>
+  %14 = cleave.xor %i, %j : tensor<2x1xi64>, tensor<5xi64> -> tensor<2x5xi64>
+  // CHECK-NEXT: %{{.+}} = cleave.shift_left %[[I]], %[[J]] : tensor<2x1xi64>, tensor<5xi64> -> tensor<2x5xi64>
+  %15 = cleave.shift_left %i, %j : tensor<2x1xi64>, tensor<5xi64> -> tensor<2x5xi64>
+  // CHECK-NEXT: %{{.+}} = cleave.shift_right %[[J]], %[[I]] : tensor<5xi64>, tensor<2x1xi64> -> tensor<2x5xi64>
+  %16 = cleave.shift_right %j, %i : tensor<5xi64>, tensor<2x1xi64> -> tensor<2x5xi64>
+  // Integer powers.
+  // CHECK-NEXT: %{{.+}} = cleave.pow %[[I]], %[[J]] : tensor<2x1xi64>, tensor<5xi64> -> tensor<2x5xi64>
+  %17 = cleave.pow %i, %j : tensor<2x1xi64>, tensor<5xi64> -> tensor<2x5xi64>
+  // CHECK-NEXT: %{{.+}} = cleave.not %[[I]] : tensor<2x1xi64>
+  %18 = cleave.not %i : tensor<2x1xi64>
   return
 }
 
@@ -242,6 +258,9 @@ func.func @norms(%x: tensor<2x8x128xf32>, %w: tensor<128xf32>, %b: tensor<128xf3
   %0 = cleave.layer_norm %x weight %w bias %b {normalized_shape = array<i64: 128>, eps = 1.0e-05 : f64} : (tensor<2x8x128xf32>, tensor<128xf32>, tensor<128xf32>) -> tensor<2x8x128xf32>
   // CHECK-NEXT: %{{.+}} = cleave.layer_norm %[[X]] {eps = 9.9999999999999995E-7 : f64, normalized_shape = array<i64: 128>} : (tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
   %1 = cleave.layer_norm %x {normalized_shape = array<i64: 128>, eps = 1.0e-06 : f64} : (tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
+  // A negative eps is taken, as PyTorch takes it.
+  // CHECK-NEXT: %{{.+}} = cleave.layer_norm %[[X]] {eps = -5.000000e-01 : f64, normalized_shape = array<i64: 128>} : (tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
+  %n = cleave.layer_norm %x {normalized_shape = array<i64: 128>, eps = -0.5 : f64} : (tensor<2x8x128xf32>) -> tensor<2x8x128xf32>
   // Two normalized dims, weight only.
   // CHECK-NEXT: %{{.+}} = cleave.layer_norm %[[X]] weight %[[W2]] {eps = 0.000000e+00 : f64, normalized_shape = array<i64: 8, 128>} : (tensor<2x8x128xf32>, tensor<8x128xf32>) -> tensor<2x8x128xf32>
   %2 = cleave.layer_norm %x weight %w2 {normalized_shape = array<i64: 8, 128>, eps = 0.0 : f64} : (tensor<2x8x128xf32>, tensor<8x128xf32>) -> tensor<2x8x128xf32>

@@ -269,6 +269,18 @@ def cases(gen):
     add("conv2d_groups_dilation", lambda a, w: F.conv2d(a, w, None, stride=1, padding=2, dilation=2, groups=2),
         {"a": x(1, 4, 6, 6), "w": x(6, 2, 3, 3)})
     add("conv2d_1x1", lambda a, w: F.conv2d(a, w), {"a": x(2, 3, 4, 4), "w": x(5, 3, 1, 1)})
+    # Transposed convolutions: a gather (zero insertion, padding) and a conv2d
+    # with the weight flipped and its channels swapped.
+    add("conv_transpose2d_stride_pad", lambda a, w, b: F.conv_transpose2d(
+        a, w, b, stride=2, padding=1, output_padding=1), {"a": x(2, 3, 4, 4), "w": x(3, 4, 3, 3), "b": x(4)})
+    add("conv_transpose2d_groups_dilation", lambda a, w: F.conv_transpose2d(
+        a, w, None, stride=(2, 3), padding=(2, 1), dilation=2, groups=2),
+        {"a": x(1, 4, 3, 4), "w": x(4, 3, 3, 2)})
+    add("conv_transpose1d", lambda a, w, b: F.conv_transpose1d(a, w, b, stride=3, padding=1),
+        {"a": x(2, 2, 5), "w": x(2, 3, 4), "b": x(3)})
+    add("avg_pool2d_divisor_override", lambda a: F.avg_pool2d(a, 3, stride=2, padding=1,
+                                                              divisor_override=5),
+        {"a": x(2, 3, 7, 7)})
     add("max_pool2d", lambda a: F.max_pool2d(a, 3, stride=2, padding=1), {"a": x(2, 3, 7, 7)})
     add("max_pool2d_ceil_dilation", lambda a: F.max_pool2d(a, 2, stride=2, dilation=2, ceil_mode=True),
         {"a": x(1, 2, 7, 7)})

@@ -328,7 +328,7 @@ const std::vector<std::string> kAllKernels = {
     "sin", "cos", "erf", "not", "gelu", "floor", "ceil", "round", "trunc", "sign",
     "log1p", "expm1", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
     "atanh", "reciprocal", "add", "sub", "mul", "div", "pow",
-    "maximum", "minimum", "and", "or", "compare", "where", "cast", "tril", "triu",
+    "maximum", "minimum", "and", "or", "xor", "shift_left", "shift_right", "compare", "where", "cast", "tril", "triu",
     "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
     "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "reduce_prod",
     "reduce_max_index", "reduce_min_index", "cumsum", "cumprod", "cummax", "cummin",
@@ -577,7 +577,7 @@ TEST_P(KernelTest, UnaryValidation) {
   expectError(sig("exp", {D(f16, {2})}, D(f16, {2})),
               {GetParam() + " backend has no f16 kernel for 'exp' yet"});
   expectError(sig("relu", {D(f16, {2})}, D(f16, {2})), {"no f16 kernel for 'relu'"});
-  expectError(sig("not", {D(f32, {2})}, D(f32, {2})), {"not", "expected i1"});
+  expectError(sig("not", {D(f32, {2})}, D(f32, {2})), {"not", "f32", "i1"});
   expectError(sig("neg", {D(i1, {2})}, D(i1, {2})), {"neg", "i1"});
   // Rounding takes integers but not bools; the float-only maps take neither.
   expectError(sig("floor", {D(i1, {2})}, D(i1, {2})), {"floor", "i1"});
@@ -711,6 +711,87 @@ TEST_P(KernelTest, LogicalAndOr) {
   expectEqual(y, want, "or");
 }
 
+TEST_P(KernelTest, LogicalXorAndNotOnBools) {
+  HostTensor a = randomBools({3, 1, 4}), b = randomBools({5, 1});
+  Shape out = {3, 5, 4};
+  HostTensor y;
+  std::vector<double> want;
+  ASSERT_OK(run("xor", {&a, &b}, D(i1, out), &y));
+  referenceBinary(a, b, out, [](double x, double z) { return (x != 0) != (z != 0); }, &want);
+  expectEqual(y, want, "xor");
+}
+
+/// Two's-complement bit operations on doubles that hold integers, through int64.
+double bitsOf(double a, double b, char op) {
+  auto x = static_cast<int64_t>(a), z = static_cast<int64_t>(b);
+  return static_cast<double>(op == '&' ? (x & z) : op == '|' ? (x | z) : (x ^ z));
+}
+
+TEST_P(KernelTest, BitwiseOpsOnIntegers) {
+  for (DType dt : {i64, i32}) {
+    for (const auto &[shapeA, shapeB] : kBroadcastPairs) {
+      HostTensor a = randomInts(dt, shapeA, -1000, 1000), b = randomInts(dt, shapeB, -1000, 1000);
+      Shape out = outShapeOf(shapeA, shapeB);
+      for (auto [kernel, op] : {std::pair{"and", '&'}, std::pair{"or", '|'},
+                                std::pair{"xor", '^'}}) {
+        HostTensor y;
+        ASSERT_OK(run(kernel, {&a, &b}, D(dt, out), &y));
+        std::vector<double> want;
+        referenceBinary(a, b, out, [op = op](double x, double z) { return bitsOf(x, z, op); },
+                        &want);
+        expectEqual(y, want, std::string(kernel) + " " + dtypeName(dt));
+      }
+    }
+    HostTensor x = make(dt, {5}, {0, -1, 5, -6, 1000}), y;
+    ASSERT_OK(run("not", {&x}, x.desc, &y));
+    expectEqual(y, {-1, 0, -6, 5, -1001}, std::string("not ") + dtypeName(dt));
+  }
+  // Floats have no bitwise kernel.
+  expectError(sig("xor", {D(f32, {2}), D(f32, {2})}, D(f32, {2})), {"xor", "f32"});
+  expectError(sig("not", {D(f32, {2})}, D(f32, {2})), {"not", "f32"});
+}
+
+TEST_P(KernelTest, ShiftsTakeOutOfRangeCountsAsPyTorch) {
+  // Counts beyond the width (or negative) shift every bit out: 0 to the
+  // left, the sign to the right.
+  HostTensor a = make(i64, {8}, {1, -1, 5, -5, 3, -3, 7, -8});
+  HostTensor b = make(i64, {8}, {3, 3, 1, 1, 64, 64, -1, 63});
+  HostTensor y;
+  ASSERT_OK(run("shift_left", {&a, &b}, a.desc, &y));
+  expectEqual(y, {8, -8, 10, -10, 0, 0, 0, 0}, "shift_left i64");
+  ASSERT_OK(run("shift_right", {&a, &b}, a.desc, &y));
+  expectEqual(y, {0, -1, 2, -3, 0, -1, 0, -1}, "shift_right i64");
+  HostTensor a32 = make(i32, {4}, {1, -16, 1, -16}), b32 = make(i32, {4}, {31, 2, 32, 40});
+  ASSERT_OK(run("shift_left", {&a32, &b32}, a32.desc, &y));
+  expectEqual(y, {-2147483648.0, -64, 0, 0}, "shift_left i32");
+  ASSERT_OK(run("shift_right", {&a32, &b32}, a32.desc, &y));
+  expectEqual(y, {0, -4, 0, -1}, "shift_right i32");
+  // A broadcast count.
+  HostTensor row = make(i64, {2, 3}, {1, 2, 3, -4, -5, -6}), k = make(i64, {3}, {0, 1, 2});
+  ASSERT_OK(run("shift_left", {&row, &k}, row.desc, &y));
+  expectEqual(y, {1, 4, 12, -4, -10, -24});
+  expectError(sig("shift_left", {D(f32, {2}), D(f32, {2})}, D(f32, {2})), {"shift_left", "f32"});
+  expectError(sig("shift_right", {D(i1, {2}), D(i1, {2})}, D(i1, {2})), {"shift_right", "i1"});
+}
+
+TEST_P(KernelTest, IntegerPowIsExactAndWraps) {
+  for (DType dt : {i64, i32}) {
+    HostTensor a = make(dt, {9}, {2, -3, 0, 0, 1, -1, -1, 2, 7});
+    HostTensor e = make(dt, {9}, {10, 3, 0, 5, -4, -3, -2, -1, 2});
+    HostTensor y;
+    ASSERT_OK(run("pow", {&a, &e}, a.desc, &y));
+    // A negative exponent: 1 for 1, ±1 for -1, 0 otherwise (PyTorch's powi).
+    expectEqual(y, {1024, -27, 1, 0, 1, -1, 1, 0, 49}, std::string("pow ") + dtypeName(dt));
+  }
+  // 3^40 wraps modulo 2^64, as PyTorch's integer multiply.
+  HostTensor big = make(i64, {1}, {3}), forty = make(i64, {1}, {40}), y;
+  ASSERT_OK(run("pow", {&big, &forty}, big.desc, &y));
+  uint64_t wrapped = 1;
+  for (int i = 0; i < 40; ++i)
+    wrapped *= 3;
+  EXPECT_EQ(y.as<int64_t>()[0], static_cast<int64_t>(wrapped));
+}
+
 TEST_P(KernelTest, CompareAllPredicatesAndDtypes) {
   std::vector<std::pair<const char *, std::function<bool(double, double)>>> preds = {
       {"eq", [](double a, double b) { return a == b; }},
@@ -760,8 +841,8 @@ TEST_P(KernelTest, BinaryValidation) {
   expectError(sig("div", {D(i1, {4}), D(i1, {4})}, D(i1, {4})), {"div", "i1"});
   expectError(sig("add", {D(f32, {4}), D(f32, {4}), D(f32, {4})}, D(f32, {4})),
               {"add", "expects 2 inputs, got 3"});
-  expectError(sig("pow", {D(i64, {4}), D(i64, {4})}, D(i64, {4})), {"pow", "i64"});
-  expectError(sig("and", {D(f32, {4}), D(f32, {4})}, D(f32, {4})), {"and", "expected i1"});
+  expectError(sig("pow", {D(i1, {4}), D(i1, {4})}, D(i1, {4})), {"pow", "i1"});
+  expectError(sig("and", {D(f32, {4}), D(f32, {4})}, D(f32, {4})), {"and", "f32"});
   expectError(sig("compare", {D(f32, {4}), D(f32, {4})}, D(i1, {4})),
               {"compare", "missing attribute 'predicate'"});
   expectError(sig("compare", {D(f32, {4}), D(f32, {4})}, D(i1, {4}),
@@ -838,7 +919,34 @@ TEST_P(KernelTest, CastBetweenAllDtypes) {
   ASSERT_OK(run("cast", {&nan}, D(i1, {1}), &y));
   expectEqual(y, {1}); // NaN is non-zero
   expectError(sig("cast", {D(f32, {2, 4})}, D(i64, {8})), {"cast", "output is 8xi64", "2x4xi64"});
-  expectError(sig("cast", {D(f32, {2})}, D(f16, {2})), {"no f16 kernel for 'cast'"});
+  if (GetParam() != "cpu")
+    expectError(sig("cast", {D(f32, {2})}, D(f16, {2})), {"no f16 kernel for 'cast'"});
+}
+
+TEST_P(KernelTest, CastToAndFromHalfRoundsToNearestEven) {
+  if (GetParam() != "cpu")
+    GTEST_SKIP() << "f16 casts are a CPU kernel";
+  // 2049 lies halfway between 2048 and 2050: ties to even (2048); 65520
+  // rounds past the largest f16 (65504) to infinity; 2^-25 is half of the
+  // smallest subnormal (ties to 0), 3·2^-26 rounds up to it.
+  std::vector<double> src = {1.0, -2.5, 2049, 2051, 65504, 65520, -1e6,
+                             std::ldexp(1.0, -25), 3 * std::ldexp(1.0, -26), 0.1};
+  HostTensor x = make(f32, {10}, src), h, back;
+  ASSERT_OK(run("cast", {&x}, D(f16, {10}), &h));
+  ASSERT_OK(run("cast", {&h}, D(f32, {10}), &back));
+  expectEqual(back, {1.0, -2.5, 2048, 2052, 65504, kInf, -kInf, 0, std::ldexp(1.0, -24),
+                     0.0999755859375});
+  // NaN stays NaN; integers and bools go through f32.
+  HostTensor nan = make(f32, {1}, {kNaN}), y;
+  ASSERT_OK(run("cast", {&nan}, D(f16, {1}), &h));
+  ASSERT_OK(run("cast", {&h}, D(f32, {1}), &y));
+  EXPECT_TRUE(std::isnan(y.as<float>()[0]));
+  HostTensor ints = make(i64, {3}, {-7, 0, 4097});
+  ASSERT_OK(run("cast", {&ints}, D(f16, {3}), &h));
+  ASSERT_OK(run("cast", {&h}, D(i64, {3}), &y));
+  expectEqual(y, {-7, 0, 4096});
+  ASSERT_OK(run("cast", {&h}, D(i1, {3}), &y));
+  expectEqual(y, {1, 0, 1});
 }
 
 TEST_P(KernelTest, TrilAndTriu) {
@@ -1283,9 +1391,15 @@ TEST_P(KernelTest, LayerNormOverTrailingDims) {
   expectError(sig("layer_norm", {D(f32, {2, 8}), std::nullopt, std::nullopt}, D(f32, {2, 8}),
                   attrs({{"normalized_shape", L({8})}})),
               {"layer_norm", "missing attribute 'eps'"});
-  expectError(sig("layer_norm", {D(f32, {2, 8}), std::nullopt, std::nullopt}, D(f32, {2, 8}),
-                  attrs({{"normalized_shape", L({8})}, {"eps", F(-1)}})),
-              {"layer_norm", "eps must be >= 0"});
+  // A negative eps is taken, as PyTorch: [1, -1] has variance 1, so eps
+  // -0.5 scales each row by 1 / sqrt(0.5).
+  {
+    HostTensor x = make(f32, {2, 2}, {1, -1, 2, 0}), y;
+    ASSERT_OK(run(sig("layer_norm", {x.desc, std::nullopt, std::nullopt}, x.desc,
+                      attrs({{"normalized_shape", L({2})}, {"eps", F(-0.5)}})),
+                  {&x, nullptr, nullptr}, &y));
+    expectClose(y, {std::sqrt(2.0), -std::sqrt(2.0), std::sqrt(2.0), -std::sqrt(2.0)}, 1e-5, 1e-5);
+  }
   expectError(sig("layer_norm", {D(f32, {2, 8}), std::nullopt, std::nullopt}, D(f32, {2, 8}),
                   attrs({{"normalized_shape", I(8)}, {"eps", F(1e-5)}})),
               {"layer_norm", "normalized_shape", "list of integers"});

@@ -194,8 +194,10 @@ template <Unary Op> __device__ __forceinline__ float floatUnary(float v) {
 
 template <Unary Op, typename T> struct UnaryFn {
   __device__ __forceinline__ T operator()(T x) const {
-    if constexpr (Op == Unary::Not)
+    if constexpr (Op == Unary::Not && std::is_same_v<T, Bool>)
       return x == 0;
+    else if constexpr (Op == Unary::Not)
+      return static_cast<T>(~x); // bitwise on integers
     else if constexpr (kIsFloat<T>)
       return store<T>(floatUnary<Op>(load(x)));
     else if constexpr (Op == Unary::Neg)
@@ -216,7 +218,7 @@ template <Unary Op, typename T> struct UnaryFn {
 
 template <Unary Op, typename T>
 KernelFn makeUnary(const KernelSignature &sig, DeviceContext &ctx, int64_t n) {
-  constexpr bool supported = Op == Unary::Not    ? std::is_same_v<T, Bool>
+  constexpr bool supported = Op == Unary::Not    ? !kIsFloat<T>
                              : Op == Unary::Sign  ? true
                              : takesIntegers(Op) ? !std::is_same_v<T, Bool>
                                                  : kIsFloat<T>;
@@ -245,7 +247,7 @@ KernelFn unaryFor(const KernelSignature &sig, DeviceContext &ctx, DType dtype, i
 template <Unary Op>
 Status buildUnary(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   if constexpr (Op == Unary::Not)
-    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cuda", {DType::I1}));
+    CLEAVE_RETURN_IF_ERROR(checkUnary(sig, "cuda", {DType::I1, DType::I64, DType::I32}));
   else if constexpr (Op == Unary::Sign)
     CLEAVE_RETURN_IF_ERROR(
         checkUnary(sig, "cuda", {DType::F32, DType::BF16, DType::I64, DType::I32, DType::I1}));
@@ -315,6 +317,20 @@ struct PowOp {
   __device__ __forceinline__ float operator()(float a, float b) const {
     return b == 2.0f ? a * a : powf(a, b);
   }
+  // Integers: PyTorch's powi, wrapping; a negative exponent gives 1 for a
+  // base of 1, ±1 for -1 and 0 otherwise.
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    using U = std::make_unsigned_t<C>;
+    if (b < 0)
+      return a == 1 ? C(1) : a == -1 ? ((b & 1) ? C(-1) : C(1)) : C(0);
+    U result = 1, base = static_cast<U>(a);
+    for (U e = static_cast<U>(b); e; e >>= 1) {
+      if (e & 1)
+        result = static_cast<U>(result * base);
+      base = static_cast<U>(base * base);
+    }
+    return static_cast<C>(result);
+  }
 };
 struct MaxOp2 {
   template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
@@ -337,6 +353,34 @@ struct AndOp {
 };
 struct OrOp {
   __device__ __forceinline__ Bool operator()(Bool a, Bool b) const { return (a != 0) | (b != 0); }
+};
+struct XorOp {
+  __device__ __forceinline__ Bool operator()(Bool a, Bool b) const { return (a != 0) != (b != 0); }
+};
+/// The bitwise forms of and, or and xor on integers.
+template <typename Logical> struct Bitwise;
+template <> struct Bitwise<AndOp> {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const { return a & b; }
+};
+template <> struct Bitwise<OrOp> {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const { return a | b; }
+};
+template <> struct Bitwise<XorOp> {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const { return a ^ b; }
+};
+/// PyTorch's shifts: a count outside [0, bits) shifts every bit out.
+struct ShiftLeftOp {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    using U = std::make_unsigned_t<C>;
+    return (b < 0 || b >= C(sizeof(C) * 8)) ? C(0) : static_cast<C>(static_cast<U>(a) << b);
+  }
+};
+struct ShiftRightOp {
+  template <typename C> __device__ __forceinline__ C operator()(C a, C b) const {
+    if (b < 0 || b >= C(sizeof(C) * 8))
+      return a < 0 ? C(-1) : C(0);
+    return static_cast<C>(a >> b);
+  }
 };
 struct EqOp {
   template <typename C> __device__ __forceinline__ Bool operator()(C a, C b) const {
@@ -513,8 +557,13 @@ Status buildArithmetic(const KernelSignature &sig, DeviceContext &ctx, KernelFn 
 Status buildPow(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   DeviceLayout layout;
   int64_t n = 0;
-  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32, DType::BF16}, std::nullopt, &layout, &n));
-  if (sig.inputs[0]->dtype == DType::F32)
+  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::F32, DType::BF16, DType::I64, DType::I32},
+                                     std::nullopt, &layout, &n));
+  if (sig.inputs[0]->dtype == DType::I64)
+    *fn = makeBinary<int64_t, int64_t, PowOp>(sig, ctx, layout, n);
+  else if (sig.inputs[0]->dtype == DType::I32)
+    *fn = makeBinary<int32_t, int32_t, PowOp>(sig, ctx, layout, n);
+  else if (sig.inputs[0]->dtype == DType::F32)
     *fn = makeBinary<float, float, PowOp>(sig, ctx, layout, n);
   else
     *fn = makeBinary<bf16, bf16, PowOp>(sig, ctx, layout, n);
@@ -525,8 +574,26 @@ template <typename Op>
 Status buildLogical(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   DeviceLayout layout;
   int64_t n = 0;
-  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::I1}, std::nullopt, &layout, &n));
-  *fn = makeBinary<Bool, Bool, Op>(sig, ctx, layout, n);
+  CLEAVE_RETURN_IF_ERROR(
+      checkBinary(sig, {DType::I1, DType::I64, DType::I32}, std::nullopt, &layout, &n));
+  if (sig.inputs[0]->dtype == DType::I64)
+    *fn = makeBinary<int64_t, int64_t, Bitwise<Op>>(sig, ctx, layout, n);
+  else if (sig.inputs[0]->dtype == DType::I32)
+    *fn = makeBinary<int32_t, int32_t, Bitwise<Op>>(sig, ctx, layout, n);
+  else
+    *fn = makeBinary<Bool, Bool, Op>(sig, ctx, layout, n);
+  return {};
+}
+
+template <typename Op>
+Status buildShift(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  DeviceLayout layout;
+  int64_t n = 0;
+  CLEAVE_RETURN_IF_ERROR(checkBinary(sig, {DType::I64, DType::I32}, std::nullopt, &layout, &n));
+  if (sig.inputs[0]->dtype == DType::I64)
+    *fn = makeBinary<int64_t, int64_t, Op>(sig, ctx, layout, n);
+  else
+    *fn = makeBinary<int32_t, int32_t, Op>(sig, ctx, layout, n);
   return {};
 }
 
@@ -773,6 +840,9 @@ void registerElementwiseKernels(KernelTable &table) {
   table["pow"] = buildPow;
   table["and"] = buildLogical<AndOp>;
   table["or"] = buildLogical<OrOp>;
+  table["xor"] = buildLogical<XorOp>;
+  table["shift_left"] = buildShift<ShiftLeftOp>;
+  table["shift_right"] = buildShift<ShiftRightOp>;
   table["compare"] = buildCompare;
   table["where"] = buildWhere;
   table["cast"] = buildCast;

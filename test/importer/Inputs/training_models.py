@@ -103,6 +103,9 @@ CASES = {
                   [torch.randn(4, 6), ids(4)], False),
     "nll": (lambda: Loss(lambda s, t: F.nll_loss(F.log_softmax(s, 1), t, reduction="sum")),
             [torch.randn(4, 6), ids(4)], False),
+    "nll_weight": (lambda: Loss(lambda s, t: F.nll_loss(
+                       F.log_softmax(s, 1), t, weight=torch.arange(1.0, 6.0), ignore_index=2)),
+                   [torch.randn(4, 6), ids(4)], False),
     "nll2d": (lambda: Spatial(lambda s, t: torch.ops.aten.nll_loss2d(
                   F.log_softmax(s, 1).unsqueeze(-1), t.unsqueeze(-1), None, 1, -100)),
               [torch.randn(2, 3, 6), ids(2, 3)], False),

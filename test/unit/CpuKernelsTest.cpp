@@ -339,7 +339,9 @@ const std::vector<std::string> kAllKernels = {
     "lgamma", "polygamma", "erfinv", "i0", "i0e", "i1", "i1e", "ndtri", "erfcx", "bessel_j0",
     "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
     "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "zeta", "igamma",
-    "igammac", "orthogonal_polynomial", "nextafter", "gcd", "lcm", "frexp"};
+    "igammac", "orthogonal_polynomial", "nextafter", "gcd", "lcm", "frexp",
+    "lu_factor", "lu_pivots_to_permutation", "cholesky", "triangular_solve",
+};
 
 /// The training kernels (runtime/cpu/Training.cpp and
 /// TrainingContractions.cpp): CPU only for now.

@@ -720,13 +720,21 @@ static Value gradientAtIndices(CleaveBuilder &b, Value g, Value indices, Value i
                            b.b.getBoolAttr(true));
 }
 
+/// sort, cummax, cummin: the values' gradient goes back to the positions the
+/// indices name (the indices have none).
+template <typename ValuesAndIndicesOp>
+static LogicalResult valuesAndIndicesGradient(ValuesAndIndicesOp op, OpBuilder &builder,
+                                              ArrayRef<Value> rg, SmallVectorImpl<Value> &og) {
+  if (!rg[0] || !isFloat(op.getInput()))
+    return success();
+  CleaveBuilder b{builder, op.getLoc()};
+  og[0] = gradientAtIndices(b, rg[0], op.getIndices(), op.getInput(), op.getDimAttr());
+  return success();
+}
+
 LogicalResult SortOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                      SmallVectorImpl<Value> &og) {
-  if (!rg[0] || !isFloat(getInput()))
-    return success();
-  CleaveBuilder b{builder, getLoc()};
-  og[0] = gradientAtIndices(b, rg[0], getIndices(), getInput(), getDimAttr());
-  return success();
+  return valuesAndIndicesGradient(*this, builder, rg, og);
 }
 
 //===----------------------------------------------------------------------===//
@@ -735,20 +743,12 @@ LogicalResult SortOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
 
 LogicalResult CummaxOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                        SmallVectorImpl<Value> &og) {
-  if (!rg[0] || !isFloat(getInput()))
-    return success();
-  CleaveBuilder b{builder, getLoc()};
-  og[0] = gradientAtIndices(b, rg[0], getIndices(), getInput(), getDimAttr());
-  return success();
+  return valuesAndIndicesGradient(*this, builder, rg, og);
 }
 
 LogicalResult CumminOp::buildGradients(OpBuilder &builder, ArrayRef<Value> rg,
                                        SmallVectorImpl<Value> &og) {
-  if (!rg[0] || !isFloat(getInput()))
-    return success();
-  CleaveBuilder b{builder, getLoc()};
-  og[0] = gradientAtIndices(b, rg[0], getIndices(), getInput(), getDimAttr());
-  return success();
+  return valuesAndIndicesGradient(*this, builder, rg, og);
 }
 
 // d out_i / d x_j = exp(x_j - out_i) for j reached by i. PyTorch's

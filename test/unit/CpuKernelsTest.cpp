@@ -4640,8 +4640,8 @@ TEST_P(Bf16KernelTest, StagingIsSizedToTheLargestInstruction) {
 
 //===----------------------------------------------------------------------===//
 // Special functions (runtime/SpecialMath.h), against libstdc++'s C++17
-// special math functions and identities. The CUDA kernels compute in float:
-// the tolerances are float's.
+// special math functions and identities. Both backends compute in double and
+// round once; the tolerances are float's.
 //===----------------------------------------------------------------------===//
 
 TEST_P(KernelTest, SpecialUnaryMatchLibstdcxx) {

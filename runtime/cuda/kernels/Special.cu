@@ -1,7 +1,9 @@
 //===- Special.cu - Special-function kernels (lgamma, Bessel, zeta...) ----===//
 //
 // The CPU kernels' functions (runtime/cpu/Special.cpp), from the same code:
-// runtime/SpecialMath.h, computed in float (f32, and bf16 loaded as f32).
+// runtime/SpecialMath.h, computed in double as on the CPU (f32 and bf16 are
+// widened, then rounded once): in float, the cancellation near the zeros of
+// the Bessel functions loses most of float's digits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +21,7 @@ namespace sf = ::cleave::runtime::special;
 template <typename T, typename Fn>
 __global__ void specialMapKernel(const T *__restrict__ x, T *__restrict__ y, int64_t n, Fn fn) {
   for (int64_t i = globalThread(); i < n; i += globalThreads())
-    y[i] = store<T>(fn(load(x[i])));
+    y[i] = store<T>(static_cast<float>(fn(static_cast<double>(load(x[i])))));
 }
 
 template <typename T, typename Fn>
@@ -28,7 +30,8 @@ __global__ void specialZipKernel(const T *__restrict__ a, const T *__restrict__ 
   for (int64_t i = globalThread(); i < n; i += globalThreads()) {
     int64_t off[2];
     layoutOffsets<2>(layout, i, off);
-    out[i] = store<T>(fn(load(a[off[0]]), load(b[off[1]])));
+    out[i] = store<T>(static_cast<float>(
+        fn(static_cast<double>(load(a[off[0]])), static_cast<double>(load(b[off[1]])))));
   }
 }
 
@@ -177,24 +180,24 @@ Status buildSpecialZip(const KernelSignature &sig, DeviceContext &ctx, KernelFn 
 
 #define CLEAVE_UNARY(name, expr)                                                              \
   struct name##Fn {                                                                           \
-    __device__ float operator()(float x) const { return expr; }                               \
+    __device__ double operator()(double x) const { return expr; }                             \
   };
 CLEAVE_SPECIAL_UNARY_FUNCTIONS(CLEAVE_UNARY)
 #undef CLEAVE_UNARY
 #define CLEAVE_BINARY(name, expr)                                                             \
   struct name##Fn {                                                                           \
-    __device__ float operator()(float x, float y) const { return expr; }                      \
+    __device__ double operator()(double x, double y) const { return expr; }                   \
   };
 CLEAVE_SPECIAL_BINARY_FUNCTIONS(CLEAVE_BINARY)
 #undef CLEAVE_BINARY
 
 struct PolygammaFn {
   int64_t order;
-  __device__ float operator()(float x) const { return sf::polygamma(order, x); }
+  __device__ double operator()(double x) const { return sf::polygamma(order, x); }
 };
 struct PolynomialFn {
   sf::Polynomial which;
-  __device__ float operator()(float x, float n) const { return sf::polynomial(which, x, n); }
+  __device__ double operator()(double x, double n) const { return sf::polynomial(which, x, n); }
 };
 
 Status buildPolygamma(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <csignal>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -170,6 +172,26 @@ int launchPlanRanks(int ranks, const std::string &planDir, const std::string &co
   std::vector<std::string> args = {command};
   args.insert(args.end(), rankArgs.begin(), rankArgs.end());
   return launchLocal(ranks, args);
+}
+
+std::string strprintf(const char *format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0)
+    std::vsnprintf(out.data(), out.size() + 1, format, again);
+  va_end(again);
+  return out;
+}
+
+void printTiming(const char *what, double seconds) {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  std::fprintf(stderr, "cleave: %s took %.2f s, peak memory %.1f MiB\n", what, seconds,
+               usage.ru_maxrss / 1024.0);
 }
 
 } // namespace cleave

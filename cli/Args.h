@@ -1,6 +1,6 @@
 //===- Args.h - Argument helpers without LLVM -----------------*- C++ -*-===//
 //
-// What the runtime-only tools (cleave-train) share with the subcommands of
+// What the runtime-only tool (cleave-runtime) share with the subcommands of
 // `cleave`: option parsing and usage errors, in plain C++, so that a tool
 // that links only the runtime loads neither LLVM nor LibTorch.
 //
@@ -9,6 +9,7 @@
 #ifndef CLEAVE_CLI_ARGS_H
 #define CLEAVE_CLI_ARGS_H
 
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,17 @@ bool optionValue(int argc, char **argv, int &i, const char *name, const char **v
 /// A decimal integer in [min, max]; false when absent, malformed or out of
 /// range.
 bool parseInteger(const char *text, int64_t &out, int64_t min, int64_t max);
+
+/// An integer option value in [min, max]; false when absent, malformed or
+/// out of range (then `out` is unchanged).
+template <typename Int>
+bool parseCount(const char *text, Int &out, int64_t min, int64_t max = INT32_MAX) {
+  int64_t value;
+  if (!parseInteger(text, value, min, max))
+    return false;
+  out = static_cast<Int>(value);
+  return true;
+}
 
 /// The path of the running executable (for starting it, or a tool beside
 /// it).
@@ -56,8 +68,16 @@ int launchLocal(int ranks, const std::vector<std::string> &args);
 int launchPlanRanks(int ranks, const std::string &planDir, const std::string &command,
                     const std::vector<std::string> &rankArgs, const char *usage);
 
-/// `cleave train` (cli/TrainCommand.cpp, in the runtime-only cleave-train).
+/// `cleave train` (cli/TrainCommand.cpp) and `cleave run`
+/// (cli/RunCommand.cpp): both are in the runtime-only cleave-runtime too.
 int runTrain(int argc, char **argv);
+int runRun(int argc, char **argv);
+
+/// printf into a std::string.
+std::string strprintf(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/// `cleave: WHAT took S s, peak memory M MiB` on stderr (--timing).
+void printTiming(const char *what, double seconds);
 
 } // namespace cleave
 

@@ -26,7 +26,7 @@ bool writeAtomically(const std::string &path,
 
 int runTrainTool(int argc, char **argv) {
   std::string self = selfPath();
-  std::string tool = self.substr(0, self.rfind('/') + 1) + "cleave-train";
+  std::string tool = self.substr(0, self.rfind('/') + 1) + "cleave-runtime";
   std::vector<char *> args = {tool.data(), const_cast<char *>("train")};
   for (int i = 0; i < argc; ++i)
     args.push_back(argv[i]);
@@ -59,11 +59,5 @@ int takeModelArgument(const std::string &arg, std::string &model, const char *us
   return -1;
 }
 
-void printTiming(const char *what, double seconds) {
-  struct rusage usage;
-  getrusage(RUSAGE_SELF, &usage);
-  llvm::errs() << llvm::formatv("cleave: {0} took {1:f2} s, peak memory {2:f1} MiB\n", what,
-                                seconds, usage.ru_maxrss / 1024.0);
-}
 
 } // namespace cleave

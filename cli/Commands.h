@@ -23,8 +23,7 @@ namespace cleave {
 
 int runImport(int argc, char **argv);
 int runCompile(int argc, char **argv);
-int runRun(int argc, char **argv);
-/// `cleave train`: starts cleave-train, the runtime-only tool beside this
+/// `cleave train`: starts cleave-runtime, the runtime-only tool beside this
 /// binary (it loads neither MLIR nor LibTorch, so training processes stay
 /// small).
 int runTrainTool(int argc, char **argv);
@@ -41,17 +40,6 @@ int runInspect(int argc, char **argv);
 bool writeAtomically(const std::string &path,
                      llvm::function_ref<void(llvm::raw_ostream &)> write);
 
-/// An integer option value in [min, max]; false when absent, malformed or
-/// out of range (then `out` is unspecified).
-template <typename Int>
-bool parseCount(const char *text, Int &out, int64_t min, int64_t max = INT32_MAX) {
-  int64_t value;
-  if (!text || llvm::StringRef(text).getAsInteger(10, value) || value < min || value > max)
-    return false;
-  out = static_cast<Int>(value);
-  return true;
-}
-
 /// `--input-shape VALUE`: parses VALUE and appends it. Returns -1, or the
 /// exit status after a usage error.
 int addInputShape(const char *value, std::vector<InputSpec> &shapes, const char *usage);
@@ -61,8 +49,6 @@ int addInputShape(const char *value, std::vector<InputSpec> &shapes, const char 
 /// -1 when `arg` became the model, or the exit status after a usage error.
 int takeModelArgument(const std::string &arg, std::string &model, const char *usage);
 
-/// Wall time since `start` and this process's peak memory, for --timing.
-void printTiming(const char *what, double seconds);
 
 } // namespace cleave
 

@@ -8,8 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cli/Commands.h"
-#include "cli/ProfileComm.h"
+#include "cli/Args.h"
 #include "runtime/Executor.h"
 #include "runtime/Plan.h"
 #include "runtime/Safetensors.h"
@@ -17,9 +16,10 @@
 #include "runtime/DeviceBackends.h"
 #include "runtime/comm/RankRunner.h"
 
-#include "llvm/Support/FormatVariadic.h"
 
 #include <csignal>
+#include <cstdio>
+#include <optional>
 #include <cstdlib>
 #include <sys/wait.h>
 #include <thread>
@@ -52,6 +52,9 @@ options:
                     rank); GPU ranks communicate through NCCL, CPU ranks
                     through MPI.
   --tf32            cuda: let f32 GEMMs and convolutions use TF32 tensor cores
+  --gpu-comm C      cuda, several ranks: nccl (default; a GPU per rank) or mpi
+                    (MPI with every transfer staged through host memory; ranks
+                    may share a GPU)
   --inputs FILE     the input tensors (safetensors)
   --outputs FILE    where to write the outputs (safetensors)
   --local N         start N ranks on this machine through mpirun (N must be
@@ -71,7 +74,7 @@ exit status: 0 success, 1 bad arguments, invalid plan or inputs, or a failed run
 )";
 
 int fail(const rt::Status &status) {
-  llvm::errs() << "cleave: error: " << status.message() << "\n";
+  std::fprintf(stderr, "cleave: error: %s\n", status.message().c_str());
   return 1;
 }
 
@@ -85,37 +88,32 @@ double mib(int64_t bytes) { return bytes / 1048576.0; }
 
 void printReport(const rt::Plan &plan, int repeat, const std::vector<rt::RankReport> &reports) {
   const rt::PredictedCost &p = plan.predicted;
-  llvm::outs() << llvm::formatv("cleave run: {0} ranks (pp {1} x tp {2} x dp "
-                                "{3}), {4} microbatches of {5}, schedule "
-                                "{6}; {7}\n",
-                                reports.size(), plan.pp, plan.tp, plan.dp, plan.microbatches,
-                                plan.microbatchSize, plan.schedule,
-                                repeat > 1 ? llvm::formatv("mean of {0} step(s) after a first "
-                                                           "(warm-up) one",
-                                                           repeat - 1)
-                                                 .str()
-                                           : std::string("one step, warm-up included "
-                                                         "(--repeat N measures steady steps)"));
+  std::string steps = repeat > 1 ? "mean of " + std::to_string(repeat - 1) +
+                                       " step(s) after a first (warm-up) one"
+                                 : std::string("one step, warm-up included "
+                                               "(--repeat N measures steady steps)");
+  std::printf("cleave run: %zu ranks (pp %lld x tp %lld x dp %lld), %lld microbatches of %lld, "
+              "schedule %s; %s\n",
+              reports.size(), static_cast<long long>(plan.pp), static_cast<long long>(plan.tp),
+              static_cast<long long>(plan.dp), static_cast<long long>(plan.microbatches),
+              static_cast<long long>(plan.microbatchSize), plan.schedule.c_str(), steps.c_str());
   auto predicted = [](const std::optional<double> &v) {
-    return v ? llvm::formatv("{0,8:f2}", ms(*v)).str() : std::string("       -");
+    return v ? strprintf("%8.2f", ms(*v)) : std::string("       -");
   };
-  llvm::outs() << "                   measured ms                         | predicted ms"
-                  "                        | memory MiB\n";
-  llvm::outs() << "rank stage tp dp |     step  compute     comm wait+bub |    "
-                  " step  compute"
-                  "     comm   bubble |  plan  comm  peak RSS\n";
+  std::printf("                   measured ms                         | predicted ms"
+              "                        | memory MiB\n");
+  std::printf("rank stage tp dp |     step  compute     comm wait+bub |     step  compute"
+              "     comm   bubble |  plan  comm  peak RSS\n");
   for (const rt::RankReport &r : reports)
-    llvm::outs() << llvm::formatv(
-        "{0,4} {1,5} {2,2} {3,2} | {4,8:f2} {5,8:f2} {6,8:f2} {7,8:f2} | {8} "
-        "{9} {10} {11} | "
-        "{12,5:f1} {13,5:f1} {14,9:f1}\n",
-        r.rank, r.stage, r.tp, r.dp, ms(r.measured.step), ms(r.measured.compute),
-        ms(r.measured.communication), ms(r.measured.waiting), predicted(p.stepSeconds),
-        predicted(p.computeSeconds), predicted(p.communicationSeconds), predicted(p.bubbleSeconds),
-        mib(r.planBytes), mib(r.commBytes), mib(r.peakResidentBytes));
-  llvm::outs() << "(plan: arena + weights, allocated as the plan predicts; comm: send "
-                  "staging "
-                  "and layout buffers; peak RSS: the whole process, measured)\n";
+    std::printf("%4d %5d %2d %2d | %8.2f %8.2f %8.2f %8.2f | %s %s %s %s | %5.1f %5.1f %9.1f\n",
+                static_cast<int>(r.rank), static_cast<int>(r.stage), static_cast<int>(r.tp),
+                static_cast<int>(r.dp), ms(r.measured.step), ms(r.measured.compute),
+                ms(r.measured.communication), ms(r.measured.waiting),
+                predicted(p.stepSeconds).c_str(), predicted(p.computeSeconds).c_str(),
+                predicted(p.communicationSeconds).c_str(), predicted(p.bubbleSeconds).c_str(),
+                mib(r.planBytes), mib(r.commBytes), mib(r.peakResidentBytes));
+  std::printf("(plan: arena + weights, allocated as the plan predicts; comm: send staging "
+              "and layout buffers; peak RSS: the whole process, measured)\n");
 }
 
 /// Where kernels run: `--backend` and its options.
@@ -131,12 +129,9 @@ rt::Status makeBackend(const Devices &devices, int rank, std::unique_ptr<rt::Bac
   std::string why;
   CLEAVE_RETURN_IF_ERROR(
       rt::createBackend(devices.choice, rank, localRanks(), devices.options, out, &why));
-  if (say && rank == 0) {
-    llvm::errs() << "cleave: backend " << (*out)->name();
-    if (!why.empty())
-      llvm::errs() << " (auto: " << why << ")";
-    llvm::errs() << "\n";
-  }
+  if (say && rank == 0)
+    std::fprintf(stderr, "cleave: backend %s%s\n", (*out)->name(),
+                 why.empty() ? "" : (" (auto: " + why + ")").c_str());
   return {};
 }
 
@@ -169,7 +164,8 @@ int runRank(const std::string &planDir, const std::string &inputsPath,
   if (rt::Status s = rt::agreeAcrossRanks(*world, created); !s.ok())
     return agreedFailure(s);
   std::unique_ptr<rt::RankRunner> runner;
-  if (rt::Status s = rt::RankRunner::create(planDir, *world, *compute, &runner); !s.ok())
+  if (rt::Status s = rt::RankRunner::create(planDir, *world, *compute, &runner,
+                                                    devices.options.gpuComm); !s.ok())
     return agreedFailure(s);
   if (rt::Status s = runner->loadInputs(inputsPath); !s.ok())
     return agreedFailure(s);
@@ -177,7 +173,7 @@ int runRank(const std::string &planDir, const std::string &inputsPath,
   for (int r = 0; r < repeat; ++r)
     if (rt::Status s = runner->step(); !s.ok()) {
       fail(s);
-      llvm::errs().flush();
+      std::fflush(stderr);
       world->abortJob(1); // the others may wait on this rank forever
     }
   if (rt::Status s = runner->writeOutputs(outputsPath); !s.ok())
@@ -192,10 +188,10 @@ int runRank(const std::string &planDir, const std::string &inputsPath,
     double slowest = 0;
     for (const rt::RankReport &r : reports)
       slowest = std::max(slowest, r.measured.step);
-    llvm::errs() << llvm::formatv("cleave: load {0:f3} s, step (slowest rank, "
-                                  "mean of {1}) {2:f4} s, {3} ranks, {4} "
-                                  "threads each\n",
-                                  loadSeconds, repeat, slowest, world->size(), rt::cpuThreads());
+    std::fprintf(stderr,
+                 "cleave: load %.3f s, step (slowest rank, mean of %d) %.4f s, %d ranks, %d "
+                 "threads each\n",
+                 loadSeconds, repeat, slowest, world->size(), rt::cpuThreads());
     printTiming("run", secondsSince(start));
   }
   return 0;
@@ -214,7 +210,7 @@ int runRun(int argc, char **argv) {
     const char *value = nullptr;
     int before = i;
     if (arg == "-h" || arg == "--help") {
-      llvm::outs() << kRunUsage;
+      std::fputs(kRunUsage, stdout);
       return 0;
     } else if (optionValue(argc, argv, i, "--local", &value)) {
       if (!parseCount(value, local, 1, 4096))
@@ -229,6 +225,11 @@ int runRun(int argc, char **argv) {
         return usageError(s.message(), kRunUsage);
     } else if (arg == "--tf32") {
       where.options.tf32 = true;
+    } else if (optionValue(argc, argv, i, "--gpu-comm", &value)) {
+      if (!value)
+        return usageError("--gpu-comm needs nccl or mpi", kRunUsage);
+      if (rt::Status s = rt::parseGpuComm(value, &where.options.gpuComm); !s.ok())
+        return usageError(s.message(), kRunUsage);
     } else if (optionValue(argc, argv, i, "--inputs", &value)) {
       if (!value)
         return usageError("--inputs needs a file", kRunUsage);
@@ -339,19 +340,18 @@ int runRun(int argc, char **argv) {
                                                                      byKernel.end());
     std::sort(rows.begin(), rows.end(),
               [](const auto &a, const auto &b) { return a.second.first > b.second.first; });
-    llvm::errs() << "kernel                 calls   total ms   share\n";
+    std::fprintf(stderr, "kernel                 calls   total ms   share\n");
     for (const auto &[kernel, stats] : rows)
-      llvm::errs() << llvm::formatv("{0,-20} {1,7} {2,10:f2} {3,6:f1}%\n", kernel, stats.second,
-                                    stats.first * 1e3, 100 * stats.first / total);
+      std::fprintf(stderr, "%-20s %7d %10.2f %6.1f%%\n", kernel.c_str(), stats.second,
+                   stats.first * 1e3, 100 * stats.first / total);
   }
   if (timing) {
     std::sort(runSeconds.begin(), runSeconds.end());
-    llvm::errs() << llvm::formatv(
-        "cleave: load {0:f3} s, forward median {1:f4} s over {2} run(s), {3} "
-        "threads, "
-        "plan memory {4:f1} MiB\n",
-        loadSeconds, runSeconds[runSeconds.size() / 2], runSeconds.size(), rt::cpuThreads(),
-        executor->allocatedBytes() / 1048576.0);
+    std::fprintf(stderr,
+                 "cleave: load %.3f s, forward median %.4f s over %zu run(s), %d threads, plan "
+                 "memory %.1f MiB\n",
+                 loadSeconds, runSeconds[runSeconds.size() / 2], runSeconds.size(),
+                 rt::cpuThreads(), executor->allocatedBytes() / 1048576.0);
     printTiming("run", secondsSince(start));
   }
   return 0;

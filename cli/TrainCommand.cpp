@@ -1,7 +1,7 @@
 //===- TrainCommand.cpp - cleave train ------------------------------------===//
 //
 // Parses the options, prints progress; the run itself is the runtime's
-// Trainer (runtime/train/Trainer.h). Built into cleave-train, which links
+// Trainer (runtime/train/Trainer.h). Built into cleave-runtime, which links
 // the runtime only: no LLVM, MLIR or LibTorch in a training process.
 //
 //===----------------------------------------------------------------------===//

@@ -8,7 +8,7 @@
 # 145.6B-parameter GPT exported on the meta device (shapes only).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/build.sh" --target cleave cleave-opt cleave-train
+bash "$root/scripts/build.sh" --target cleave cleave-opt cleave-runtime
 cleave="$root/build/bin/cleave"
 out="$root/build/demo"
 mkdir -p "$out"

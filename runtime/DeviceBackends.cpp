@@ -40,6 +40,16 @@ const char *backendChoiceName(BackendChoice choice) {
   return "?";
 }
 
+Status parseGpuComm(std::string_view text, GpuComm *out) {
+  if (text == "nccl")
+    *out = GpuComm::Nccl;
+  else if (text == "mpi")
+    *out = GpuComm::HostMpi;
+  else
+    return CLEAVE_ERROR("unknown GPU communication '", text, "': expected nccl or mpi");
+  return {};
+}
+
 namespace {
 
 /// The directory of the running binary, from /proc/self/exe.
@@ -117,9 +127,13 @@ Status createBackend(BackendChoice choice, int localRank, int localRanks,
     CLEAVE_RETURN_IF_ERROR(loadCudaPlugin(&api));
     int count = 0;
     CLEAVE_RETURN_IF_ERROR(api->deviceCount(&count));
+    if (options.gpuComm == GpuComm::HostMpi && count > 0)
+      return api->createBackend(localRank % count, options, out);
     if (localRanks > count)
       return CLEAVE_ERROR(localRanks, " ranks on this machine but ", count, " GPU",
-                          count == 1 ? "" : "s", ": each rank needs its own GPU");
+                          count == 1 ? "" : "s",
+                          ": each rank needs its own GPU for NCCL (--gpu-comm mpi lets ranks "
+                          "share a GPU, staging transfers through host memory)");
     return api->createBackend(localRank, options, out);
   };
   Status status = cuda();

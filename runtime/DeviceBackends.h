@@ -19,11 +19,21 @@ struct CudaPluginApi;
 
 enum class BackendChoice { Cpu, Cuda, Auto };
 
+/// How the GPU ranks of a multi-device plan move tensors.
+enum class GpuComm : uint8_t {
+  Nccl,    ///< NCCL: one GPU per rank.
+  HostMpi, ///< MPI, every transfer staged through host memory: ranks may share a GPU.
+};
+
 /// What `cleave run` passes to a device backend.
 struct BackendOptions {
   /// f32 GEMMs may run on TF32 tensor cores (10-bit mantissa inputs).
   bool tf32 = false;
+  GpuComm gpuComm = GpuComm::Nccl;
 };
+
+/// "nccl" or "mpi"; anything else is an error naming the choices.
+Status parseGpuComm(std::string_view text, GpuComm *out);
 
 /// "cpu", "cuda" or "auto"; anything else is an error naming the choices.
 Status parseBackendChoice(std::string_view text, BackendChoice *out);
@@ -37,7 +47,7 @@ Status loadCudaPlugin(const CudaPluginApi **api);
 /// The backend for `choice`, for rank `localRank` of the `localRanks` ranks
 /// on this machine. cuda: GPU `localRank`, or an error saying why there is
 /// none (no plugin, no driver, fewer GPUs than ranks here: NCCL needs a GPU
-/// per rank). auto: cuda when that works, else cpu (`*why` says why not).
+/// per rank); with GpuComm::HostMpi, GPU `localRank` modulo the GPUs here. auto: cuda when that works, else cpu (`*why` says why not).
 Status createBackend(BackendChoice choice, int localRank, int localRanks,
                      const BackendOptions &options, std::unique_ptr<Backend> *out,
                      std::string *why = nullptr);

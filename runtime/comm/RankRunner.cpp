@@ -2,6 +2,7 @@
 
 #include "runtime/comm/RankRunner.h"
 #include "runtime/DeviceBackends.h"
+#include "runtime/comm/HostStagedCommunicator.h"
 #include "runtime/cuda/CudaPlugin.h"
 
 #include <sys/resource.h>
@@ -94,7 +95,7 @@ RankRunner::~RankRunner() {
 }
 
 Status RankRunner::create(const std::string &dir, Communicator &world, Backend &compute,
-                          std::unique_ptr<RankRunner> *out) {
+                          std::unique_ptr<RankRunner> *out, GpuComm gpuComm) {
   std::unique_ptr<RankRunner> r(new RankRunner());
   r->world_ = &world;
   r->rank_ = world.rank();
@@ -116,7 +117,16 @@ Status RankRunner::create(const std::string &dir, Communicator &world, Backend &
   CLEAVE_RETURN_IF_ERROR(splitMeshGroups(world, plan, r->rank_, &r->tp_, &r->dp_));
   CLEAVE_RETURN_IF_ERROR(world.split(0, r->rank_, "outputs", &r->gather_));
   RankComms comms{&world, r->tp_.get(), r->dp_.get()};
-  if (!compute.sharesHostMemory()) {
+  if (!compute.sharesHostMemory() && gpuComm == GpuComm::HostMpi) {
+    // Device memory through the MPI groups, staged in host memory.
+    auto mirror = [&](Communicator &group, std::unique_ptr<Communicator> *out) {
+      *out = std::make_unique<HostStagedCommunicator>(group, compute, group.name());
+    };
+    mirror(world, &r->deviceWorld_);
+    mirror(*r->tp_, &r->deviceTp_);
+    mirror(*r->dp_, &r->deviceDp_);
+    comms = {r->deviceWorld_.get(), r->deviceTp_.get(), r->deviceDp_.get()};
+  } else if (!compute.sharesHostMemory()) {
     // Device memory: the kernels' transfers go through NCCL communicators
     // mirroring the MPI groups (outputs still gather on the host, over MPI).
     const CudaPluginApi *api = nullptr;

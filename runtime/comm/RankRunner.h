@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/DeviceBackends.h"
 #include "runtime/Executor.h"
 #include "runtime/comm/CommKernels.h"
 
@@ -53,9 +54,10 @@ class RankRunner {
 public:
   /// Loads `rank`'s part of the plan in `dir` and prepares it on `compute`.
   /// `world` is the job's world (its size must be the plan's device count).
-  /// Collective over `world`: every rank calls it.
+  /// Collective over `world`: every rank calls it. On a device backend,
+  /// `gpuComm` says how tensors move between the ranks.
   static Status create(const std::string &dir, Communicator &world, Backend &compute,
-                       std::unique_ptr<RankRunner> *out);
+                       std::unique_ptr<RankRunner> *out, GpuComm gpuComm = GpuComm::Nccl);
   ~RankRunner();
 
   /// Checks the input file against the plan's inputs (names, global shapes,

@@ -7,9 +7,11 @@
 // communication so that no rank leaves a test early while others still wait
 // in a collective.
 //
-// The suite is instantiated per implementation: "mpi" (host buffers) and
+// The suite is instantiated per implementation: "mpi" (host buffers),
 // "nccl" (device buffers of a CUDA backend, one GPU per rank; skipped, with
-// the reason, where the CUDA backend cannot start). Tests of what only MPI
+// the reason, where the CUDA backend cannot start) and "staged" (MPI with
+// device buffers staged through host memory: on the CUDA backend where it
+// starts, ranks sharing GPUs, else on the CPU backend's buffers). Tests of what only MPI
 // offers (tags that reorder messages, size mismatches it detects, its error
 // texts) skip on NCCL, which matches transfers between two ranks in issue
 // order and has no tags.
@@ -18,6 +20,7 @@
 
 #include "runtime/BFloat16.h"
 #include "runtime/DeviceBackends.h"
+#include "runtime/comm/HostStagedCommunicator.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/cuda/CudaPlugin.h"
 
@@ -38,6 +41,8 @@ Communicator *gWorld = nullptr; // MPI: the job, and how ranks agree on results
 Communicator *gNccl = nullptr;  // the NCCL world, when a GPU per rank exists
 Backend *gGpu = nullptr;        // its CUDA backend
 std::string gNcclWhy;           // why there is none
+Communicator *gStaged = nullptr; // MPI staged through gStagedDevice's memory
+Backend *gStagedDevice = nullptr;
 
 class CommTest : public ::testing::TestWithParam<std::string> {
 protected:
@@ -47,7 +52,11 @@ protected:
   }
 
   bool nccl() const { return GetParam() == "nccl"; }
-  Communicator &world() { return nccl() ? *gNccl : *gWorld; }
+  bool staged() const { return GetParam() == "staged"; }
+  /// Whether the communicator sees device buffers, and whose.
+  bool onDevice() const { return nccl() || staged(); }
+  Backend *device() const { return nccl() ? gGpu : gStagedDevice; }
+  Communicator &world() { return nccl() ? *gNccl : staged() ? *gStaged : *gWorld; }
   int rank() { return gWorld->rank(); }
   int size() { return gWorld->size(); }
 
@@ -61,20 +70,20 @@ protected:
 
   /// NCCL: waits for the device and copies every device buffer back.
   Status sync() {
-    if (!nccl())
+    if (!onDevice())
       return {};
-    CLEAVE_RETURN_IF_ERROR(gGpu->synchronize());
+    CLEAVE_RETURN_IF_ERROR(device()->synchronize());
     for (auto &[host, d] : mirrors_)
-      CLEAVE_RETURN_IF_ERROR(gGpu->copyToHost(host, d.first, d.second));
+      CLEAVE_RETURN_IF_ERROR(device()->copyToHost(host, d.first, d.second));
     return {};
   }
 
   // Every rank learns which ranks failed this test (over MPI, host memory).
   void TearDown() override {
-    if (nccl() && gGpu) {
-      (void)gGpu->synchronize();
+    if (onDevice() && device()) {
+      (void)device()->synchronize();
       for (auto &[host, d] : mirrors_)
-        gGpu->deallocate(d.first);
+        device()->deallocate(d.first);
     }
     int32_t failed = HasFailure() ? 1 : 0;
     std::vector<int32_t> all(size());
@@ -87,16 +96,16 @@ protected:
 
 private:
   void *mirror(void *host, size_t bytes) {
-    if (!nccl())
+    if (!onDevice())
       return host;
     auto it = mirrors_.find(host);
     if (it == mirrors_.end()) {
       void *d = nullptr;
-      Status s = gGpu->allocate(bytes, &d);
+      Status s = device()->allocate(bytes, &d);
       EXPECT_TRUE(s.ok()) << s.message();
       it = mirrors_.emplace(host, std::make_pair(d, bytes)).first;
     }
-    Status s = gGpu->copyToDevice(it->second.first, host, bytes);
+    Status s = device()->copyToDevice(it->second.first, host, bytes);
     EXPECT_TRUE(s.ok()) << s.message();
     return it->second.first;
   }
@@ -430,7 +439,8 @@ TEST_P(CommTest, MismatchedMessageSizesAreErrors) {
 /// Ranks other than 0 print only their failures, prefixed with the rank, so
 /// the log reads like one run.
 INSTANTIATE_TEST_SUITE_P(Communicators, CommTest,
-                         ::testing::Values(std::string("mpi"), std::string("nccl")),
+                         ::testing::Values(std::string("mpi"), std::string("nccl"),
+                                           std::string("staged")),
                          [](const ::testing::TestParamInfo<std::string> &info) {
                            return info.param;
                          });
@@ -481,12 +491,30 @@ int main(int argc, char **argv) {
   } else {
     gNcclWhy = started.ok() ? "another rank cannot start it" : started.message();
   }
+  // Staged MPI: on the CUDA backend where every rank starts it (ranks may
+  // share a GPU), else on the CPU backend's buffers.
+  BackendOptions shared;
+  shared.gpuComm = GpuComm::HostMpi;
+  std::unique_ptr<Backend> stagedDevice;
+  Status stagedCuda = createBackend(BackendChoice::Cuda, local ? std::atoi(local) : 0,
+                                    locals ? std::atoi(locals) : 1, shared, &stagedDevice);
+  ok = stagedCuda.ok() ? 1 : 0;
+  world->allReduce(&ok, &all, 1, DType::I32, ReduceOp::Sum);
+  if (all != world->size())
+    (void)createBackend(BackendChoice::Cpu, 0, 1, BackendOptions(), &stagedDevice);
+  if (world->rank() == 0)
+    std::fprintf(stderr, "CommunicatorTest: staged through the %s backend's memory\n",
+                 stagedDevice->name());
+  HostStagedCommunicator stagedWorld(*world, *stagedDevice, "world");
+  gStagedDevice = stagedDevice.get();
+  gStaged = &stagedWorld;
   if (world->rank() != 0) {
     ::testing::TestEventListeners &listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
     listeners.Append(new RankFailurePrinter(world->rank()));
   }
   int result = RUN_ALL_TESTS();
+  gStaged = nullptr;
   ncclWorld.reset();
   gpu.reset();
   world.reset();

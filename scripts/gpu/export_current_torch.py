@@ -5,7 +5,7 @@ PyTorch writes?
 
     python3 scripts/gpu/export_current_torch.py OUTDIR [--models resnet50,vit_b_16,gpt2,gpt2-eager]
         [--standin] [--seed 0] [--seq 64] [--limit-mib 15] [--max-files 3] [--jobs 4]
-        [--timeout 600] [--workdir DIR]
+        [--timeout 300] [--workdir DIR]
 
 Models: resnet50 and vit_b_16 (torchvision, weights=None, input x [1,3,224,224]), gpt2 (a
 transformers GPT2LMHeadModel of GPT2Config(), 124M, random, the default attention; traced through
@@ -13,7 +13,7 @@ a wrapper forward(input_ids) -> logits, input_ids [1,SEQ]), gpt2-eager (the same
 attn_implementation="eager"). --standin exports small plain torch.nn models instead
 (standin-cnn, standin-lm), to test this script where torchvision or transformers are missing.
 
-Every float parameter and buffer is overwritten with values tiled from a few pools of 65536
+Every float parameter, batch-norm statistic and large float buffer is overwritten with values tiled from a few pools of 65536
 seeded normals (each tensor from its own offset; weights scaled by a power of two near
 1/sqrt(fan-in), norm scales and running variances near 1), so the files compress to almost
 nothing with LZMA's 64 MiB dictionary. Each model is exported in a child process (a timeout per
@@ -175,7 +175,11 @@ def fill(model, pools):
     """Overwrites every float parameter and buffer (each storage once) from the pools."""
     import torch
     seen, kinds = set(), {}
-    tensors = list(model.named_parameters()) + list(model.named_buffers())
+    # Buffers: the batch norms' statistics and any large float buffer (for the compression);
+    # small ones (mask fill values, frequencies) keep their meaning.
+    buffers = [(n, b) for n, b in model.named_buffers()
+               if n.endswith(("running_mean", "running_var")) or b.numel() > POOL]
+    tensors = list(model.named_parameters()) + buffers
     with torch.no_grad():
         for i, (name, t) in enumerate(tensors):
             if not t.is_floating_point() or t.data_ptr() in seen:
@@ -300,7 +304,9 @@ def export_one(name, workdir, seed, seq):
 
 def run_children(models, workdir, args):
     threads = max(1, (os.cpu_count() or 1) // max(1, min(args.jobs, len(models))))
-    env = dict(os.environ, EXPORT_THREADS=str(threads))
+    # transformers builds GPT-2 from its config alone: nothing to fetch, so never try.
+    env = dict(os.environ, EXPORT_THREADS=str(threads), HF_HUB_OFFLINE="1",
+               TRANSFORMERS_OFFLINE="1")
 
     def one(name):
         cmd = [sys.executable, os.path.abspath(__file__), "--one", name, "--workdir", workdir,
@@ -391,21 +397,30 @@ def pack(parts, outdir, limit, max_files):
             archives.append({"file": os.path.basename(dest), "bytes": os.path.getsize(dest),
                              "models": b["models"]})
         return archives, None
-    # Whole models do not fit: one stream, cut into pieces.
+    # Whole models do not fit: one stream, cut into pieces, if at most max_files of them do.
     stream = os.path.join(os.path.dirname(parts[next(iter(parts))]), "all.tar.xz")
     concat(stream, list(parts), eof)
     total = os.path.getsize(stream)
     count = max(1, math.ceil(total / limit))
-    with open(stream, "rb") as f:
-        for k in range(1, count + 1):
-            dest = os.path.join(outdir, f"exports.tar.xz.part-{k}")
-            with open(dest, "wb") as out:
-                out.write(f.read(limit))
-            archives.append({"file": os.path.basename(dest), "bytes": os.path.getsize(dest),
-                             "models": list(parts)})
-    problem = None if count <= max_files else \
-        f"the archives need {count} files of {limit} bytes, more than --max-files {max_files}"
-    return archives, problem
+    if count <= max_files:
+        with open(stream, "rb") as f:
+            for k in range(1, count + 1):
+                dest = os.path.join(outdir, f"exports.tar.xz.part-{k}")
+                with open(dest, "wb") as out:
+                    out.write(f.read(limit))
+                archives.append({"file": os.path.basename(dest), "bytes": os.path.getsize(dest),
+                                 "models": list(parts)})
+        return archives, None
+    # Not even so: the whole models that fit, one bin per file, the rest left out.
+    kept = [b for b in bins if b["bytes"] + len(eof) <= limit][:max_files]
+    for k, b in enumerate(kept, 1):
+        dest = os.path.join(outdir, f"exports-{k}.tar.xz")
+        concat(dest, b["models"], eof)
+        archives.append({"file": os.path.basename(dest), "bytes": os.path.getsize(dest),
+                         "models": b["models"]})
+    left = sorted(set(parts) - {m for b in kept for m in b["models"]})
+    return archives, (f"{total} compressed bytes need {count} files of {limit} bytes, more than "
+                      f"--max-files {max_files}; left out: {', '.join(left)}")
 
 
 def versions():
@@ -448,7 +463,7 @@ def main():
     p.add_argument("--limit-mib", type=float, default=15)
     p.add_argument("--max-files", type=int, default=3)
     p.add_argument("--jobs", type=int, default=4, help="models exported at once (default 4)")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per model (default 600)")
+    p.add_argument("--timeout", type=float, default=300, help="seconds per model (default 300)")
     p.add_argument("--workdir", help="where the raw exports go (default: a temporary folder)")
     p.add_argument("--one", help=argparse.SUPPRESS)
     args = p.parse_args()

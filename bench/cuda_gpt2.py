@@ -108,22 +108,33 @@ def time_torch(fn, x, warmup, iterations):
     return statistics.median(times)
 
 
+class RunError(Exception):
+    pass
+
+
 def run_cleave(runtime, plan, backend, inputs, out, repeat, timeout):
-    """Runs `runtime run` and returns the median forward seconds it reports."""
+    """Runs `runtime run` and returns the median forward seconds it reports (RunError if not)."""
     cmd = [runtime, "run", plan, "--backend", backend, "--inputs", inputs, "--outputs", out,
            "--repeat", str(repeat), "--timing"]
     try:
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        die(f"no runtime at '{runtime}' (pass --runtime PATH, or --cleave PATH in full mode)")
+    except OSError as e:
+        raise RunError(f"cannot run the runtime '{runtime}' ({e}; pass --runtime PATH, or "
+                       "--cleave PATH in full mode)")
     except subprocess.TimeoutExpired:
-        die(f"'{' '.join(cmd)}' did not finish in {timeout} s")
+        raise RunError(f"'{' '.join(cmd)}' did not finish in {timeout} s")
     if run.returncode != 0:
-        die(f"'{' '.join(cmd)}' failed (exit {run.returncode}):\n{run.stdout}{run.stderr}")
+        raise RunError(f"'{' '.join(cmd)}' failed (exit {run.returncode}):\n"
+                       f"{run.stdout[-3000:]}{run.stderr[-3000:]}")
     match = re.search(r"forward median ([0-9.e-]+) s", run.stderr)
     if not match:
-        die(f"no forward time in the runtime's output:\n{run.stderr}")
+        raise RunError(f"no forward time in the runtime's output:\n{run.stderr[-3000:]}")
     return float(match.group(1))
+
+
+def first_line(e):
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
 def print_table(flops, peak, rows):
@@ -131,8 +142,11 @@ def print_table(flops, peak, rows):
     print()
     print("| engine | forward ms | vs eager | TFLOP/s | of peak |")
     print("|---|---:|---:|---:|---:|")
-    eager_s = rows[0][1] if rows[0][0] == "PyTorch eager" else None
+    eager_s = rows[0][1] if rows and rows[0][0] == "PyTorch eager" else None
     for label, seconds in rows:
+        if seconds <= 0:  # below the runtime's printed resolution (0.1 ms)
+            print(f"| {label} | < 0.1 | n/a | n/a | n/a |")
+            continue
         tflops = flops / seconds / 1e12
         share = f"{100 * tflops / peak:.1f} %" if peak else "n/a"
         versus = f"{eager_s / seconds:.2f}x" if eager_s else "n/a"
@@ -166,8 +180,11 @@ def full_mode(args):
         subprocess.run([args.cleave, "compile", model_path, "--dtype", "bf16", "-o", plan],
                        check=True, stdout=subprocess.DEVNULL)
         out = os.path.join(work, "cleave.safetensors")
-        cleave_s = run_cleave(args.cleave, plan, "cuda", os.path.join(io, "inputs.safetensors"),
-                              out, args.iterations + args.warmup, args.timeout)
+        try:
+            cleave_s = run_cleave(args.cleave, plan, "cuda", os.path.join(io, "inputs.safetensors"),
+                                  out, args.iterations + args.warmup, args.timeout)
+        except RunError as e:
+            die(str(e))
         cleave_logits = load_file(out)["output_0"].float()
 
         # The Python module with the exported weights (strict: every tensor), cast to bf16.
@@ -321,12 +338,14 @@ def fresh_model(kwargs, seed):
     return model
 
 
-def rebuild_weights(plan, state):
-    """Writes every program's weights file of `plan` from its manifest and `state`."""
-    import torch
+def rebuild_weights(plan, model):
+    """Writes every program's weights file of `plan` from its manifest and `model`'s state_dict.
+    Every parameter of `model` must be in the plan (a model with more layers is an error too)."""
     from safetensors_io import load_file
+    state = model.state_dict()
     with open(os.path.join(plan, "manifest.json")) as f:
         plan_manifest = json.load(f)
+    written = set()
     for program, info in plan_manifest["programs"].items():
         weights = os.path.join(plan, info["weights"])
         stem = os.path.splitext(weights)[0]
@@ -364,6 +383,7 @@ def rebuild_weights(plan, state):
             if len(b) != end - begin:
                 die(f"tensor '{name}': {len(b)} bytes, the plan reserves {end - begin}")
             data[begin:end] = b
+            written.add(name)
         missing = set(header) - {"__metadata__"} - {e["name"] for e in manifest["tensors"]}
         if missing:
             die(f"{mpath}: the header has tensors the manifest does not list: {sorted(missing)}")
@@ -371,6 +391,10 @@ def rebuild_weights(plan, state):
             f.write(struct.pack("<Q", len(raw)))
             f.write(raw)
             f.write(data)
+    unused = [n for n, _ in model.named_parameters() if n not in written]
+    if unused:
+        die(f"the model has parameters the plan does not: {', '.join(unused[:8])}"
+            f"{', ...' if len(unused) > 8 else ''}; prepare.json and the plan disagree")
     return plan_manifest
 
 
@@ -389,7 +413,7 @@ def plan_mode(args):
         plan = os.path.join(work, "plan")
         shutil.copytree(os.path.join(src, "plan"), plan)
         model = fresh_model(kwargs, args.seed)
-        plan_manifest = rebuild_weights(plan, model.state_dict())
+        plan_manifest = rebuild_weights(plan, model)
         if len(plan_manifest["inputs"]) != 1 or plan_manifest["inputs"][0]["dtype"] != "i64":
             die(f"the plan's inputs are {plan_manifest['inputs']}; expected one i64 token input")
         spec = plan_manifest["inputs"][0]
@@ -407,29 +431,49 @@ def plan_mode(args):
               f"sequence {seq}, bf16, weights rebuilt from seed {args.seed}; runtime "
               f"{args.runtime} --backend {args.backend}; {args.iterations} timed runs after "
               f"{args.warmup} warm-up")
-        cleave_s = run_cleave(args.runtime, plan, args.backend, inputs, out,
-                              args.iterations + args.warmup, args.timeout)
-        cleave_logits = load_file(out)["output_0"].float()
+        result = {"device": device, "torch": torch.__version__, "backend": args.backend,
+                  "runtime": args.runtime, "batch": batch, "seq": seq, "model": kwargs,
+                  "iterations": args.iterations, "warmup": args.warmup}
+
+        def save():  # after every step, so a later failure or a kill keeps what was measured
+            if args.json:
+                with open(args.json, "w") as f:
+                    json.dump(result, f, indent=1)
+
+        # A failed run is recorded and PyTorch is still timed: one trip to the GPU tells both.
+        cleave_s = cleave_logits = None
+        try:
+            cleave_s = run_cleave(args.runtime, plan, args.backend, inputs, out,
+                                  args.iterations + args.warmup, args.timeout)
+            cleave_logits = load_file(out)["output_0"].float()
+        except RunError as e:
+            print(f"cuda_gpt2.py: error: {e}")
+            result["cleave_error"] = str(e)
+        result["cleave_s"] = cleave_s
+        save()
 
     ref_model = fresh_model(kwargs, args.reference_seed) if args.reference_seed is not None \
         else model
-    rows, result = [], {"device": device, "torch": torch.__version__, "backend": args.backend,
-                        "batch": batch, "seq": seq, "model": kwargs, "cleave_s": cleave_s}
+    rows = []
     if cuda:
         bf16 = ref_model.to("cuda").to(torch.bfloat16).eval()
         x = idx.to("cuda")
         with torch.inference_mode():
             eager_s = time_torch(bf16, x, args.warmup, args.iterations)
             reference = bf16(x).float().cpu()
+            result["eager_s"] = eager_s
+            save()
             try:
                 compiled_s = time_torch(torch.compile(bf16), x, args.warmup, args.iterations)
             except Exception as e:  # torch.compile needs a working compiler tool chain
-                print(f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0]}")
+                print(f"torch.compile failed: {first_line(e)}")
+                result["compile_error"] = first_line(e)
                 compiled_s = None
         rows.append(("PyTorch eager", eager_s))
         if compiled_s:
             rows.append(("torch.compile", compiled_s))
-        result.update(eager_s=eager_s, compiled_s=compiled_s)
+        result["compiled_s"] = compiled_s
+        save()
         ref_label = "PyTorch eager (bf16, GPU)"
     else:
         print("PyTorch sees no CUDA GPU: PyTorch eager and torch.compile are not timed; the check "
@@ -438,13 +482,18 @@ def plan_mode(args):
         with torch.no_grad():
             reference = rounded(idx).float()
         ref_label = "PyTorch (bf16-rounded weights, f32, CPU)"
-    rows.append((f"cleave ({args.backend})", cleave_s))
+    if cleave_s is not None:
+        rows.append((f"cleave ({args.backend})", cleave_s))
 
     name = torch.cuda.get_device_name(0) if cuda else ""
     peak = args.peak_tflops or next((v for k, v in PEAKS if k in name), None)
     print_table(forward_flops(batch, seq, kwargs["n_layer"], kwargs["d_model"],
                               kwargs["vocab_size"]), peak, rows)
+    if cleave_logits is None:
+        sys.exit(1)
     if cleave_logits.shape != reference.shape:
+        result["ok"] = False
+        save()
         die(f"cleave's logits are {tuple(cleave_logits.shape)}, PyTorch's "
             f"{tuple(reference.shape)}")
     diff = (cleave_logits - reference).abs().max().item()
@@ -454,9 +503,7 @@ def plan_mode(args):
     print(f"max |cleave - {ref_label}| over the logits: {diff:.4g} (max |reference| {scale:.4g}; "
           f"bound {bound:.4g}): {'ok' if ok else 'MISMATCH'}")
     result.update(max_abs_diff=diff, max_abs_reference=scale, bound=bound, ok=ok)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    save()
     if not ok:
         sys.exit(1)
 

@@ -13,8 +13,10 @@ plan=${1:?usage: device_run.sh PLAN_DIR RUNTIME [OUT]}
 runtime=${2:?usage: device_run.sh PLAN_DIR RUNTIME [OUT]}
 out=${3:-${OUT:?no OUT folder given}}
 py=${PYTHON:-python3}
-cd "$(dirname "$0")/../.."
 mkdir -p "$out"
+plan=$(realpath "$plan"); out=$(realpath "$out")
+case $runtime in */*) runtime=$(realpath "$runtime") ;; esac
+cd "$(dirname "$0")/../.."
 {
   echo "== $(date -u) on $(hostname)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | head -4

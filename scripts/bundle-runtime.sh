@@ -18,8 +18,9 @@
 # libstdc++ and libgcc_s (the target's own, newer ones must win for the CUDA
 # libraries), and the CUDA libraries libcleave_cuda.so needs (libcudart,
 # libcublasLt, libcudnn, libnccl: hundreds of MB, present on GPU machines).
-# Every ELF file gets the RUNPATH $ORIGIN/../lib (executables), $ORIGIN (lib/)
-# or $ORIGIN/.. (plugins). Needs patchelf (apt-get install -y patchelf),
+# Every ELF file gets the RUNPATH $ORIGIN/../lib (executables), $ORIGIN (lib/;
+# libcleave_cuda.so keeps its CUDA directories after it) or $ORIGIN/..
+# (plugins). Needs patchelf (apt-get install -y patchelf),
 # strip and ldd. Prints the bundle's size.
 set -euo pipefail
 
@@ -106,7 +107,10 @@ bundle_deps() {
 install_elf "$exe" "$out/bin/cleave-runtime" '$ORIGIN/../lib'
 bundle_deps "$exe"
 if [[ -f "$plugin" ]]; then
-  install_elf "$plugin" "$out/lib/libcleave_cuda.so" '$ORIGIN'
+  # Keeps the plugin's own search path (the CUDA toolkit's directories) after
+  # the bundle's.
+  cuda_rpath=$(patchelf --print-rpath "$plugin")
+  install_elf "$plugin" "$out/lib/libcleave_cuda.so" "\$ORIGIN${cuda_rpath:+:$cuda_rpath}"
   bundle_deps "$plugin"
 else
   echo "bundle-runtime: warning: $plugin is missing: the bundle has no CUDA backend" >&2

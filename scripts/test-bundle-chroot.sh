@@ -78,10 +78,17 @@ cleanup() {
   done
 }
 trap cleanup EXIT
-mount -t proc proc "$root/proc" && mounted+=("$root/proc")
-mount -t sysfs sysfs "$root/sys" && mounted+=("$root/sys") # hwloc reads the CPU topology
-mkdir -p "$root/dev/shm"
-mount -t tmpfs -o size=512m tmpfs "$root/dev/shm" && mounted+=("$root/dev/shm")
+mount_in() { # TYPE DIR [OPTIONS]: a skip where mounting is not allowed
+  mkdir -p "$root/$2"
+  if ! mount -t "$1" ${3:+-o "$3"} "$1" "$root/$2"; then
+    echo "SKIP: cannot mount $1 on the chroot's /$2 (no CAP_SYS_ADMIN?)"
+    exit 2
+  fi
+  mounted+=("$root/$2")
+}
+mount_in proc proc
+mount_in sysfs sys # hwloc reads the CPU topology there
+mount_in tmpfs dev/shm size=512m
 
 # Runs a command in the chroot with a clean environment (no host PATH).
 chroot=$(PATH=$PATH:/usr/sbin:/sbin command -v chroot)

@@ -38,7 +38,8 @@ config.substitutions.append(("%cleave_build", config.cleave_obj_root))
 
 def bare_chroot_unsupported():
     """Why test/run/bundle.test cannot make its bare Debian chroot here, or
-    None: it needs root, debootstrap, patchelf, chroot and Open MPI, and,
+    None: it needs root (with the capabilities to chroot, mknod and mount),
+    debootstrap, patchelf, chroot and Open MPI, and,
     unless the chroot is already cached under the build directory, a
     reachable mirror (the first of this machine's apt sources)."""
     import shutil
@@ -47,6 +48,15 @@ def bare_chroot_unsupported():
 
     if os.geteuid() != 0:
         return "not root"
+    # chroot, mknod (debootstrap) and mount (/proc in the chroot).
+    caps = 0
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("CapEff:"):
+                caps = int(line.split()[1], 16)
+    for bit, name in ((18, "CAP_SYS_CHROOT"), (21, "CAP_SYS_ADMIN"), (27, "CAP_MKNOD")):
+        if not caps >> bit & 1:
+            return f"no {name}"
     path = os.environ.get("PATH", "") + ":/usr/sbin:/sbin"
     for tool in ("debootstrap", "patchelf", "chroot", "orterun"):
         if not shutil.which(tool, path=path):

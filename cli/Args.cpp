@@ -68,6 +68,19 @@ std::string findOnPath(const std::string &program) {
   return "";
 }
 
+std::string findMpirun() {
+  // A runtime bundle (scripts/bundle-runtime.sh) puts its relocated Open MPI
+  // launcher beside the executable; it wins over whatever PATH holds.
+  std::string self = selfPath();
+  size_t slash = self.rfind('/');
+  if (slash != std::string::npos) {
+    std::string beside = self.substr(0, slash + 1) + "mpirun";
+    if (access(beside.c_str(), X_OK) == 0)
+      return beside;
+  }
+  return findOnPath("mpirun");
+}
+
 std::vector<std::string> mpirunEnvironment() {
   std::vector<std::string> env;
   for (char **e = environ; *e; ++e)
@@ -107,10 +120,10 @@ void forwardSignal(int sig) {
 } // namespace
 
 int launchLocal(int ranks, const std::vector<std::string> &args) {
-  std::string mpirun = findOnPath("mpirun");
+  std::string mpirun = findMpirun();
   if (mpirun.empty()) {
-    std::fprintf(stderr, "cleave: error: --local needs mpirun, which is not on PATH (install "
-                         "openmpi-bin)\n");
+    std::fprintf(stderr, "cleave: error: --local needs mpirun, which is neither beside this "
+                         "executable nor on PATH (install openmpi-bin)\n");
     return 1;
   }
   std::vector<std::string> argv = {mpirun,       "-np",    std::to_string(ranks),

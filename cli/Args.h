@@ -45,6 +45,10 @@ std::string selfPath();
 
 /// The first executable named `program` on PATH, or "".
 std::string findOnPath(const std::string &program);
+/// The `mpirun` in the directory of the running executable (a runtime
+/// bundle's relocated launcher) if there is one, else the first on PATH, or
+/// "".
+std::string findMpirun();
 /// This environment plus Open MPI settings a container needs, unless the
 /// user set them: running as root, and launching ranks locally without ssh.
 std::vector<std::string> mpirunEnvironment();

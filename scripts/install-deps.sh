@@ -9,6 +9,7 @@ PACKAGES=(
   libtorch-dev python3-torch python3-torchvision
   nlohmann-json3-dev libgtest-dev
   libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin
+  patchelf debootstrap
 )
 
 missing=()

@@ -6471,13 +6471,13 @@ Result gradient(Importer &imp, jit::Node *node, Inputs in) {
   return std::vector<Val>{Val::ofList(std::move(results))};
 }
 
-/// _scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
-/// need_attn_weights, is_causal): softmax(q k^T / sqrt(E) + mask) v and the
+/// softmax(q k^T * scale + mask) v (scale 1/sqrt(E) unless given) and the
 /// weights, as PyTorch's math path; dropout_p > 0 draws random masks.
-Result scaledDotProductAttention(Importer &imp, jit::Node *, Inputs in) {
+Result attentionMath(Importer &imp, Inputs in, const Val &maskArg, const Val &dropoutArg,
+                     const Val &causalArg, std::optional<double> scale) {
   auto values = imp.promote({in[0], in[1], in[2]}, /*integerToFloat=*/true);
-  auto dropout = imp.real(in[4]);
-  auto causal = imp.boolean(in[6]);
+  auto dropout = imp.real(dropoutArg);
+  auto causal = imp.boolean(causalArg);
   if (failed(values) || failed(dropout) || failed(causal))
     return failure();
   if (*dropout != 0) {
@@ -6495,7 +6495,8 @@ Result scaledDotProductAttention(Importer &imp, jit::Node *, Inputs in) {
   }
   Type et = qt.getElementType();
   int64_t e = qt.getShape().back(), l = qt.getDimSize(rank - 2), s = typeOf(k).getDimSize(rank - 2);
-  auto scaled = imp.create<mlir::cleave::MulOp>(q, imp.splat(1.0 / std::sqrt(double(e)), et));
+  auto scaled =
+      imp.create<mlir::cleave::MulOp>(q, imp.splat(scale ? *scale : 1.0 / std::sqrt(double(e)), et));
   if (failed(scaled))
     return failure();
   SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
@@ -6507,8 +6508,8 @@ Result scaledDotProductAttention(Importer &imp, jit::Node *, Inputs in) {
   if (failed(scores))
     return failure();
   Value negInf = imp.splat(-INFINITY, et);
-  if (!imp.isNone(in[3])) {
-    auto mask = imp.tensor(in[3]);
+  if (!imp.isNone(maskArg)) {
+    auto mask = imp.tensor(maskArg);
     if (failed(mask))
       return failure();
     if (typeOf(*mask).getElementType().isInteger(1))
@@ -6533,6 +6534,39 @@ Result scaledDotProductAttention(Importer &imp, jit::Node *, Inputs in) {
   if (failed(out))
     return failure();
   return std::vector<Val>{Val::ofTensor(*out), Val::ofTensor(*weights)};
+}
+
+/// PyTorch 1.13's _scaled_dot_product_attention(q, k, v, attn_mask,
+/// dropout_p, need_attn_weights, is_causal): the output and the weights.
+Result privateScaledDotProductAttention(Importer &imp, jit::Node *, Inputs in) {
+  return attentionMath(imp, in, in[3], in[4], in[6], std::nullopt);
+}
+
+/// PyTorch 2's scaled_dot_product_attention(q, k, v, attn_mask, dropout_p,
+/// is_causal, *, scale, enable_gqa): the output (TorchImporter.cpp declares
+/// the op to LibTorch 1.13 so that files from PyTorch 2 load).
+Result scaledDotProductAttention(Importer &imp, jit::Node *node, Inputs in) {
+  std::optional<double> scale;
+  if (in.size() > 6 && !imp.isNone(in[6])) {
+    auto given = imp.real(in[6]);
+    if (failed(given))
+      return failure();
+    scale = *given;
+  }
+  if (in.size() > 7) {
+    auto gqa = imp.boolean(in[7]);
+    if (failed(gqa))
+      return failure();
+    if (*gqa) {
+      imp.error() << "enable_gqa = True (grouped-query attention by broadcasting heads) is not "
+                     "supported; repeat k and v over the heads in the model";
+      return failure();
+    }
+  }
+  auto both = attentionMath(imp, in, in[3], in[4], in[5], scale);
+  if (failed(both))
+    return failure();
+  return std::vector<Val>{both->front()};
 }
 
 void addConstructionConverters(llvm::StringMap<Converter> &r) {
@@ -6564,7 +6598,8 @@ void addConstructionConverters(llvm::StringMap<Converter> &r) {
   r["aten::pdist"] = pdist;
   r["aten::_pdist_forward"] = pdist;
   r["aten::gradient"] = gradient;
-  r["aten::_scaled_dot_product_attention"] = scaledDotProductAttention;
+  r["aten::_scaled_dot_product_attention"] = privateScaledDotProductAttention;
+  r["aten::scaled_dot_product_attention"] = scaledDotProductAttention;
 }
 
 void addCompositeConverters(llvm::StringMap<Converter> &r) {

@@ -20,12 +20,53 @@
 #include <ATen/ScalarOps.h>
 #include <torch/csrc/jit/api/function_impl.h>
 #include <torch/csrc/jit/serialization/import.h>
+#include <torch/library.h>
+#include <torch/version.h>
 
 #include <fstream>
 #include <regex>
 
 using namespace mlir;
 namespace jit = torch::jit;
+
+//===----------------------------------------------------------------------===//
+// Operators of newer PyTorch releases.
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// PyTorch 2's scaled_dot_product_attention, as its math path (no dropout,
+/// no grouped-query broadcast): declared to LibTorch 1.13 so that files that
+/// call it load, and computed when the importer evaluates shapes.
+at::Tensor scaledDotProductAttention(const at::Tensor &q, const at::Tensor &k,
+                                     const at::Tensor &v, const c10::optional<at::Tensor> &mask,
+                                     double dropout, bool causal, c10::optional<double> scale,
+                                     bool enableGqa) {
+  TORCH_CHECK(dropout == 0, "scaled_dot_product_attention: dropout_p = ", dropout,
+              " is not supported");
+  TORCH_CHECK(!enableGqa, "scaled_dot_product_attention: enable_gqa is not supported");
+  double s = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(q.size(-1)));
+  at::Tensor scores = at::matmul(q.mul(s), k.transpose(-2, -1));
+  if (causal)
+    scores = scores.masked_fill(
+        at::ones({q.size(-2), k.size(-2)}, q.options().dtype(at::kBool)).tril().logical_not(),
+        -INFINITY);
+  if (mask && mask->defined())
+    scores = mask->scalar_type() == at::kBool ? scores.masked_fill(mask->logical_not(), -INFINITY)
+                                              : scores.add(*mask);
+  return at::matmul(at::softmax(scores, -1), v);
+}
+
+} // namespace
+
+TORCH_LIBRARY_FRAGMENT(aten, m) {
+  m.def("scaled_dot_product_attention(Tensor query, Tensor key, Tensor value, Tensor? "
+        "attn_mask=None, float dropout_p=0.0, bool is_causal=False, *, float? scale=None, "
+        "bool enable_gqa=False) -> Tensor",
+        torch::dispatch(c10::DispatchKey::CompositeImplicitAutograd,
+                        TORCH_FN(scaledDotProductAttention)));
+}
+
 
 namespace cleave::importer {
 
@@ -35,9 +76,28 @@ static constexpr int64_t kMaxFoldedElements = 1 << 14;
 
 /// The first line of an exception message (LibTorch appends backtraces).
 std::string firstLine(const std::string &text) {
-  std::string line = text.substr(0, text.find('\n'));
-  return line.empty() ? "unknown error" : line;
+  size_t start = text.find_first_not_of(" \t\n");
+  if (start == std::string::npos)
+    return "unknown error";
+  return text.substr(start, text.find('\n', start) - start);
 }
+
+/// A TorchScript load error in one line: its first line, and where in the
+/// file's code it points (`File "code/...", line N`), if it says.
+std::string loadError(const std::string &text) {
+  std::string line = firstLine(text);
+  if (!line.empty() && line.back() == '.')
+    line.pop_back();
+  static const std::regex where("File \"([^\"]+)\", line ([0-9]+)");
+  std::smatch m;
+  if (std::regex_search(text, m, where))
+    line += " (at " + m[1].str() + ":" + m[2].str() + ")";
+  if (line.find("Unknown builtin op") != std::string::npos)
+    line += ": the file was written by a PyTorch with operators cleave's LibTorch (" +
+            std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + ") does not know";
+  return line;
+}
+
 
 //===----------------------------------------------------------------------===//
 // Locations.
@@ -1025,11 +1085,11 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
     module = jit::load(path, c10::nullopt, extra);
   } catch (const c10::Error &e) {
     emitError(fileLoc) << "'" << path << "' is not a readable TorchScript file: "
-                       << firstLine(e.what_without_backtrace());
+                       << importer::loadError(e.what_without_backtrace());
     return fail(ImportFailure::BadInput);
   } catch (const std::exception &e) {
     emitError(fileLoc) << "'" << path << "' is not a readable TorchScript file: "
-                       << firstLine(e.what());
+                       << importer::loadError(e.what());
     return fail(ImportFailure::BadInput);
   }
 

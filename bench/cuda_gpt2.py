@@ -451,6 +451,13 @@ def plan_mode(args):
             result["cleave_error"] = str(e)
         result["cleave_s"] = cleave_s
         save()
+        if args.profile and cleave_s is not None:
+            # One more run with --profile: the time per kernel (each instruction
+            # waited for, so the sum exceeds the forward's median).
+            run = subprocess.run([args.runtime, "run", plan, "--backend", args.backend, "--inputs",
+                                  inputs, "--outputs", out, "--repeat", "3", "--profile"],
+                                 capture_output=True, text=True, timeout=args.timeout)
+            print("cleave --profile:\n" + run.stderr[-4000:])
 
     ref_model = fresh_model(kwargs, args.reference_seed) if args.reference_seed is not None \
         else model
@@ -461,6 +468,13 @@ def plan_mode(args):
         with torch.inference_mode():
             eager_s = time_torch(bf16, x, args.warmup, args.iterations)
             reference = bf16(x).float().cpu()
+            if args.profile:
+                from torch.profiler import profile, ProfilerActivity
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    bf16(x)
+                    torch.cuda.synchronize()
+                print("PyTorch eager, CUDA kernels:")
+                print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=20))
             result["eager_s"] = eager_s
             save()
             try:
@@ -534,6 +548,9 @@ def main():
                    help="--plan, for testing the check: PyTorch uses a model from this seed "
                         "instead, so the comparison must fail")
     p.add_argument("--json", metavar="OUT", help="--plan: also write the results as JSON")
+    p.add_argument("--profile", action="store_true",
+                   help="--plan: also print cleave's time per kernel and PyTorch eager's CUDA "
+                        "kernels")
     args = p.parse_args()
     if args.prepare:
         prepare(args)

@@ -173,6 +173,10 @@ def _parse_args(argv):
                    help="the model's maximum sequence length (GPT block_size, BERT max_position, "
                         "LLaMA max_seq; default per config), so --seq can go beyond the config's")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tiled-weights", action="store_true",
+                   help="fill float weights from one small repeating random pool, so that the "
+                        "model and its plans compress to almost nothing (scripts/gpu-prepare.sh "
+                        "carries resnet18 this way)")
     p.add_argument("--io", metavar="DIR", help="write DIR/inputs.safetensors and DIR/outputs.safetensors")
     p.add_argument("--bf16-reference", action="store_true",
                    help="with --io, also write DIR/outputs-bf16.safetensors from the model in bf16")
@@ -303,10 +307,32 @@ def _output_shape(model, inputs):
     return tuple(out[0].shape)
 
 
+def _tile_weights(model, seed):
+    """Refills every float parameter and buffer with a slice of one seeded pool of 65536
+    normal values, repeated: each tensor starts at its own offset and is scaled like
+    PyTorch's default initialisation (1/sqrt(fan_in)); running variances stay positive."""
+    gen = torch.Generator().manual_seed(seed + 4)
+    pool = torch.randn(65536, generator=gen)
+    with torch.no_grad():
+        for i, (name, t) in enumerate(list(model.named_parameters()) + list(model.named_buffers())):
+            if not t.is_floating_point() or t.numel() == 0:
+                continue
+            start = (i * 7919) % pool.numel()
+            reps = (start + t.numel()) // pool.numel() + 1
+            values = pool.repeat(reps)[start:start + t.numel()].view_as(t)
+            fan_in = t[0].numel() if t.dim() > 1 else 1
+            if name.endswith("running_var"):
+                t.copy_(1 + 0.1 * values.abs())
+            else:
+                t.copy_(values / fan_in ** 0.5 if t.dim() > 1 else 0.1 * values)
+
+
 def main(argv=None):
     spec, args = _parse_args(argv)
     torch.manual_seed(args.seed)
     model = spec.build(**args.kwargs, device=args.device).eval()
+    if args.tiled_weights:
+        _tile_weights(model, args.seed)
     n_params = sum(p.numel() for p in model.parameters())  # parameters() lists tied ones once
     inputs = _example_inputs(spec, args)
     # Labels come from their own generator, after the inputs'.

@@ -86,6 +86,10 @@ def bare_chroot_unsupported():
     return "no apt mirror configured"
 
 
+import shutil as _shutil
+if _shutil.which("patchelf"):
+    config.available_features.add("patchelf")
+
 bare_chroot_reason = bare_chroot_unsupported()
 if bare_chroot_reason is None:
     config.available_features.add("bare-chroot")

@@ -1119,6 +1119,23 @@ TEST_P(KernelTest, LinearWithAndWithoutBias) {
               {"linear", "output is 3x4xf32, expected 3x2xf32"});
 }
 
+// A large output whose rows are not a multiple of 16 bytes (an odd
+// vocabulary): the CUDA backend computes it into a padded buffer and copies.
+TEST_P(KernelTest, LinearWithUnalignedLargeOutput) {
+  const int64_t m = 1024, n = 1025, k = 16;
+  HostTensor x = random({m, k}), w = random({n, k}), b = random({n}), y;
+  ASSERT_OK(run("linear", {&x, &w, &b}, D(f32, {m, n}), &y));
+  std::vector<double> want(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = b.at(j);
+      for (int64_t p = 0; p < k; ++p)
+        s += x.at(i * k + p) * w.at(j * k + p);
+      want[i * n + j] = s;
+    }
+  expectClose(y, want, 1e-4, 1e-4, "linear 1024x16 by 1025x16");
+}
+
 TEST_P(KernelTest, EmbeddingLooksUpRows) {
   HostTensor table = random({10, 6});
   for (DType dt : {i64, i32}) {

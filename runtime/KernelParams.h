@@ -260,6 +260,17 @@ Status parseEmbedding(const KernelSignature &sig, const char *backend,
 #define CLEAVE_HOST_DEVICE
 #endif
 
+/// A float -> integer cast: truncates toward zero; NaN and values outside
+/// the integer's range give its minimum (x86's "integer indefinite", what
+/// PyTorch's CPU casts give). C++ leaves these undefined and CUDA's
+/// conversions give 0 for NaN and saturate, so every backend says it here.
+template <typename Int, typename Float> CLEAVE_HOST_DEVICE inline Int truncateToInteger(Float v) {
+  constexpr Float lowest = -static_cast<Float>(1ull << (sizeof(Int) * 8 - 1)); // exact
+  if (!(v >= lowest && v < -lowest))
+    return static_cast<Int>(1ull << (sizeof(Int) * 8 - 1)); // the minimum, two's complement
+  return static_cast<Int>(v);
+}
+
 constexpr int kMaxIndexRank = 8;
 
 /// An index tensor of the input's rank that picks positions along `dim`.

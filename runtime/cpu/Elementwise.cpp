@@ -664,8 +664,10 @@ template <typename From, typename To> To convert(From v) {
     return v != From(0);
   else if constexpr (std::is_same_v<From, Bool>)
     return static_cast<To>(v != 0);
+  else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>)
+    return truncateToInteger<To>(v); // toward zero; NaN and out of range: the minimum
   else
-    return static_cast<To>(v); // float -> int truncates toward zero
+    return static_cast<To>(v);
 }
 
 template <typename From, typename To> KernelFn makeCast(int64_t n) {

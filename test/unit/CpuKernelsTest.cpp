@@ -920,6 +920,15 @@ TEST_P(KernelTest, CastBetweenAllDtypes) {
   HostTensor nan = make(f32, {1}, {kNaN}), y;
   ASSERT_OK(run("cast", {&nan}, D(i1, {1}), &y));
   expectEqual(y, {1}); // NaN is non-zero
+  // NaN, infinities and values out of range give the integer's minimum, as
+  // PyTorch's CPU casts (x86's integer indefinite), on every backend.
+  HostTensor odd = make(f32, {5}, {kNaN, kInf, -kInf, 1e20, -1e20});
+  ASSERT_OK(run("cast", {&odd}, D(i64, {5}), &y));
+  for (int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(y.as<int64_t>()[i], std::numeric_limits<int64_t>::min()) << "element " << i;
+  ASSERT_OK(run("cast", {&odd}, D(i32, {5}), &y));
+  for (int64_t i = 0; i < 5; ++i)
+    EXPECT_EQ(y.as<int32_t>()[i], std::numeric_limits<int32_t>::min()) << "element " << i;
   expectError(sig("cast", {D(f32, {2, 4})}, D(i64, {8})), {"cast", "output is 8xi64", "2x4xi64"});
   if (GetParam() != "cpu")
     expectError(sig("cast", {D(f32, {2})}, D(f16, {2})), {"no f16 kernel for 'cast'"});

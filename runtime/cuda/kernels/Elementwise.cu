@@ -3,7 +3,7 @@
 // The semantics are the CPU kernels' (runtime/cpu/Elementwise.cpp): integer
 // arithmetic wraps, integer `div` truncates and gives 0 for a division by
 // zero, maximum/minimum propagate NaN, relu keeps NaN, float -> int casts
-// truncate toward zero. bf16 is stored and computed in fp32.
+// truncate toward zero (NaN and out of range give the integer's minimum). bf16 is stored and computed in fp32.
 //
 // Same-shape (and scalar) operands take flat, vectorized loops; broadcasts
 // index through the coalesced layout, in 32-bit math when it fits.
@@ -703,8 +703,10 @@ template <typename From, typename To> struct Convert {
     else if constexpr (std::is_same_v<To, bf16>)
       // Integers round through f32 (two roundings), as the CPU and PyTorch.
       return __float2bfloat16_rn(static_cast<float>(v));
+    else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>)
+      return truncateToInteger<To>(load(v)); // toward zero; NaN, out of range: the minimum
     else
-      return static_cast<To>(load(v)); // float -> int truncates toward zero
+      return static_cast<To>(load(v));
   }
 };
 

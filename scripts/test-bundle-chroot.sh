@@ -139,29 +139,31 @@ check_log() { # LOG: Open MPI, PMIx and hwloc must have found all they look for
   fi
 }
 
+# in_chroot_matches LOG OUTPUT HOST_COPY WHAT ARGS...: runs ARGS in the chroot
+# (log in LOG), then OUTPUT (under /work there) must equal HOST_COPY byte for byte.
+in_chroot_matches() {
+  local log=$1 output=$2 host=$3 what=$4
+  shift 4
+  in_chroot "$@" >"$log" 2>&1 || { cat "$log"; fail "$what in the chroot"; }
+  check_log "$log"
+  cmp "$root$output" "$host" || fail "the chroot's $what differs from this machine's"
+  echo "ok: $what identical to this machine's"
+}
+
 step "in the chroot: cleave-runtime run plan1 --backend cpu (1 rank, no mpirun)"
-in_chroot /opt/cleave/bin/cleave-runtime run /work/plan1 --backend cpu \
-  --inputs /work/gpt-io/inputs.safetensors --outputs /work/out1.safetensors >chroot1.log 2>&1 ||
-  { cat chroot1.log; fail "the 1-rank run in the chroot"; }
-check_log chroot1.log
-cmp "$root/work/out1.safetensors" host1.safetensors || fail "the chroot's 1-rank outputs differ from this machine's"
-echo "ok: outputs identical to this machine's"
+in_chroot_matches chroot1.log /work/out1.safetensors host1.safetensors "1-rank outputs" \
+  /opt/cleave/bin/cleave-runtime run /work/plan1 --backend cpu \
+  --inputs /work/gpt-io/inputs.safetensors --outputs /work/out1.safetensors
 
 step "in the chroot: cleave-runtime run --local 4 plan4 (pp 2 x tp 2, the bundled mpirun)"
-in_chroot /opt/cleave/bin/cleave-runtime run --local 4 /work/plan4 --backend cpu \
-  --inputs /work/gpt-io/inputs.safetensors --outputs /work/out4.safetensors >chroot4.log 2>&1 ||
-  { cat chroot4.log; fail "the 4-rank run in the chroot"; }
-check_log chroot4.log
-cmp "$root/work/out4.safetensors" host4.safetensors || fail "the chroot's 4-rank outputs differ from this machine's"
-echo "ok: outputs identical to this machine's"
+in_chroot_matches chroot4.log /work/out4.safetensors host4.safetensors "4-rank outputs" \
+  /opt/cleave/bin/cleave-runtime run --local 4 /work/plan4 --backend cpu \
+  --inputs /work/gpt-io/inputs.safetensors --outputs /work/out4.safetensors
 
 step "in the chroot: cleave-runtime train --local 4 plan4t --steps 3 (pp 2 x dp 2)"
-in_chroot /opt/cleave/bin/cleave-runtime train --local 4 /work/plan4t --backend cpu \
-  --data /work/data.safetensors --steps 3 -q --save-weights /work/out4t.safetensors >chroot4t.log 2>&1 ||
-  { cat chroot4t.log; fail "the 4-rank training in the chroot"; }
-check_log chroot4t.log
-cmp "$root/work/out4t.safetensors" host4t.safetensors || fail "the chroot's trained weights differ from this machine's"
-echo "ok: trained weights identical to this machine's"
+in_chroot_matches chroot4t.log /work/out4t.safetensors host4t.safetensors "4-rank trained weights" \
+  /opt/cleave/bin/cleave-runtime train --local 4 /work/plan4t --backend cpu \
+  --data /work/data.safetensors --steps 3 -q --save-weights /work/out4t.safetensors
 
 cp "$root/work/out1.safetensors" "$root/work/out4.safetensors" "$root/work/out4t.safetensors" .
 if "$python" -c "import torch" 2>/dev/null; then

@@ -48,6 +48,7 @@ options:
   --threads N        threads for both engines (default: all cores)
   --iterations N     timed forward calls per engine (default 10)
   --warmup N         untimed calls first (default 2)
+  --json FILE        also write the measurements as JSON (docs/cli.md)
   -h, --help         show this help
 )";
 
@@ -213,7 +214,7 @@ int runBenchWorker(int argc, char **argv) {
 }
 
 int runBench(int argc, char **argv, const char *argv0) {
-  std::string model, plan, inputs;
+  std::string model, plan, inputs, jsonPath;
   int threads = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)), iterations = 10, warmup = 2;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -238,6 +239,10 @@ int runBench(int argc, char **argv, const char *argv0) {
     } else if (optionValue(argc, argv, i, "--warmup", &value)) {
       if (!parseCount(value, warmup, 0))
         return usageError("--warmup needs a non-negative integer", kBenchUsage);
+    } else if (optionValue(argc, argv, i, "--json", &value)) {
+      if (!value)
+        return usageError("--json needs a file", kBenchUsage);
+      jsonPath = value;
     } else if (!arg.empty() && arg[0] == '-') {
       return usageError("unknown option '" + arg + "'", kBenchUsage);
     } else if (model.empty()) {
@@ -292,6 +297,27 @@ int runBench(int argc, char **argv, const char *argv0) {
     llvm::outs() << "outputs: the two engines' outputs differ in names, shapes or dtypes\n";
   else
     llvm::outs() << llvm::formatv("outputs: max |cleave - libtorch| = {0:e2}\n", difference);
+  if (!jsonPath.empty()) {
+    nlohmann::json engines = nlohmann::json::array();
+    for (const EngineResult *r : {&torchDefault, &torchPassive, &cleave})
+      engines.push_back({{"engine", r->engine},
+                         {"load_s", r->loadSeconds},
+                         {"median_s", r->medianSeconds},
+                         {"min_s", r->minSeconds},
+                         {"peak_mib", r->peakMiB}});
+    nlohmann::json report = {
+        {"model", model},
+        {"plan", plan},
+        {"threads", threads},
+        {"iterations", iterations},
+        {"warmup", warmup},
+        {"engines", engines},
+        {"speedup", torchSeconds / cleave.medianSeconds},
+        {"memory_ratio", cleave.peakMiB / torchPeak},
+        {"max_difference", difference < 0 ? nlohmann::json(nullptr) : nlohmann::json(difference)}};
+    if (!writeAtomically(jsonPath, [&](llvm::raw_ostream &os) { os << report.dump(1) << "\n"; }))
+      return 1;
+  }
   return difference < 0 ? 1 : 0;
 }
 

@@ -599,10 +599,10 @@ Status profileCollectives(const std::string &cleaveBinary, int ranks,
                           std::strerror(errno));
     self.assign(path, length);
   }
-  std::string mpirun = findOnPath("mpirun");
+  std::string mpirun = findMpirun();
   if (mpirun.empty())
-    return CLEAVE_ERROR("measuring collectives needs mpirun, which is not on "
-                        "PATH (Debian: apt-get install openmpi-bin)");
+    return CLEAVE_ERROR("measuring collectives needs mpirun, which is neither beside this "
+                        "executable nor on PATH (Debian: apt-get install openmpi-bin)");
 
   const char *tmpdir = std::getenv("TMPDIR");
   std::string output =

@@ -151,7 +151,7 @@ TEST_F(ProfileCommLauncher, MissingMpirunIsAClearError) {
   setenv("PATH", dir_.c_str(), 1); // holds no mpirun
   CommProfile profile;
   auto status = profileCollectives("/bin/true", 2, nullptr, profile);
-  EXPECT_NE(status.message().find("needs mpirun, which is not on PATH"),
+  EXPECT_NE(status.message().find("needs mpirun, which is neither beside this executable nor on PATH"),
             std::string::npos)
       << status.message();
 }

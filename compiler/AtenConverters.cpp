@@ -389,6 +389,41 @@ Result dropout(Importer &imp, jit::Node *, Inputs in) {
   return one(imp.create<mlir::cleave::DropoutOp>(*x, imp.builder.getF64FloatAttr(*p)));
 }
 
+/// fill(self, value): self's shape and dtype, every element `value` (a
+/// number, or a 0-d tensor). Its in-place form rebinds self, and through a
+/// view its base (TorchImporter.cpp).
+Result fillOp(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  if (failed(x))
+    return failure();
+  auto type = typeOf(*x);
+  if (in[1].isTensor()) {
+    Value v = in[1].tensor;
+    if (typeOf(v).getRank() != 0) {
+      imp.error() << "fill with a " << typeOf(v) << " value: it must be 0-d";
+      return failure();
+    }
+    Value all = imp.splat(1.0, imp.builder.getI1Type(), type.getShape());
+    return one(imp.create<mlir::cleave::WhereOp>(all, imp.cast(v, type.getElementType()), *x));
+  }
+  auto value = imp.real(in[1]);
+  if (failed(value))
+    return failure();
+  return one(imp.splat(*value, type.getElementType(), type.getShape()));
+}
+
+/// copy(self, src, non_blocking): src broadcast to self's shape, in self's
+/// dtype (`x[a:b] = t` traces as slice and copy_).
+Result copyOp(Importer &imp, jit::Node *, Inputs in) {
+  auto x = imp.tensor(in[0]);
+  auto src = failed(x) ? FailureOr<Value>(failure()) : imp.tensor(in[1]);
+  if (failed(src))
+    return failure();
+  auto type = typeOf(*x);
+  Value all = imp.splat(1.0, imp.builder.getI1Type(), type.getShape());
+  return one(imp.create<mlir::cleave::WhereOp>(all, imp.cast(*src, type.getElementType()), *x));
+}
+
 /// zeros_like / ones_like / full_like(self, [fill_value,] dtype, ...).
 Converter fillLike(std::optional<double> fill) {
   return [fill](Importer &imp, jit::Node *node, Inputs in) -> Result {
@@ -7171,6 +7206,8 @@ struct Registry {
       return where(imp, in[0], in[1], in[2]);
     };
     r["aten::masked_fill"] = maskedFill;
+    r["aten::fill"] = fillOp;
+    r["aten::copy"] = copyOp;
     r["aten::logical_not"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
       auto x = imp.tensor(in[0]);
       if (failed(x))

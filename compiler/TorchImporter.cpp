@@ -814,6 +814,29 @@ FailureOr<std::vector<Val>> Importer::convert(jit::Node *node, std::vector<Val> 
     if (failed(updateInPlace(inputs[0], (*outputs)[0])))
       return failure();
     env[node->input(0)] = (*outputs)[0];
+    // A view mutated in place (`mask[a:b, c:d] = k` traces as slice, slice,
+    // fill_) changes its base: slice_scatter / select_scatter write the new
+    // view back, up the chain of views. (A view of the base taken before the
+    // mutation and read after it keeps the old value.)
+    const jit::Value *target = node->input(0);
+    Val value = (*outputs)[0];
+    for (auto it = viewOf.find(target); it != viewOf.end(); it = viewOf.find(target)) {
+      jit::Node *view = it->second;
+      const jit::Value *base = view->input(0);
+      std::vector<Val> args = {env[base], value};
+      for (size_t i = 1; i < view->inputs().size(); ++i)
+        args.push_back(env[view->input(i)]);
+      const bool slice = view->kind().toQualString() == std::string("aten::slice");
+      auto written =
+          (*findConverter(slice ? "aten::slice_scatter" : "aten::select_scatter"))(*this, view, args);
+      if (failed(written) || failed(updateInPlace(env[base], written->front())))
+        return failure();
+      value = written->front();
+      env[base] = value;
+      target = base;
+    }
+  } else if (base == "aten::slice" || base == "aten::select") {
+    viewOf[node->output(0)] = node;
   }
   return outputs;
 }

@@ -205,6 +205,9 @@ private:
   mlir::LogicalResult updateInPlace(const Val &target, const Val &value);
 
   std::unordered_map<const torch::jit::Value *, Val> env;
+  /// The aten::slice and aten::select nodes by the views they made: an
+  /// in-place op on a view writes its new value back into the base.
+  std::unordered_map<const torch::jit::Value *, torch::jit::Node *> viewOf;
   std::unordered_map<const void *, mlir::Value> paramsByTensor;
   /// Training: the `cleave.assign` that writes a buffer updated in place
   /// (reads after it see the value it writes), by the buffer's param.

@@ -37,8 +37,11 @@ def export_one(name, work, batch):
 
     torch.manual_seed(0)
     model = torchvision.models.get_model(name, weights=None).eval()
+    # The model's own input size where it fixes one (vit_h_14's default weights are for 518,
+    # the model built without them takes 224), else its default weights' crop.
     crop = torchvision.models.get_model_weights(name).DEFAULT.transforms().crop_size
-    size = crop[0] if isinstance(crop, (list, tuple)) else int(crop)
+    size = getattr(model, "image_size", None) or (crop[0] if isinstance(crop, (list, tuple))
+                                                  else int(crop))
     x = torch.randn(batch, 3, size, size, generator=torch.Generator().manual_seed(1))
 
     def logits(m):

@@ -7,7 +7,8 @@ usage: opinfo_gradients.py --cleave CLEAVE --work DIR [--ops NAME[.VARIANT|.*],.
 For each op whose OpInfo supports autograd, up to N f32 sample inputs (default 2) are taken as
 test/ops/opinfo.py takes them for the forward suite. The sample's tensors that require grad (as the
 OpInfo's sample_inputs(requires_grad=True) marks them) become parameters of a
-test/train/gradients.py Case; its other tensors (indices, masks, targets) are the module's inputs.
+test/train/gradients.py Case; its other tensors (indices, masks, targets, running statistics) are
+the module's buffers.
 forward returns the sum over the floating-point outputs of sum(out * C_out), C_out a fixed random
 cotangent; integer outputs (indices) stay out of the loss. The module is traced (one per op holding
 every sample; if that fails, one per sample, so a failure is the sample's own), `cleave compile
@@ -73,12 +74,15 @@ def prepare(op, sample):
 
 
 class Samples:
-    """fn(*params, *inputs) -> every sample's outputs, for a gradients.Case: maps the Case's
-    parameters (p0, p1, ...) and inputs back onto each sample's argument templates."""
+    """fn(*params, *buffers) -> every sample's outputs, for a gradients.Case: maps the Case's
+    parameters (p0, p1, ...) and buffers (b0, b1, ...) back onto each sample's argument
+    templates. The tensors that do not require grad are buffers, not inputs: a training plan's
+    inputs hold the step's samples in dim 0, which an OpInfo's index or weight tensor need not."""
 
     def __init__(self, op, prepared):
         self.op = op
-        self.params, self.inputs, self.slots = {}, [], []
+        self.params, self.buffers, self.slots = {}, {}, []
+        self.inputs = []
         for template, found, grads in prepared:
             mine = []
             for t, g in zip(found, grads):
@@ -86,8 +90,8 @@ class Samples:
                     mine.append((True, len(self.params)))
                     self.params[f"p{len(self.params)}"] = t
                 else:
-                    mine.append((False, len(self.inputs)))
-                    self.inputs.append(t)
+                    mine.append((False, len(self.buffers)))
+                    self.buffers[f"b{len(self.buffers)}"] = t
             self.slots.append((template, mine))
 
     def __call__(self, *tensors):
@@ -107,7 +111,7 @@ def run_samples(cleave, case_dir, name, op, prepared, timeout):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            module = Case(fn, fn.params, fn.inputs, {}, gen)
+            module = Case(fn, fn.params, fn.inputs, fn.buffers, gen)
             traced, model_path, names = trace_case(module, fn.inputs, case_dir, name)
         except Exception as e:
             raise Skip(f"does not trace: {type(e).__name__}")
@@ -128,17 +132,19 @@ def run_samples(cleave, case_dir, name, op, prepared, timeout):
 def check_op(cleave, work, op, max_samples, timeout):
     """(passed, counted, first failure reason, skip reasons) for one OpInfo."""
     skipped, prepared = {}, []
-    try:
-        samples = op.sample_inputs("cpu", torch.float32, requires_grad=True)
-        for sample in samples:
-            if len(prepared) >= max_samples:
-                break
-            try:
-                prepared.append(prepare(op, sample))
-            except Skip as s:
-                skipped[str(s)] = skipped.get(str(s), 0) + 1
-    except Exception as e:
-        skipped[f"sample_inputs raises {type(e).__name__}"] = 1
+    with warnings.catch_warnings():  # deprecations and beta notices of the ops
+        warnings.simplefilter("ignore")
+        try:
+            samples = op.sample_inputs("cpu", torch.float32, requires_grad=True)
+            for sample in samples:
+                if len(prepared) >= max_samples:
+                    break
+                try:
+                    prepared.append(prepare(op, sample))
+                except Skip as s:
+                    skipped[str(s)] = skipped.get(str(s), 0) + 1
+        except Exception as e:
+            skipped[f"sample_inputs raises {type(e).__name__}"] = 1
     if not prepared:
         return 0, 0, "", skipped
     where = os.path.join(work, full_name(op))

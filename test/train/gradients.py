@@ -395,7 +395,9 @@ def compare(actual, loss, expected):
     """(ok, message): the plan's loss and every gradient autograd gives against autograd's."""
     missing = sorted(set(expected) - set(actual))
     if missing:
-        return False, f"no gradient for {', '.join(missing)}"
+        zeros = all(not expected[k].any() for k in missing)
+        return False, (f"no gradient for {', '.join(missing)}"
+                       + (" (torch's is all zeros)" if zeros else ""))
     bad, _ = mismatch("loss", actual["loss"].reshape(loss.shape), loss)
     if bad:
         return False, bad

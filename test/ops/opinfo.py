@@ -52,19 +52,22 @@ class Skip(Exception):
     """A sample that does not make a static TorchScript module: not counted."""
 
 
-def tensors_of(value, found):
-    """Replaces every tensor in a (nested) sample argument by a placeholder, collecting it."""
+def tensors_of(value, found, grads=None):
+    """Replaces every tensor in a (nested) sample argument by a placeholder, collecting it (and,
+    given `grads`, whether it requires grad)."""
     if isinstance(value, torch.Tensor):
         if value.layout != torch.strided:
             raise Skip(f"input of layout {value.layout}")
         if value.is_complex() or value.dtype not in NAMES:
             raise Skip(f"input of dtype {value.dtype}")
         found.append(value.detach().clone())
+        if grads is not None:
+            grads.append(value.requires_grad)
         return ("__tensor__", len(found) - 1)
     if isinstance(value, (list, tuple)):
-        return type(value)(tensors_of(v, found) for v in value)
+        return type(value)(tensors_of(v, found, grads) for v in value)
     if isinstance(value, dict):
-        return {k: tensors_of(v, found) for k, v in value.items()}
+        return {k: tensors_of(v, found, grads) for k, v in value.items()}
     return value
 
 
@@ -124,6 +127,27 @@ def prepare(op, sample):
     return template, found, [t.detach().clone() for t in expected]
 
 
+def run_stage(cmd, stage, model, work, timeout):
+    """Runs one cleave command; None when it succeeds, else `STAGE: reason`, the reason being
+    cleave's first error line (with the first entry of a list it announces), the crash, or the
+    timeout, with the work directory's paths shortened."""
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"{stage}: timed out after {timeout} s"
+    if r.returncode == 0:
+        return None
+    err = r.stderr.splitlines()
+    at = next((i for i, ln in enumerate(err) if "error" in ln), 0)
+    reason = err[at] if err else ""
+    if reason.endswith(":") and at + 1 < len(err):  # a list follows: its first entry
+        reason += " " + err[at + 1].strip()
+    reason = reason.replace(model, "model.pt").replace(work + "/", "")
+    if r.returncode < 0 or r.returncode > 2 and "error" not in r.stderr:
+        reason = f"{stage} crashed (exit {r.returncode}): {reason}"
+    return f"{stage}: {reason.strip()}"
+
+
 def run_cleave(cleave, work, name, op, prepared):
     """Traces the samples into one module, compiles and runs it; returns (ok, failure reason).
     Raises Skip when the samples do not make a static TorchScript module."""
@@ -157,17 +181,9 @@ def run_cleave(cleave, work, name, op, prepared):
     save_file({n: t.contiguous() for n, t in zip(names, inputs)}, ins)
     for cmd, stage in (([cleave, "compile", model, "-o", plan], "compile"),
                        ([cleave, "run", plan, "--inputs", ins, "--outputs", outs], "run")):
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        if r.returncode != 0:
-            err = r.stderr.splitlines()
-            at = next((i for i, ln in enumerate(err) if "error" in ln), 0)
-            reason = err[at] if err else ""
-            if reason.endswith(":") and at + 1 < len(err):  # a list follows: its first entry
-                reason += " " + err[at + 1].strip()
-            reason = reason.replace(model, "model.pt").replace(work + "/", "")
-            if r.returncode < 0 or r.returncode > 2 and "error" not in r.stderr:
-                reason = f"{stage} crashed (exit {r.returncode}): {reason}"
-            return False, f"{stage}: {reason.strip()}"
+        failure = run_stage(cmd, stage, model, work, 300)
+        if failure:
+            return False, failure
     got = load_file(outs)
     for i, e in enumerate(expected):
         g = got.get(f"output_{i}")
@@ -249,19 +265,94 @@ def check_op(cleave, work, op, dtypes, max_samples):
     return passed, counted, tried, first_failure, skipped
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def full_name(op):
+    """An OpInfo's name as --ops and subset files spell it: name or name.variant."""
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def add_selection_args(p, samples):
+    """The options opinfo.py and test/train/opinfo_gradients.py share."""
     p.add_argument("--cleave", required=True)
     p.add_argument("--work")
     p.add_argument("--ops", help="comma list of OpInfo names (name, name.variant, or name.* for "
                                  "every variant)")
     p.add_argument("--subset", help="a file of OpInfo names, one per line (# comments)")
-    p.add_argument("--dtypes", default="f32,i64,bool")
-    p.add_argument("--samples", type=int, default=4)
-    p.add_argument("--recheck", help="a --json table of an earlier run: run again only its ops "
-                                     "that failed a counted sample, keep its other rows")
+    p.add_argument("--samples", type=int, default=samples)
     p.add_argument("--json")
     p.add_argument("--markdown")
+
+
+def read_subset(path):
+    with open(path) as f:
+        return {ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()}
+
+
+def wanted_ops(ops, subset):
+    """The names --ops or --subset select, or None for every op."""
+    if ops:
+        return set(ops.split(","))
+    if subset:
+        return read_subset(subset)
+    return None
+
+
+def is_wanted(op, wanted):
+    return wanted is None or full_name(op) in wanted or f"{op.name}.*" in wanted
+
+
+def find_cleave(name, prog):
+    cleave = os.path.abspath(name) if os.sep in name else shutil.which(name)
+    if not cleave:
+        sys.exit(f"{prog}: error: no '{name}' on PATH")
+    return cleave
+
+
+def print_row(row, note=""):
+    """One op's line: `OP: P/T samples pass [dtypes]: ok` or `...: FAIL: reason`, or why none of
+    its samples counted."""
+    if row["counted"] == 0:
+        skipped = row["skipped"]
+        why = max(skipped, key=skipped.get) if skipped else "no sample for these dtypes"
+        print(f"{row['op']}: not counted ({why})", flush=True)
+        return
+    status = "ok" if row["passed"] == row["counted"] else f"FAIL: {row['failure']}"
+    print(f"{row['op']}: {row['passed']}/{row['counted']} samples pass [{','.join(row['dtypes'])}]: "
+          f"{status}{note}", flush=True)
+
+
+def print_missing(wanted, seen):
+    for name in sorted(w for w in wanted - seen if not w.endswith(".*")):
+        print(f"{name}: no such OpInfo")
+
+
+def print_summary(rows):
+    counted_ops = [r for r in rows if r["counted"]]
+    good = [r for r in counted_ops if r["passed"] == r["counted"]]
+    pct = 100.0 * len(good) / max(1, len(counted_ops))
+    print(f"ops passing: {len(good)} of {len(counted_ops)} ({pct:.1f} %); "
+          f"samples passing: {sum(r['passed'] for r in counted_ops)} of "
+          f"{sum(r['counted'] for r in counted_ops)}", flush=True)
+
+
+def write_tables(rows, json_path, markdown_path):
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"torch": torch.__version__, "rows": rows}, f, indent=1)
+    if markdown_path:
+        with open(markdown_path, "w") as f:
+            f.write("| op | samples passing | dtypes | first failure |\n|---|---:|---|---|\n")
+            for r in rows:
+                if r["counted"]:
+                    f.write(f"| {r['op']} | {r['passed']}/{r['counted']} | {','.join(r['dtypes'])} | "
+                            f"{r['failure'].replace('|', '/')} |\n")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_selection_args(p, samples=4)
+    p.add_argument("--dtypes", default="f32,i64,bool")
+    p.add_argument("--recheck", help="a --json table of an earlier run: run again only its ops "
+                                     "that failed a counted sample, keep its other rows")
     a = p.parse_args()
     torch.manual_seed(0)
     from torch.testing._internal.common_methods_invocations import op_db
@@ -274,23 +365,18 @@ def main():
         kept = {r["op"]: r for r in earlier if not r["counted"] or r["passed"] == r["counted"]}
         wanted = {r["op"] for r in earlier} - set(kept)
         print(f"rechecking {len(wanted)} ops that failed in {a.recheck}", flush=True)
-    elif a.ops:
-        wanted = set(a.ops.split(","))
-    elif a.subset:
-        with open(a.subset) as f:
-            wanted = {ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()}
+    else:
+        wanted = wanted_ops(a.ops, a.subset)
     work = os.path.abspath(a.work or tempfile.mkdtemp(prefix="cleave-opinfo-"))
-    cleave = os.path.abspath(a.cleave) if os.sep in a.cleave else shutil.which(a.cleave)
-    if not cleave:
-        sys.exit(f"opinfo.py: error: no '{a.cleave}' on PATH")
+    cleave = find_cleave(a.cleave, "opinfo.py")
     rows = []
     seen = set()
     for op in op_db:
-        full = op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+        full = full_name(op)
         if full in kept:
             rows.append(kept[full])
             continue
-        if wanted is not None and full not in wanted and f"{op.name}.*" not in wanted:
+        if not is_wanted(op, wanted):
             continue
         seen.add(full)
         passed, counted, tried, failure, skipped = check_op(
@@ -298,33 +384,14 @@ def main():
         row = {"op": full, "passed": passed, "counted": counted, "dtypes": tried,
                "failure": failure, "skipped": skipped}
         rows.append(row)
-        if counted == 0:
-            why = max(skipped, key=skipped.get) if skipped else "no sample for these dtypes"
-            print(f"{full}: not counted ({why})", flush=True)
-        else:
-            status = "ok" if passed == counted else f"FAIL: {failure}"
-            if op.name in UNDEFINED_VALUES:
-                status += " (shapes and dtypes only: PyTorch leaves the values undefined)"
-            print(f"{full}: {passed}/{counted} samples pass [{','.join(tried)}]: {status}", flush=True)
+        note = ""
+        if op.name in UNDEFINED_VALUES and counted:
+            note = " (shapes and dtypes only: PyTorch leaves the values undefined)"
+        print_row(row, note)
     if wanted is not None and not a.recheck:
-        for name in sorted(w for w in wanted - seen if not w.endswith(".*")):
-            print(f"{name}: no such OpInfo")
-    counted_ops = [r for r in rows if r["counted"]]
-    good = [r for r in counted_ops if r["passed"] == r["counted"]]
-    pct = 100.0 * len(good) / max(1, len(counted_ops))
-    print(f"ops passing: {len(good)} of {len(counted_ops)} ({pct:.1f} %); "
-          f"samples passing: {sum(r['passed'] for r in counted_ops)} of "
-          f"{sum(r['counted'] for r in counted_ops)}")
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"torch": torch.__version__, "rows": rows}, f, indent=1)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write("| op | samples passing | dtypes | first failure |\n|---|---:|---|---|\n")
-            for r in rows:
-                if r["counted"]:
-                    f.write(f"| {r['op']} | {r['passed']}/{r['counted']} | {','.join(r['dtypes'])} | "
-                            f"{r['failure'].replace('|', '/')} |\n")
+        print_missing(wanted, seen)
+    print_summary(rows)
+    write_tables(rows, a.json, a.markdown)
 
 
 if __name__ == "__main__":

@@ -16,18 +16,22 @@ import os
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "ops"))
 from safetensors_io import load_file, save_file  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
+from opinfo import NAMES, run_stage  # noqa: E402
 
 TOL = 1e-4
 
 
 class Case(nn.Module):
-    """sum(fn(*params, *inputs) * cotangent): `params` are trained, `inputs` are data."""
+    """sum(fn(*params, *inputs) * cotangent): `params` are trained, `inputs` are data. Every
+    floating-point output gets a cotangent; other outputs (indices) are left out of the loss."""
 
     def __init__(self, fn, params, inputs, buffers, gen):
         super().__init__()
@@ -41,17 +45,20 @@ class Case(nn.Module):
         with torch.no_grad():
             out = fn(*params.values(), *[v.clone() for v in buffers.values()], *inputs)
         outs = out if isinstance(out, tuple) else (out,)
-        for i, o in enumerate(outs):
-            self.register_buffer(f"cotangent{i}", torch.randn(o.shape, generator=gen))
-        self.outputs = len(outs)
+        self.floats = [i for i, o in enumerate(outs) if o.is_floating_point()]
+        if not self.floats:
+            raise ValueError("no floating-point output to take a gradient of")
+        for i in self.floats:
+            self.register_buffer(f"cotangent{i}", torch.randn(outs[i].shape, generator=gen))
 
     def forward(self, *inputs):
         out = self.fn(*[getattr(self, n) for n in self.names],
                       *[getattr(self, n) for n in self.buffer_names], *inputs)
         outs = out if isinstance(out, tuple) else (out,)
-        total = (outs[0] * self.cotangent0).sum()
-        for i in range(1, self.outputs):
-            total = total + (outs[i] * getattr(self, f"cotangent{i}")).sum()
+        total = None
+        for i in self.floats:
+            term = (outs[i] * getattr(self, f"cotangent{i}")).sum()
+            total = term if total is None else total + term
         return total
 
 
@@ -318,58 +325,102 @@ def cases(gen):
     return c
 
 
-def run_case(name, fn, params, inputs, buffers, cleave, work, gen):
-    case_dir = os.path.join(work, name)
+def trace_case(module, inputs, case_dir, name):
+    """Traces `module` on `inputs` and saves it for cleave: (traced, model path, input names)."""
     os.makedirs(case_dir, exist_ok=True)
-    module = Case(fn, params, inputs, buffers, gen)
-    example = tuple(inputs)
-    traced = torch.jit.trace(module, example, check_trace=False)
+    traced = torch.jit.trace(module, tuple(inputs), check_trace=False)
     # The names the trace gave forward's arguments (the importer matches them).
-    arg_names = [arg.name for arg in traced.forward.schema.arguments[1:]]
+    names = [arg.name for arg in traced.forward.schema.arguments[1:]]
+    if len(names) != len(inputs) or len(set(names)) != len(names):
+        raise ValueError("traced inputs do not map one to one onto the case's tensors")
     meta = {"format": 1, "model": name,
-            "inputs": [{"name": n, "shape": list(t.shape),
-                        "dtype": {torch.float32: "f32", torch.int64: "i64", torch.bool: "i1"}[t.dtype]}
-                       for n, t in zip(arg_names, inputs)]}
+            "inputs": [{"name": n, "shape": list(t.shape), "dtype": NAMES[t.dtype]}
+                       for n, t in zip(names, inputs)]}
     model_path = os.path.join(case_dir, "model.pt")
     torch.jit.save(traced, model_path, _extra_files={"cleave.json": json.dumps(meta)})
-    # The reference: autograd on the traced module.
-    traced.zero_grad()
-    loss = traced(*example)
-    loss.backward()
-    expected = {f"grad.{n}": p.grad.detach().clone() for n, p in traced.named_parameters()
-                if p.grad is not None}
+    return traced, model_path, names
 
+
+def reference(traced, inputs):
+    """Autograd on the traced module: (loss, {grad.<param>: gradient})."""
+    traced.zero_grad()
+    loss = traced(*inputs)
+    loss.backward()
+    return loss.detach(), {f"grad.{n}": p.grad.detach().clone()
+                           for n, p in traced.named_parameters() if p.grad is not None}
+
+
+def run_train_plan(cleave, model_path, names, inputs, case_dir, timeout=None):
+    """`cleave compile --mode train --optimizer none`, then `cleave run`: (outputs, None), or
+    (None, `compile: reason` / `run: reason`)."""
     plan = os.path.join(case_dir, "plan")
-    compile_cmd = [cleave, "compile", model_path, "--mode", "train", "--optimizer", "none", "-o", plan]
-    result = subprocess.run(compile_cmd, capture_output=True, text=True)
-    if result.returncode != 0:
-        return False, "compile failed: " + result.stderr.strip().splitlines()[-1]
     inputs_path = os.path.join(case_dir, "inputs.safetensors")
     outputs_path = os.path.join(case_dir, "outputs.safetensors")
-    save_file(dict(zip(arg_names, inputs)), inputs_path)
-    result = subprocess.run([cleave, "run", plan, "--inputs", inputs_path, "--outputs", outputs_path],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        return False, "run failed: " + result.stderr.strip().splitlines()[-1]
-    actual = load_file(outputs_path)
-    worst, report = 0.0, []
+    save_file({n: t.contiguous() for n, t in zip(names, inputs)}, inputs_path)
+    for cmd, stage in (
+            ([cleave, "compile", model_path, "--mode", "train", "--optimizer", "none", "-o", plan],
+             "compile"),
+            ([cleave, "run", plan, "--inputs", inputs_path, "--outputs", outputs_path], "run")):
+        failure = run_stage(cmd, stage, model_path, case_dir, timeout)
+        if failure:
+            return None, failure
+    return load_file(outputs_path), None
+
+
+def mismatch(key, a, e):
+    """Why cleave's `a` is not PyTorch's `e`, or None: NaN and infinities where PyTorch has
+    them, and max|a - e| <= TOL * max(1, max|e|) over the finite rest. Also returns the error
+    relative to that scale."""
+    if a.shape != e.shape:
+        return f"{key}: shape {tuple(a.shape)}, torch {tuple(e.shape)}", 0.0
+    a, e = a.double(), e.double()
+    nan = torch.isnan(e)
+    if not torch.equal(nan, torch.isnan(a)):
+        return f"{key}: NaN where torch has none, or the reverse", 0.0
+    inf = torch.isinf(e)
+    if not torch.equal(a[inf], e[inf]):
+        return f"{key}: infinities differ", 0.0
+    finite = ~nan & ~inf
+    if not finite.any():
+        return None, 0.0
+    a, e = a[finite], e[finite]
+    scale = max(1.0, e.abs().max().item())
+    err = (a - e).abs().max().item()
+    if not err <= TOL * scale:
+        return f"{key}: max abs error {err:.3g} > {TOL * scale:.3g}", err / scale
+    return None, err / scale
+
+
+def compare(actual, loss, expected):
+    """(ok, message): the plan's loss and every gradient autograd gives against autograd's."""
     missing = sorted(set(expected) - set(actual))
     if missing:
-        return False, f"no gradient for {', '.join(missing)}"
-    if abs(actual["loss"].item() - loss.item()) > TOL * max(1.0, abs(loss.item())):
-        return False, f"loss {actual['loss'].item():.7g}, torch {loss.item():.7g}"
+        zeros = all(not expected[k].any() for k in missing)
+        return False, (f"no gradient for {', '.join(missing)}"
+                       + (" (torch's is all zeros)" if zeros else ""))
+    bad, _ = mismatch("loss", actual["loss"].reshape(loss.shape), loss)
+    if bad:
+        return False, bad
+    worst, report = 0.0, []
     for key, e in expected.items():
-        a = actual[key]
-        if a.shape != e.shape:
-            return False, f"{key}: shape {tuple(a.shape)}, torch {tuple(e.shape)}"
-        scale = max(1.0, e.abs().max().item())
-        err = (a.double() - e.double()).abs().max().item()
-        worst = max(worst, err / scale)
-        if not err <= TOL * scale:
-            report.append(f"{key}: max abs error {err:.3g} > {TOL * scale:.3g}")
+        bad, err = mismatch(key, actual[key], e)
+        worst = max(worst, err)
+        if bad:
+            report.append(bad)
     if report:
         return False, "; ".join(report)
     return True, f"{len(expected)} gradients, worst error {worst:.2e} of scale"
+
+
+def run_case(name, fn, params, inputs, buffers, cleave, work, gen):
+    module = Case(fn, params, inputs, buffers, gen)
+    case_dir = os.path.join(work, name)
+    traced, model_path, names = trace_case(module, inputs, case_dir, name)
+    loss, expected = reference(traced, inputs)
+    actual, failure = run_train_plan(cleave, model_path, names, inputs, case_dir)
+    if failure:
+        return False, failure
+    return compare(actual, loss, expected)
 
 
 def main():

@@ -71,8 +71,11 @@ def export_one(name, work, batch):
                 if p.dim() >= 2 and not p.any():
                     p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
                     calibrated = True
+    # Traced with autograd on, as export.py does: under no_grad, nn.MultiheadAttention (vit)
+    # takes PyTorch's fused inference path, aten::_native_multi_head_attention, which cleave
+    # does not import yet.
+    traced = torch.jit.trace(model, (x,), check_trace=False)
     with torch.no_grad():
-        traced = torch.jit.trace(model, (x,), check_trace=False)
         out = traced(x)
     if isinstance(out, (list, tuple)):  # googlenet / inception in eval return the logits
         out = out[0]

@@ -257,7 +257,9 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
       std::string path = param.getName().str();
       auto it = params.find(path);
       const ParamData *data = it != params.end() ? &it->second : nullptr;
-      if (!data || (slicing.withData && !data->data))
+      // An empty tensor has no bytes to point at: its null data is not the
+      // meta device's.
+      if (!data || (slicing.withData && !data->data && data->bytes != 0))
         return param.emitError("parameter '")
                << path << "' has no data"
                << (data ? " (the model was exported on the meta device; compile needs real weights)"
@@ -696,7 +698,7 @@ mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
     }
     const ParamData *data = entry.data;
     std::optional<rt::DType> dtype = data ? rt::parseDType(data->dtype) : std::nullopt;
-    if (!data || !data->data || !dtype)
+    if (!data || (!data->data && data->bytes != 0) || !dtype)
       return mlir::func::FuncOp(funcs.front()).emitError("state_dict entry '")
              << entry.name << "' has no data to keep";
     extra.tensors.push_back(

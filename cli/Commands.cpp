@@ -50,6 +50,15 @@ int addInputShape(const char *value, std::vector<InputSpec> &shapes, const char 
   return -1;
 }
 
+int setExampleInputs(const char *value, std::string &path, const char *usage) {
+  if (!value || !*value)
+    return usageError("--example-inputs needs a safetensors file", usage);
+  if (!path.empty())
+    return usageError("--example-inputs given twice", usage);
+  path = value;
+  return -1;
+}
+
 int takeModelArgument(const std::string &arg, std::string &model, const char *usage) {
   if (!arg.empty() && arg[0] == '-')
     return usageError("unknown option '" + arg + "'", usage);

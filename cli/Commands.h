@@ -44,6 +44,10 @@ bool writeAtomically(const std::string &path,
 /// exit status after a usage error.
 int addInputShape(const char *value, std::vector<InputSpec> &shapes, const char *usage);
 
+/// `--example-inputs FILE`: the safetensors file whose tensors give the
+/// inputs' shapes. Returns -1, or the exit status after a usage error.
+int setExampleInputs(const char *value, std::string &path, const char *usage);
+
 /// The last branch of an option loop: an unknown option is an error, the
 /// first positional argument is the model, a second one an error. Returns
 /// -1 when `arg` became the model, or the exit status after a usage error.

@@ -76,6 +76,10 @@ training (docs/training.md):
 options:
   --input-shape NAME=DIMS[:DTYPE]  shape of forward input NAME, e.g. idx=2x64:i64
                                    (repeat per input; overrides the export's shapes)
+  --example-inputs IN.safetensors  the inputs' shapes and dtypes from a file of
+                                   example inputs (by name; by position for a
+                                   model traced through *args); --input-shape
+                                   overrides it
   --dtype f32|bf16                 the float type programs compute in and weights are
                                    stored in (default f32). bf16: kernels accumulate in
                                    f32, round each result to bf16; float inputs and
@@ -284,6 +288,10 @@ int runCompile(int argc, char **argv) {
       return 0;
     } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
       if (int status = addInputShape(value, options.inputShapes, kCompileUsage); status >= 0)
+        return status;
+    } else if (optionValue(argc, argv, i, "--example-inputs", &value)) {
+      if (int status = setExampleInputs(value, options.exampleInputs, kCompileUsage);
+          status >= 0)
         return status;
     } else if (optionValue(argc, argv, i, "-o", &value)) {
       if (!value || !*value)

@@ -43,6 +43,7 @@ options:
   --nodes N                        override the spec's node count
   --batch N                        batch size: replaces dim 0 of every input
   --input-shape NAME=DIMS[:DTYPE]  shape of forward input NAME (repeatable)
+  --example-inputs IN.safetensors  the inputs' shapes from a file of example inputs
   --no-fuse-attention              keep attention unfused (matmul, softmax,
                                    matmul), to compare with cleave.attention
   --ops                            also print every op: class, FLOPs, bytes,
@@ -203,6 +204,10 @@ int runCost(int argc, char **argv) {
       options.import.batchSize = batch;
     } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
       if (int status = addInputShape(value, options.import.inputShapes, kCostUsage); status >= 0)
+        return status;
+    } else if (optionValue(argc, argv, i, "--example-inputs", &value)) {
+      if (int status = setExampleInputs(value, options.import.exampleInputs, kCostUsage);
+          status >= 0)
         return status;
     } else if (arg == "--json") {
       options.json = true;

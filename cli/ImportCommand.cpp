@@ -26,6 +26,9 @@ options:
   --input-shape NAME=DIMS[:DTYPE]  shape of forward input NAME, e.g. idx=2x64:i64
                                    (repeat per input; overrides the shapes the
                                    export recorded; dtypes f32 bf16 f16 i64 i32 i1)
+  --example-inputs IN.safetensors  the inputs' shapes and dtypes from a file of
+                                   example inputs (by name; by position for a
+                                   model traced through *args)
   -o FILE                          write the IR to FILE (default: stdout)
   --summary                        print ops, parameters and bytes per module
                                    instead of the IR
@@ -58,6 +61,11 @@ int runImport(int argc, char **argv) {
       const char *text = arg == "--input-shape" ? value()
                                                 : argv[i] + strlen("--input-shape=");
       if (int status = addInputShape(text, options.inputShapes, kImportUsage); status >= 0)
+        return status;
+    } else if (arg == "--example-inputs" || arg.rfind("--example-inputs=", 0) == 0) {
+      const char *text = arg == "--example-inputs" ? value()
+                                                   : argv[i] + strlen("--example-inputs=");
+      if (int status = setExampleInputs(text, options.exampleInputs, kImportUsage); status >= 0)
         return status;
     } else if (arg == "-o") {
       const char *text = value();

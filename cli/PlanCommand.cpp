@@ -69,6 +69,8 @@ options:
   --batch-dim D             the inputs' batch dim (default 0)
   --input-shape NAME=DIMS[:DTYPE]
                             shape of forward input NAME (repeatable)
+  --example-inputs IN.safetensors
+                            the inputs' shapes from a file of example inputs
   --no-fuse-attention       keep attention unfused (matmul, softmax, matmul),
                             to compare with the fused cleave.attention
   --top K                   list the K fastest plans within budget

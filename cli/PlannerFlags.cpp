@@ -164,6 +164,9 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
     } else if (optionValue(argc, argv, i, "--input-shape", &value)) {
       if (int status = addInputShape(value, o.import.inputShapes, usage); status >= 0)
         return status;
+    } else if (optionValue(argc, argv, i, "--example-inputs", &value)) {
+      if (int status = setExampleInputs(value, o.import.exampleInputs, usage); status >= 0)
+        return status;
     } else if (arg == "--no-fuse-attention") {
       o.fuseAttention = false;
     } else if (int status = extra(i, arg); status != kNotMine) {

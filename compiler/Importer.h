@@ -60,6 +60,12 @@ struct ImportOptions {
   /// Input shapes given on the command line; they override the shapes the
   /// export recorded in the model file.
   std::vector<InputSpec> inputShapes;
+  /// `--example-inputs FILE`: a safetensors file of example inputs whose
+  /// shapes and dtypes stand for each forward input it names (by name, or by
+  /// position for a model traced through `*args`, whose inputs TorchScript
+  /// names input, input0, ...; those inputs take the file's names). Between
+  /// `inputShapes` and the shapes the export recorded.
+  std::string exampleInputs;
   /// Replaces dim 0 (the batch dim, by the convention of traced models) of
   /// every input of rank >= 1, after `inputShapes`; shapes inside the model
   /// follow, since the importer folds shape arithmetic from the inputs.

@@ -1,9 +1,12 @@
 //===- InputSpec.cpp - model input names, shapes and dtypes ---------------===//
 
 #include "compiler/InputSpec.h"
+#include "runtime/Safetensors.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
+#include <regex>
 
 namespace cleave {
 
@@ -66,6 +69,52 @@ std::optional<InputSpec> parseInputSpec(const std::string &text,
     pos = x + 1;
   }
   return spec;
+}
+
+std::optional<std::vector<InputSpec>> readExampleInputs(const std::string &path,
+                                                        std::string &error) {
+  runtime::SafetensorsIndex index;
+  runtime::Status status = runtime::readSafetensorsIndex(path, &index);
+  if (!status.ok()) {
+    error = "--example-inputs: " + status.message();
+    return std::nullopt;
+  }
+  if (index.entries.empty()) {
+    error = "--example-inputs: '" + path + "' holds no tensors";
+    return std::nullopt;
+  }
+  std::vector<InputSpec> specs;
+  for (const runtime::SafetensorsEntry &entry : index.entries) {  // sorted by data offset
+    InputSpec spec;
+    spec.name = entry.name;
+    spec.shape.assign(entry.desc.shape.begin(), entry.desc.shape.end());
+    spec.dtype = runtime::dtypeName(entry.desc.dtype);
+    specs.push_back(spec);
+  }
+  return specs;
+}
+
+std::vector<const InputSpec *> matchExampleInputs(const std::vector<std::string> &names,
+                                                  const std::vector<InputSpec> &examples) {
+  std::vector<const InputSpec *> match(names.size(), nullptr);
+  bool anyByName = false;
+  for (size_t i = 0; i < names.size(); ++i)
+    for (const InputSpec &example : examples)
+      if (example.name == names[i]) {
+        match[i] = &example;
+        anyByName = true;
+      }
+  // torch.jit.trace names the inputs of forward(self, *args) argument_1,
+  // argument_2, ...; saved and loaded again they are input, input0, input1, ...
+  static const std::regex traceArg("argument_[0-9]+|input[0-9]*");
+  bool positional = !anyByName && !names.empty() && examples.size() == names.size() &&
+                    std::all_of(names.begin(), names.end(), [](const std::string &n) {
+                      return std::regex_match(n, traceArg);
+                    });
+  if (positional)
+    for (size_t i = 0; i < names.size(); ++i)
+      match[i] = &examples[i];
+  return match;
 }
 
 } // namespace cleave

@@ -32,6 +32,22 @@ int64_t dtypeBytes(const std::string &dtype);
 std::optional<InputSpec> parseInputSpec(const std::string &text,
                                         std::string &error);
 
+/// The tensors of a safetensors file of example inputs (`--example-inputs`),
+/// as specs in the order their data lies in the file. Returns std::nullopt
+/// and sets `error` (naming the file) when it cannot be read or holds a dtype
+/// cleave has no input type for.
+std::optional<std::vector<InputSpec>> readExampleInputs(const std::string &path,
+                                                        std::string &error);
+
+/// The example for each of forward's inputs `names` (null where none): the
+/// tensor of the same name or, when no name matches and every input is
+/// named as TorchScript names the inputs of `forward(self, *args)`
+/// (argument_1, argument_2, ... when traced; input, input0, input1, ... once
+/// saved and loaded), the file's tensors by position (the order their data
+/// lies in the file), provided it holds exactly one per input.
+std::vector<const InputSpec *> matchExampleInputs(const std::vector<std::string> &names,
+                                                  const std::vector<InputSpec> &examples);
+
 } // namespace cleave
 
 #endif // CLEAVE_COMPILER_INPUTSPEC_H

@@ -1143,21 +1143,43 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
       return fail(ImportFailure::BadInput);
     }
   }
+  // Example inputs stand between the command line's shapes and the export's.
+  std::vector<InputSpec> examples;
+  std::vector<const InputSpec *> exampleFor(names.size(), nullptr);
+  if (!options.exampleInputs.empty()) {
+    std::optional<std::vector<InputSpec>> read = readExampleInputs(options.exampleInputs, error);
+    if (!read) {
+      emitError(fileLoc) << error;
+      return fail(ImportFailure::BadInput);
+    }
+    examples = std::move(*read);
+    exampleFor = matchExampleInputs(names, examples);
+  }
   OpBuilder builder(&context);
   SmallVector<Type> argTypes;
   for (auto [i, arg] : llvm::enumerate(llvm::ArrayRef(schema.arguments()).drop_front())) {
     const InputSpec *spec = nullptr;
-    for (const std::vector<InputSpec> *list :
-         {&options.inputShapes, const_cast<const std::vector<InputSpec> *>(&recorded)})
-      for (const InputSpec &candidate : *list)
-        if (!spec && candidate.name == arg.name())
-          spec = &candidate;
+    for (const InputSpec &candidate : options.inputShapes)
+      if (!spec && candidate.name == arg.name())
+        spec = &candidate;
+    if (!spec)
+      spec = exampleFor[i];
+    for (const InputSpec &candidate : recorded)
+      if (!spec && candidate.name == arg.name())
+        spec = &candidate;
     if (!spec) {
-      emitError(fileLoc) << "input '" << arg.name()
-                         << "' has no shape: the model file records none; pass "
-                            "--input-shape "
-                         << arg.name() << "=DIMS[:DTYPE], e.g. " << arg.name()
-                         << "=2x64:i64";
+      InFlightDiagnostic diag = emitError(fileLoc);
+      diag << "input '" << arg.name() << "' has no shape: the model file records none";
+      if (!examples.empty()) {
+        std::vector<std::string> held;
+        for (const InputSpec &example : examples)
+          held.push_back(example.name);
+        diag << " and the example inputs '" << options.exampleInputs
+             << "' have no tensor of that name (they hold: " << llvm::join(held, ", ")
+             << "; forward's inputs are: " << llvm::join(names, ", ") << ")";
+      }
+      diag << "; pass --example-inputs FILE.safetensors or --input-shape " << arg.name()
+           << "=DIMS[:DTYPE], e.g. " << arg.name() << "=2x64:i64";
       return fail(ImportFailure::BadInput);
     }
     if (arg.type()->kind() != c10::TypeKind::TensorType) {
@@ -1166,6 +1188,10 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
       return fail(ImportFailure::BadInput);
     }
     InputSpec input = *spec;
+    // Matched by position, the input takes the file's name: the same file then
+    // feeds `cleave run` (for a match by name the names are the same).
+    if (exampleFor[i])
+      input.name = exampleFor[i]->name;
     if (options.batchSize && !input.shape.empty())
       input.shape[0] = *options.batchSize;
     inputs.push_back(input);

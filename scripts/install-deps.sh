@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
   llvm-19-dev llvm-19-tools libmlir-19-dev mlir-19-tools
-  libtorch-dev python3-torch python3-torchvision
+  libtorch-dev python3-torch python3-torchvision python3-torchaudio
   nlohmann-json3-dev libgtest-dev
   libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin
   patchelf debootstrap

@@ -59,4 +59,29 @@ TEST(InputSpec, KnowsDtypeSizes) {
   EXPECT_FALSE(isKnownDtype("f64"));
 }
 
+// Example inputs match forward's inputs by name; by position only for the
+// generic names of a `forward(self, *args)` trace, and only one for one.
+TEST(InputSpec, MatchesExampleInputs) {
+  std::vector<InputSpec> file = {{"features", {3, 6}, "f32"}, {"tokens", {3}, "i64"}};
+  auto generic = matchExampleInputs({"input", "input0"}, file);
+  ASSERT_EQ(generic.size(), 2u);
+  EXPECT_EQ(generic[0], &file[0]);
+  EXPECT_EQ(generic[1], &file[1]);
+  auto traced = matchExampleInputs({"argument_1", "argument_2"}, file);
+  EXPECT_EQ(traced[1], &file[1]);
+
+  // Meaningful names are never matched by position.
+  auto named = matchExampleInputs({"x", "mask"}, file);
+  EXPECT_EQ(named[0], nullptr);
+  EXPECT_EQ(named[1], nullptr);
+  // Nor when the counts differ.
+  auto fewer = matchExampleInputs({"input"}, file);
+  EXPECT_EQ(fewer[0], nullptr);
+  // By name, in any order; a partial match by name stays partial.
+  std::vector<InputSpec> byName = {{"tokens", {3}, "i64"}, {"x", {3, 6}, "f32"}};
+  auto some = matchExampleInputs({"x", "input0"}, byName);
+  EXPECT_EQ(some[0], &byName[1]);
+  EXPECT_EQ(some[1], nullptr);
+}
+
 } // namespace

@@ -28,25 +28,168 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = 1e-3
 
 
-def export_one(name, work, batch):
+FAMILIES = ("classification", "segmentation", "video", "audio")
+
+# torchaudio's models: the builders of torchaudio.models (0.13) and, for the classes that have
+# no builder, the configuration torchaudio's own tests build them with. Each entry gives the
+# example inputs at batch B (waveforms of 1 s at 16 kHz unless the model says otherwise) and
+# which of the forward's outputs are compared.
+AUDIO_SOURCES = ["drums", "bass", "other", "vocals"]
+
+
+def audio_models(torch, torchaudio, small=False):
+    M = torchaudio.models
+    second = 4000 if small else 16000  # samples of 1 s at 16 kHz (a quarter with --small)
+    wave = lambda b, n=second, c=None: torch.randn(*((b, c, n) if c else (b, n)))
+
+    def lengths(b, n):
+        return torch.full((b,), n, dtype=torch.int64)
+    first = lambda out: out[0]
+
+    def frames(model, waveforms):
+        return model.wav2vec2.feature_extractor(waveforms, None)[0].shape[1]
+    specs = {}
+    for name in ("wav2vec2_base", "wav2vec2_large", "wav2vec2_large_lv60k", "hubert_base",
+                 "hubert_large", "hubert_xlarge"):
+        specs[name] = (getattr(M, name), lambda b: {"waveforms": wave(b)}, first)
+    for name in ("hubert_pretrain_base", "hubert_pretrain_large", "hubert_pretrain_xlarge"):
+        # 1 s of audio gives 49 frames of labels (the feature extractor's stride is 320).
+        # One label per frame of the feature extractor (stride 320 samples).
+        specs[name] = (getattr(M, name), lambda b, model: {
+            "waveforms": wave(b), "labels": torch.randint(0, 100, (b, frames(model, wave(b))))},
+            first)
+    specs["conv_tasnet_base"] = (M.conv_tasnet_base, lambda b: {"input": wave(b, second, 1)},
+                                 None)
+    for name in ("hdemucs_low", "hdemucs_medium", "hdemucs_high"):
+        specs[name] = (lambda name=name: getattr(M, name)(AUDIO_SOURCES),
+                       lambda b: {"input": wave(b, second * 44100 // 16000, 2)}, None)
+    specs["emformer_rnnt_base"] = (
+        lambda: M.emformer_rnnt_base(num_symbols=4097),
+        lambda b: {"sources": torch.randn(b, 64, 80), "source_lengths": lengths(b, 64),
+                   "targets": torch.randint(0, 4097, (b, 8), dtype=torch.int32),
+                   "target_lengths": torch.full((b,), 8, dtype=torch.int32)}, first)
+    specs["conformer"] = (
+        lambda: M.Conformer(input_dim=80, num_heads=4, ffn_dim=128, num_layers=4,
+                            depthwise_conv_kernel_size=31),
+        lambda b: {"input": torch.randn(b, 100, 80), "lengths": lengths(b, 100)}, first)
+    specs["emformer"] = (
+        lambda: M.Emformer(input_dim=80, num_heads=4, ffn_dim=128, num_layers=4,
+                           segment_length=4, right_context_length=1),
+        lambda b: {"input": torch.randn(b, 101, 80), "lengths": lengths(b, 101)}, first)
+    specs["deepspeech"] = (lambda: M.DeepSpeech(n_feature=80),
+                           lambda b: {"x": torch.randn(b, 1, 100, 80)}, None)
+    specs["wav2letter"] = (M.Wav2Letter, lambda b: {"x": wave(b, second, 1)}, None)
+    specs["wavernn"] = (
+        lambda: M.WaveRNN(upsample_scales=[5, 5, 11], n_classes=256, hop_length=275),
+        lambda b: {"waveform": torch.randn(b, 1, 2200), "specgram": torch.randn(b, 1, 128, 12)},
+        None)
+    specs["tacotron2"] = (
+        M.Tacotron2,
+        lambda b: {"tokens": torch.randint(0, 148, (b, 20)), "token_lengths": lengths(b, 20),
+                   "mel_specgram": torch.randn(b, 80, 50), "mel_specgram_lengths": lengths(b, 50)},
+        first)
+    return specs
+
+
+def model_names(family):
+    if family == "audio":
+        import torch
+        import torchaudio
+        return sorted(audio_models(torch, torchaudio))
+    import torchvision
+    module = torchvision.models if family == "classification" else getattr(torchvision.models,
+                                                                            family)
+    return torchvision.models.list_models(module=module)
+
+
+def model_size(family, name):
+    """Parameter count: from the weights' metadata for torchvision (nothing built); torchaudio's
+    models are built (random weights, the parameters of the largest take 4 GB for a moment)."""
+    if family != "audio":
+        import torchvision
+        return torchvision.models.get_model_weights(name).DEFAULT.meta["num_params"]
+    import torch
+    import torchaudio
+    model = audio_models(torch, torchaudio)[name][0]()
+    return sum(p.numel() for p in model.parameters())
+
+
+def build_model(family, name, batch, small):
+    """The model in eval mode and its example inputs (name -> tensor, in forward's order), with
+    the outputs compared: a module whose forward takes the inputs by name and returns tensors."""
+    import torch
+    torch.manual_seed(0)
+    if family == "audio":
+        import torchaudio
+        build, make_inputs, select = audio_models(torch, torchaudio, small)[name]
+        model = build().eval()
+        inputs = (make_inputs(batch, model) if make_inputs.__code__.co_argcount == 2
+                  else make_inputs(batch))
+    else:
+        import torchvision
+        # No weights at all: segmentation builders would fetch their backbone's otherwise.
+        extra = {"weights_backbone": None} if family == "segmentation" else {}
+        model = torchvision.models.get_model(name, weights=None, **extra).eval()
+        weights = torchvision.models.get_model_weights(name).DEFAULT
+        gen = torch.Generator().manual_seed(1)
+        if family == "classification":
+            # The model's own input size where it fixes one (vit_h_14's default weights are for
+            # 518, the model built without them takes 224), else its default weights' crop.
+            crop = weights.transforms().crop_size
+            size = getattr(model, "image_size", None) or (
+                crop[0] if isinstance(crop, (list, tuple)) else int(crop))
+            inputs = {"x": torch.randn(batch, 3, size, size, generator=gen)}
+        elif family == "segmentation":
+            size = 128 if small else weights.transforms().resize_size[0]
+            inputs = {"x": torch.randn(batch, 3, size, size, generator=gen)}
+        else:  # video: (batch, channels, frames, height, width)
+            size = weights.transforms().crop_size[0]
+            frames = 16
+            if small and "mvit" not in name:  # mvit's position embeddings fix 16 x 224 x 224
+                size, frames = 64, 8
+            inputs = {"x": torch.randn(batch, 3, frames, size, size, generator=gen)}
+        select = (lambda out: out["out"]) if family == "segmentation" else None
+    # Weight norm recomputes the weight from two parameters in a forward pre-hook, which
+    # torch.jit.trace refuses; in eval mode it is folded into the weight, as torchaudio's own
+    # __prepare_scriptable__ does.
+    for m in model.modules():
+        for hook in list(getattr(m, "_forward_pre_hooks", {}).values()):
+            if type(hook).__name__ == "WeightNorm":
+                torch.nn.utils.remove_weight_norm(m, hook.name)
+    return model, inputs, select
+
+
+def _wrap(model, names, select):
+    """A module with forward(self, <names>) calling model and keeping the selected outputs:
+    the traced graph's inputs are named as the example-inputs file names them."""
+    import torch
+    ns = {}
+    args = ", ".join(names)
+    exec(f"def forward(self, {args}):\n    return self.select(self.model({args}))", ns)
+    cls = type("Wrapped", (torch.nn.Module,), {"forward": ns["forward"]})
+    wrapped = cls()
+    wrapped.model = model
+    wrapped.select = select or (lambda out: out)
+    return wrapped
+
+
+DTYPE_NAMES = {"float32": "f32", "int64": "i64", "int32": "i32", "bool": "i1"}
+
+
+def export_one(family, name, work, batch, small):
     """Child process: traces `name` into work/model.pt with its inputs and outputs."""
     import torch
-    import torchvision
     sys.path.insert(0, os.path.join(ROOT, "examples"))
     from safetensors_io import save_file
 
-    torch.manual_seed(0)
-    model = torchvision.models.get_model(name, weights=None).eval()
-    # The model's own input size where it fixes one (vit_h_14's default weights are for 518,
-    # the model built without them takes 224), else its default weights' crop.
-    crop = torchvision.models.get_model_weights(name).DEFAULT.transforms().crop_size
-    size = getattr(model, "image_size", None) or (crop[0] if isinstance(crop, (list, tuple))
-                                                  else int(crop))
-    x = torch.randn(batch, 3, size, size, generator=torch.Generator().manual_seed(1))
+    model, inputs, select = build_model(family, name, batch, small)
+    names = list(inputs)
+    args = tuple(inputs.values())
+    wrapped = _wrap(model, names, select)
 
-    def logits(m):
+    def output(m):
         with torch.no_grad():
-            y = m(x)
+            y = m(*args)
         return y[0] if isinstance(y, (list, tuple)) else y
 
     # Random weights can make the activations vanish layer by layer until the logits are the
@@ -54,17 +197,17 @@ def export_one(name, work, batch):
     # Then the batch norms are calibrated on the input (running statistics from one
     # training-mode pass), as if the model had been trained on it.
     calibrated = False
-    if batch > 1 and _input_independent(logits(model)):
+    if batch > 1 and _input_independent(output(wrapped)):
         for m in model.modules():
             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
                 m.reset_running_stats()
                 m.momentum = None
         model.train()
-        logits(model)
+        output(wrapped)
         model.eval()
         calibrated = True
     # Heads initialised to zero (vit) give zero logits: those are drawn from N(0, 0.02).
-    if batch > 1 and _input_independent(logits(model)):
+    if batch > 1 and _input_independent(output(wrapped)):
         gen = torch.Generator().manual_seed(2)
         with torch.no_grad():
             for p in model.parameters():
@@ -74,20 +217,24 @@ def export_one(name, work, batch):
     # Traced with autograd on, as export.py does: under no_grad, nn.MultiheadAttention (vit)
     # takes PyTorch's fused inference path, aten::_native_multi_head_attention, which cleave
     # does not import yet.
-    traced = torch.jit.trace(model, (x,), check_trace=False)
+    traced = torch.jit.trace(wrapped, args, check_trace=False)
     with torch.no_grad():
-        out = traced(x)
-    if isinstance(out, (list, tuple)):  # googlenet / inception in eval return the logits
+        out = traced(*args)
+    if isinstance(out, (list, tuple)):  # googlenet / inception in eval return the logits first
         out = out[0]
     if batch > 1 and _input_independent(out):
         raise SystemExit(f"zoo.py: error: {name}'s output does not depend on its input with "
                          "random weights (even with calibrated batch norms and no zero weight "
                          "matrix): nothing to compare")
     meta = {"format": 1, "model": name,
-            "inputs": [{"name": "x", "shape": list(x.shape), "dtype": "f32"}]}
+            "inputs": [{"name": k, "shape": list(v.shape),
+                        "dtype": DTYPE_NAMES[str(v.dtype).replace("torch.", "")]}
+                       for k, v in inputs.items()]}
     traced.save(os.path.join(work, "model.pt"), _extra_files={"cleave.json": json.dumps(meta)})
-    save_file({"x": x}, os.path.join(work, "inputs.safetensors"))
-    info = {"params": sum(p.numel() for p in model.parameters()), "resolution": size,
+    save_file(dict(inputs), os.path.join(work, "inputs.safetensors"))
+    first = next(iter(inputs.values()))
+    info = {"params": sum(p.numel() for p in model.parameters()),
+            "input": "x".join(str(d) for d in first.shape),
             "scale": out.abs().max().item(), "recalibrated": calibrated}
     with open(os.path.join(work, "export.json"), "w") as f:
         json.dump(info, f)
@@ -115,15 +262,17 @@ def run(cmd, timeout):
         return None, f"timed out after {timeout} s: {' '.join(cmd[:3])} ..."
 
 
-def measure(name, args, params):
-    row = {"model": name, "params": params, "status": "FAIL", "stage": "export"}
+def measure(family, name, args, params):
+    row = {"model": name, "family": family, "params": params, "status": "FAIL",
+           "stage": "export"}
     work = os.path.join(args.work, name)
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     start = time.time()
     try:
         rc, out = run([sys.executable, os.path.abspath(__file__), "--export-one", name,
-                       "--work", work, "--batch", str(args.batch)], args.timeout)
+                       "--family", family, "--work", work, "--batch", str(args.batch)]
+                      + (["--small"] if args.small else []), args.timeout)
         if rc != 0:
             row["reason"] = first_error(out)
             return row
@@ -175,8 +324,8 @@ def line(row):
 
 
 def markdown(rows, args):
-    out = [f"| model | params (M) | resolution | status | max error / scale | cleave ms | "
-           f"LibTorch ms | speedup | reason |", "|---|---:|---:|---|---:|---:|---:|---:|---|"]
+    out = [f"| model | family | params (M) | input | status | max error / scale | cleave ms | "
+           f"LibTorch ms | speedup | blocker |", "|---|---|---:|---|---|---:|---:|---:|---:|---|"]
     for r in rows:
         ok = r["status"] == "pass"
         err = f"{r['relative_error']:.1e}" if "relative_error" in r else ""
@@ -185,7 +334,8 @@ def markdown(rows, args):
         speed = f"{r['libtorch_ms'] / r['cleave_ms']:.2f}x" if "cleave_ms" in r else ""
         reason = "" if ok else f"{r['stage']}: {r.get('reason', '')}".replace("|", "/")
         star = " *" if r.get("recalibrated") else ""
-        out.append(f"| {r['model']}{star} | {r['params'] / 1e6:.1f} | {r.get('resolution', '')} | "
+        out.append(f"| {r['model']}{star} | {r['family']} | {r['params'] / 1e6:.1f} | "
+                   f"{r.get('input', '')} | "
                    f"{r['status']} | {err} | {cms} | {lms} | {speed} | {reason} |")
     passed = sum(r["status"] == "pass" for r in rows)
     out.append("")
@@ -204,8 +354,15 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cleave", default=os.path.join(ROOT, "build", "bin", "cleave"))
     p.add_argument("--work", required=True)
-    p.add_argument("--models", help="comma-separated names (default: every classification model)")
+    p.add_argument("--family", default="classification",
+                   help="comma-separated among " + ", ".join(FAMILIES) + ", or all "
+                   "(default: classification)")
+    p.add_argument("--models", help="comma-separated names (default: every model of the "
+                   "families)")
     p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--small", action="store_true",
+                   help="smaller inputs for quick runs: segmentation at 128x128, video clips of "
+                   "8 frames at 64x64 (mvit keeps its fixed size), audio of 0.25 s")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--timeout", type=float, default=900, help="seconds per step")
@@ -214,35 +371,43 @@ def main():
     p.add_argument("--markdown")
     p.add_argument("--export-one", help=argparse.SUPPRESS)
     args = p.parse_args()
+    families = FAMILIES if args.family == "all" else args.family.split(",")
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        sys.exit(f"zoo.py: error: unknown families: {', '.join(unknown)} (known: "
+                 f"{', '.join(FAMILIES)}, all)")
     if args.export_one:
-        export_one(args.export_one, args.work, args.batch)
+        export_one(families[0], args.export_one, args.work, args.batch, args.small)
         return
     import torch
     import torchvision
-    names = torchvision.models.list_models(module=torchvision.models)
+    import torchaudio
+    family_of = {n: f for f in families for n in model_names(f)}
+    names = list(family_of)
     if args.models:
         wanted = args.models.split(",")
-        unknown = [n for n in wanted if n not in names]
+        unknown = [n for n in wanted if n not in family_of]
         if unknown:
-            sys.exit(f"zoo.py: error: not torchvision classification models: {', '.join(unknown)}")
+            sys.exit(f"zoo.py: error: not {' or '.join(families)} models: {', '.join(unknown)}")
         names = wanted
-    # Smallest first, by the parameter count the weights' metadata records (nothing built).
-    sizes = {n: torchvision.models.get_model_weights(n).DEFAULT.meta["num_params"] for n in names}
+    # Smallest first, by parameter count.
+    sizes = {n: model_size(family_of[n], n) for n in names}
     names.sort(key=lambda n: sizes[n])
     if args.max_params:
         names = [n for n in names if sizes[n] <= args.max_params * 1e6]
     os.makedirs(args.work, exist_ok=True)
     rows = []
-    print(f"torchvision {torchvision.__version__}, torch {torch.__version__}; {len(names)} models, "
-          f"batch {args.batch}, {args.threads} threads", flush=True)
+    print(f"torchvision {torchvision.__version__}, torchaudio {torchaudio.__version__}, torch "
+          f"{torch.__version__}; {len(names)} models, batch {args.batch}, {args.threads} threads",
+          flush=True)
     for n in names:
-        row = measure(n, args, sizes[n])
+        row = measure(family_of[n], n, args, sizes[n])
         rows.append(row)
         print(line(row), flush=True)
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({"batch": args.batch, "threads": args.threads, "models": rows}, f,
-                          indent=1)
+                json.dump({"batch": args.batch, "threads": args.threads, "small": args.small,
+                           "models": rows}, f, indent=1)
         if args.markdown:
             with open(args.markdown, "w") as f:
                 f.write(markdown(rows, args))

@@ -1133,8 +1133,9 @@ Value unflattenWindows(Importer &imp, Value y, const Windows &windows, bool unba
   return imp.reshape(y, shape);
 }
 
-/// An integer conv2d: the windows [N, G, OH·OW, C/G·kh·kw] times the weight
-/// [G, C/G·kh·kw, O/G], an integer matmul (exact, wrapping as PyTorch's).
+/// An integer conv2d or conv3d: the windows [N, G, OH·OW, C/G·kh·kw] times
+/// the weight [G, C/G·kh·kw, O/G], an integer matmul (exact, wrapping as
+/// PyTorch's).
 FailureOr<Value> integerConv2d(Importer &imp, Value x, Value w, Value bias,
                                ArrayRef<int64_t> stride, ArrayRef<int64_t> padding,
                                ArrayRef<int64_t> dilation, int64_t groups) {
@@ -1149,15 +1150,20 @@ FailureOr<Value> integerConv2d(Importer &imp, Value x, Value w, Value bias,
     imp.error() << "weight " << wt << " does not fit input " << xt << " with groups=" << groups;
     return failure();
   }
-  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3);
-  DimWindows dims[] = {
-      slidingWindows(xt.getDimSize(2), kh, stride[0], padding[0], dilation[0], false),
-      slidingWindows(xt.getDimSize(3), kw, stride[1], padding[1], dilation[1], false)};
+  // 2-D or 3-D by the weight's rank.
+  int64_t nd = wt.getRank() - 2, taps = 1, spots = 1;
+  std::vector<DimWindows> dims;
+  for (int64_t i = 0; i < nd; ++i) {
+    dims.push_back(slidingWindows(xt.getDimSize(2 + i), wt.getDimSize(2 + i), stride[i],
+                                  padding[i], dilation[i], false));
+    taps *= wt.getDimSize(2 + i);
+  }
   auto windows = gatherWindows(imp, x, dims, /*fillWithFirst=*/false);
   if (failed(windows))
     return failure();
-  int64_t cg = c / groups, og = o / groups, taps = kh * kw;
-  int64_t outH = windows->outShape[0], outW = windows->outShape[1], spots = outH * outW;
+  int64_t cg = c / groups, og = o / groups;
+  for (int64_t size : windows->outShape)
+    spots *= size;
   auto &b = imp.builder;
   Value cols = imp.reshape(windows->values, {n, groups, cg, taps, spots});
   auto moved = imp.create<mlir::cleave::PermuteOp>(cols, b.getDenseI64ArrayAttr({0, 1, 4, 2, 3}));
@@ -1174,10 +1180,14 @@ FailureOr<Value> integerConv2d(Importer &imp, Value x, Value w, Value bias,
   auto back = imp.create<mlir::cleave::PermuteOp>(*product, b.getDenseI64ArrayAttr({0, 1, 3, 2}));
   if (failed(back))
     return failure();
-  Value y = imp.reshape(*back, {n, o, outH, outW});
+  SmallVector<int64_t> shape{n, o};
+  shape.append(windows->outShape.begin(), windows->outShape.end());
+  Value y = imp.reshape(*back, shape);
   if (!bias)
     return y;
-  return imp.create<mlir::cleave::AddOp>(y, imp.reshape(imp.cast(bias, et), {o, 1, 1}));
+  SmallVector<int64_t> biasShape(nd + 1, 1);
+  biasShape[0] = o;
+  return imp.create<mlir::cleave::AddOp>(y, imp.reshape(imp.cast(bias, et), biasShape));
 }
 
 /// avg_poolNd through its windows: the window sums divided by PyTorch's
@@ -1237,36 +1247,96 @@ FailureOr<Value> avgPoolNd(Importer &imp, Value x, int64_t nd, ArrayRef<int64_t>
   return unflattenWindows(imp, *quotient, *windows, unbatched);
 }
 
-Result conv(Importer &imp, Inputs in, const Val &groupsVal) {
-  auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
-  auto bias = optionalTensor(imp, in[2]);
-  auto stride = pairArg(imp, in[3]);
-  auto dilation = pairArg(imp, in[5]);
-  auto groups = imp.integer(groupsVal);
-  if (failed(x) || failed(w) || failed(bias) || failed(stride) || failed(dilation) ||
-      failed(groups))
+/// A spatial size list of an N-d op: one entry for every dim, or `nd`
+/// entries; empty takes `ifEmpty` (a stride defaults to the kernel).
+FailureOr<SmallVector<int64_t>> spatialArg(Importer &imp, const Val &val, int64_t nd,
+                                           std::optional<SmallVector<int64_t>> ifEmpty = {}) {
+  auto values = imp.intList(val);
+  if (failed(values))
     return failure();
-  if (typeOf(*w).getRank() != 4) {
-    imp.error() << "only 2-D convolutions are supported, weight is " << typeOf(*w);
+  if (values->empty() && ifEmpty)
+    return *ifEmpty;
+  if (values->size() == 1)
+    return SmallVector<int64_t>(nd, (*values)[0]);
+  if (int64_t(values->size()) != nd) {
+    imp.error() << "expected 1 or " << nd << " spatial sizes, got " << values->size();
     return failure();
   }
+  return SmallVector<int64_t>(values->begin(), values->end());
+}
+
+/// conv2d / conv3d(input, weight, bias, stride, padding, dilation, groups),
+/// padding a list or 'same' / 'valid'. 2-D with cleave.conv2d, 3-D with the
+/// composite cleave.conv3d.
+Result conv(Importer &imp, Inputs in, const Val &groupsVal) {
+  auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
+  if (failed(x) || failed(w))
+    return failure();
+  int64_t nd = typeOf(*w).getRank() - 2;
+  if (nd != 2 && nd != 3) {
+    imp.error() << "only 1-, 2- and 3-D convolutions are supported, weight is " << typeOf(*w);
+    return failure();
+  }
+  auto bias = optionalTensor(imp, in[2]);
+  auto stride = spatialArg(imp, in[3], nd);
+  auto dilation = spatialArg(imp, in[5], nd);
+  auto groups = imp.integer(groupsVal);
+  if (failed(bias) || failed(stride) || failed(dilation) || failed(groups))
+    return failure();
   SmallVector<int64_t> padding;
   if (in[4].isConstant() && in[4].constant.isString()) {
-    // padding='same' (stride 1) pads (k - 1) * dilation / 2 per side.
+    // padding='same' (stride 1) pads (k - 1) * dilation in all, the odd one
+    // after, as PyTorch; 'valid' pads nothing.
     const std::string &mode = in[4].constant.toStringRef();
-    for (int i = 0; i < 2; ++i) {
-      int64_t total = (*dilation)[i] * (typeOf(*w).getDimSize(2 + i) - 1);
-      if (mode == "same" && total % 2) {
-        imp.error() << "padding='same' with an even kernel pads unevenly; not supported";
-        return failure();
+    SmallVector<int64_t> extra(nd, 0);
+    bool uneven = false;
+    for (int64_t i = 0; i < nd; ++i) {
+      int64_t total = mode == "same" ? (*dilation)[i] * (typeOf(*w).getDimSize(2 + i) - 1) : 0;
+      padding.push_back(total / 2);
+      extra[i] = total - 2 * (total / 2);
+      uneven |= extra[i] != 0;
+    }
+    if (uneven) {
+      auto xt = typeOf(*x);
+      SmallVector<int64_t> pads, shape(xt.getShape());
+      for (int64_t i = nd - 1; i >= 0; --i) {
+        pads.append({0, extra[i]});
+        shape[xt.getRank() - nd + i] += extra[i];
       }
-      padding.push_back(mode == "same" ? total / 2 : 0);
+      auto padded = imp.create<mlir::cleave::PadOp>(
+          xt.clone(shape), *x, imp.builder.getDenseI64ArrayAttr(pads),
+          imp.builder.getStringAttr("constant"), imp.builder.getF64FloatAttr(0.0));
+      if (failed(padded))
+        return failure();
+      x = *padded;
     }
   } else {
-    auto given = pairArg(imp, in[4]);
+    auto given = spatialArg(imp, in[4], nd);
     if (failed(given))
       return failure();
     padding = *given;
+  }
+  if (nd == 3) {
+    auto xt = typeOf(*x);
+    if (xt.getRank() != 5 && xt.getRank() != 4) {
+      imp.error() << "expected a [N, C, D, H, W] or [C, D, H, W] input, got " << xt;
+      return failure();
+    }
+    Value input = xt.getRank() == 5 ? *x : imp.reshape(*x, [&] {
+      SmallVector<int64_t> shape{1};
+      shape.append(xt.getShape().begin(), xt.getShape().end());
+      return shape;
+    }());
+    auto &b = imp.builder;
+    auto y = llvm::isa<FloatType>(xt.getElementType())
+                 ? imp.create<mlir::cleave::Conv3dOp>(input, *w, *bias,
+                                                      b.getDenseI64ArrayAttr(*stride),
+                                                      b.getDenseI64ArrayAttr(padding),
+                                                      b.getDenseI64ArrayAttr(*dilation), *groups)
+                 : integerConv2d(imp, input, *w, *bias, *stride, padding, *dilation, *groups);
+    if (failed(y) || xt.getRank() == 5)
+      return one(y);
+    return one(imp.reshape(*y, typeOf(*y).getShape().drop_front()));
   }
   // Integers: windows gathered and multiplied (cleave.conv2d takes floats).
   if (!llvm::isa<FloatType>(typeOf(*x).getElementType())) {
@@ -1297,95 +1367,114 @@ Result conv2d(Importer &imp, jit::Node *, Inputs in) { return conv(imp, in, in[6
 /// stride 1 and the same dilation with the weight flipped in space and its
 /// in/out channels swapped per group. The zero insertion and padding are one
 /// constant-index gather (positions outside the input read an appended zero).
-/// in: input, weight [C_in, C_out / g, kh, kw], bias, stride, padding,
-/// dilation, output_padding, groups.
-Result transposedConv2d(Importer &imp, Value x, Value w, Value bias, ArrayRef<int64_t> stride,
-                        ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
-                        ArrayRef<int64_t> outputPadding, int64_t groups) {
+/// 2-D or 3-D by the weight's rank: weight [C_in, C_out / g, k...].
+Result transposedConv(Importer &imp, Value x, Value w, Value bias, ArrayRef<int64_t> stride,
+                      ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                      ArrayRef<int64_t> outputPadding, int64_t groups) {
   auto xt = typeOf(x), wt = typeOf(w);
-  if (wt.getRank() == 5) {
-    imp.error() << "3-D transposed convolutions are not supported (cleave has no 3-D "
-                   "convolution to write them with)";
-    return failure();
-  }
-  if (wt.getRank() != 4 || (xt.getRank() != 4 && xt.getRank() != 3)) {
-    imp.error() << "expected a [N, C, H, W] or [C, H, W] input and a [C_in, C_out / groups, "
-                   "kh, kw] weight, got "
+  int64_t nd = wt.getRank() - 2;
+  if ((nd != 2 && nd != 3) || (xt.getRank() != nd + 2 && xt.getRank() != nd + 1)) {
+    imp.error() << "expected a [N, C, spatial...] or [C, spatial...] input and a [C_in, "
+                   "C_out / groups, k...] weight with 2 or 3 spatial dims, got "
                 << xt << " and " << wt;
     return failure();
   }
-  bool unbatched = xt.getRank() == 3;
-  if (unbatched)
-    x = imp.reshape(x, {1, xt.getDimSize(0), xt.getDimSize(1), xt.getDimSize(2)});
+  if (int64_t(stride.size()) != nd || int64_t(padding.size()) != nd ||
+      int64_t(dilation.size()) != nd || int64_t(outputPadding.size()) != nd) {
+    imp.error() << "transposed convolution: expected " << nd << " sizes per spatial list";
+    return failure();
+  }
+  bool unbatched = xt.getRank() == nd + 1;
+  if (unbatched) {
+    SmallVector<int64_t> shape{1};
+    shape.append(xt.getShape().begin(), xt.getShape().end());
+    x = imp.reshape(x, shape);
+  }
   xt = typeOf(x);
-  int64_t n = xt.getDimSize(0), cin = xt.getDimSize(1), h = xt.getDimSize(2),
-          wd = xt.getDimSize(3);
+  int64_t n = xt.getDimSize(0), cin = xt.getDimSize(1);
   if (groups < 1 || cin % groups || wt.getDimSize(0) != cin) {
     imp.error() << "weight " << wt << " does not fit input " << xt << " with groups=" << groups;
     return failure();
   }
-  for (int i = 0; i < 2; ++i)
+  for (int64_t i = 0; i < nd; ++i)
     if (stride[i] < 1 || dilation[i] < 1 || padding[i] < 0 || outputPadding[i] < 0 ||
         (outputPadding[i] >= stride[i] && outputPadding[i] >= dilation[i])) {
       imp.error() << "transposed convolution: stride and dilation must be positive, padding "
                      "non-negative, and output_padding smaller than stride or dilation";
       return failure();
     }
-  int64_t kh = wt.getDimSize(2), kw = wt.getDimSize(3), cg = cin / groups,
-          og = wt.getDimSize(1);
-  int64_t lo[2], size[2], in[2] = {h, wd};
-  for (int i = 0; i < 2; ++i) {
-    int64_t k = i ? kw : kh;
-    lo[i] = dilation[i] * (k - 1) - padding[i];
+  int64_t cg = cin / groups, og = wt.getDimSize(1), taps = 1, inner = 1, outer = 1;
+  SmallVector<int64_t> lo(nd), size(nd), in(nd), kernel(nd);
+  for (int64_t i = 0; i < nd; ++i) {
+    in[i] = xt.getDimSize(2 + i);
+    kernel[i] = wt.getDimSize(2 + i);
+    lo[i] = dilation[i] * (kernel[i] - 1) - padding[i];
     size[i] = (in[i] - 1) * stride[i] + 1 + 2 * lo[i] + outputPadding[i];
-    if (size[i] - dilation[i] * (k - 1) < 1) {
+    if (size[i] - dilation[i] * (kernel[i] - 1) < 1) {
       imp.error() << "transposed convolution: the output would be empty";
       return failure();
     }
+    taps *= kernel[i];
+    inner *= in[i];
+    outer *= size[i];
   }
-  // The zero-inserted, padded input.
+  // The zero-inserted, padded input: each output position's flat input
+  // position, or `inner` (the appended zero).
   std::vector<int64_t> positions;
-  positions.reserve(size[0] * size[1]);
-  for (int64_t r = 0; r < size[0]; ++r)
-    for (int64_t q = 0; q < size[1]; ++q) {
-      int64_t a = r - lo[0], b = q - lo[1];
-      bool inside = a >= 0 && b >= 0 && a % stride[0] == 0 && b % stride[1] == 0 &&
-                    a / stride[0] < h && b / stride[1] < wd;
-      positions.push_back(inside ? (a / stride[0]) * wd + b / stride[1] : h * wd);
+  positions.reserve(outer);
+  for (int64_t flat = 0; flat < outer; ++flat) {
+    int64_t rest = flat, at = 0, scale = 1;
+    bool inside = true;
+    for (int64_t i = nd - 1; i >= 0; --i) {
+      int64_t q = rest % size[i] - lo[i];
+      rest /= size[i];
+      inside &= q >= 0 && q % stride[i] == 0 && q / stride[i] < in[i];
+      at += (inside ? q / stride[i] : 0) * scale;
+      scale *= in[i];
     }
+    positions.push_back(inside ? at : inner);
+  }
   Type et = xt.getElementType();
   auto &bld = imp.builder;
   auto padded = imp.create<mlir::cleave::ConcatOp>(
-      ValueRange{imp.reshape(x, {n, cin, h * wd}), imp.splat(0, et, {n, cin, 1})}, int64_t(2));
+      ValueRange{imp.reshape(x, {n, cin, inner}), imp.splat(0, et, {n, cin, 1})}, int64_t(2));
   auto index = i64Constant(imp, positions);
   if (failed(padded) || failed(index))
     return failure();
   auto spread = imp.create<mlir::cleave::IndexSelectOp>(
-      RankedTensorType::get({n, cin, size[0] * size[1]}, et), *padded, *index, int64_t(2));
+      RankedTensorType::get({n, cin, outer}, et), *padded, *index, int64_t(2));
   if (failed(spread))
     return failure();
-  Value input = imp.reshape(*spread, {n, cin, size[0], size[1]});
-  // The weight: [g, C_in / g, C_out / g, kh·kw] reversed in space, then
-  // [g, C_out / g, C_in / g, ...] -> [C_out, C_in / g, kh, kw].
-  std::vector<int64_t> reversed(kh * kw);
-  for (int64_t i = 0; i < kh * kw; ++i)
-    reversed[i] = kh * kw - 1 - i;
+  SmallVector<int64_t> inputShape{n, cin};
+  inputShape.append(size.begin(), size.end());
+  Value input = imp.reshape(*spread, inputShape);
+  // The weight: [g, C_in / g, C_out / g, taps] reversed in space, then
+  // [g, C_out / g, C_in / g, ...] -> [C_out, C_in / g, k...].
+  std::vector<int64_t> reversed(taps);
+  for (int64_t i = 0; i < taps; ++i)
+    reversed[i] = taps - 1 - i;
   auto flipIndex = i64Constant(imp, reversed);
   if (failed(flipIndex))
     return failure();
   auto flipped = imp.create<mlir::cleave::IndexSelectOp>(
-      RankedTensorType::get({groups, cg, og, kh * kw}, wt.getElementType()),
-      imp.reshape(w, {groups, cg, og, kh * kw}), *flipIndex, int64_t(3));
+      RankedTensorType::get({groups, cg, og, taps}, wt.getElementType()),
+      imp.reshape(w, {groups, cg, og, taps}), *flipIndex, int64_t(3));
   if (failed(flipped))
     return failure();
   auto swapped = imp.create<mlir::cleave::PermuteOp>(*flipped,
                                                      bld.getDenseI64ArrayAttr({0, 2, 1, 3}));
   if (failed(swapped))
     return failure();
-  Value weight = imp.reshape(*swapped, {groups * og, cg, kh, kw});
-  int64_t ones[] = {1, 1}, zeros[] = {0, 0};
+  SmallVector<int64_t> weightShape{groups * og, cg};
+  weightShape.append(kernel.begin(), kernel.end());
+  Value weight = imp.reshape(*swapped, weightShape);
+  SmallVector<int64_t> ones(nd, 1), zeros(nd, 0);
   FailureOr<Value> y;
-  if (llvm::isa<FloatType>(et))
+  if (nd == 3 && llvm::isa<FloatType>(et))
+    y = imp.create<mlir::cleave::Conv3dOp>(input, weight, bias, bld.getDenseI64ArrayAttr(ones),
+                                           bld.getDenseI64ArrayAttr(zeros),
+                                           bld.getDenseI64ArrayAttr(dilation), groups);
+  else if (llvm::isa<FloatType>(et))
     y = imp.create<mlir::cleave::Conv2dOp>(input, weight, bias, bld.getDenseI64ArrayAttr(ones),
                                            bld.getDenseI64ArrayAttr(zeros),
                                            bld.getDenseI64ArrayAttr(dilation), groups);
@@ -1409,17 +1498,13 @@ Result convolution(Importer &imp, jit::Node *, Inputs in) {
   auto groups = imp.integer(in[8]);
   if (failed(x) || failed(w) || failed(bias) || failed(groups))
     return failure();
-  if (typeOf(*w).getRank() == 5) {
-    imp.error() << "3-D transposed convolutions are not supported (cleave has no 3-D "
-                   "convolution to write them with)";
-    return failure();
-  }
-  auto stride = pairArg(imp, in[3]), padding = pairArg(imp, in[4]),
-       dilation = pairArg(imp, in[5]), outputPadding = pairArg(imp, in[7]);
+  int64_t nd = typeOf(*w).getRank() - 2;
+  auto stride = spatialArg(imp, in[3], nd), padding = spatialArg(imp, in[4], nd),
+       dilation = spatialArg(imp, in[5], nd), outputPadding = spatialArg(imp, in[7], nd);
   if (failed(stride) || failed(padding) || failed(dilation) || failed(outputPadding))
     return failure();
-  return transposedConv2d(imp, *x, *w, *bias, *stride, *padding, *dilation, *outputPadding,
-                          *groups);
+  return transposedConv(imp, *x, *w, *bias, *stride, *padding, *dilation, *outputPadding,
+                        *groups);
 }
 
 Result maxPool2d(Importer &imp, jit::Node *, Inputs in) {
@@ -1896,6 +1981,19 @@ Converter concat(bool stack) {
     auto values = imp.promote(*items);
     if (failed(values))
       return failure();
+    // torch.cat skips 1-D empty tensors whatever the others' shapes (a state
+    // initialised to torch.empty(0) and grown by concatenation).
+    if (!stack && values->size() > 1) {
+      auto isLegacyEmpty = [](Value v) {
+        return typeOf(v).getRank() == 1 && typeOf(v).getDimSize(0) == 0;
+      };
+      SmallVector<Value> kept;
+      for (Value v : *values)
+        if (!isLegacyEmpty(v))
+          kept.push_back(v);
+      if (!kept.empty() && kept.size() < values->size())
+        values->assign(kept.begin(), kept.end());
+    }
     int64_t rank = typeOf(values->front()).getRank() + (stack ? 1 : 0);
     auto dim = dimArg(imp, in[1], rank);
     if (failed(dim))
@@ -3963,23 +4061,6 @@ Result diag(Importer &imp, jit::Node *, Inputs in) {
 // N-d pools through gathered windows (pools with no kernel of their own).
 //===----------------------------------------------------------------------===//
 
-/// A spatial size list of an N-d op: one entry for every dim, or `nd`
-/// entries; empty takes `ifEmpty` (a stride defaults to the kernel).
-FailureOr<SmallVector<int64_t>> spatialArg(Importer &imp, const Val &val, int64_t nd,
-                                           std::optional<SmallVector<int64_t>> ifEmpty = {}) {
-  auto values = imp.intList(val);
-  if (failed(values))
-    return failure();
-  if (values->empty() && ifEmpty)
-    return *ifEmpty;
-  if (values->size() == 1)
-    return SmallVector<int64_t>(nd, (*values)[0]);
-  if (int64_t(values->size()) != nd) {
-    imp.error() << "expected 1 or " << nd << " spatial sizes, got " << values->size();
-    return failure();
-  }
-  return SmallVector<int64_t>(values->begin(), values->end());
-}
 
 /// The maximum of each window and, as PyTorch's indices, the flat position
 /// (over the input's spatial dims) of its first maximum.
@@ -7131,20 +7212,22 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
   r["aten::max_pool1d"] = as2d(maxPool2d, {1, 2, 4}, {3}, false);
   r["aten::avg_pool1d"] = as2d(avgPool2d, {1, 2}, {3}, false, /*extra=*/1);
   r["aten::adaptive_avg_pool1d"] = as2d(adaptiveAvgPool2d, {1}, {}, false);
-  // conv_transpose2d(input, weight, bias, stride, padding, output_padding,
-  // groups, dilation), as scripted models call it.
-  r["aten::conv_transpose2d"] = [](Importer &imp, jit::Node *, Inputs in) -> Result {
-    auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
-    auto bias = optionalTensor(imp, in[2]);
-    auto groups = imp.integer(in[6]);
-    auto stride = pairArg(imp, in[3]), padding = pairArg(imp, in[4]),
-         outputPadding = pairArg(imp, in[5]), dilation = pairArg(imp, in[7]);
-    if (failed(x) || failed(w) || failed(bias) || failed(groups) || failed(stride) ||
-        failed(padding) || failed(outputPadding) || failed(dilation))
-      return failure();
-    return transposedConv2d(imp, *x, *w, *bias, *stride, *padding, *dilation, *outputPadding,
+  // conv_transpose2d/3d(input, weight, bias, stride, padding, output_padding,
+  // groups, dilation), as scripted models call them.
+  for (int64_t nd : {2, 3})
+    r["aten::conv_transpose" + std::to_string(nd) + "d"] = [nd](Importer &imp, jit::Node *,
+                                                               Inputs in) -> Result {
+      auto x = imp.tensor(in[0]), w = imp.tensor(in[1]);
+      auto bias = optionalTensor(imp, in[2]);
+      auto groups = imp.integer(in[6]);
+      auto stride = spatialArg(imp, in[3], nd), padding = spatialArg(imp, in[4], nd),
+           outputPadding = spatialArg(imp, in[5], nd), dilation = spatialArg(imp, in[7], nd);
+      if (failed(x) || failed(w) || failed(bias) || failed(groups) || failed(stride) ||
+          failed(padding) || failed(outputPadding) || failed(dilation))
+        return failure();
+      return transposedConv(imp, *x, *w, *bias, *stride, *padding, *dilation, *outputPadding,
                             *groups);
-  };
+    };
   r["aten::avg_pool3d"] = avgPool3d;
   r["aten::adaptive_avg_pool3d"] = adaptivePoolNd(3, /*max=*/false);
   for (int64_t nd : {1, 2, 3}) {
@@ -7285,6 +7368,7 @@ struct Registry {
     r["aten::cumprod"] = scan<mlir::cleave::CumprodOp>();
 
     r["aten::conv2d"] = conv2d;
+    r["aten::conv3d"] = conv2d; // the same arguments; conv() goes by the weight's rank
     // A traced conv with a string padding ('same', 'valid'): conv2d's
     // arguments, 1-D through the 2-D form.
     r["aten::_convolution_mode"] = [](Importer &imp, jit::Node *node, Inputs in) -> Result {

@@ -497,6 +497,33 @@ def Cleave_PadOp : Cleave_CompositeOp<"pad"> {
   let hasVerifier = 1;
 }
 
+def Cleave_Conv3dOp : Cleave_CompositeOp<"conv3d", [InferTypeOpAdaptor]> {
+  let summary = "3-D convolution in NCDHW layout (composite)";
+  let description = [{
+    Convolves `input [N, C, D, H, W]` with `weight [F, C / groups, KD, KH, KW]`
+    and adds the optional `bias [F]`, as `torch.nn.functional.conv3d`.
+    `stride`, `padding` and `dilation` hold (depth, height, width). Written
+    as one `conv2d` per depth offset of the kernel over the frames it reads
+    (the frames stacked into the batch), summed: output frame t is
+    sum_k conv2d(frame t·s - p + k·d, weight[:, :, k]).
+
+    ```mlir
+    %y = cleave.conv3d %x, %w {stride = array<i64: 1, 2, 2>, padding = array<i64: 1, 3, 3>,
+        dilation = array<i64: 1, 1, 1>, groups = 1 : i64}
+        : tensor<1x3x8x32x32xf32>, tensor<64x3x3x7x7xf32> -> tensor<1x64x8x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, Cleave_FloatTensor:$weight,
+                       Optional<Cleave_FloatTensor>:$bias,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` type($input) `,` type($weight)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
 def Cleave_GroupNormOp : Cleave_CompositeOp<"group_norm",
     [AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>]> {
   let summary = "group normalization (composite)";

@@ -972,6 +972,91 @@ LogicalResult PadOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &resul
   return success();
 }
 
+LogicalResult Conv3dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  auto weight = llvm::cast<RankedTensorType>(adaptor.getWeight().getType());
+  if (input.getRank() != 5 || weight.getRank() != 5)
+    return emitOptionalError(loc, "conv3d needs a 5-D input [N, C, D, H, W] and a 5-D weight "
+                                  "[F, C/groups, KD, KH, KW], got ",
+                             input, " and ", weight);
+  ArrayRef<int64_t> stride = adaptor.getStride(), padding = adaptor.getPadding(),
+                    dilation = adaptor.getDilation();
+  for (auto [name, list, min] : {std::tuple{"stride", stride, 1}, {"padding", padding, 0},
+                                 {"dilation", dilation, 1}}) {
+    if (list.size() != 3)
+      return emitOptionalError(loc, "conv3d ", name, " must have 3 entries (depth, height, "
+                               "width), got ", list.size());
+    for (int64_t v : list)
+      if (v < min)
+        return emitOptionalError(loc, "conv3d ", name, " entries must be >= ", min);
+  }
+  int64_t groups = adaptor.getGroupsAttr().getInt();
+  int64_t channels = input.getDimSize(1), filters = weight.getDimSize(0);
+  if (groups < 1 || channels % groups || filters % groups ||
+      weight.getDimSize(1) * groups != channels)
+    return emitOptionalError(loc, "conv3d: ", channels, " input channels, ", filters,
+                             " filters of depth ", weight.getDimSize(1),
+                             " do not fit groups = ", groups);
+  if (input.getElementType() != weight.getElementType())
+    return emitOptionalError(loc, "conv3d input and weight element types differ");
+  if (Value bias = adaptor.getBias()) {
+    auto biasType = llvm::cast<RankedTensorType>(bias.getType());
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters ||
+        biasType.getElementType() != weight.getElementType())
+      return emitOptionalError(loc, "conv3d bias ", biasType, " must be [", filters,
+                               "] of the weight's element type");
+  }
+  SmallVector<int64_t> shape = {input.getDimSize(0), filters};
+  for (int i = 0; i < 3; ++i) {
+    int64_t out = windowOutputSize(input.getDimSize(2 + i), weight.getDimSize(2 + i),
+                                   stride[i], padding[i], dilation[i], false);
+    if (out < 1)
+      return emitOptionalError(loc, "conv3d kernel is larger than the padded input");
+    shape.push_back(out);
+  }
+  types.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+// One conv2d per depth offset k of the kernel: the frames it reads for the
+// output frames (t·s + k·d of the input padded by p zero frames on each side)
+// are a strided slice, stacked into the batch, convolved with
+// weight[:, :, k], and the offsets' results summed. The frames move once to
+// [N, D, C, H, W] so that each slice keeps its frames contiguous.
+LogicalResult Conv3dOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
+  Rules b = rulesFor(builder, *this);
+  Value x = getInput(), w = getWeight();
+  auto xt = typeOf(x), wt = typeOf(w), yt = typeOf(getResult());
+  int64_t n = xt.getDimSize(0), c = xt.getDimSize(1), h = xt.getDimSize(3),
+          wd = xt.getDimSize(4);
+  int64_t f = wt.getDimSize(0), cg = wt.getDimSize(1), kd = wt.getDimSize(2),
+          kh = wt.getDimSize(3), kw = wt.getDimSize(4);
+  int64_t od = yt.getDimSize(2), oh = yt.getDimSize(3), ow = yt.getDimSize(4);
+  ArrayRef<int64_t> stride = getStride(), padding = getPadding(), dilation = getDilation();
+  Type et = xt.getElementType();
+  Value frames = b.permute(x, {0, 2, 1, 3, 4});
+  if (padding[0] > 0) {
+    Value zeros = b.splat(0, RankedTensorType::get({n, padding[0], c, h, wd}, et));
+    frames = b.make<ConcatOp>(ValueRange{zeros, frames, zeros}, int64_t(1));
+  }
+  Value sum;
+  for (int64_t k = 0; k < kd; ++k) {
+    int64_t first = k * dilation[0];
+    Value slab = b.make<SliceOp>(frames, 1, first, first + stride[0] * (od - 1) + 1, stride[0]);
+    Value kernel = b.reshape(b.make<SliceOp>(w, 2, k, k + 1, 1), {f, cg, kh, kw});
+    Value y = b.make<Conv2dOp>(b.reshape(slab, {n * od, c, h, wd}), kernel,
+                               sum ? Value() : getBias(),
+                               b.b.getDenseI64ArrayAttr({stride[1], stride[2]}),
+                               b.b.getDenseI64ArrayAttr({padding[1], padding[2]}),
+                               b.b.getDenseI64ArrayAttr({dilation[1], dilation[2]}),
+                               getGroups());
+    sum = sum ? b.add(sum, y) : y;
+  }
+  results.push_back(b.permute(b.reshape(sum, {n, od, f, oh, ow}), {0, 2, 1, 3, 4}));
+  return success();
+}
+
 LogicalResult GroupNormOp::verify() {
   auto input = llvm::cast<RankedTensorType>(getInput().getType());
   int64_t groups = getNumGroups();

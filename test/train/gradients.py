@@ -276,6 +276,19 @@ def cases(gen):
     add("conv2d_groups_dilation", lambda a, w: F.conv2d(a, w, None, stride=1, padding=2, dilation=2, groups=2),
         {"a": x(1, 4, 6, 6), "w": x(6, 2, 3, 3)})
     add("conv2d_1x1", lambda a, w: F.conv2d(a, w), {"a": x(2, 3, 4, 4), "w": x(5, 3, 1, 1)})
+    # 3-D convolutions: one conv2d per depth offset of the kernel, summed.
+    add("conv3d_stride_pad", lambda a, w, b: F.conv3d(a, w, b, stride=(1, 2, 2), padding=1),
+        {"a": x(2, 3, 5, 6, 6), "w": x(4, 3, 3, 3, 3), "b": x(4)})
+    add("conv3d_depthwise_dilation", lambda a, w: F.conv3d(
+        a, w, None, stride=(2, 1, 1), padding=(2, 0, 1), dilation=(2, 1, 1), groups=4),
+        {"a": x(1, 4, 6, 5, 5), "w": x(4, 1, 3, 2, 2)})
+    # padding='same' with even kernels: the odd padding goes after, as PyTorch.
+    add("conv3d_same_even", lambda a, w: F.conv3d(a, w, padding="same"),
+        {"a": x(1, 2, 4, 5, 5), "w": x(3, 2, 2, 3, 4)})
+    add("conv2d_same_even", lambda a, w: F.conv2d(a, w, padding="same", dilation=(1, 3)),
+        {"a": x(2, 2, 6, 7), "w": x(3, 2, 2, 4)})
+    add("conv1d_same_even", lambda a, w, b: F.conv1d(a, w, b, padding="same"),
+        {"a": x(2, 3, 9), "w": x(2, 3, 4), "b": x(2)})
     # Transposed convolutions: a gather (zero insertion, padding) and a conv2d
     # with the weight flipped and its channels swapped.
     add("conv_transpose2d_stride_pad", lambda a, w, b: F.conv_transpose2d(
@@ -283,6 +296,9 @@ def cases(gen):
     add("conv_transpose2d_groups_dilation", lambda a, w: F.conv_transpose2d(
         a, w, None, stride=(2, 3), padding=(2, 1), dilation=2, groups=2),
         {"a": x(1, 4, 3, 4), "w": x(4, 3, 3, 2)})
+    add("conv_transpose3d", lambda a, w, b: F.conv_transpose3d(
+        a, w, b, stride=(1, 2, 2), padding=(0, 1, 1), output_padding=(0, 1, 0), groups=2),
+        {"a": x(1, 4, 3, 3, 4), "w": x(4, 3, 2, 3, 3), "b": x(6)})
     add("conv_transpose1d", lambda a, w, b: F.conv_transpose1d(a, w, b, stride=3, padding=1),
         {"a": x(2, 2, 5), "w": x(2, 3, 4), "b": x(3)})
     add("avg_pool2d_divisor_override", lambda a: F.avg_pool2d(a, 3, stride=2, padding=1,

@@ -4807,7 +4807,7 @@ LogicalResult rowMajorStorage(Importer &imp, jit::Node *node) {
       "aten::matrix_H",   "aten::mT",        "aten::mH",         "aten::adjoint",
       "aten::movedim",    "aten::moveaxis",  "aten::swapaxes",   "aten::swapdims",
       "prim::ListUnpack", "aten::unbind",    "aten::split",      "aten::chunk",
-      "aten::broadcast_to"};
+      "aten::unsafe_split", "aten::unsafe_chunk", "aten::broadcast_to"};
   std::string kind = node->input(0)->node()->kind().toQualString();
   if (!views.contains(kind))
     return success();
@@ -7244,6 +7244,8 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
 
 // MathConverters.cpp: math ops spelled as core ops.
 void addMathConverters(llvm::StringMap<Converter> &r);
+// RecurrentConverters.cpp: RNN, LSTM and GRU unrolled over time.
+void addRecurrentConverters(llvm::StringMap<Converter> &r);
 
 namespace {
 
@@ -7401,6 +7403,11 @@ struct Registry {
     r["aten::split"] = split;
     r["aten::split_with_sizes"] = split;
     r["aten::chunk"] = chunk;
+    // The unsafe_ forms differ only in what autograd may assume about aliasing
+    // (traced LSTM and GRU cells use them).
+    r["aten::unsafe_split"] = split;
+    r["aten::unsafe_split_with_sizes"] = split;
+    r["aten::unsafe_chunk"] = chunk;
     r["aten::unbind"] = unbind;
     r["aten::cat"] = concat(false);
     r["aten::concat"] = concat(false);
@@ -7417,6 +7424,7 @@ struct Registry {
     addMathConverters(r); // before linalg: its matrix_power hands n >= 0 to math's
     addLinalgConverters(r);
     addConstructionConverters(r);
+    addRecurrentConverters(r);
   }
 };
 

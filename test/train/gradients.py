@@ -311,6 +311,41 @@ def cases(gen):
         {"a": x(2, 3, 7, 7)})
     add("avg_pool2d_ceil", lambda a: F.avg_pool2d(a, 2, stride=2, ceil_mode=True), {"a": x(1, 2, 5, 5)})
     add("adaptive_avg_pool2d", lambda a: F.adaptive_avg_pool2d(a, (3, 2)), {"a": x(2, 3, 7, 5)})
+    # Recurrent layers, unrolled over time: every weight, the initial states and the input.
+    def recurrent(kind, gates, layers, bidirectional, batch_first, bias=True, steps=5):
+        dirs, hidden, features, batch = 1 + bidirectional, 4, 3, 2
+        params = {"x": x(batch, steps, features) if batch_first else x(steps, batch, features)}
+        params["h0"] = x(layers * dirs, batch, hidden)
+        if kind == "lstm":
+            params["c0"] = x(layers * dirs, batch, hidden)
+        for layer in range(layers):
+            for d in range(dirs):
+                width = features if layer == 0 else dirs * hidden
+                params[f"w_ih{layer}{d}"] = x(gates * hidden, width) * 0.5
+                params[f"w_hh{layer}{d}"] = x(gates * hidden, hidden) * 0.5
+                if bias:
+                    params[f"b_ih{layer}{d}"] = x(gates * hidden)
+                    params[f"b_hh{layer}{d}"] = x(gates * hidden)
+        states = 2 if kind == "lstm" else 1
+
+        def fn(inp, *rest):
+            hx, weights = rest[:states], list(rest[states:])
+            op = getattr(torch, kind)
+            return op(inp, list(hx) if kind == "lstm" else hx[0], weights, bias, layers, 0.0,
+                      False, bidirectional, batch_first)
+        return fn, params
+    add("lstm_bidirectional_2layers", *recurrent("lstm", 4, 2, True, False))
+    add("gru_batch_first", *recurrent("gru", 3, 1, False, True))
+    add("gru_bidirectional_no_bias", *recurrent("gru", 3, 1, True, False, bias=False))
+    add("rnn_tanh_2layers", *recurrent("rnn_tanh", 1, 2, False, True))
+    add("rnn_relu_bidirectional", *recurrent("rnn_relu", 1, 1, True, False))
+    add("lstm_cell", lambda a, h, c, wi, wh, bi, bh: torch.lstm_cell(a, [h, c], wi, wh, bi, bh),
+        {"a": x(2, 3), "h": x(2, 4), "c": x(2, 4), "wi": x(16, 3), "wh": x(16, 4), "bi": x(16),
+         "bh": x(16)})
+    add("gru_cell", lambda a, h, wi, wh, bi, bh: torch.gru_cell(a, h, wi, wh, bi, bh),
+        {"a": x(2, 3), "h": x(2, 4), "wi": x(12, 3), "wh": x(12, 4), "bi": x(12), "bh": x(12)})
+    add("rnn_tanh_cell", lambda a, h, wi, wh: torch.rnn_tanh_cell(a, h, wi, wh),
+        {"a": x(2, 3), "h": x(2, 4), "wi": x(4, 3), "wh": x(4, 4)})
     # Data movement.
     add("reshape_permute", lambda a: a.reshape(3, 2, 4).permute(2, 0, 1), {"a": x(6, 4)})
     add("transpose", lambda a: a.transpose(0, 2), {"a": x(2, 3, 4)})

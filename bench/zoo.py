@@ -145,10 +145,19 @@ def build_model(family, name, batch, small):
         else:  # video: (batch, channels, frames, height, width)
             size = weights.transforms().crop_size[0]
             frames = 16
-            if small and "mvit" not in name:  # mvit's position embeddings fix 16 x 224 x 224
+            # mvit's position embeddings fix 16 x 224 x 224; s3d's last pool needs 224.
+            if small and "mvit" not in name and name != "s3d":
                 size, frames = 64, 8
             inputs = {"x": torch.randn(batch, 3, frames, size, size, generator=gen)}
         select = (lambda out: out["out"]) if family == "segmentation" else None
+    # Methods marked @torch.jit.export (WaveRNN's and Tacotron2's infer) are compiled by
+    # torch.jit.trace along with forward, and scripting their nn.GRU / nn.LSTM fails in
+    # PyTorch 1.13 ("Couldn't find method: 'forward__0'"): only forward is traced here.
+    from torch._jit_internal import FunctionModifiers
+    for m in model.modules():
+        for attr in vars(type(m)).values():
+            if getattr(attr, "_torchscript_modifier", None) == FunctionModifiers.EXPORT:
+                attr._torchscript_modifier = FunctionModifiers.DEFAULT
     # Weight norm recomputes the weight from two parameters in a forward pre-hook, which
     # torch.jit.trace refuses; in eval mode it is folded into the weight, as torchaudio's own
     # __prepare_scriptable__ does.
@@ -362,7 +371,7 @@ def main():
     p.add_argument("--batch", type=int, default=2)
     p.add_argument("--small", action="store_true",
                    help="smaller inputs for quick runs: segmentation at 128x128, video clips of "
-                   "8 frames at 64x64 (mvit keeps its fixed size), audio of 0.25 s")
+                   "8 frames at 64x64 (mvit and s3d keep 16 at 224x224), audio of 0.25 s")
     p.add_argument("--threads", type=int, default=os.cpu_count())
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--timeout", type=float, default=900, help="seconds per step")

@@ -295,25 +295,33 @@ ShardingRule Conv2dOp::getShardingRule() {
   // input [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] -> [N, O, H', W'].
   // Input channels sum into each output when there is one group; with
   // several, an output reads only its group's channels, which a plain split
-  // of C would not keep together, so C stays whole. Windows overlap in the
-  // spatial dims: those stay whole.
+  // of C would not keep together, so C stays whole. The outputs are then
+  // groups x (outputs per group), the groups major: only the minor factor
+  // splits, so every rank holds part of every group's outputs and runs the
+  // same groups (a depthwise conv, one output per group, stays whole).
+  // Windows overlap in the spatial dims: those stay whole.
   ArrayRef<int64_t> input = shapeOf(getInput()), weight = shapeOf(getWeight()),
                     result = shapeOf(getResult());
-  bool grouped = getGroups() != 1;
+  int64_t groups = getGroups();
+  bool grouped = groups != 1;
   ShardingRule rule;
   int n = rule.addFactor(input[0]);
   int c = rule.addFactor(input[1], grouped ? kWhole : FactorKind::Reduction);
   TensorFactors inputFactors = {{n}, {c}};
   llvm::append_range(inputFactors, rule.addFactors(input.drop_front(2), kWhole));
-  int o = rule.addFactor(weight[0]);
+  DimFactors outputs;
+  if (grouped)
+    outputs.push_back(rule.addFactor(groups, kWhole));
+  int o = rule.addFactor(weight[0] / groups);
+  outputs.push_back(o);
   int depth = grouped ? rule.addFactor(weight[1], kWhole) : c;
-  TensorFactors weightFactors = {{o}, {depth}};
+  TensorFactors weightFactors = {outputs, {depth}};
   llvm::append_range(weightFactors, rule.addFactors(weight.drop_front(2), kWhole));
-  TensorFactors resultFactors = {{n}, {o}};
+  TensorFactors resultFactors = {{n}, outputs};
   llvm::append_range(resultFactors, rule.addFactors(result.drop_front(2), kWhole));
   rule.operands = {inputFactors, weightFactors};
   if (getBias())
-    rule.operands.push_back({{o}});
+    rule.operands.push_back({outputs});
   rule.results = {resultFactors};
   return rule;
 }

@@ -129,6 +129,8 @@ func.func @cnn(%x: tensor<2x4x8x8xf32>) {
   %cb = cleave.param "conv.bias" : tensor<6xf32>
   // CHECK-NEXT: cleave.param: () -> ([i, j, k, l]) i=4 j=1 k=3 l=3
   %dw = cleave.param "dw.weight" : tensor<4x1x3x3xf32>
+  // CHECK-NEXT: cleave.param: () -> ([i, j, k, l]) i=6 j=2 k=3 l=3
+  %gw = cleave.param "gw.weight" : tensor<6x2x3x3xf32>
   // CHECK-NEXT: cleave.param: () -> ([i]) i=4
   %mean = cleave.param "bn.running_mean" {buffer} : tensor<4xf32>
   // CHECK-NEXT: cleave.param: () -> ([i]) i=4
@@ -141,10 +143,15 @@ func.func @cnn(%x: tensor<2x4x8x8xf32>) {
   // CHECK-NEXT: cleave.conv2d: ([i, j, k, l], [m, j, n, o], [m]) -> ([i, m, p, q]) i=2 j=4:reduction k=8:replicated l=8:replicated m=6 n=3:replicated o=3:replicated p=4:replicated q=4:replicated
   %0 = cleave.conv2d %x, %w, %cb {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64}
       : tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32>, tensor<6xf32> -> tensor<2x6x4x4xf32>
-  // Depthwise: the input channels and the weight's depth stay whole.
-  // CHECK-NEXT: cleave.conv2d: ([i, j, k, l], [m, n, o, p]) -> ([i, m, q, r]) i=2 j=4:replicated k=8:replicated l=8:replicated m=4 n=1:replicated o=3:replicated p=3:replicated q=8:replicated r=8:replicated
+  // Depthwise: the input channels and the weight's depth stay whole, and the
+  // outputs are groups (whole, major) x outputs per group (here 1).
+  // CHECK-NEXT: cleave.conv2d: ([i, j, k, l], [m*n, o, p, q]) -> ([i, m*n, r, s]) i=2 j=4:replicated k=8:replicated l=8:replicated m=4:replicated n=1 o=1:replicated p=3:replicated q=3:replicated r=8:replicated s=8:replicated
   %1 = cleave.conv2d %x, %dw {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 4 : i64}
       : tensor<2x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<2x4x8x8xf32>
+  // Two groups of three outputs: only the outputs within each group split.
+  // CHECK-NEXT: cleave.conv2d: ([i, j, k, l], [m*n, o, p, q], [m*n]) -> ([i, m*n, r, s]) i=2 j=4:replicated k=8:replicated l=8:replicated m=2:replicated n=3 o=2:replicated p=3:replicated q=3:replicated r=8:replicated s=8:replicated
+  %gc = cleave.conv2d %x, %gw, %cb {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 2 : i64}
+      : tensor<2x4x8x8xf32>, tensor<6x2x3x3xf32>, tensor<6xf32> -> tensor<2x6x8x8xf32>
   // Running statistics: a per-channel affine map, every dim splits.
   // CHECK-NEXT: cleave.batch_norm: ([i, j, k, l], [j], [j], [j], [j]) -> ([i, j, k, l]) i=2 j=4 k=8 l=8
   %2 = cleave.batch_norm %x, %mean, %var weight %g bias %beta {eps = 1.0e-05 : f64}

@@ -11,10 +11,13 @@ and torchvision's own builders with random weights:
 
 usage: beyond_models.py NAME -o MODEL.pt [--batch B] [--io DIR] [--train]
                         [--data FILE --samples S]
+       beyond_models.py --splits PLAN_DIR
 
 --io DIR writes inputs.safetensors and PyTorch's outputs.safetensors; --train traces in training
 mode (batch norms use the batch's statistics; every dropout is 0); --data writes S samples of
-each input and `labels` of the output's shape for `cleave compile --loss mse`.
+each input and `labels` of the output's shape for `cleave compile --loss mse`. --splits reads a
+tensor-parallel plan's strategy.json and prints how many weights are split and whether a conv2d's
+and a linear's are.
 """
 import argparse
 import json
@@ -55,7 +58,26 @@ def build(name):
     sys.exit(f"beyond_models.py: error: unknown model '{name}'")
 
 
+def splits(plan):
+    with open(os.path.join(plan, "strategy.json")) as f:
+        strategy = json.load(f)
+    total, split, kinds = 0, 0, set()
+    for block in strategy["tensor_parallel"]:
+        for op in block["ops"]:
+            for layout in op.get("weights", {}).values():
+                total += 1
+                if layout.startswith("split"):
+                    split += 1
+                    kinds.add(op["op"].split(" @ ")[0].replace("cleave.", ""))
+    print(f"split weights: {split} of {total}; conv2d split: "
+          f"{'yes' if 'conv2d' in kinds else 'no'}; linear split: "
+          f"{'yes' if 'linear' in kinds else 'no'}")
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--splits":
+        splits(sys.argv[2])
+        return
     p = argparse.ArgumentParser()
     p.add_argument("name")
     p.add_argument("-o", required=True)

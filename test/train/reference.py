@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples
 from safetensors_io import load_file, save_file  # noqa: E402
 
 import torch  # noqa: E402
+import torch_fixes  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 
@@ -42,6 +43,7 @@ def schedule(kind, warmup, decay):
 
 
 def main():
+    torch_fixes.apply()
     p = argparse.ArgumentParser()
     p.add_argument("model")
     p.add_argument("--data", required=True)

@@ -232,9 +232,8 @@ def export_one(family, name, work, batch, small):
                 if p.dim() >= 2 and not p.any():
                     p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
                     calibrated = True
-    # Traced with autograd on, as export.py does: under no_grad, nn.MultiheadAttention (vit)
-    # takes PyTorch's fused inference path, aten::_native_multi_head_attention, which cleave
-    # does not import yet.
+    # Traced with autograd on, as export.py does (under no_grad nn.MultiheadAttention takes
+    # PyTorch's fused inference path, which cleave imports too: test/importer/fused-attention.test).
     traced = torch.jit.trace(wrapped, args, check_trace=False)
     with torch.no_grad():
         out = traced(*args)

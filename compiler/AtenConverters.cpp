@@ -6685,6 +6685,206 @@ Result scaledDotProductAttention(Importer &imp, jit::Node *node, Inputs in) {
   return std::vector<Val>{both->front()};
 }
 
+/// The weights of PyTorch's fused inference attention: the packed in
+/// projection [3E, E] (q, k, v rows) with its bias, and the out projection.
+struct FusedAttentionWeights {
+  Value qkvWeight, qkvBias, projWeight, projBias;
+};
+
+/// nn.MultiheadAttention's fast path (batch-first [B, L, E] inputs), as its
+/// math: the three projections, heads [B, H, L, D], softmax(q k^T / sqrt(D)
+/// + mask) v, the out projection. A bool mask is True where attention is
+/// masked: mask_type 0 an attention mask [L, S], 1 a key padding mask
+/// [B, S]; a float mask is added. Returns the output and the weights
+/// ([B, L, S] averaged over heads, [B, H, L, S], or empty without
+/// need_weights).
+FailureOr<std::pair<Value, Value>>
+fusedAttention(Importer &imp, Value query, Value key, Value value, int64_t embed, int64_t heads,
+               const FusedAttentionWeights &w, const Val &maskArg,
+               std::optional<int64_t> maskType, bool needWeights, bool average) {
+  auto qt = typeOf(query);
+  if (qt.getRank() != 3 || typeOf(key).getRank() != 3 || typeOf(value).getRank() != 3 ||
+      qt.getDimSize(2) != embed || heads < 1 || embed % heads ||
+      typeOf(w.qkvWeight).getShape() != ArrayRef<int64_t>{3 * embed, embed}) {
+    imp.error() << "fused attention needs batch-first [B, L, " << embed << "] inputs, " << heads
+                << " heads dividing " << embed << " and a [" << 3 * embed << ", " << embed
+                << "] in-projection, got " << qt << " and " << typeOf(w.qkvWeight);
+    return failure();
+  }
+  int64_t b = qt.getDimSize(0), l = qt.getDimSize(1), d = embed / heads;
+  auto project = [&](Value x, int64_t part) -> FailureOr<Value> {
+    auto weight = slice(imp, w.qkvWeight, 0, part * embed, (part + 1) * embed);
+    if (failed(weight))
+      return failure();
+    Value bias;
+    if (w.qkvBias) {
+      auto piece = slice(imp, w.qkvBias, 0, part * embed, (part + 1) * embed);
+      if (failed(piece))
+        return failure();
+      bias = *piece;
+    }
+    auto y = imp.create<mlir::cleave::LinearOp>(x, *weight, bias);
+    if (failed(y))
+      return failure();
+    int64_t n = typeOf(*y).getDimSize(1);
+    auto split = permuteTo(imp, imp.reshape(*y, {typeOf(*y).getDimSize(0), n, heads, d}),
+                           {0, 2, 1, 3});
+    if (failed(split))
+      return failure();
+    return split->front().tensor;
+  };
+  auto q = project(query, 0), k = project(key, 1), v = project(value, 2);
+  if (failed(q) || failed(k) || failed(v))
+    return failure();
+  Val mask = Val::ofConstant(c10::IValue());
+  if (!imp.isNone(maskArg)) {
+    auto m = imp.tensor(maskArg);
+    if (failed(m))
+      return failure();
+    Value given = *m;
+    if (maskType && *maskType == 1) { // key padding [B, S] -> [B, 1, 1, S]
+      auto mt = typeOf(given);
+      if (mt.getRank() != 2) {
+        imp.error() << "a key padding mask is [B, S], got " << mt;
+        return failure();
+      }
+      given = imp.reshape(given, {mt.getDimSize(0), 1, 1, mt.getDimSize(1)});
+    }
+    if (typeOf(given).getElementType().isInteger(1)) {
+      auto keep = imp.create<mlir::cleave::NotOp>(given); // True = masked in this op
+      if (failed(keep))
+        return failure();
+      given = *keep;
+    }
+    mask = Val::ofTensor(given);
+  }
+  std::vector<Val> qkv{Val::ofTensor(*q), Val::ofTensor(*k), Val::ofTensor(*v)};
+  auto attended = attentionMath(imp, qkv, mask, Val::ofConstant(c10::IValue(0.0)),
+                                Val::ofConstant(c10::IValue(false)), std::nullopt);
+  if (failed(attended))
+    return failure();
+  auto merged = permuteTo(imp, (*attended)[0].tensor, {0, 2, 1, 3});
+  if (failed(merged))
+    return failure();
+  auto out = imp.create<mlir::cleave::LinearOp>(imp.reshape(merged->front().tensor, {b, l, embed}),
+                                                w.projWeight, w.projBias);
+  if (failed(out))
+    return failure();
+  Value weights = (*attended)[1].tensor;
+  if (!needWeights) {
+    weights = imp.splat(0, qt.getElementType(), {0});
+  } else if (average) {
+    auto mean = imp.create<mlir::cleave::ReduceMeanOp>(
+        weights, imp.builder.getDenseI64ArrayAttr({1}), imp.builder.getBoolAttr(false));
+    if (failed(mean))
+      return failure();
+    weights = *mean;
+  }
+  return std::make_pair(*out, weights);
+}
+
+FailureOr<std::optional<int64_t>> optionalInteger(Importer &imp, const Val &val) {
+  if (imp.isNone(val))
+    return std::optional<int64_t>();
+  auto v = imp.integer(val);
+  if (failed(v))
+    return failure();
+  return std::optional<int64_t>(*v);
+}
+
+/// _native_multi_head_attention(query, key, value, embed_dim, num_head,
+/// qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights,
+/// average_attn_weights, mask_type): nn.MultiheadAttention traced under
+/// no_grad in eval mode.
+Result nativeMultiHeadAttention(Importer &imp, jit::Node *, Inputs in) {
+  auto q = imp.tensor(in[0]), k = imp.tensor(in[1]), v = imp.tensor(in[2]);
+  auto embed = imp.integer(in[3]), heads = imp.integer(in[4]);
+  auto qkvWeight = imp.tensor(in[5]), projWeight = imp.tensor(in[7]);
+  auto qkvBias = optionalTensor(imp, in[6]), projBias = optionalTensor(imp, in[8]);
+  auto need = imp.boolean(in[10]), average = imp.boolean(in[11]);
+  auto maskType = optionalInteger(imp, in[12]);
+  if (failed(q) || failed(k) || failed(v) || failed(embed) || failed(heads) ||
+      failed(qkvWeight) || failed(projWeight) || failed(qkvBias) || failed(projBias) ||
+      failed(need) || failed(average) || failed(maskType))
+    return failure();
+  auto both = fusedAttention(imp, *q, *k, *v, *embed, *heads,
+                             {*qkvWeight, *qkvBias, *projWeight, *projBias}, in[9], *maskType,
+                             *need, *average);
+  if (failed(both))
+    return failure();
+  return std::vector<Val>{Val::ofTensor(both->first), Val::ofTensor(both->second)};
+}
+
+/// _transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight,
+/// qkv_bias, proj_weight, proj_bias, use_gelu, norm_first, eps, norm1 w/b,
+/// norm2 w/b, ffn1 w/b, ffn2 w/b, mask, mask_type): nn.TransformerEncoderLayer
+/// traced under no_grad in eval mode, as its math (dropout is off in eval).
+Result transformerEncoderLayer(Importer &imp, jit::Node *, Inputs in) {
+  auto src = imp.tensor(in[0]);
+  auto embed = imp.integer(in[1]), heads = imp.integer(in[2]);
+  auto qkvWeight = imp.tensor(in[3]), projWeight = imp.tensor(in[5]);
+  auto qkvBias = optionalTensor(imp, in[4]), projBias = optionalTensor(imp, in[6]);
+  auto useGelu = imp.boolean(in[7]), normFirst = imp.boolean(in[8]);
+  auto eps = imp.real(in[9]);
+  if (failed(src) || failed(embed) || failed(heads) || failed(qkvWeight) ||
+      failed(projWeight) || failed(qkvBias) || failed(projBias) || failed(useGelu) ||
+      failed(normFirst) || failed(eps))
+    return failure();
+  std::vector<Value> params;
+  for (int i = 10; i < 18; ++i) {
+    auto t = optionalTensor(imp, in[i]);
+    if (failed(t))
+      return failure();
+    params.push_back(*t);
+  }
+  auto maskType = optionalInteger(imp, in[19]);
+  if (failed(maskType))
+    return failure();
+  auto &b = imp.builder;
+  auto norm = [&](Value x, int which) {
+    return imp.create<mlir::cleave::LayerNormOp>(x, params[2 * which], params[2 * which + 1],
+                                                 b.getDenseI64ArrayAttr({*embed}),
+                                                 b.getF64FloatAttr(*eps));
+  };
+  auto attend = [&](Value x) -> FailureOr<Value> {
+    auto both = fusedAttention(imp, x, x, x, *embed, *heads,
+                               {*qkvWeight, *qkvBias, *projWeight, *projBias}, in[18],
+                               *maskType, false, false);
+    if (failed(both))
+      return failure();
+    return both->first;
+  };
+  auto feedForward = [&](Value x) -> FailureOr<Value> {
+    auto hidden = imp.create<mlir::cleave::LinearOp>(x, params[4], params[5]);
+    if (failed(hidden))
+      return failure();
+    FailureOr<Value> act =
+        *useGelu ? imp.create<mlir::cleave::GeluOp>(*hidden, mlir::cleave::GeluApproximation::none)
+                 : imp.create<mlir::cleave::ReluOp>(*hidden);
+    if (failed(act))
+      return failure();
+    return imp.create<mlir::cleave::LinearOp>(*act, params[6], params[7]);
+  };
+  Value x = *src;
+  FailureOr<Value> y;
+  if (*normFirst) {
+    auto n1 = norm(x, 0);
+    auto a = failed(n1) ? FailureOr<Value>(failure()) : attend(*n1);
+    auto r1 = failed(a) ? FailureOr<Value>(failure()) : imp.create<mlir::cleave::AddOp>(x, *a);
+    auto n2 = failed(r1) ? FailureOr<Value>(failure()) : norm(*r1, 1);
+    auto f = failed(n2) ? FailureOr<Value>(failure()) : feedForward(*n2);
+    y = failed(f) ? FailureOr<Value>(failure()) : imp.create<mlir::cleave::AddOp>(*r1, *f);
+  } else {
+    auto a = attend(x);
+    auto r1 = failed(a) ? FailureOr<Value>(failure()) : imp.create<mlir::cleave::AddOp>(x, *a);
+    auto n1 = failed(r1) ? FailureOr<Value>(failure()) : norm(*r1, 0);
+    auto f = failed(n1) ? FailureOr<Value>(failure()) : feedForward(*n1);
+    auto r2 = failed(f) ? FailureOr<Value>(failure()) : imp.create<mlir::cleave::AddOp>(*n1, *f);
+    y = failed(r2) ? FailureOr<Value>(failure()) : norm(*r2, 1);
+  }
+  return one(y);
+}
+
 void addConstructionConverters(llvm::StringMap<Converter> &r) {
   r["aten::fft_irfft"] = [](Importer &imp, jit::Node *node, Inputs in) {
     return realOutputFft(imp, node, in, false, std::nullopt);
@@ -6716,6 +6916,8 @@ void addConstructionConverters(llvm::StringMap<Converter> &r) {
   r["aten::gradient"] = gradient;
   r["aten::_scaled_dot_product_attention"] = privateScaledDotProductAttention;
   r["aten::scaled_dot_product_attention"] = scaledDotProductAttention;
+  r["aten::_native_multi_head_attention"] = nativeMultiHeadAttention;
+  r["aten::_transformer_encoder_layer_fwd"] = transformerEncoderLayer;
 }
 
 void addCompositeConverters(llvm::StringMap<Converter> &r) {

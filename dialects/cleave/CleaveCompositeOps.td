@@ -503,9 +503,9 @@ def Cleave_Conv3dOp : Cleave_CompositeOp<"conv3d", [InferTypeOpAdaptor]> {
     Convolves `input [N, C, D, H, W]` with `weight [F, C / groups, KD, KH, KW]`
     and adds the optional `bias [F]`, as `torch.nn.functional.conv3d`.
     `stride`, `padding` and `dilation` hold (depth, height, width). Written
-    as one `conv2d` per depth offset of the kernel over the frames it reads
-    (the frames stacked into the batch), summed: output frame t is
-    sum_k conv2d(frame t·s - p + k·d, weight[:, :, k]).
+    as one `conv2d`: the frames each output frame reads (t·s - p + k·d for
+    each depth offset k) stacked into the channels, the output frames into
+    the batch, and the weight's depth moved beside its input channels.
 
     ```mlir
     %y = cleave.conv3d %x, %w {stride = array<i64: 1, 2, 2>, padding = array<i64: 1, 3, 3>,

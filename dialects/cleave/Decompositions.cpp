@@ -1019,11 +1019,14 @@ LogicalResult Conv3dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   return success();
 }
 
-// One conv2d per depth offset k of the kernel: the frames it reads for the
-// output frames (t·s + k·d of the input padded by p zero frames on each side)
-// are a strided slice, stacked into the batch, convolved with
-// weight[:, :, k], and the offsets' results summed. The frames move once to
-// [N, D, C, H, W] so that each slice keeps its frames contiguous.
+// One conv2d over the frames each output frame reads, stacked as channels:
+// output frame t reads input frames t·s + k·d (k < KD) of the input padded
+// by p zero frames on each side, a strided slice per k. The slices are
+// stacked into the channel dim, group-major ([g, KD, C/g] per output frame),
+// and the weight's depth moved beside its input channels ([F, KD·C/g, KH,
+// KW]), so a single conv2d with the same groups sums over depth, channels
+// and window at once. The frames move to [N, D, C, H, W] first so that each
+// slice keeps its frames contiguous.
 LogicalResult Conv3dOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &results) {
   Rules b = rulesFor(builder, *this);
   Value x = getInput(), w = getWeight();
@@ -1033,6 +1036,7 @@ LogicalResult Conv3dOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &re
   int64_t f = wt.getDimSize(0), cg = wt.getDimSize(1), kd = wt.getDimSize(2),
           kh = wt.getDimSize(3), kw = wt.getDimSize(4);
   int64_t od = yt.getDimSize(2), oh = yt.getDimSize(3), ow = yt.getDimSize(4);
+  int64_t g = getGroups();
   ArrayRef<int64_t> stride = getStride(), padding = getPadding(), dilation = getDilation();
   Type et = xt.getElementType();
   Value frames = b.permute(x, {0, 2, 1, 3, 4});
@@ -1040,20 +1044,25 @@ LogicalResult Conv3dOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &re
     Value zeros = b.splat(0, RankedTensorType::get({n, padding[0], c, h, wd}, et));
     frames = b.make<ConcatOp>(ValueRange{zeros, frames, zeros}, int64_t(1));
   }
-  Value sum;
+  SmallVector<Value> taps;
   for (int64_t k = 0; k < kd; ++k) {
     int64_t first = k * dilation[0];
     Value slab = b.make<SliceOp>(frames, 1, first, first + stride[0] * (od - 1) + 1, stride[0]);
-    Value kernel = b.reshape(b.make<SliceOp>(w, 2, k, k + 1, 1), {f, cg, kh, kw});
-    Value y = b.make<Conv2dOp>(b.reshape(slab, {n * od, c, h, wd}), kernel,
-                               sum ? Value() : getBias(),
-                               b.b.getDenseI64ArrayAttr({stride[1], stride[2]}),
-                               b.b.getDenseI64ArrayAttr({padding[1], padding[2]}),
-                               b.b.getDenseI64ArrayAttr({dilation[1], dilation[2]}),
-                               getGroups());
-    sum = sum ? b.add(sum, y) : y;
+    taps.push_back(b.reshape(slab, {n, od, 1, c, h, wd}));
   }
-  results.push_back(b.permute(b.reshape(sum, {n, od, f, oh, ow}), {0, 2, 1, 3, 4}));
+  // [N, OD, KD, C, H, W] -> [N·OD, g·KD·C/g, H, W], group-major.
+  Value stacked = kd == 1 ? taps[0] : b.make<ConcatOp>(taps, int64_t(2));
+  if (kd > 1 && g > 1)
+    stacked = b.permute(b.reshape(stacked, {n, od, kd, g, cg, h, wd}), {0, 1, 3, 2, 4, 5, 6});
+  Value input = b.reshape(stacked, {n * od, kd * c, h, wd});
+  // [F, C/g, KD, KH, KW] -> [F, KD·C/g, KH, KW].
+  Value kernel = kd == 1 ? w : b.permute(w, {0, 2, 1, 3, 4});
+  kernel = b.reshape(kernel, {f, kd * cg, kh, kw});
+  Value y = b.make<Conv2dOp>(input, kernel, getBias(),
+                             b.b.getDenseI64ArrayAttr({stride[1], stride[2]}),
+                             b.b.getDenseI64ArrayAttr({padding[1], padding[2]}),
+                             b.b.getDenseI64ArrayAttr({dilation[1], dilation[2]}), g);
+  results.push_back(b.permute(b.reshape(y, {n, od, f, oh, ow}), {0, 2, 1, 3, 4}));
   return success();
 }
 

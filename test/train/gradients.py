@@ -292,6 +292,8 @@ def cases(gen):
     add("conv3d_depthwise_dilation", lambda a, w: F.conv3d(
         a, w, None, stride=(2, 1, 1), padding=(2, 0, 1), dilation=(2, 1, 1), groups=4),
         {"a": x(1, 4, 6, 5, 5), "w": x(4, 1, 3, 2, 2)})
+    add("conv3d_groups", lambda a, w, b: F.conv3d(a, w, b, padding=(1, 0, 1), groups=2),
+        {"a": x(2, 4, 5, 5, 4), "w": x(6, 2, 3, 3, 2), "b": x(6)})
     # padding='same' with even kernels: the odd padding goes after, as PyTorch.
     add("conv3d_same_even", lambda a, w: F.conv3d(a, w, padding="same"),
         {"a": x(1, 2, 4, 5, 5), "w": x(3, 2, 2, 3, 4)})

@@ -7448,6 +7448,8 @@ void addCompositeConverters(llvm::StringMap<Converter> &r) {
 void addMathConverters(llvm::StringMap<Converter> &r);
 // RecurrentConverters.cpp: RNN, LSTM and GRU unrolled over time.
 void addRecurrentConverters(llvm::StringMap<Converter> &r);
+// ComplexConverters.cpp: stft, istft and the complex values between them.
+void addComplexConverters(llvm::StringMap<Converter> &r);
 
 namespace {
 
@@ -7627,6 +7629,7 @@ struct Registry {
     addLinalgConverters(r);
     addConstructionConverters(r);
     addRecurrentConverters(r);
+    addComplexConverters(r);
   }
 };
 

@@ -235,6 +235,11 @@ FailureOr<Value> Importer::constantTensor(const at::Tensor &input) {
 }
 
 FailureOr<Value> Importer::tensor(const Val &val) {
+  if (val.complex) {
+    error() << "takes a complex tensor, which cleave holds only between stft or "
+               "view_as_complex and view_as_real or istft";
+    return failure();
+  }
   if (val.isTensor())
     return val.tensor;
   if (val.isConstant() && val.constant.isTensor())
@@ -678,6 +683,10 @@ FailureOr<std::vector<Val>> Importer::convert(jit::Node *node, std::vector<Val> 
     error() << "the model raises for these input shapes: " << firstLine(message);
     return failure();
   }
+
+  // A complex operand goes to the ops that know complex tensors.
+  if (llvm::any_of(inputs, [](const Val &v) { return v.complex; }))
+    return convertComplex(*this, node, kind, inputs);
 
   // Shape queries on imported tensors fold to constants.
   if (!inputs.empty() && inputs[0].isTensor()) {

@@ -46,11 +46,15 @@ struct Val {
   std::shared_ptr<torch::jit::Object> module;
   std::string path;        ///< Module: module path; Dynamic: where it was read
   std::vector<Val> items;  ///< List
+  /// Tensor: a complex tensor held as its real form [..., 2]
+  /// (ComplexConverters.cpp); only the ops there take one.
+  bool complex = false;
 
   static Val ofTensor(mlir::Value v) { Val r; r.kind = Kind::Tensor; r.tensor = v; return r; }
   static Val ofConstant(c10::IValue v) { Val r; r.kind = Kind::Constant; r.constant = std::move(v); return r; }
   static Val ofList(std::vector<Val> items) { Val r; r.kind = Kind::List; r.items = std::move(items); return r; }
   static Val poison() { return Val(); }
+  static Val ofComplex(mlir::Value v);
   bool isTensor() const { return kind == Kind::Tensor; }
   bool isConstant() const { return kind == Kind::Constant; }
 };
@@ -64,6 +68,12 @@ using Converter = std::function<mlir::FailureOr<std::vector<Val>>(
 
 /// The converter for `kind` (`aten::linear`), or null when it is unsupported.
 const Converter *findConverter(const std::string &kind);
+
+/// Converts a node with a complex operand (ComplexConverters.cpp): the ops
+/// that know complex tensors, an error naming the op for any other.
+mlir::FailureOr<std::vector<Val>> convertComplex(Importer &imp, torch::jit::Node *node,
+                                                 const std::string &kind,
+                                                 llvm::ArrayRef<Val> inputs);
 /// Registers the dense linear algebra converters (LinalgConverters.cpp).
 void addLinalgConverters(llvm::StringMap<Converter> &converters);
 

@@ -301,6 +301,13 @@ def cases(gen):
         {"a": x(2, 2, 6, 7), "w": x(3, 2, 2, 4)})
     add("conv1d_same_even", lambda a, w, b: F.conv1d(a, w, b, padding="same"),
         {"a": x(2, 3, 9), "w": x(2, 3, 4), "b": x(2)})
+    # Spectral transforms: a gather and a matmul with the DFT basis; the inverse's overlap-add.
+    add("stft", lambda a: torch.view_as_real(torch.stft(
+        a, 16, 4, window=torch.hann_window(16), normalized=True, return_complex=True)),
+        {"a": x(2, 40)})
+    add("istft", lambda a: torch.istft(torch.view_as_complex(a), 16, 4,
+                                       window=torch.hann_window(16), length=30),
+        {"a": x(2, 9, 8, 2)})
     # Transposed convolutions: a gather (zero insertion, padding) and a conv2d
     # with the weight flipped and its channels swapped.
     add("conv_transpose2d_stride_pad", lambda a, w, b: F.conv_transpose2d(

@@ -266,47 +266,63 @@ LogicalResult AttentionOp::verify() {
 // Convolution and pooling.
 //===----------------------------------------------------------------------===//
 
-LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                         Adaptor adaptor,
-                                         SmallVectorImpl<Type> &types) {
-  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
-  auto weight = llvm::cast<RankedTensorType>(adaptor.getWeight().getType());
-  if (input.getRank() != 4 || weight.getRank() != 4)
-    return emitOptionalError(loc, "conv2d needs a 4-D input [N, C, H, W] and a 4-D "
-                                  "weight [F, C/groups, KH, KW], got ",
-                             input, " and ", weight);
-  ArrayRef<int64_t> stride = adaptor.getStride(), padding = adaptor.getPadding(),
-                    dilation = adaptor.getDilation();
-  if (failed(checkPair(loc, "stride", stride, 1)) ||
-      failed(checkPair(loc, "padding", padding, 0)) ||
-      failed(checkPair(loc, "dilation", dilation, 1)))
-    return failure();
-  int64_t groups = adaptor.getGroupsAttr().getInt();
+LogicalResult mlir::cleave::inferConvolutionType(std::optional<Location> loc, int64_t nd,
+                                                 Value inputValue,
+                                   Value weightValue, Value bias, ArrayRef<int64_t> stride,
+                                   ArrayRef<int64_t> padding, ArrayRef<int64_t> dilation,
+                                   int64_t groups, SmallVectorImpl<Type> &types) {
+  std::string name = "conv" + std::to_string(nd) + "d";
+  auto input = llvm::cast<RankedTensorType>(inputValue.getType());
+  auto weight = llvm::cast<RankedTensorType>(weightValue.getType());
+  if (input.getRank() != nd + 2 || weight.getRank() != nd + 2)
+    return emitOptionalError(
+        loc, name, " needs a ", nd + 2, "-D input ",
+        nd == 2 ? "[N, C, H, W] and a 4-D weight [F, C/groups, KH, KW]"
+                : "[N, C, D, H, W] and a 5-D weight [F, C/groups, KD, KH, KW]",
+        ", got ", input, " and ", weight);
+  const char *dims = nd == 2 ? "(height, width)" : "(depth, height, width)";
+  for (auto [what, list, min] : {std::tuple{"stride", stride, 1}, {"padding", padding, 0},
+                                 {"dilation", dilation, 1}}) {
+    if (int64_t(list.size()) != nd)
+      return emitOptionalError(loc, what, " must have ", nd, " entries ", dims, ", got ",
+                               list.size());
+    for (int64_t v : list)
+      if (v < min)
+        return emitOptionalError(loc, what, " entries must be >= ", min);
+  }
   int64_t channels = input.getDimSize(1), filters = weight.getDimSize(0);
   if (groups < 1 || channels % groups || filters % groups ||
       weight.getDimSize(1) * groups != channels)
-    return emitOptionalError(loc, "conv2d: ", channels, " input channels, ", filters,
+    return emitOptionalError(loc, name, ": ", channels, " input channels, ", filters,
                              " filters of depth ", weight.getDimSize(1),
                              " do not fit groups = ", groups);
   if (input.getElementType() != weight.getElementType())
-    return emitOptionalError(loc, "conv2d input and weight element types differ");
-  if (Value bias = adaptor.getBias()) {
+    return emitOptionalError(loc, name, " input and weight element types differ");
+  if (bias) {
     auto biasType = llvm::cast<RankedTensorType>(bias.getType());
     if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters ||
         biasType.getElementType() != weight.getElementType())
-      return emitOptionalError(loc, "conv2d bias ", biasType, " must be [", filters,
+      return emitOptionalError(loc, name, " bias ", biasType, " must be [", filters,
                                "] of the weight's element type");
   }
   SmallVector<int64_t> shape = {input.getDimSize(0), filters};
-  for (int i = 0; i < 2; ++i) {
+  for (int64_t i = 0; i < nd; ++i) {
     int64_t out = windowOutputSize(input.getDimSize(2 + i), weight.getDimSize(2 + i),
                                    stride[i], padding[i], dilation[i], false);
     if (out < 1)
-      return emitOptionalError(loc, "conv2d kernel is larger than the padded input");
+      return emitOptionalError(loc, name, " kernel is larger than the padded input");
     shape.push_back(out);
   }
   types.push_back(RankedTensorType::get(shape, input.getElementType()));
   return success();
+}
+
+LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  return inferConvolutionType(loc, 2, adaptor.getInput(), adaptor.getWeight(),
+                              adaptor.getBias(), adaptor.getStride(), adaptor.getPadding(),
+                              adaptor.getDilation(), adaptor.getGroupsAttr().getInt(), types);
 }
 
 /// Result type of a pooling window over the spatial dims of NCHW `input`.

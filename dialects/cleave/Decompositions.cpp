@@ -974,49 +974,9 @@ LogicalResult PadOp::decompose(OpBuilder &builder, SmallVectorImpl<Value> &resul
 
 LogicalResult Conv3dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                          Adaptor adaptor, SmallVectorImpl<Type> &types) {
-  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
-  auto weight = llvm::cast<RankedTensorType>(adaptor.getWeight().getType());
-  if (input.getRank() != 5 || weight.getRank() != 5)
-    return emitOptionalError(loc, "conv3d needs a 5-D input [N, C, D, H, W] and a 5-D weight "
-                                  "[F, C/groups, KD, KH, KW], got ",
-                             input, " and ", weight);
-  ArrayRef<int64_t> stride = adaptor.getStride(), padding = adaptor.getPadding(),
-                    dilation = adaptor.getDilation();
-  for (auto [name, list, min] : {std::tuple{"stride", stride, 1}, {"padding", padding, 0},
-                                 {"dilation", dilation, 1}}) {
-    if (list.size() != 3)
-      return emitOptionalError(loc, "conv3d ", name, " must have 3 entries (depth, height, "
-                               "width), got ", list.size());
-    for (int64_t v : list)
-      if (v < min)
-        return emitOptionalError(loc, "conv3d ", name, " entries must be >= ", min);
-  }
-  int64_t groups = adaptor.getGroupsAttr().getInt();
-  int64_t channels = input.getDimSize(1), filters = weight.getDimSize(0);
-  if (groups < 1 || channels % groups || filters % groups ||
-      weight.getDimSize(1) * groups != channels)
-    return emitOptionalError(loc, "conv3d: ", channels, " input channels, ", filters,
-                             " filters of depth ", weight.getDimSize(1),
-                             " do not fit groups = ", groups);
-  if (input.getElementType() != weight.getElementType())
-    return emitOptionalError(loc, "conv3d input and weight element types differ");
-  if (Value bias = adaptor.getBias()) {
-    auto biasType = llvm::cast<RankedTensorType>(bias.getType());
-    if (biasType.getRank() != 1 || biasType.getDimSize(0) != filters ||
-        biasType.getElementType() != weight.getElementType())
-      return emitOptionalError(loc, "conv3d bias ", biasType, " must be [", filters,
-                               "] of the weight's element type");
-  }
-  SmallVector<int64_t> shape = {input.getDimSize(0), filters};
-  for (int i = 0; i < 3; ++i) {
-    int64_t out = windowOutputSize(input.getDimSize(2 + i), weight.getDimSize(2 + i),
-                                   stride[i], padding[i], dilation[i], false);
-    if (out < 1)
-      return emitOptionalError(loc, "conv3d kernel is larger than the padded input");
-    shape.push_back(out);
-  }
-  types.push_back(RankedTensorType::get(shape, input.getElementType()));
-  return success();
+  return inferConvolutionType(loc, 3, adaptor.getInput(), adaptor.getWeight(),
+                              adaptor.getBias(), adaptor.getStride(), adaptor.getPadding(),
+                              adaptor.getDilation(), adaptor.getGroupsAttr().getInt(), types);
 }
 
 // One conv2d over the frames each output frame reads, stacked as channels:

@@ -55,6 +55,14 @@ llvm::LogicalResult inferValuesAndIndicesTypes(Type input, llvm::SmallVectorImpl
 llvm::LogicalResult inferLossType(std::optional<Location> loc, Type input, Type target,
                                   llvm::StringRef reduction,
                                   llvm::SmallVectorImpl<Type> &results);
+/// Result type of an `nd`-d convolution (conv2d, conv3d) in NC... layout:
+/// input [N, C, ...], weight [F, C / groups, k...], optional bias [F].
+llvm::LogicalResult inferConvolutionType(std::optional<Location> loc, int64_t nd, Value input,
+                                         Value weight, Value bias,
+                                         llvm::ArrayRef<int64_t> stride,
+                                         llvm::ArrayRef<int64_t> padding,
+                                         llvm::ArrayRef<int64_t> dilation, int64_t groups,
+                                         llvm::SmallVectorImpl<Type> &types);
 /// Checks a loss's `reduction` names none, mean or sum.
 llvm::LogicalResult verifyLoss(Operation *op, llvm::StringRef reduction);
 

@@ -78,3 +78,21 @@ func.func @loss_reduction(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<f32> {
   %0 = cleave.l1_loss %x, %y {reduction = "batchmean"} : (tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// -----
+
+func.func @conv3d_rank(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3x3xf32>) {
+  // expected-error @+2 {{conv3d needs a 5-D input [N, C, D, H, W] and a 5-D weight [F, C/groups, KD, KH, KW], got 'tensor<2x3x8x8xf32>' and 'tensor<4x3x3x3x3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = cleave.conv3d %x, %w {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : tensor<2x3x8x8xf32>, tensor<4x3x3x3x3xf32> -> tensor<2x4x6x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv3d_stride(%x: tensor<2x3x8x8x8xf32>, %w: tensor<4x3x3x3x3xf32>) {
+  // expected-error @+2 {{stride must have 3 entries (depth, height, width), got 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = cleave.conv3d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>, groups = 1 : i64} : tensor<2x3x8x8x8xf32>, tensor<4x3x3x3x3xf32> -> tensor<2x4x6x6x6xf32>
+  return
+}

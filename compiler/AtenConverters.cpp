@@ -73,21 +73,28 @@ FailureOr<std::optional<Type>> dtypeArg(Importer &imp, jit::Node *node, Inputs i
   return std::optional<Type>(*type);
 }
 
-/// Pads PyTorch's one-entry spatial lists (`kernel_size=3`) to (h, w).
-FailureOr<SmallVector<int64_t>> pairArg(Importer &imp, const Val &val,
-                                        std::optional<SmallVector<int64_t>> ifEmpty = {}) {
+/// A spatial size list of an N-d op: one entry for every dim, or `nd`
+/// entries; empty takes `ifEmpty` (a stride defaults to the kernel).
+FailureOr<SmallVector<int64_t>> spatialArg(Importer &imp, const Val &val, int64_t nd,
+                                           std::optional<SmallVector<int64_t>> ifEmpty = {}) {
   auto values = imp.intList(val);
   if (failed(values))
     return failure();
   if (values->empty() && ifEmpty)
     return *ifEmpty;
   if (values->size() == 1)
-    return SmallVector<int64_t>{(*values)[0], (*values)[0]};
-  if (values->size() != 2) {
-    imp.error() << "expected 1 or 2 spatial sizes, got " << values->size();
+    return SmallVector<int64_t>(nd, (*values)[0]);
+  if (int64_t(values->size()) != nd) {
+    imp.error() << "expected 1 or " << nd << " spatial sizes, got " << values->size();
     return failure();
   }
   return SmallVector<int64_t>(values->begin(), values->end());
+}
+
+/// Pads PyTorch's one-entry spatial lists (`kernel_size=3`) to (h, w).
+FailureOr<SmallVector<int64_t>> pairArg(Importer &imp, const Val &val,
+                                        std::optional<SmallVector<int64_t>> ifEmpty = {}) {
+  return spatialArg(imp, val, 2, std::move(ifEmpty));
 }
 
 /// Resolves a PyTorch size list with at most one -1 against `numel`.
@@ -1247,23 +1254,6 @@ FailureOr<Value> avgPoolNd(Importer &imp, Value x, int64_t nd, ArrayRef<int64_t>
   return unflattenWindows(imp, *quotient, *windows, unbatched);
 }
 
-/// A spatial size list of an N-d op: one entry for every dim, or `nd`
-/// entries; empty takes `ifEmpty` (a stride defaults to the kernel).
-FailureOr<SmallVector<int64_t>> spatialArg(Importer &imp, const Val &val, int64_t nd,
-                                           std::optional<SmallVector<int64_t>> ifEmpty = {}) {
-  auto values = imp.intList(val);
-  if (failed(values))
-    return failure();
-  if (values->empty() && ifEmpty)
-    return *ifEmpty;
-  if (values->size() == 1)
-    return SmallVector<int64_t>(nd, (*values)[0]);
-  if (int64_t(values->size()) != nd) {
-    imp.error() << "expected 1 or " << nd << " spatial sizes, got " << values->size();
-    return failure();
-  }
-  return SmallVector<int64_t>(values->begin(), values->end());
-}
 
 /// conv2d / conv3d(input, weight, bias, stride, padding, dilation, groups),
 /// padding a list or 'same' / 'valid'. 2-D with cleave.conv2d, 3-D with the
@@ -6783,15 +6773,6 @@ fusedAttention(Importer &imp, Value query, Value key, Value value, int64_t embed
   return std::make_pair(*out, weights);
 }
 
-FailureOr<std::optional<int64_t>> optionalInteger(Importer &imp, const Val &val) {
-  if (imp.isNone(val))
-    return std::optional<int64_t>();
-  auto v = imp.integer(val);
-  if (failed(v))
-    return failure();
-  return std::optional<int64_t>(*v);
-}
-
 /// _native_multi_head_attention(query, key, value, embed_dim, num_head,
 /// qkv_weight, qkv_bias, proj_weight, proj_bias, mask, need_weights,
 /// average_attn_weights, mask_type): nn.MultiheadAttention traced under
@@ -6802,7 +6783,7 @@ Result nativeMultiHeadAttention(Importer &imp, jit::Node *, Inputs in) {
   auto qkvWeight = imp.tensor(in[5]), projWeight = imp.tensor(in[7]);
   auto qkvBias = optionalTensor(imp, in[6]), projBias = optionalTensor(imp, in[8]);
   auto need = imp.boolean(in[10]), average = imp.boolean(in[11]);
-  auto maskType = optionalInteger(imp, in[12]);
+  auto maskType = imp.optionalInteger(in[12]);
   if (failed(q) || failed(k) || failed(v) || failed(embed) || failed(heads) ||
       failed(qkvWeight) || failed(projWeight) || failed(qkvBias) || failed(projBias) ||
       failed(need) || failed(average) || failed(maskType))
@@ -6837,7 +6818,7 @@ Result transformerEncoderLayer(Importer &imp, jit::Node *, Inputs in) {
       return failure();
     params.push_back(*t);
   }
-  auto maskType = optionalInteger(imp, in[19]);
+  auto maskType = imp.optionalInteger(in[19]);
   if (failed(maskType))
     return failure();
   auto &b = imp.builder;

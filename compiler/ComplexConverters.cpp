@@ -48,15 +48,6 @@ SmallVector<int64_t> complexShape(const Val &v) {
   return SmallVector<int64_t>(real.drop_back());
 }
 
-FailureOr<std::optional<int64_t>> optionalInt(Importer &imp, const Val &v) {
-  if (imp.isNone(v))
-    return std::optional<int64_t>();
-  auto i = imp.integer(v);
-  if (failed(i))
-    return failure();
-  return std::optional<int64_t>(*i);
-}
-
 /// The window as n_fft values (a window of win_length centered in n_fft, as
 /// PyTorch pads it; none is rectangular), known at compile time.
 FailureOr<at::Tensor> windowOf(Importer &imp, const Val &arg, int64_t nFft, int64_t winLength) {
@@ -88,7 +79,7 @@ Result stft(Importer &imp, jit::Node *, Inputs in) {
   auto nFft = imp.integer(in[1]);
   if (failed(x) || failed(nFft))
     return failure();
-  auto hop = optionalInt(imp, in[2]), win = optionalInt(imp, in[3]);
+  auto hop = imp.optionalInteger(in[2]), win = imp.optionalInteger(in[3]);
   auto normalized = imp.boolean(in[5]);
   if (failed(hop) || failed(win) || failed(normalized))
     return failure();
@@ -178,9 +169,9 @@ Result istft(Importer &imp, jit::Node *, Inputs in) {
   Value z = spectrogram.tensor;
   SmallVector<int64_t> shape = complexShape(spectrogram);
   auto nFft = imp.integer(in[1]);
-  auto hop = optionalInt(imp, in[2]), win = optionalInt(imp, in[3]);
+  auto hop = imp.optionalInteger(in[2]), win = imp.optionalInteger(in[3]);
   auto center = imp.boolean(in[5]), normalized = imp.boolean(in[6]);
-  auto length = optionalInt(imp, in[8]);
+  auto length = imp.optionalInteger(in[8]);
   auto returnComplex = imp.boolean(in[9]);
   if (failed(nFft) || failed(hop) || failed(win) || failed(center) || failed(normalized) ||
       failed(length) || failed(returnComplex))

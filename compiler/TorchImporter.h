@@ -107,6 +107,15 @@ public:
   bool isNone(const Val &val) const {
     return val.isConstant() && val.constant.isNone();
   }
+  /// An optional integer argument: nullopt for None.
+  mlir::FailureOr<std::optional<int64_t>> optionalInteger(const Val &val) {
+    if (isNone(val))
+      return std::optional<int64_t>();
+    auto v = integer(val);
+    if (mlir::failed(v))
+      return mlir::failure();
+    return std::optional<int64_t>(*v);
+  }
 
   /// A cleave constant holding `tensor` (a CPU tensor; f64 becomes f32).
   mlir::FailureOr<mlir::Value> constantTensor(const at::Tensor &tensor);

@@ -177,6 +177,11 @@ int launchPlanRanks(int ranks, const std::string &planDir, const std::string &co
   if (status.ok() && devices != ranks)
     status = CLEAVE_ERROR("the plan has ", devices, " devices; --local ", ranks, " would start ",
                           ranks, " ranks");
+  // The whole plan is read once here, so a damaged one is one error before
+  // any rank starts rather than one from every rank after mpirun's start-up.
+  runtime::Plan plan;
+  if (status.ok())
+    status = runtime::loadPlan(planDir, &plan);
   if (!status.ok()) {
     std::fflush(stdout);
     std::fprintf(stderr, "cleave: error: %s\n", status.prepend(planDir).message().c_str());

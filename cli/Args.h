@@ -11,6 +11,9 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -82,6 +85,25 @@ std::string strprintf(const char *format, ...) __attribute__((format(printf, 1, 
 
 /// `cleave: WHAT took S s, peak memory M MiB` on stderr (--timing).
 void printTiming(const char *what, double seconds);
+
+/// The last resort of a tool's main: an exception that escaped every status
+/// check (a bug, memory exhausted) is one `cleave: error:` line and exit 1,
+/// never an abort with a core dump.
+template <typename Main> int guardedMain(Main &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "cleave: error: out of memory\n");
+  } catch (const std::exception &e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "cleave: error: internal error: %s\n", e.what());
+  } catch (...) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "cleave: error: internal error: unknown exception\n");
+  }
+  return 1;
+}
 
 } // namespace cleave
 

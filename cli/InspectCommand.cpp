@@ -12,6 +12,7 @@
 
 #include "cli/Commands.h"
 #include "runtime/Plan.h"
+#include "runtime/JsonFile.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -266,9 +267,13 @@ bool readStrategy(Facts &facts, std::string *error) {
     return true; // single-device plans have none
   std::stringstream text;
   text << in.rdbuf();
-  Json json = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object()) {
-    *error = path + ": not valid JSON";
+  Json json;
+  if (rt::Status parsed = rt::parseJson(text.str(), path, &json); !parsed.ok()) {
+    *error = parsed.message();
+    return false;
+  }
+  if (!json.is_object()) {
+    *error = path + ": expected a JSON object";
     return false;
   }
   StrategyNode top{json, ""};

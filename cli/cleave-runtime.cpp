@@ -27,7 +27,7 @@ command's options; they are those of `cleave run` and `cleave train`.
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runTool(int argc, char **argv) {
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 1 : 0;
@@ -38,4 +38,8 @@ int main(int argc, char **argv) {
   if (command == "train")
     return cleave::runTrain(argc - 2, argv + 2);
   return cleave::usageError("unknown command '" + command + "': expected run or train", kUsage);
+}
+
+int main(int argc, char **argv) {
+  return cleave::guardedMain([&] { return runTool(argc, argv); });
 }

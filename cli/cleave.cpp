@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cli/Args.h"
 #include "cli/Commands.h"
 #include "cli/ProfileComm.h"
 
@@ -36,7 +37,7 @@ Run 'cleave <command> --help' for a command's options.
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runTool(int argc, char **argv) {
   if (argc < 2) {
     llvm::errs() << kUsage;
     return 1;
@@ -72,4 +73,8 @@ int main(int argc, char **argv) {
     return runProfileCommWorker(argc - 2, argv + 2);
   llvm::errs() << "cleave: error: unknown command '" << command << "'\n\n" << kUsage;
   return 1;
+}
+
+int main(int argc, char **argv) {
+  return cleave::guardedMain([&] { return runTool(argc, argv); });
 }

@@ -1,4 +1,6 @@
 #include "runtime/Plan.h"
+#include "runtime/Checked.h"
+#include "runtime/JsonFile.h"
 #include "runtime/PlanVerify.h"
 #include "runtime/Kernel.h"
 
@@ -130,6 +132,7 @@ Status parseShard(const Plan &plan, const Node &item, BufferSpec *buffer) {
       return CLEAVE_ERROR(dim.where(), ": expected a size >= 0");
     whole.push_back(dim.json.get<int64_t>());
   }
+  CLEAVE_RETURN_IF_ERROR(checkTensorSize(TensorDesc{buffer->desc.dtype, whole}, shape->where()));
   int64_t numel = numElements(whole), part = (numel + ranks - 1) / ranks;
   if (buffer->desc.shape != Shape{part})
     return CLEAVE_ERROR(item.where(), ": a part of ", describe(whole, buffer->desc.dtype),
@@ -153,10 +156,10 @@ Status getTensorDesc(const Node &node, TensorDesc *desc) {
   for (const Json &d : shape->json) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0)
       return CLEAVE_ERROR(shape->where(), ": expected non-negative integers, got ",
-                          shape->json.dump());
+                          jsonExcerpt(shape->json));
     desc->shape.push_back(d.get<int64_t>());
   }
-  return {};
+  return checkTensorSize(*desc, shape->where());
 }
 
 Status readJson(const std::string &dir, const std::string &file, Json *out) {
@@ -166,9 +169,7 @@ Status readJson(const std::string &dir, const std::string &file, Json *out) {
     return CLEAVE_ERROR(path, ": cannot open: ", std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
-  *out = Json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (out->is_discarded())
-    return CLEAVE_ERROR(path, ": not valid JSON");
+  CLEAVE_RETURN_IF_ERROR(parseJson(text.str(), path, out));
   if (!out->is_object())
     return CLEAVE_ERROR(path, ": expected a JSON object");
   return {};
@@ -278,7 +279,8 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
       int64_t offset = 0;
       CLEAVE_RETURN_IF_ERROR(getString(item, "state", &state));
       CLEAVE_RETURN_IF_ERROR(getInt(item, "state_offset", &offset));
-      if (static_cast<size_t>(offset) + buffer.desc.bytes() > program->stateBytes)
+      if (!spanWithin(offset, static_cast<int64_t>(buffer.desc.bytes()),
+                      static_cast<int64_t>(program->stateBytes)))
         return CLEAVE_ERROR(program->file, ": ", label, " spans state bytes [", offset, ", ",
                             offset + buffer.desc.bytes(), "), past the state region's ",
                             program->stateBytes, " bytes");
@@ -306,7 +308,8 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
     } else if (inArena) {
       int64_t offset = 0;
       CLEAVE_RETURN_IF_ERROR(getInt(item, "arena_offset", &offset));
-      if (static_cast<size_t>(offset) + buffer.desc.bytes() > program->arenaBytes)
+      if (!spanWithin(offset, static_cast<int64_t>(buffer.desc.bytes()),
+                      static_cast<int64_t>(program->arenaBytes)))
         return CLEAVE_ERROR(program->file, ": ", label, " spans bytes [", offset, ", ",
                             offset + buffer.desc.bytes(), "), past the arena's ",
                             program->arenaBytes, " bytes");
@@ -314,6 +317,11 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
     } else {
       std::string weight;
       CLEAVE_RETURN_IF_ERROR(getString(item, "weight", &weight));
+      WeightShard shard;
+      if (!parseWeightShard(weight, &shard))
+        return CLEAVE_ERROR(item.child("weight").where(), ": '", excerpt(weight),
+                            "' is neither a parameter name nor NAME[split(DIM) PART/PARTS] "
+                            "(numbers of at most 18 digits, PART < PARTS)");
       buffer.weight = weight;
       if (program->weightsFile.empty()) { // a plan without weights: nothing to check against
         program->buffers.push_back(std::move(buffer));
@@ -321,7 +329,7 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
       }
       const SafetensorsEntry *entry = program->weights.find(weight);
       if (!entry)
-        return CLEAVE_ERROR(program->file, ": ", label, " refers to weight '", weight,
+        return CLEAVE_ERROR(program->file, ": ", label, " refers to weight '", excerpt(weight),
                             "', missing from ", program->weightsFile);
       if (has(item, "shard")) {
         // ZeRO-3: the buffer is the rank's part of the file's whole tensor.
@@ -440,9 +448,9 @@ Status parseInstruction(const Plan &plan, const ProgramSpec &program, const Node
     int64_t offset = 0, bytes = 0;
     CLEAVE_RETURN_IF_ERROR(getInt(scratch, "arena_offset", &offset));
     CLEAVE_RETURN_IF_ERROR(getInt(scratch, "bytes", &bytes));
-    if (static_cast<size_t>(offset + bytes) > program.arenaBytes)
-      return CLEAVE_ERROR(label, ": scratch [", offset, ", ", offset + bytes,
-                          ") is past the arena's ", program.arenaBytes, " bytes");
+    if (!spanWithin(offset, bytes, static_cast<int64_t>(program.arenaBytes)))
+      return CLEAVE_ERROR(label, ": scratch of ", bytes, " bytes at ", offset,
+                          " is past the arena's ", program.arenaBytes, " bytes");
     inst->scratchOffset = offset;
     inst->scratchBytes = bytes;
   }
@@ -669,6 +677,35 @@ void layOutWeights(const Plan &plan, ProgramSpec *program) {
       program->weightShards.empty() ? program->weights.dataBytes : offset;
 }
 
+/// The arena and the state region are as large as what lies in them, rounded
+/// up to the 64-byte alignment of the plan format: a region sized otherwise
+/// (2^62 bytes declared for a few buffers) is not a plan the compiler wrote,
+/// and is refused before anything is allocated for it.
+Status checkRegionSizes(const ProgramSpec &program) {
+  constexpr size_t kAlignment = 64;
+  size_t arenaEnd = 0, stateEnd = 0;
+  for (const BufferSpec &b : program.buffers) {
+    if (b.arenaOffset)
+      arenaEnd = std::max(arenaEnd, *b.arenaOffset + b.desc.bytes());
+    if (b.stateOffset)
+      stateEnd = std::max(stateEnd, *b.stateOffset + b.desc.bytes());
+  }
+  for (const Phase &phase : program.phases)
+    for (const InstructionSpec &inst : phase.instructions)
+      if (inst.scratchBytes)
+        arenaEnd = std::max(arenaEnd, inst.scratchOffset + inst.scratchBytes);
+  auto aligned = [](size_t end) { return (end + kAlignment - 1) / kAlignment * kAlignment; };
+  if (program.arenaBytes > aligned(arenaEnd))
+    return CLEAVE_ERROR(program.file, ": arena_bytes ", program.arenaBytes,
+                        " is more than its buffers and scratch reach (", arenaEnd,
+                        " bytes, ", aligned(arenaEnd), " aligned)");
+  if (program.stateBytes > aligned(stateEnd))
+    return CLEAVE_ERROR(program.file, ": state_bytes ", program.stateBytes,
+                        " is more than its state buffers reach (", stateEnd, " bytes, ",
+                        aligned(stateEnd), " aligned)");
+  return {};
+}
+
 Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
                    ProgramSpec *program) {
   program->name = name;
@@ -727,6 +764,7 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
                         program->weightRegionBytes,
                         program->weightShards.empty() ? "" : " (ZeRO parts)");
   CLEAVE_RETURN_IF_ERROR(parsePhases(plan, top, program));
+  CLEAVE_RETURN_IF_ERROR(checkRegionSizes(*program));
   for (const char *key : {"inputs", "outputs"}) {
     bool isInputs = key == std::string("inputs");
     std::vector<Binding> &bound = isInputs ? program->inputs : program->outputs;
@@ -1145,6 +1183,53 @@ Status checkTraining(const Plan &plan) {
   return {};
 }
 
+/// The mesh against the devices the manifest lists, before anything is sized
+/// by it: pp x tp x dp must equal their number, computed without wrapping.
+Status checkMesh(const Node &top, const Plan &plan) {
+  std::optional<Node> devices;
+  CLEAVE_RETURN_IF_ERROR(getArray(top, "devices", &devices));
+  const int64_t count = static_cast<int64_t>(devices->json.size());
+  std::optional<int64_t> ranks = checkedProduct(std::initializer_list<int64_t>{plan.pp, plan.tp, plan.dp});
+  if (!ranks || *ranks != count)
+    return CLEAVE_ERROR("manifest.json: mesh: pp ", plan.pp, " x tp ", plan.tp, " x dp ", plan.dp,
+                        ranks ? " is " + std::to_string(*ranks) : std::string(" overflows"),
+                        ", the plan lists ", count, " device", count == 1 ? "" : "s");
+  return {};
+}
+
+/// The most schedule slots one stage may have (microbatches x chunks): a
+/// bound on the loops and lists the schedule sizes, far above real plans.
+constexpr int64_t kMaxStageSlots = int64_t(1) << 22;
+
+/// Microbatches and virtual stages are counts the schedule loops over: each
+/// is bounded by what the manifest holds before any loop or list uses it.
+Status checkScheduleCounts(const Node &schedule, const Plan &plan) {
+  std::optional<int64_t> chunks = checkedMul(plan.pp, plan.virtualStages);
+  std::optional<int64_t> slots =
+      chunks ? checkedMul(*chunks, plan.microbatches) : std::nullopt;
+  if (!slots || *slots / plan.pp > kMaxStageSlots)
+    return CLEAVE_ERROR("manifest.json: schedule: ", plan.microbatches, " microbatches x ",
+                        plan.virtualStages, " virtual stages is more than the ", kMaxStageSlots,
+                        " slots a stage may run");
+  if (!has(schedule, "stages"))
+    return {};
+  // Listed slots: each stage runs the forward of each of its chunks on each
+  // microbatch, so the lists hold at least that many (which slot is missing
+  // is checkScheduleAgainstPrograms' to say).
+  const Json &stages = schedule.json["stages"];
+  int64_t listed = 0;
+  for (size_t s = 0; stages.is_array() && s < stages.size(); ++s) {
+    const Json &entry = stages[s];
+    if (entry.is_object() && entry.contains("slots") && entry["slots"].is_array())
+      listed += static_cast<int64_t>(entry["slots"].size());
+  }
+  if (listed < plan.microbatches * plan.virtualStages)
+    return CLEAVE_ERROR("manifest.json: schedule.stages: ", listed, " slots in all, fewer than the ",
+                        plan.microbatches, " microbatches x ", plan.virtualStages,
+                        " virtual stages each stage runs");
+  return {};
+}
+
 Status parseDevices(const Node &top, Plan *plan) {
   std::optional<Node> devices;
   CLEAVE_RETURN_IF_ERROR(getArray(top, "devices", &devices));
@@ -1277,6 +1362,7 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
   CLEAVE_RETURN_IF_ERROR(getInt(*mesh, "pp", &plan.pp, 1));
   CLEAVE_RETURN_IF_ERROR(getInt(*mesh, "tp", &plan.tp, 1));
   CLEAVE_RETURN_IF_ERROR(getInt(*mesh, "dp", &plan.dp, 1));
+  CLEAVE_RETURN_IF_ERROR(checkMesh(top, plan));
   std::optional<Node> schedule;
   CLEAVE_RETURN_IF_ERROR(getObject(top, "schedule", &schedule));
   CLEAVE_RETURN_IF_ERROR(getString(*schedule, "kind", &plan.schedule));
@@ -1298,6 +1384,7 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
   if (has(*schedule, "pipeline"))
     CLEAVE_RETURN_IF_ERROR(getString(*schedule, "pipeline", &plan.pipelineSchedule));
   CLEAVE_RETURN_IF_ERROR(getOptionalInt(*schedule, "virtual_stages", 1, &plan.virtualStages, 1));
+  CLEAVE_RETURN_IF_ERROR(checkScheduleCounts(*schedule, plan));
   if (plan.virtualStages > 1 && plan.schedule != "interleaved" &&
       plan.pipelineSchedule != "interleaved")
     return CLEAVE_ERROR("manifest.json: schedule: ", plan.virtualStages,
@@ -1393,10 +1480,12 @@ std::string slotName(const ScheduleSlot &slot) {
          std::to_string(slot.microbatch) + " chunk" + std::to_string(slot.chunk);
 }
 
-Status loadPlan(const std::string &dir, Plan *out) { return loadPlanImpl(dir, std::nullopt, out); }
+Status loadPlan(const std::string &dir, Plan *out) {
+  return catchExceptions(dir, [&] { return loadPlanImpl(dir, std::nullopt, out); });
+}
 
 Status loadPlanForRank(const std::string &dir, int64_t rank, Plan *out) {
-  return loadPlanImpl(dir, rank, out);
+  return catchExceptions(dir, [&] { return loadPlanImpl(dir, rank, out); });
 }
 
 Status planWithoutWeights(const std::string &dir, const std::string &modelSource) {
@@ -1405,8 +1494,19 @@ Status planWithoutWeights(const std::string &dir, const std::string &modelSource
                       "read it, 'cleave run' cannot");
 }
 
+namespace {
+Status readDeviceCount(const std::string &dir, int64_t *devices, bool *hasWeights,
+                       std::string *modelSource);
+} // namespace
+
 Status readPlanDeviceCount(const std::string &dir, int64_t *devices, bool *hasWeights,
                            std::string *modelSource) {
+  return catchExceptions(dir, [&] { return readDeviceCount(dir, devices, hasWeights, modelSource); });
+}
+
+namespace {
+Status readDeviceCount(const std::string &dir, int64_t *devices, bool *hasWeights,
+                       std::string *modelSource) {
   Json json;
   CLEAVE_RETURN_IF_ERROR(readJson(dir, "manifest.json", &json).prepend("not a plan directory"));
   Node top{json, "manifest.json", ""};
@@ -1423,5 +1523,7 @@ Status readPlanDeviceCount(const std::string &dir, int64_t *devices, bool *hasWe
     *modelSource = json["model"]["source"].get<std::string>();
   return {};
 }
+
+} // namespace
 
 } // namespace cleave::runtime

@@ -1,10 +1,12 @@
 #include "runtime/PlanVerify.h"
+#include "runtime/Checked.h"
+#include "runtime/JsonFile.h"
 #include "runtime/Kernel.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <regex>
+#include <string_view>
 #include <set>
 #include <tuple>
 
@@ -619,10 +621,14 @@ void checkParameterInStage(const Plan &plan, int64_t stage, const std::string &n
       report.add(head + ": " + h.program->name + " holds part " + partLabel(h.shard) +
                  " but is tp index " + std::to_string(h.program->tp));
     TensorDesc whole = h.desc;
-    bool fits = whole.rank() == full.rank() && h.shard.dim < whole.rank() &&
-                full.shape[h.shard.dim] % (h.shard.blocks * h.shard.parts) == 0;
+    std::optional<int64_t> pieces = checkedMul(h.shard.blocks, h.shard.parts);
+    std::optional<int64_t> size =
+        h.shard.dim < whole.rank() ? checkedMul(whole.shape[h.shard.dim], h.shard.parts)
+                                   : std::nullopt;
+    bool fits = whole.rank() == full.rank() && pieces && size && *pieces > 0 &&
+                full.shape[h.shard.dim] % *pieces == 0;
     if (fits)
-      whole.shape[h.shard.dim] *= h.shard.parts;
+      whole.shape[h.shard.dim] = *size;
     if (!fits || whole != full)
       return report.add(head + ": " + h.program->name + " holds part " + partLabel(h.shard) +
                         " as " + shapeOf(h.desc) + "; " + std::to_string(h.shard.parts) +
@@ -687,17 +693,44 @@ bool parseWeightShard(const std::string &name, WeightShard *out) {
     out->parameter = name;
     return true;
   }
-  static const std::regex split(R"(\[split\((\d+)(?:, *blocks=(\d+))?\) (\d+)/(\d+)\]$)");
-  std::smatch m;
-  std::string tail = name.substr(open);
-  if (!std::regex_match(tail, m, split))
+  // "[split(D) P/N]" or "[split(D, blocks=B) P/N]", read by hand: the name
+  // comes from a file, and std::regex recurses once per character matched.
+  std::string_view tail(name);
+  tail.remove_prefix(open);
+  auto eat = [&](std::string_view text) {
+    if (tail.substr(0, text.size()) != text)
+      return false;
+    tail.remove_prefix(text.size());
+    return true;
+  };
+  auto number = [&](int64_t *value) {
+    size_t n = 0;
+    while (n < tail.size() && tail[n] >= '0' && tail[n] <= '9')
+      ++n;
+    std::optional<int64_t> parsed = parseDecimal(tail.substr(0, n));
+    if (!parsed)
+      return false; // no digits, or more than fit in 64 bits
+    *value = *parsed;
+    tail.remove_prefix(n);
+    return true;
+  };
+  int64_t dim = 0, blocks = 1, part = 0, parts = 0;
+  if (!eat("[split(") || !number(&dim))
+    return false;
+  if (eat(",")) {
+    while (eat(" ")) {
+    }
+    if (!eat("blocks=") || !number(&blocks))
+      return false;
+  }
+  if (!eat(") ") || !number(&part) || !eat("/") || !number(&parts) || !eat("]") || !tail.empty())
     return false;
   out->parameter = name.substr(0, open);
   out->split = true;
-  out->dim = std::stoll(m[1]);
-  out->blocks = m[2].matched ? std::stoll(m[2]) : 1;
-  out->part = std::stoll(m[3]);
-  out->parts = std::stoll(m[4]);
+  out->dim = dim;
+  out->blocks = blocks;
+  out->part = part;
+  out->parts = parts;
   return !out->parameter.empty() && out->blocks >= 1 && out->parts >= 1 && out->part < out->parts;
 }
 
@@ -711,12 +744,19 @@ VerifyResult verifyPlan(const Plan &plan, size_t maxErrors) {
   result.ranks = static_cast<int64_t>(plan.devices.size());
   result.programs = static_cast<int64_t>(plan.programs.size());
   Reporter report{result.errors, std::max<size_t>(maxErrors, 1)};
-  if (!checkStructure(plan, report))
-    return result;
-  checkCollectiveShapes(plan, report);
-  checkWeightCoverage(plan, report);
-  if (!report.full())
-    Simulation(plan, report, result).run();
+  // A plan is a file: an exception escaping a check (a bug, memory exhausted)
+  // is one more error, never an abort.
+  Status ran = catchExceptions(plan.dir, [&] {
+    if (!checkStructure(plan, report))
+      return Status();
+    checkCollectiveShapes(plan, report);
+    checkWeightCoverage(plan, report);
+    if (!report.full())
+      Simulation(plan, report, result).run();
+    return Status();
+  });
+  if (!ran.ok())
+    result.errors.push_back(ran.message());
   return result;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/Safetensors.h"
 #include "runtime/AtomicFile.h"
+#include "runtime/Checked.h"
+#include "runtime/JsonFile.h"
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +37,7 @@ Status readExact(std::ifstream &in, const std::string &path, void *dst, size_t b
 
 Status parseEntry(const std::string &path, const std::string &name,
                   const nlohmann::json &value, SafetensorsEntry *entry) {
-  std::string where = path + ": tensor '" + name + "'";
+  std::string where = path + ": tensor '" + excerpt(name) + "'";
   if (!value.is_object())
     return CLEAVE_ERROR(where, " is not an object");
   auto dtype = value.find("dtype");
@@ -52,9 +54,10 @@ Status parseEntry(const std::string &path, const std::string &name,
   entry->desc.dtype = *parsed;
   for (const nlohmann::json &d : *shape) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0)
-      return CLEAVE_ERROR(where, " has a bad shape ", shape->dump());
+      return CLEAVE_ERROR(where, " has a bad shape ", jsonExcerpt(*shape));
     entry->desc.shape.push_back(d.get<int64_t>());
   }
+  CLEAVE_RETURN_IF_ERROR(checkTensorSize(entry->desc, where));
   if (offsets == value.end() || !offsets->is_array() || offsets->size() != 2 ||
       !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned())
     return CLEAVE_ERROR(where, " has bad data_offsets");
@@ -77,7 +80,7 @@ const SafetensorsEntry *SafetensorsIndex::find(const std::string &name) const {
   return nullptr;
 }
 
-Status readSafetensorsIndex(const std::string &path, SafetensorsIndex *index) {
+static Status readSafetensorsIndexImpl(const std::string &path, SafetensorsIndex *index) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
     return CLEAVE_ERROR(path, ": cannot open: ", std::strerror(errno));
@@ -95,8 +98,11 @@ Status readSafetensorsIndex(const std::string &path, SafetensorsIndex *index) {
   std::string header(headerBytes, '\0');
   CLEAVE_RETURN_IF_ERROR(readExact(in, path, header.data(), header.size()));
 
-  nlohmann::json json = nlohmann::json::parse(header, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object())
+  nlohmann::json json;
+  Status parsed = parseJson(header, path + ": header", &json);
+  if (!parsed.ok())
+    return parsed;
+  if (!json.is_object())
     return CLEAVE_ERROR(path, ": header is not a JSON object");
 
   SafetensorsIndex result;
@@ -109,7 +115,7 @@ Status readSafetensorsIndex(const std::string &path, SafetensorsIndex *index) {
         return CLEAVE_ERROR(path, ": __metadata__ is not an object");
       for (auto m = it->begin(); m != it->end(); ++m) {
         if (!m->is_string())
-          return CLEAVE_ERROR(path, ": __metadata__ value '", m.key(), "' is not a string");
+          return CLEAVE_ERROR(path, ": __metadata__ value '", excerpt(m.key()), "' is not a string");
         result.metadata[m.key()] = m->get<std::string>();
       }
       continue;
@@ -127,10 +133,10 @@ Status readSafetensorsIndex(const std::string &path, SafetensorsIndex *index) {
   size_t covered = 0;
   for (const SafetensorsEntry &e : result.entries) {
     if (e.begin < covered)
-      return CLEAVE_ERROR(path, ": tensor '", e.name, "' overlaps the tensor before it");
+      return CLEAVE_ERROR(path, ": tensor '", excerpt(e.name), "' overlaps the tensor before it");
     if (e.begin > covered)
       return CLEAVE_ERROR(path, ": a hole of ", e.begin - covered,
-                          " bytes precedes tensor '", e.name, "'");
+                          " bytes precedes tensor '", excerpt(e.name), "'");
     covered = e.end;
   }
   if (covered > result.dataBytes)
@@ -141,6 +147,10 @@ Status readSafetensorsIndex(const std::string &path, SafetensorsIndex *index) {
                         " bytes follow the last tensor");
   *index = std::move(result);
   return {};
+}
+
+Status readSafetensorsIndex(const std::string &path, SafetensorsIndex *index) {
+  return catchExceptions(path, [&] { return readSafetensorsIndexImpl(path, index); });
 }
 
 Status readSafetensorsData(const SafetensorsIndex &index, void *dst) {

@@ -1,4 +1,5 @@
 #include "runtime/TensorParts.h"
+#include "runtime/Checked.h"
 
 #include <cstring>
 
@@ -29,9 +30,11 @@ void forEachRun(const Shape &shape, size_t elementBytes, const WeightShard &shar
 } // namespace
 
 bool canSplit(const Shape &whole, const WeightShard &shard) {
+  // blocks and parts come from weight names in files: their product may not fit.
+  std::optional<int64_t> pieces = checkedMul(shard.blocks, shard.parts);
   return shard.dim >= 0 && shard.dim < static_cast<int64_t>(whole.size()) && shard.blocks >= 1 &&
-         shard.parts >= 1 && shard.part >= 0 && shard.part < shard.parts &&
-         whole[shard.dim] % (shard.blocks * shard.parts) == 0;
+         shard.parts >= 1 && shard.part >= 0 && shard.part < shard.parts && pieces &&
+         whole[shard.dim] % *pieces == 0;
 }
 
 Shape partShape(const Shape &whole, const WeightShard &shard) {

@@ -1,6 +1,8 @@
 #include "runtime/train/Checkpoint.h"
 
 #include "runtime/AtomicFile.h"
+#include "runtime/Checked.h"
+#include "runtime/JsonFile.h"
 #include "runtime/Executor.h"
 #include "runtime/Safetensors.h"
 #include "runtime/TensorParts.h"
@@ -513,9 +515,24 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
   return {};
 }
 
+namespace {
+Status loadCheckpointImpl(const std::string &path, const Plan &plan, Executor &executor,
+                          CheckpointInfo *info, std::string *resolved,
+                          const CheckpointShards &shards);
+} // namespace
+
 Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &executor,
                       CheckpointInfo *info, std::string *resolved,
                       const CheckpointShards &shards) {
+  return catchExceptions(path, [&] {
+    return loadCheckpointImpl(path, plan, executor, info, resolved, shards);
+  });
+}
+
+namespace {
+Status loadCheckpointImpl(const std::string &path, const Plan &plan, Executor &executor,
+                          CheckpointInfo *info, std::string *resolved,
+                          const CheckpointShards &shards) {
   std::error_code ec;
   std::string dir = path;
   if (!fs::exists(dir + "/" + kInfoFile, ec)) {
@@ -528,7 +545,7 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
       latest.pop_back();
     if (latest.empty() || latest.find('/') != std::string::npos ||
         latest.rfind("ckpt-", 0) != 0)
-      return CLEAVE_ERROR(path, "/latest: damaged (names '", latest,
+      return CLEAVE_ERROR(path, "/latest: damaged (names '", excerpt(latest),
                           "', expected ckpt-<step>)");
     dir = path + "/" + latest;
     if (!fs::exists(dir + "/" + kInfoFile, ec))
@@ -537,9 +554,11 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   std::string text;
   CLEAVE_RETURN_IF_ERROR(readText(dir + "/" + kInfoFile, &text));
   std::string infoPath = dir + "/" + kInfoFile;
-  Json json = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (json.is_discarded() || !json.is_object())
-    return CLEAVE_ERROR(infoPath, ": damaged (not valid JSON)");
+  Json json;
+  if (Status parsed = parseJson(text, infoPath, &json); !parsed.ok())
+    return CLEAVE_ERROR(infoPath, ": damaged (", parsed.message().substr(infoPath.size() + 2), ")");
+  if (!json.is_object())
+    return CLEAVE_ERROR(infoPath, ": damaged (not a JSON object)");
   auto bad = [&](const std::string &what) {
     return CLEAVE_ERROR(infoPath, ": damaged (", what, ")");
   };
@@ -555,7 +574,7 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   if (!json["seed"].is_number_integer())
     return bad("no seed");
   if (!json["data"].is_object() || !json["data"]["samples"].is_number_integer() ||
-      !json["data"]["bytes"].is_number_integer())
+      !json["data"]["bytes"].is_number_integer() || json["data"]["samples"].get<int64_t>() < 0)
     return bad("no data position");
   if (!json["files"].is_object())
     return bad("no file list");
@@ -566,6 +585,17 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
     loaded.shuffleSeed = json["shuffle_seed"].get<uint64_t>();
   loaded.dataSamples = json["data"]["samples"].get<int64_t>();
   loaded.dataBytes = json["data"]["bytes"].get<uint64_t>();
+  // The data position is the step's: a checkpoint whose next sample says
+  // otherwise was not written by a run of this plan.
+  if (plan.training && json["data"].contains("next_sample")) {
+    std::optional<int64_t> next = checkedMul(loaded.step, plan.training->batchSize);
+    const Json &written = json["data"]["next_sample"];
+    if (!next || !written.is_number_unsigned() ||
+        written.get<uint64_t>() != static_cast<uint64_t>(*next))
+      return CLEAVE_ERROR(infoPath, ": data.next_sample ", jsonExcerpt(written), " is not step ",
+                          loaded.step, " x the plan's batch of ", plan.training->batchSize,
+                          " (written by a run of another batch size, or damaged)");
+  }
   if (plan.training && loaded.seed != plan.training->seed)
     return CLEAVE_ERROR(infoPath, ": seed ", loaded.seed, ", the plan's is ",
                         plan.training->seed, " (the checkpoint is not of this plan)");
@@ -588,7 +618,7 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
   }
   // Every file whole and unchanged before anything is read from it.
   for (const std::string &file : fileNames) {
-    const Json &entry = json["files"][file];
+    Json &entry = json["files"][file]; // not const: a missing key reads as null
     if (!entry.is_object() || !entry["bytes"].is_number_integer() || !entry["fnv1a64"].is_string())
       return bad("no size or checksum for " + file);
     uint64_t checksum = 0, bytes = 0;
@@ -626,20 +656,29 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
     for (auto [kind, found] : {std::pair{"weights", &weights}, {"states", &states}})
       for (auto it = json["index"][kind].begin(); it != json["index"][kind].end(); ++it) {
         const std::string &name = it.key();
-        const Json &where = it.value();
+        Json &where = it.value(); // not const: a missing key reads as null
         if (!where.is_object() || !where["dtype"].is_string() || !where["shape"].is_array())
-          return bad("the index entry of '" + name + "'");
+          return bad("the index entry of '" + excerpt(name) + "'");
         std::optional<DType> dtype = parseDType(where["dtype"].get<std::string>());
         if (!dtype)
-          return bad("the index entry of '" + name + "': dtype");
-        Source source{TensorDesc{*dtype, where["shape"].get<Shape>()}, {}};
+          return bad("the index entry of '" + excerpt(name) + "': dtype");
+        Shape shape;
+        for (const Json &d : where["shape"]) {
+          if (!d.is_number_integer() || d.get<int64_t>() < 0)
+            return bad("the index entry of '" + excerpt(name) + "': shape " +
+                       jsonExcerpt(where["shape"]));
+          shape.push_back(d.get<int64_t>());
+        }
+        Source source{TensorDesc{*dtype, shape}, {}};
+        CLEAVE_RETURN_IF_ERROR(checkTensorSize(source.desc, infoPath + ": index." + kind + "." +
+                                                                excerpt(name)));
         // A whole tensor names its file; a sharded one its parts.
         Json parts = where.contains("parts")
                          ? where["parts"]
                          : Json::array({Json{{"file", where.value("file", "")}, {"begin", 0}}});
         if (!parts.is_array())
           return bad("the index entry of '" + name + "': parts");
-        for (const Json &part : parts) {
+        for (Json &part : parts) {
           std::string file = part.is_object() && part["file"].is_string()
                                  ? part["file"].get<std::string>()
                                  : std::string();
@@ -647,7 +686,7 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
           if (index == indexes.end())
             return bad("the index puts '" + name + "' in '" + file + "', not a listed file");
           const SafetensorsEntry *e = index->second.find(name);
-          if (!e || !part["begin"].is_number_integer())
+          if (!e || !part["begin"].is_number_integer() || part["begin"].get<int64_t>() < 0)
             return bad("the index puts '" + name + "' in " + file + ", which does not hold it");
           source.pieces.push_back(Piece{&index->second, e, part["begin"].get<int64_t>()});
         }
@@ -656,7 +695,10 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
         for (const Piece &piece : source.pieces) {
           if (piece.begin != next || piece.entry->desc.dtype != source.desc.dtype)
             return bad("the parts of '" + name + "' do not tile it");
-          next += piece.entry->desc.numel();
+          std::optional<int64_t> end = checkedAdd(next, piece.entry->desc.numel());
+          if (!end)
+            return bad("the parts of '" + name + "' do not tile it");
+          next = *end;
         }
         if (next != source.desc.numel())
           return bad("the parts of '" + name + "' do not tile it");
@@ -826,5 +868,6 @@ Status loadCheckpoint(const std::string &path, const Plan &plan, Executor &execu
     *resolved = dir;
   return {};
 }
+} // namespace
 
 } // namespace cleave::runtime

@@ -3,6 +3,7 @@
 #include "runtime/TensorParts.h"
 
 #include "runtime/AtomicFile.h"
+#include "runtime/JsonFile.h"
 #include "runtime/BFloat16.h"
 #include "runtime/Executor.h"
 #include "runtime/Kernel.h"
@@ -474,14 +475,15 @@ std::string traceEventsJson(const std::vector<TraceEvent> &events) {
 }
 
 Status parseTraceEvents(const std::string &text, std::vector<TraceEvent> *events) {
-  Json list = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  Json list;
+  CLEAVE_RETURN_IF_ERROR(parseJson(text, "a rank's trace events", &list));
   if (!list.is_array())
     return CLEAVE_ERROR("a rank's trace events are not a JSON array");
   events->clear();
   for (const Json &j : list) {
-    if (!j.is_object() || !j["name"].is_string() || !j["start"].is_number() ||
-        !j["seconds"].is_number())
-      return CLEAVE_ERROR("a rank's trace event is malformed: ", j.dump().substr(0, 200));
+    if (!j.is_object() || !j.contains("name") || !j["name"].is_string() || !j.contains("start") ||
+        !j["start"].is_number() || !j.contains("seconds") || !j["seconds"].is_number())
+      return CLEAVE_ERROR("a rank's trace event is malformed: ", jsonExcerpt(j, 200));
     TraceEvent e;
     e.name = j["name"].get<std::string>();
     e.phase = j.value("phase", "");

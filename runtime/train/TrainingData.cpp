@@ -1,6 +1,7 @@
 #include "runtime/train/TrainingData.h"
 
 #include "runtime/Executor.h"
+#include "runtime/JsonFile.h"
 #include "runtime/Safetensors.h"
 
 #include <algorithm>
@@ -24,6 +25,10 @@ uint64_t splitMix64(uint64_t &state) {
 } // namespace
 
 Status TrainingData::load(const std::string &path, const Plan &plan, TrainingData *out) {
+  return catchExceptions(path, [&] { return loadImpl(path, plan, out); });
+}
+
+Status TrainingData::loadImpl(const std::string &path, const Plan &plan, TrainingData *out) {
   TrainingData data;
   data.path_ = path;
   SafetensorsIndex index;

@@ -65,6 +65,7 @@ public:
                   std::optional<size_t> phase = std::nullopt) const;
 
 private:
+  static Status loadImpl(const std::string &path, const Plan &plan, TrainingData *out);
   struct Column {
     std::string name;
     size_t sampleBytes = 0;

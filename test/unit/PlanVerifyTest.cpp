@@ -266,6 +266,22 @@ TEST(PlanVerifyTest, WeightShardNames) {
   EXPECT_EQ(w.parameter, "tok_emb.weight");
   EXPECT_FALSE(parseWeightShard("x[split(1) 2/2]", &w)); // part past the count
   EXPECT_FALSE(parseWeightShard("x[shard 0]", &w));
+  // Names come from files: numbers past 64 bits, signs, spaces, trailing
+  // text and very long names are refused, not thrown on or recursed into.
+  EXPECT_FALSE(parseWeightShard("x[split(0) 99999999999999999999/1]", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(0) 0/99999999999999999999]", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(0, blocks=99999999999999999999) 0/2]", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(-1) 0/2]", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(0) 0/2] ", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(0) 0/2]]", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(0) /2]", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(0) 0/0]", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(0, blocks=0) 0/2]", &w));
+  EXPECT_FALSE(parseWeightShard("x[split(0) " + std::string(1000000, '9') + "/1]", &w));
+  ASSERT_TRUE(parseWeightShard("x[split(0,blocks=2) 1/2]", &w));
+  EXPECT_EQ(w.blocks, 2);
+  ASSERT_TRUE(parseWeightShard("x[split(0) 999999999999999998/999999999999999999]", &w));
+  EXPECT_EQ(w.parts, 999999999999999999);
 }
 
 TEST(PlanVerifyTest, ParametersMustBeCoveredOncePerStage) {

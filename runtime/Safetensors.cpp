@@ -100,6 +100,8 @@ static Status readSafetensorsIndexImpl(const std::string &path, SafetensorsIndex
 
   nlohmann::json json;
   Status parsed = parseJson(header, path + ": header", &json);
+  if (!parsed.ok() && json.is_discarded())
+    return CLEAVE_ERROR(path, ": header is not a JSON object (not valid JSON)");
   if (!parsed.ok())
     return parsed;
   if (!json.is_object())

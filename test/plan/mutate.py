@@ -4,6 +4,7 @@ usage: mutate.py plan KIND SRC_PLAN DST_PLAN
        mutate.py inputs KIND SRC.safetensors DST.safetensors
 """
 import json
+import math
 import os
 import shutil
 import struct
@@ -56,14 +57,17 @@ def plan(kind, src, dst):
     elif kind == "weight-dtype":
         edit_json(program, lambda p: first_weight_buffer(p).update(dtype="i32"))
     elif kind == "output-shape":
+        arena = {}
+
         def f(p):
             b = first_arena_buffer_written(p)
             b["shape"] = b["shape"][:-1] + [b["shape"][-1] * 2]
             b["arena_offset"] = p["arena_bytes"]  # past every other buffer: no overlap
-            p["arena_bytes"] *= 4
+            # The arena grows to hold it, as the compiler would size it (64-byte aligned).
+            end = p["arena_bytes"] + 4 * math.prod(b["shape"])  # f32
+            p["arena_bytes"] = arena["bytes"] = (end + 63) // 64 * 64
         edit_json(program, f)
-        edit_json(manifest, lambda m: m["programs"]["stage0_tp0"].update(
-            arena_bytes=m["programs"]["stage0_tp0"]["arena_bytes"] * 4))
+        edit_json(manifest, lambda m: m["programs"]["stage0_tp0"].update(arena_bytes=arena["bytes"]))
     elif kind == "truncate-weights":
         with open(weights, "r+b") as f:
             f.truncate(os.path.getsize(weights) - 4)

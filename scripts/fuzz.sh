@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/fuzz.sh [--seconds N] [--harness NAME|all] [--jobs J] [--seed S]
-#                 [--build-dir DIR] [--cleave-bin DIR] [--fresh] [--prepare]
+#                 [--build-dir DIR] [--cleave-bin DIR] [--fresh] [--prepare] [--no-build]
 # Builds the libFuzzer harnesses of fuzz/ with clang (if needed), makes their
 # seeds from real plans (fuzz/make-seeds.sh, with the normal build's
 # `cleave`), and runs a campaign of N seconds (default 60) per harness, J
@@ -11,12 +11,13 @@
 #   DIR            default build/fuzz; corpora grow in DIR/corpus/<harness>
 #   --fresh        start from the seed corpus only (DIR/corpus emptied)
 #   --prepare      build and make the seeds, run nothing
+#   --no-build     the harnesses and seeds are there (ctest's runs, side by side)
 #   --seed S       libFuzzer's -seed (default: drawn, and printed)
 # See docs/fuzzing.md.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 seconds=60 harness=all jobs=1 seed="" dir="$root/build/fuzz" bin="$root/build/bin"
-fresh=0 prepare=0
+fresh=0 prepare=0 build=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
@@ -27,6 +28,7 @@ while [ $# -gt 0 ]; do
     --cleave-bin) bin="$2"; shift 2 ;;
     --fresh) fresh=1; shift ;;
     --prepare) prepare=1; shift ;;
+    --no-build) build=0; shift ;;
     -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -48,11 +50,13 @@ launcher=()
 if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
-if [ ! -f "$dir/build.ninja" ]; then
+if [ "$build" = 1 ] && [ ! -f "$dir/build.ninja" ]; then
   cmake -S "$root/fuzz" -B "$dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang \
     "${launcher[@]}" >/dev/null
 fi
-cmake --build "$dir" -j2 | grep -v '^\[' || true
+if [ "$build" = 1 ]; then
+  cmake --build "$dir" -j2 | grep -v '^\[' || true
+fi
 for h in $all_harnesses; do
   [ -x "$dir/bin/fuzz_$h" ] || { echo "fuzz.sh: the build did not make fuzz_$h" >&2; exit 2; }
 done
@@ -63,18 +67,20 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN
 export CLEAVE_FUZZ_SEEDS="$dir/seeds"
 
 # Seeds: remade when cleave or the seed script is newer than they are.
-if [ ! -f "$dir/seeds/.done" ] || [ "$bin/cleave" -nt "$dir/seeds/.done" ] \
-   || [ "$root/fuzz/make-seeds.sh" -nt "$dir/seeds/.done" ]; then
+if [ "$build" = 1 ] && { [ ! -f "$dir/seeds/.done" ] || [ "$bin/cleave" -nt "$dir/seeds/.done" ] \
+   || [ "$root/fuzz/make-seeds.sh" -nt "$dir/seeds/.done" ]; }; then
   bash "$root/fuzz/make-seeds.sh" "$bin" "$dir/seeds"
   touch "$dir/seeds/.done"
   rm -rf "$dir/seed-corpus"
 fi
 for h in $harnesses; do
-  if [ ! -d "$dir/seed-corpus/$h" ] || [ "$dir/bin/fuzz_$h" -nt "$dir/seed-corpus/$h" ]; then
+  if [ "$build" = 1 ] && { [ ! -d "$dir/seed-corpus/$h" ] ||
+                            [ "$dir/bin/fuzz_$h" -nt "$dir/seed-corpus/$h" ]; }; then
     rm -rf "$dir/seed-corpus/$h"
     CLEAVE_FUZZ_WRITE_CORPUS="$dir/seed-corpus/$h" "$dir/bin/fuzz_$h"
-    [ -n "$(ls -A "$dir/seed-corpus/$h")" ] || { echo "fuzz.sh: empty seed corpus for $h" >&2; exit 2; }
   fi
+  [ -n "$(ls -A "$dir/seed-corpus/$h" 2>/dev/null)" ] ||
+    { echo "fuzz.sh: no seed corpus for $h in $dir/seed-corpus" >&2; exit 2; }
 done
 [ "$prepare" = 1 ] && { echo "fuzz.sh: harnesses built and seeds made in $dir"; exit 0; }
 
@@ -111,8 +117,10 @@ campaign() {
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  if [ "$rc" = 0 ] && [ "$after" = "$before" ]; then
+  if [ "$rc" = 0 ] && [ "$after" = "$before" ] && [ "${execs:-0}" -gt 0 ]; then
     result=ok
+  elif [ "$rc" = 0 ] && [ "$after" = "$before" ]; then
+    result="RAN NOTHING: see $log"
   else
     result="FINDING (exit $rc): $(grep -m1 -E '^==[0-9]+==ERROR|runtime error|^SUMMARY|deadly signal|uncaught|Timeout|out-of-memory' "$log" || echo 'see the log')"
     cp "$log" "$dir/findings/$h-$(date +%Y%m%d-%H%M%S).log"

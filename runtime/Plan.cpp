@@ -253,6 +253,8 @@ bool overlaps(size_t aBegin, size_t aBytes, size_t bBegin, size_t bBytes) {
 Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
   std::optional<Node> list;
   CLEAVE_RETURN_IF_ERROR(getArray(top, "buffers", &list));
+  std::map<std::string, int64_t> stateViews; // a state's first buffer
+  std::map<size_t, int64_t> stateRanges;     // offset -> buffer, of distinct non-empty states
   for (size_t i = 0; i < list->json.size(); ++i) {
     Node item = list->element(i);
     BufferSpec buffer;
@@ -288,19 +290,27 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
         return CLEAVE_ERROR(program->file, ": ", label, ": state_offset ", offset,
                             " is not aligned to its element size");
       // Several buffers may view one state; distinct states never overlap.
-      for (const BufferSpec &other : program->buffers) {
-        if (!other.state)
-          continue;
-        bool same = *other.state == state;
-        if (same && (*other.stateOffset != static_cast<size_t>(offset) ||
-                     other.desc.bytes() != buffer.desc.bytes() ||
-                     other.desc.dtype != buffer.desc.dtype))
+      // Both are looked up, not scanned for: a program may list many states.
+      if (auto seen = stateViews.find(state); seen != stateViews.end()) {
+        const BufferSpec &other = program->buffers[seen->second];
+        if (*other.stateOffset != static_cast<size_t>(offset) ||
+            other.desc.bytes() != buffer.desc.bytes() || other.desc.dtype != buffer.desc.dtype)
           return CLEAVE_ERROR(program->file, ": ", label, " views state '", state,
                               "' unlike buffer ", other.id, " (offset, size or dtype differ)");
-        if (!same && overlaps(*other.stateOffset, other.desc.bytes(), offset, buffer.desc.bytes()))
-          return CLEAVE_ERROR(program->file, ": ", label, ": state '", state,
-                              "' overlaps state '", *other.state, "' (buffer ", other.id, ")");
+      } else if (size_t bytes = buffer.desc.bytes(); bytes > 0) {
+        // The states placed so far are disjoint and sorted by offset, so
+        // their ends are sorted too: only the last one that begins before
+        // this one ends can reach into it.
+        auto after = stateRanges.lower_bound(static_cast<size_t>(offset) + bytes);
+        if (after != stateRanges.begin()) {
+          const BufferSpec &other = program->buffers[std::prev(after)->second];
+          if (overlaps(*other.stateOffset, other.desc.bytes(), offset, bytes))
+            return CLEAVE_ERROR(program->file, ": ", label, ": state '", state,
+                                "' overlaps state '", *other.state, "' (buffer ", other.id, ")");
+        }
+        stateRanges.emplace(static_cast<size_t>(offset), buffer.id);
       }
+      stateViews.emplace(state, buffer.id);
       buffer.state = state;
       buffer.stateOffset = static_cast<size_t>(offset);
       if (has(item, "shard"))
@@ -414,16 +424,24 @@ Status checkPartitionKernel(const Plan &plan, const std::string &label,
   return {};
 }
 
+/// The most inputs or outputs one instruction may have: far above any
+/// kernel's (a concat of thousands of tensors, an unbind over a long
+/// sequence), and a bound on the checks that pair them.
+constexpr size_t kMaxOperands = size_t(1) << 16;
+
 Status parseInstruction(const Plan &plan, const ProgramSpec &program, const Node &item,
                         InstructionSpec *inst) {
   CLEAVE_RETURN_IF_ERROR(getString(item, "kernel", &inst->kernel));
   if (item.json.contains("loc"))
     CLEAVE_RETURN_IF_ERROR(getString(item, "loc", &inst->loc));
-  std::string label = item.where() + " (" + inst->kernel +
-                      (inst->loc.empty() ? "" : " at " + inst->loc) + ")";
+  std::string label = item.where() + " (" + excerpt(inst->kernel) +
+                      (inst->loc.empty() ? "" : " at " + excerpt(inst->loc, 400)) + ")";
   std::optional<Node> inputs, outputs;
   CLEAVE_RETURN_IF_ERROR(getArray(item, "inputs", &inputs));
   CLEAVE_RETURN_IF_ERROR(getArray(item, "outputs", &outputs));
+  if (inputs->json.size() > kMaxOperands || outputs->json.size() > kMaxOperands)
+    return CLEAVE_ERROR(label, ": ", inputs->json.size(), " inputs and ", outputs->json.size(),
+                        " outputs (at most ", kMaxOperands, " each)");
   for (size_t i = 0; i < inputs->json.size(); ++i) {
     if (inputs->json[i].is_null()) {
       inst->inputs.push_back(std::nullopt);
@@ -458,16 +476,34 @@ Status parseInstruction(const Plan &plan, const ProgramSpec &program, const Node
     CLEAVE_RETURN_IF_ERROR(parseAttributes(item.child("attrs"), &inst->attrs));
 
   // Kernels assume their outputs share no memory with their inputs or scratch
-  // (reshape alone may write over its own input: it is a view).
+  // (reshape alone may write over its own input: it is a view). The inputs'
+  // ranges are sorted once, so an instruction with many operands costs
+  // n log n, not outputs x inputs.
+  std::vector<std::pair<size_t, size_t>> inputRanges; // [begin, end), non-empty, by begin
+  for (const std::optional<int64_t> &in : inst->inputs)
+    if (in && program.buffers[*in].arenaOffset && program.buffers[*in].desc.bytes() > 0)
+      inputRanges.emplace_back(*program.buffers[*in].arenaOffset,
+                               *program.buffers[*in].arenaOffset + program.buffers[*in].desc.bytes());
+  std::sort(inputRanges.begin(), inputRanges.end());
+  std::vector<size_t> reach(inputRanges.size()); // the furthest end among the first i + 1
+  for (size_t i = 0; i < inputRanges.size(); ++i)
+    reach[i] = std::max(inputRanges[i].second, i ? reach[i - 1] : 0);
   for (int64_t o : inst->outputs) {
     const BufferSpec &out = program.buffers[o];
     if (out.persistent())
       continue; // an in-place update: not in the arena
     if (overlaps(*out.arenaOffset, out.desc.bytes(), inst->scratchOffset, inst->scratchBytes))
       return CLEAVE_ERROR(label, ": output buffer ", o, " overlaps the scratch");
-    if (inst->kernel == "reshape")
+    if (inst->kernel == "reshape" || out.desc.bytes() == 0)
       continue;
-    for (const std::optional<int64_t> &in : inst->inputs) {
+    // Inputs that begin before this output ends: one of them overlaps it
+    // when the furthest of their ends is past its beginning.
+    auto first = std::lower_bound(inputRanges.begin(), inputRanges.end(),
+                                  std::pair{*out.arenaOffset + out.desc.bytes(), size_t(0)});
+    size_t before = static_cast<size_t>(first - inputRanges.begin());
+    if (before == 0 || reach[before - 1] <= *out.arenaOffset)
+      continue;
+    for (const std::optional<int64_t> &in : inst->inputs) { // which one, for the message
       if (!in || !program.buffers[*in].arenaOffset)
         continue;
       const BufferSpec &b = program.buffers[*in];
@@ -790,11 +826,13 @@ Status parseBatch(const Node &top, Plan *plan) {
   if (microbatches != plan->microbatches)
     return CLEAVE_ERROR("manifest.json: batch.microbatches is ", microbatches,
                         ", schedule.microbatches ", plan->microbatches);
-  if (plan->globalBatch != plan->dp * microbatches * plan->microbatchSize)
+  std::optional<int64_t> split = checkedProduct(
+      std::initializer_list<int64_t>{plan->dp, microbatches, plan->microbatchSize});
+  if (!split || plan->globalBatch != *split)
     return CLEAVE_ERROR("manifest.json: batch: global ", plan->globalBatch, " is not dp ",
                         plan->dp, " x microbatches ", microbatches, " x microbatch_size ",
-                        plan->microbatchSize, " = ",
-                        plan->dp * microbatches * plan->microbatchSize);
+                        plan->microbatchSize, split ? " = " + std::to_string(*split)
+                                                    : std::string(" (which overflows)"));
   plan->hasBatch = true;
   for (auto [noun, specs] : {std::pair{"input", &plan->inputs}, {"output", &plan->outputs}})
     for (const TensorSpec &spec : *specs) {
@@ -931,6 +969,10 @@ Status parseGroups(const Node &groups, const std::string &kind, const Plan &plan
   std::optional<Node> list;
   CLEAVE_RETURN_IF_ERROR(getArray(groups, kind, &list));
   std::set<std::vector<int64_t>> seen;
+  std::map<int64_t, const std::vector<int64_t> *> groupOfRank;
+  for (const std::vector<int64_t> &g : expected)
+    for (int64_t r : g)
+      groupOfRank[r] = &g;
   for (size_t i = 0; i < list->json.size(); ++i) {
     Node item = list->element(i);
     std::vector<int64_t> ranks;
@@ -940,10 +982,8 @@ Status parseGroups(const Node &groups, const std::string &kind, const Plan &plan
         ranks.push_back(r.get<int64_t>());
     if (!ints || ranks.empty())
       return CLEAVE_ERROR(item.where(), ": expected a list of ranks");
-    const std::vector<int64_t> *own = nullptr; // the group of its first rank
-    for (const std::vector<int64_t> &g : expected)
-      if (std::find(g.begin(), g.end(), ranks.front()) != g.end())
-        own = &g;
+    auto found = groupOfRank.find(ranks.front()); // the group of its first rank
+    const std::vector<int64_t> *own = found == groupOfRank.end() ? nullptr : found->second;
     if (!own)
       return CLEAVE_ERROR(item.where(), ": rank ", ranks.front(), " is not a rank of the ",
                           plan.devices.size(), " devices");
@@ -1197,13 +1237,15 @@ Status checkMesh(const Node &top, const Plan &plan) {
   return {};
 }
 
-/// The most schedule slots one stage may have (microbatches x chunks): a
-/// bound on the loops and lists the schedule sizes, far above real plans.
-constexpr int64_t kMaxStageSlots = int64_t(1) << 22;
+/// The most forward slots one stage may have (microbatches x virtual
+/// stages): a bound on the loops and lists the schedule sizes. Real plans
+/// have at most a few thousand (Megatron's largest runs: 3072 microbatches
+/// of 1 sample per pipeline).
+constexpr int64_t kMaxStageSlots = int64_t(1) << 16;
 
 /// Microbatches and virtual stages are counts the schedule loops over: each
 /// is bounded by what the manifest holds before any loop or list uses it.
-Status checkScheduleCounts(const Node &schedule, const Plan &plan) {
+Status checkScheduleCounts(const Node &top, const Node &schedule, const Plan &plan) {
   std::optional<int64_t> chunks = checkedMul(plan.pp, plan.virtualStages);
   std::optional<int64_t> slots =
       chunks ? checkedMul(*chunks, plan.microbatches) : std::nullopt;
@@ -1211,6 +1253,9 @@ Status checkScheduleCounts(const Node &schedule, const Plan &plan) {
     return CLEAVE_ERROR("manifest.json: schedule: ", plan.microbatches, " microbatches x ",
                         plan.virtualStages, " virtual stages is more than the ", kMaxStageSlots,
                         " slots a stage may run");
+  if (plan.microbatches > 1 && !has(top, "batch"))
+    return CLEAVE_ERROR("manifest.json: schedule: ", plan.microbatches,
+                        " microbatches, but no 'batch' says how the batch splits into them");
   if (!has(schedule, "stages"))
     return {};
   // Listed slots: each stage runs the forward of each of its chunks on each
@@ -1384,7 +1429,7 @@ Status loadPlanImpl(const std::string &dir, std::optional<int64_t> onlyRank, Pla
   if (has(*schedule, "pipeline"))
     CLEAVE_RETURN_IF_ERROR(getString(*schedule, "pipeline", &plan.pipelineSchedule));
   CLEAVE_RETURN_IF_ERROR(getOptionalInt(*schedule, "virtual_stages", 1, &plan.virtualStages, 1));
-  CLEAVE_RETURN_IF_ERROR(checkScheduleCounts(*schedule, plan));
+  CLEAVE_RETURN_IF_ERROR(checkScheduleCounts(top, *schedule, plan));
   if (plan.virtualStages > 1 && plan.schedule != "interleaved" &&
       plan.pipelineSchedule != "interleaved")
     return CLEAVE_ERROR("manifest.json: schedule: ", plan.virtualStages,

@@ -74,6 +74,12 @@ Status parseEntry(const std::string &path, const std::string &name,
 } // namespace
 
 const SafetensorsEntry *SafetensorsIndex::find(const std::string &name) const {
+  // Indexes read from files are looked up by name (a file may hold millions
+  // of tensors); ones assembled by hand are scanned.
+  if (byName.size() == entries.size()) {
+    auto it = byName.find(name);
+    return it == byName.end() ? nullptr : &entries[it->second];
+  }
   for (const SafetensorsEntry &e : entries)
     if (e.name == name)
       return &e;
@@ -131,6 +137,8 @@ static Status readSafetensorsIndexImpl(const std::string &path, SafetensorsIndex
               return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
             });
 
+  for (size_t i = 0; i < result.entries.size(); ++i)
+    result.byName.emplace(result.entries[i].name, i);
   // The data must be covered exactly: no overlap, no hole, nothing after.
   size_t covered = 0;
   for (const SafetensorsEntry &e : result.entries) {

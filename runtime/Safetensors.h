@@ -36,6 +36,9 @@ struct SafetensorsIndex {
   size_t dataOffset = 0;
   size_t dataBytes = 0;
 
+  /// Entry index by name, filled by readSafetensorsIndex.
+  std::map<std::string, size_t> byName;
+
   const SafetensorsEntry *find(const std::string &name) const;
 };
 

@@ -216,9 +216,41 @@ INFER_CASES = {
         first_program(d)[1], "[4611686018427387904]", "[0, 0]"),
     "safetensors-offsets-past-2^64": lambda d: safetensors_shape(
         first_program(d)[1], "[4]", "[18446744073709551610, 18446744073709551626]"),
+    "instruction-100k-operands": lambda d: program_edit(d, many_operands),
     "safetensors-header-length-2^64-1": lambda d: (lambda w: open(w, "r+b").write(
         b"\xff" * 8))(first_program(d)[1]),
 }
+
+
+def many_operands(p):
+    # One instruction reading one buffer 100,000 times and writing another as often: a check
+    # that pairs every output with every input would take 10^10 steps.
+    inst = p["phases"][0]["instructions"][0]
+    inst["inputs"] = [inst["inputs"][0]] * 100_000
+    inst["outputs"] = [inst["outputs"][0]] * 100_000
+
+
+def many_states(plan):
+    """50,000 distinct one-element states, the last overlapping the one before: a check that
+    compares each state with all before it takes 1.25 x 10^9 steps (seconds), a lookup
+    milliseconds."""
+    prog, _ = first_program(plan)
+    with open(prog) as f:
+        p = json.load(f)
+    n = 50_000
+    base = p["state_bytes"]
+    for i in range(n):
+        p["buffers"].append({"id": len(p["buffers"]), "name": f"s{i}", "shape": [1], "dtype": "f32",
+                             "state": f"s{i}", "state_offset": base + 4 * min(i, n - 2)})
+    p["state_bytes"] = base + 4 * n
+    with open(prog, "w") as f:
+        json.dump(p, f)
+    name = os.path.splitext(os.path.basename(prog))[0]
+    edit_json(manifest(plan), lambda m: m["programs"][name].update(state_bytes=base + 4 * n))
+
+
+def train_manifest(plan, fn):
+    edit_json(manifest(plan), fn)
 
 
 def training_data_shape(data_path, raw_shape, offsets=None):
@@ -234,8 +266,17 @@ def checkpoint_weights(ckpt, raw_shape, offsets=None):
     reseal_checkpoint(ckpt)
 
 
-# Training cases break the data file (key "data") or the checkpoint (key "checkpoint").
+# Training cases break the data file (key "data"), the checkpoint (key "checkpoint") or the
+# one-device training plan (key "tplan").
 TRAIN_CASES = {
+    "train-plan-microbatches-1e11": ("tplan", lambda d: train_manifest(
+        d, lambda m: m["schedule"].update(microbatches=10**11))),
+    "train-plan-microbatches-without-batch": ("tplan", lambda d: train_manifest(
+        d, lambda m: (m.pop("batch", None), m["schedule"].update(microbatches=60_000)))),
+    "train-plan-global-batch-product-wraps": ("tplan", lambda d: train_manifest(
+        d, lambda m: (m["schedule"].update(microbatches=2), m.update(batch={
+            "global": 2, "microbatch_size": INT64_MAX, "microbatches": 2})))),
+    "train-plan-50k-states": ("tplan", many_states),
     "data-deep-shape": ("data", lambda f: training_data_shape(f, deep_list())),
     "data-2^62-samples": ("data", lambda f: training_data_shape(
         f, "[4611686018427387904, 16]", "[0, 0]")),
@@ -360,6 +401,11 @@ def main():
             shutil.copytree(args.plan, d)
             fn(d)
             commands = infer_commands(d)
+        elif kind == "tplan":
+            shutil.copytree(args.train_plan, d)
+            fn(d)
+            commands = train_commands(d, args.data, None)
+            commands["verify"] = ([args.cleave, "verify", d], [])
         elif kind == "data":
             os.makedirs(d)
             data = os.path.join(d, "data.safetensors")

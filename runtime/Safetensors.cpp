@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <unistd.h>
 
 namespace cleave::runtime {
@@ -191,20 +192,24 @@ Status writeSafetensors(const std::string &path,
                      return dtypeBytes(a->desc.dtype) > dtypeBytes(b->desc.dtype);
                    });
 
-  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  // The header is written entry by entry, in file order: an ordered JSON
+  // object looks each key up one by one, quadratic in the tensor count.
+  std::string text = "{";
   if (!metadata.empty())
-    header["__metadata__"] = metadata;
+    text += "\"__metadata__\":" + nlohmann::json(metadata).dump();
   size_t offset = 0;
+  std::set<std::string> written;
   for (const SafetensorsTensor *t : order) {
-    if (header.contains(t->name))
+    if (!written.insert(t->name).second || t->name == "__metadata__")
       return CLEAVE_ERROR(path, ": tensor '", t->name, "' is written twice");
     size_t bytes = t->desc.bytes();
-    header[t->name] = {{"dtype", safetensorsDTypeName(t->desc.dtype)},
-                       {"shape", t->desc.shape},
-                       {"data_offsets", {offset, offset + bytes}}};
+    nlohmann::ordered_json entry = {{"dtype", safetensorsDTypeName(t->desc.dtype)},
+                                    {"shape", t->desc.shape},
+                                    {"data_offsets", {offset, offset + bytes}}};
+    text += (text.size() > 1 ? "," : "") + nlohmann::json(t->name).dump() + ":" + entry.dump();
     offset += bytes;
   }
-  std::string text = header.dump();
+  text += "}";
   // Pad with spaces so the data starts 8-byte aligned in the file.
   text.append((8 - text.size() % 8) % 8, ' ');
 

@@ -74,6 +74,42 @@ TEST_F(SafetensorsTest, RejectsHolesOverlapsAndSizeMismatches) {
   EXPECT_EQ(readError(), "ok");
 }
 
+TEST_F(SafetensorsTest, ManyTensorsAreFoundByName) {
+  // A file may list very many tensors: lookups by name must stay fast and
+  // right (the index sorts entries by offset, not by name).
+  std::vector<float> data(20000, 1.0f);
+  std::vector<SafetensorsTensor> tensors;
+  std::vector<std::string> names;
+  for (int i = 0; i < 20000; ++i)
+    names.push_back("t" + std::to_string((i * 7919) % 20000));
+  for (int i = 0; i < 20000; ++i)
+    tensors.push_back({names[i], {DType::F32, {1}}, &data[i]});
+  ASSERT_TRUE(writeSafetensors(path, tensors, {}).ok());
+  SafetensorsIndex index;
+  ASSERT_TRUE(readSafetensorsIndex(path, &index).ok());
+  ASSERT_EQ(index.entries.size(), 20000u);
+  for (const std::string &name : names) {
+    const SafetensorsEntry *e = index.find(name);
+    ASSERT_NE(e, nullptr) << name;
+    EXPECT_EQ(e->name, name);
+  }
+  EXPECT_EQ(index.find("t20000"), nullptr);
+  // An index assembled by hand is searched too.
+  SafetensorsIndex manual;
+  manual.entries.push_back(index.entries.front());
+  EXPECT_EQ(manual.find(index.entries.front().name), &manual.entries.front());
+}
+
+TEST_F(SafetensorsTest, HostileHeadersAreRefused) {
+  // Nesting past the limit, a size that wraps to 0 bytes, offsets past 2^64.
+  writeRaw("{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}", 0);
+  EXPECT_NE(readError().find("nested deeper than"), std::string::npos) << readError();
+  writeRaw(R"({"a":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})", 0);
+  EXPECT_NE(readError().find("is larger than"), std::string::npos) << readError();
+  writeRaw(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[18446744073709551612,18446744073709551616]}})", 0);
+  EXPECT_NE(readError().find("bad data_offsets"), std::string::npos) << readError();
+}
+
 TEST_F(SafetensorsTest, WriteFailureLeavesNothing) {
   std::string bad = ::testing::TempDir() + "/no-such-dir-cleave/x.safetensors";
   float v = 1;

@@ -18,6 +18,13 @@ std::string instructionLabel(const Phase &phase, size_t index, const Instruction
 
 Status Executor::create(const ProgramSpec &program, Backend &backend,
                         std::unique_ptr<Executor> *out, int64_t dpIndex) {
+  // The program came from a file: an exception from a kernel's preparation
+  // (a bug, memory exhausted) is an error naming it, never an abort.
+  return catchExceptions(program.file, [&] { return createImpl(program, backend, out, dpIndex); });
+}
+
+Status Executor::createImpl(const ProgramSpec &program, Backend &backend,
+                            std::unique_ptr<Executor> *out, int64_t dpIndex) {
   std::unique_ptr<Executor> executor(new Executor(program, backend));
 
   // Validate every instruction before allocating or reading anything.

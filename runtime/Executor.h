@@ -71,6 +71,8 @@ public:
   const std::vector<double> &lastRunSeconds() const { return seconds_; }
 
 private:
+  static Status createImpl(const ProgramSpec &program, Backend &backend,
+                           std::unique_ptr<Executor> *out, int64_t dpIndex);
   struct Prepared {
     const InstructionSpec *spec;
     KernelFn fn;

@@ -29,19 +29,4 @@ Status parseJson(std::string_view text, const std::string &where, nlohmann::json
 /// A bounded excerpt of `value`'s JSON text, for error messages.
 std::string jsonExcerpt(const nlohmann::json &value, size_t limit = 80);
 
-/// Runs `body`, turning an exception that escapes it (a bug, or memory
-/// exhausted) into an error naming `where`: the runtime's entry points return
-/// statuses, never throw.
-template <typename Body> Status catchExceptions(const std::string &where, Body &&body) {
-  try {
-    return body();
-  } catch (const std::bad_alloc &) {
-    return CLEAVE_ERROR(where, ": out of memory");
-  } catch (const std::exception &e) {
-    return CLEAVE_ERROR(where, ": internal error: ", e.what());
-  } catch (...) {
-    return CLEAVE_ERROR(where, ": internal error: unknown exception");
-  }
-}
-
 } // namespace cleave::runtime

@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include <exception>
+#include <new>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -52,6 +54,21 @@ template <typename... Args> std::string concat(Args &&...args) {
   return os.str();
 }
 } // namespace detail
+
+/// Runs `body`, turning an exception that escapes it (a bug, or memory
+/// exhausted) into an error naming `where`: the runtime's entry points return
+/// statuses, never throw.
+template <typename Body> Status catchExceptions(const std::string &where, Body &&body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc &) {
+    return Status::error(where + ": out of memory", __FILE__, __LINE__);
+  } catch (const std::exception &e) {
+    return Status::error(where + ": internal error: " + e.what(), __FILE__, __LINE__);
+  } catch (...) {
+    return Status::error(where + ": internal error: unknown exception", __FILE__, __LINE__);
+  }
+}
 
 } // namespace cleave::runtime
 

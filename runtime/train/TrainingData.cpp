@@ -1,7 +1,6 @@
 #include "runtime/train/TrainingData.h"
 
 #include "runtime/Executor.h"
-#include "runtime/JsonFile.h"
 #include "runtime/Safetensors.h"
 
 #include <algorithm>

@@ -40,7 +40,9 @@ inline float expInRange(float x) {
   p = p * (r * r) + r + 1.0f;
   // 2^n as 2^(n/2) * 2^(n - n/2): n is in [-126, 128], so both halves are
   // normal numbers and neither overflows the exponent field.
-  int32_t ni = static_cast<int32_t>(n);
+  // A NaN input makes n NaN, whose conversion to int is undefined: take 0
+  // instead (p is NaN already, so the result is NaN either way).
+  int32_t ni = static_cast<int32_t>(n == n ? n : 0.0f);
   int32_t n1 = ni >> 1, n2 = ni - n1;
   return p * bitsToFloat(static_cast<uint32_t>(n1 + 127) << 23) *
          bitsToFloat(static_cast<uint32_t>(n2 + 127) << 23);

@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libgtest-dev
   libopenblas-dev libdnnl-dev libopenmpi-dev openmpi-bin
   patchelf debootstrap
+  clang libclang-rt-14-dev
 )
 
 missing=()

@@ -33,8 +33,19 @@ namespace cleave::fuzz {
 
 namespace fs = std::filesystem;
 
+/// The harness's temporary directory, removed by die() too (a failed
+/// start, e.g. a bad seed, exits before any destructor runs).
+inline std::string &tempDirToRemove() {
+  static std::string path;
+  return path;
+}
+
 [[noreturn]] inline void die(const std::string &message) {
   std::fprintf(stderr, "fuzz harness: %s\n", message.c_str());
+  if (!tempDirToRemove().empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(tempDirToRemove(), ec);
+  }
   std::exit(2);
 }
 
@@ -88,10 +99,12 @@ public:
     if (!mkdtemp(buffer.data()))
       die("cannot make a temporary directory from " + pattern);
     path_ = buffer.data();
+    tempDirToRemove() = path_.string();
   }
   ~TempDir() {
     std::error_code ec;
     fs::remove_all(path_, ec);
+    tempDirToRemove().clear();
   }
   TempDir(const TempDir &) = delete;
   TempDir &operator=(const TempDir &) = delete;

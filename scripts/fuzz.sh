@@ -9,7 +9,8 @@
 # (kept as DIR/findings/<harness>-crash-..., -leak-..., -timeout-..., with
 # the log beside it). Exits 1 if any harness found something.
 #   DIR            default build/fuzz; corpora grow in DIR/corpus/<harness>
-#   --fresh        start from the seed corpus only (DIR/corpus emptied)
+#   --fresh        start from the seed corpus only, in DIR/fresh-corpus
+#                  (emptied first; DIR/corpus is left as it is)
 #   --prepare      build and make the seeds, run nothing
 #   --no-build     the harnesses and seeds are there (ctest's runs, side by side)
 #   --seed S       libFuzzer's -seed (default: drawn, and printed)
@@ -97,9 +98,12 @@ mkdir -p "$dir/findings" "$dir/logs"
 
 # One campaign; its summary line goes to $dir/logs/<harness>.summary.
 campaign() {
-  local h="$1" log="$dir/logs/$1.log" tmp="$dir/tmp/$1"
-  [ "$fresh" = 1 ] && rm -rf "$dir/corpus/$h"
-  mkdir -p "$dir/corpus/$h"
+  local h="$1" log="$dir/logs/$1.log" tmp="$dir/tmp/$1" corpus="$dir/corpus/$1"
+  if [ "$fresh" = 1 ]; then
+    corpus="$dir/fresh-corpus/$h"
+    rm -rf "$corpus"
+  fi
+  mkdir -p "$corpus"
   rm -rf "$tmp" && mkdir -p "$tmp"
   local before after rc=0
   before=$(ls "$dir/findings" | grep -c "^$h-" || true)
@@ -107,7 +111,7 @@ campaign() {
   # -rss_limit_mb / -malloc_limit_mb: a loader allocating what a header
   # claims, unchecked, is a finding. Corpus: new inputs go to the first
   # directory, the seeds stay as made.
-  TMPDIR="$tmp" "$dir/bin/fuzz_$h" "$dir/corpus/$h" "$dir/seed-corpus/$h" \
+  TMPDIR="$tmp" "$dir/bin/fuzz_$h" "$corpus" "$dir/seed-corpus/$h" \
     -dict="$root/fuzz/$(dict_of "$h").dict" -max_total_time="$seconds" -seed="$seed" \
     -timeout=25 -rss_limit_mb=2560 -malloc_limit_mb=1024 -print_final_stats=1 \
     -artifact_prefix="$dir/findings/$h-" >"$log" 2>&1 || rc=$?

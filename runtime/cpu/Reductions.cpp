@@ -34,6 +34,23 @@ enum class Reduce { Sum, Mean, Max, Prod };
 
 template <typename T> using Acc = std::conditional_t<std::is_floating_point_v<T>, float, int64_t>;
 
+/// Integer sums and products wrap around, as PyTorch's do: computed on the
+/// unsigned type, where wrapping is defined (signed overflow is undefined).
+template <typename A> A wrapAdd(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<std::make_unsigned_t<A>>(a) +
+                          static_cast<std::make_unsigned_t<A>>(b));
+  else
+    return a + b;
+}
+template <typename A> A wrapMul(A a, A b) {
+  if constexpr (std::is_integral_v<A>)
+    return static_cast<A>(static_cast<std::make_unsigned_t<A>>(a) *
+                          static_cast<std::make_unsigned_t<A>>(b));
+  else
+    return a * b;
+}
+
 /// Writes `count` ones of `dtype` (the product of nothing).
 void fillOnes(void *out, int64_t count, DType dtype) {
   switch (dtype) {
@@ -66,9 +83,9 @@ template <Reduce K, typename T> Acc<T> combine(Acc<T> acc, T v) {
     else
       return v > acc ? v : acc;
   } else if constexpr (K == Reduce::Prod) {
-    return acc * v;
+    return wrapMul(acc, static_cast<Acc<T>>(v));
   } else {
-    return acc + v;
+    return wrapAdd(acc, static_cast<Acc<T>>(v));
   }
 }
 
@@ -96,6 +113,19 @@ template <Reduce K, typename T> Acc<T> reduceContiguous(const T *x, int64_t n) {
     for (int64_t i = 0; i < n; ++i)
       m = x[i] > m ? x[i] : m;
     return m;
+  } else if constexpr (std::is_integral_v<Acc<T>>) {
+    // Unsigned, so that a product or sum that wraps is defined.
+    uint64_t a = K == Reduce::Prod ? 1 : 0;
+    if constexpr (K == Reduce::Prod) {
+#pragma omp simd reduction(* : a)
+      for (int64_t i = 0; i < n; ++i)
+        a *= static_cast<uint64_t>(static_cast<int64_t>(x[i]));
+    } else {
+#pragma omp simd reduction(+ : a)
+      for (int64_t i = 0; i < n; ++i)
+        a += static_cast<uint64_t>(static_cast<int64_t>(x[i]));
+    }
+    return static_cast<Acc<T>>(a);
   } else if constexpr (K == Reduce::Prod) {
     Acc<T> p = 1;
 #pragma omp simd reduction(* : p)
@@ -363,9 +393,9 @@ template <typename T> using ScanAcc = std::conditional_t<std::is_floating_point_
 
 template <Scan K, typename T> inline ScanAcc<T> step(ScanAcc<T> acc, T v) {
   if constexpr (K == Scan::Sum)
-    return acc + static_cast<ScanAcc<T>>(v);
+    return wrapAdd(acc, static_cast<ScanAcc<T>>(v));
   else
-    return acc * static_cast<ScanAcc<T>>(v);
+    return wrapMul(acc, static_cast<ScanAcc<T>>(v));
 }
 
 template <Scan K, typename T> KernelFn makeScan(const ScanParams &p) {

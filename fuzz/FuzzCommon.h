@@ -16,6 +16,10 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/Backend.h"
+#include "runtime/Executor.h"
+#include "runtime/Plan.h"
+
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -182,5 +186,24 @@ inline std::string flatName(const fs::path &relative) {
       c = '_';
   return name;
 }
+
+/// The seed training plan (train.plan) loaded, with an executor of its one
+/// program on the CPU backend: what the checkpoint and data harnesses load
+/// their inputs into.
+struct TrainingSeed {
+  runtime::Plan plan;
+  std::unique_ptr<runtime::Backend> backend = runtime::createCpuBackend();
+  std::unique_ptr<runtime::Executor> executor;
+
+  TrainingSeed() {
+    fs::path planDir = seed("train.plan");
+    runtime::Status s = runtime::loadPlan(planDir.string(), &plan);
+    if (!s.ok())
+      die("seed train.plan: " + s.message());
+    s = runtime::Executor::create(*plan.programForRank(0), *backend, &executor);
+    if (!s.ok())
+      die("seed train.plan: " + s.message());
+  }
+};
 
 } // namespace cleave::fuzz

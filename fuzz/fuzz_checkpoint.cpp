@@ -51,21 +51,11 @@ std::string fnv1a64Hex(const uint8_t *data, size_t size) {
   return text;
 }
 
-struct State {
+struct State : fuzz::TrainingSeed {
   fuzz::TempDir dir;
-  runtime::Plan plan;
-  std::unique_ptr<runtime::Backend> backend = runtime::createCpuBackend();
-  std::unique_ptr<runtime::Executor> executor;
   std::vector<CheckpointFile> files;
 
   State() {
-    fs::path planDir = fuzz::seed("train.plan");
-    runtime::Status s = runtime::loadPlan(planDir.string(), &plan);
-    if (!s.ok())
-      fuzz::die("seed train.plan: " + s.message());
-    s = runtime::Executor::create(*plan.programForRank(0), *backend, &executor);
-    if (!s.ok())
-      fuzz::die("seed train.plan: " + s.message());
     for (const char *name : kCheckpoints) {
       fs::path copy = dir.path() / fs::path(name).filename();
       fuzz::copyTree(fuzz::seed(name), copy, [](const fs::path &) { return true; });
@@ -80,7 +70,7 @@ struct State {
       // The seed itself must load: otherwise every input stops at the
       // first difference and the harness tests nothing.
       runtime::CheckpointInfo info;
-      s = runtime::loadCheckpoint(copy.string(), plan, *executor, &info);
+      runtime::Status s = runtime::loadCheckpoint(copy.string(), plan, *executor, &info);
       if (!s.ok())
         fuzz::die(std::string("seed ") + name + " does not load: " + s.message());
     }

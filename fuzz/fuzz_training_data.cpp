@@ -22,21 +22,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct State {
-  runtime::Plan plan;
-  std::unique_ptr<runtime::Backend> backend = runtime::createCpuBackend();
-  std::unique_ptr<runtime::Executor> executor;
+struct State : fuzz::TrainingSeed {
   fuzz::MemFile file;
-
-  State() {
-    fs::path planDir = fuzz::seed("train.plan");
-    runtime::Status s = runtime::loadPlan(planDir.string(), &plan);
-    if (!s.ok())
-      fuzz::die("seed train.plan: " + s.message());
-    s = runtime::Executor::create(*plan.programForRank(0), *backend, &executor);
-    if (!s.ok())
-      fuzz::die("seed train.plan: " + s.message());
-  }
 };
 
 State &state() {

@@ -253,11 +253,7 @@ def train_manifest(plan, fn):
     edit_json(manifest(plan), fn)
 
 
-def training_data_shape(data_path, raw_shape, offsets=None):
-    safetensors_shape(data_path, raw_shape, offsets)
-
-
-def checkpoint_edit(ckpt, fn, raw=None, reseal=True):
+def checkpoint_edit(ckpt, fn, raw=None):
     edit_json(os.path.join(ckpt, "checkpoint.json"), fn, raw)
 
 
@@ -277,10 +273,10 @@ TRAIN_CASES = {
         d, lambda m: (m["schedule"].update(microbatches=2), m.update(batch={
             "global": 2, "microbatch_size": INT64_MAX, "microbatches": 2})))),
     "train-plan-50k-states": ("tplan", many_states),
-    "data-deep-shape": ("data", lambda f: training_data_shape(f, deep_list())),
-    "data-2^62-samples": ("data", lambda f: training_data_shape(
+    "data-deep-shape": ("data", lambda f: safetensors_shape(f, deep_list())),
+    "data-2^62-samples": ("data", lambda f: safetensors_shape(
         f, "[4611686018427387904, 16]", "[0, 0]")),
-    "data-shape-product-wraps": ("data", lambda f: training_data_shape(
+    "data-shape-product-wraps": ("data", lambda f: safetensors_shape(
         f, "[4294967296, 4294967296]", "[0, 0]")),
     "data-header-deep-metadata": ("data", lambda f: write_safetensors(
         f, '{"__metadata__":' + deep_list() + "}", b"")),

@@ -103,25 +103,45 @@ std::string loadError(const std::string &text) {
 // Locations.
 //===----------------------------------------------------------------------===//
 
+/// One frame of a recorded Python stack, `FILE(LINE): FUNCTION`, or nullopt
+/// for any other line. Parsed by hand: std::regex, run on every node, was a
+/// large part of the time an import of a thousand layers spends walking.
+static std::optional<std::pair<std::string, unsigned>> parseFrame(std::string_view line) {
+  // The function name has no spaces, so the frame's "): " is the last one.
+  size_t close = line.rfind("): ");
+  if (close == std::string_view::npos)
+    return std::nullopt;
+  std::string_view function = line.substr(close + 3);
+  if (function.empty() || function.find_first_of(" \t\r\n\v\f") != std::string_view::npos)
+    return std::nullopt;
+  size_t open = close;
+  while (open > 0 && line[open - 1] >= '0' && line[open - 1] <= '9')
+    --open;
+  size_t digits = close - open;
+  if (digits == 0 || digits > 9 || open < 2 || line[open - 1] != '(')
+    return std::nullopt;
+  unsigned number = 0;
+  for (char c : line.substr(open, digits))
+    number = number * 10 + unsigned(c - '0');
+  return std::pair<std::string, unsigned>{std::string(line.substr(0, open - 1)), number};
+}
+
 /// Finds the user's frame in a traced node's recorded Python stack: the first
 /// frame outside PyTorch's own package (`torch/nn/modules/linear.py` says
 /// nothing about the model).
 static std::optional<std::pair<std::string, unsigned>>
-userFrame(const std::string &stack) {
-  static const std::regex frame(R"(^(.+)\((\d+)\): \S+$)");
+userFrame(std::string_view stack) {
   std::optional<std::pair<std::string, unsigned>> first;
   size_t start = 0;
   while (start < stack.size()) {
     size_t end = stack.find('\n', start);
-    std::string line = stack.substr(start, end == std::string::npos ? end : end - start);
-    start = end == std::string::npos ? stack.size() : end + 1;
-    std::smatch match;
-    if (!std::regex_match(line, match, frame))
+    std::string_view line = stack.substr(start, end == std::string_view::npos ? end : end - start);
+    start = end == std::string_view::npos ? stack.size() : end + 1;
+    auto found = parseFrame(line);
+    if (!found)
       continue;
-    std::pair<std::string, unsigned> found{match[1].str(),
-                                           unsigned(std::stoul(match[2].str()))};
-    bool insideTorch = found.first.find("/torch/") != std::string::npos ||
-                       found.first.find("/torchvision/") != std::string::npos;
+    bool insideTorch = found->first.find("/torch/") != std::string::npos ||
+                       found->first.find("/torchvision/") != std::string::npos;
     if (!insideTorch)
       return found;
     if (!first)
@@ -208,6 +228,11 @@ Value Importer::splat(double value, Type elementType, ArrayRef<int64_t> shape) {
 
 FailureOr<Value> Importer::constantTensor(const at::Tensor &input) {
   at::Tensor tensor = input;
+  std::vector<int64_t> shape = tensor.sizes().vec();
+  // A splat held in one element stays one element.
+  bool splat = isSplatView(tensor);
+  if (splat)
+    tensor = tensor.as_strided({}, {}, tensor.storage_offset());
   // PyTorch's default for Python floats in tensors is f64; cleave computes in
   // f32 and lower, as the model's own f32 tensors would after promotion.
   if (tensor.scalar_type() == c10::ScalarType::Double)
@@ -216,9 +241,8 @@ FailureOr<Value> Importer::constantTensor(const at::Tensor &input) {
   auto et = elementType(tensor.scalar_type());
   if (failed(et))
     return failure();
-  auto type = RankedTensorType::get(tensor.sizes().vec(), *et);
-  bool isSplat = tensor.numel() > 0 &&
-                 (tensor.numel() == 1 || tensor.eq(tensor.flatten()[0]).all().item<bool>());
+  auto type = RankedTensorType::get(shape, *et);
+  bool isSplat = splat || ::cleave::importer::isSplat(tensor);
   DenseElementsAttr attr;
   if (et->isInteger(1)) {
     std::vector<char> bits(tensor.data_ptr<bool>(),
@@ -517,29 +541,78 @@ std::optional<std::vector<Val>> Importer::tryFold(jit::Node *node,
                                                   ArrayRef<Val> inputs) {
   if (!node->maybeOperator() || node->isNondeterministic() || node->hasSideEffects())
     return std::nullopt;
-  jit::Stack stack;
+  std::vector<c10::IValue> args;
   for (const Val &val : inputs) {
     if (!val.isConstant())
       return std::nullopt;
-    stack.push_back(val.constant);
+    args.push_back(val.constant);
   }
+  // Every layer of a model that builds its mask in forward folds the same
+  // ops on the same constants: fold each once and share the outputs, unless
+  // something may write into them.
+  const c10::FunctionSchema *schema = node->maybeSchema();
+  bool shared = schema && !schema->is_mutable() &&
+                llvm::none_of(node->outputs(), [](const jit::Value *v) { return mayBeMutated(v); });
+  std::optional<std::string> key = shared ? foldKey(node, args) : std::nullopt;
+  auto asVals = [](const std::optional<std::vector<c10::IValue>> &outputs)
+      -> std::optional<std::vector<Val>> {
+    if (!outputs)
+      return std::nullopt;
+    std::vector<Val> vals;
+    for (const c10::IValue &value : *outputs)
+      vals.push_back(Val::ofConstant(value));
+    return vals;
+  };
+  if (key)
+    if (const FoldCache::Entry *entry = foldCache.find(*key))
+      return asVals(entry->outputs);
+  auto outputs = runFold(node, args);
+  if (key)
+    foldCache.insert(std::move(*key), {std::move(args), outputs});
+  return asVals(outputs);
+}
+
+std::optional<std::vector<c10::IValue>> Importer::runFold(jit::Node *node,
+                                                          const std::vector<c10::IValue> &args) {
+  jit::Stack stack(args);
   try {
     node->getOperation()(stack);
   } catch (const std::exception &) {
-    return std::nullopt; // let the converter report a precise error
-  }
-  std::vector<Val> outputs;
-  for (c10::IValue &value : stack) {
-    // Big non-splat tensors stay ops when a converter can express them.
-    if (value.isTensor() && value.toTensor().numel() > kMaxFoldedElements &&
-        findConverter(node->kind().toQualString())) {
-      const at::Tensor &t = value.toTensor();
-      if (!t.eq(t.flatten()[0]).all().item<bool>())
-        return std::nullopt;
+    // An op that cannot take a one-element splat (a `view` of it) gets the
+    // full tensor; otherwise the converter reports a precise error.
+    bool compacted = false;
+    stack = args;
+    for (c10::IValue &value : stack)
+      if (value.isTensor() && isSplatView(value.toTensor())) {
+        value = value.toTensor().contiguous();
+        compacted = true;
+      }
+    if (!compacted)
+      return std::nullopt;
+    try {
+      node->getOperation()(stack);
+    } catch (const std::exception &) {
+      return std::nullopt;
     }
-    outputs.push_back(Val::ofConstant(std::move(value)));
   }
-  return outputs;
+  if (stack.size() != node->outputs().size())
+    return std::nullopt;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    c10::IValue &value = stack[i];
+    if (!value.isTensor() || !value.toTensor().defined() ||
+        value.toTensor().numel() <= kMaxFoldedElements)
+      continue;
+    // Big non-splat tensors stay ops when a converter can express them.
+    const at::Tensor &t = value.toTensor();
+    bool splat = isSplat(t);
+    if (!splat && findConverter(node->kind().toQualString()))
+      return std::nullopt;
+    // A big splat is held in one element (a causal mask's ones(T, T) in
+    // each of a thousand layers), unless something writes into it.
+    if (splat && !isSplatView(t) && !mayBeMutated(node->output(i)))
+      value = compactSplat(t);
+  }
+  return std::vector<c10::IValue>(stack.begin(), stack.end());
 }
 
 FailureOr<std::vector<Val>> Importer::importIf(jit::Node *node, ArrayRef<Val> inputs,

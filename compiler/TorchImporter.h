@@ -12,6 +12,7 @@
 #define CLEAVE_COMPILER_TORCHIMPORTER_H
 
 #include "compiler/Importer.h"
+#include "compiler/SharedConstants.h"
 #include "dialects/cleave/CleaveDialect.h"
 
 #include "mlir/IR/Builders.h"
@@ -208,6 +209,10 @@ private:
                                             const std::string &scope);
   std::optional<std::vector<Val>> tryFold(torch::jit::Node *node,
                                           llvm::ArrayRef<Val> inputs);
+  /// Runs `node`'s operator on constants: its outputs, or nullopt where its
+  /// converter is to express it (it throws, or gives a big non-splat tensor).
+  std::optional<std::vector<c10::IValue>> runFold(torch::jit::Node *node,
+                                                  const std::vector<c10::IValue> &args);
   mlir::FailureOr<Val> getAttr(torch::jit::Node *node, const Val &owner);
   mlir::FailureOr<std::vector<Val>> importIf(torch::jit::Node *node,
                                              llvm::ArrayRef<Val> inputs,
@@ -228,6 +233,7 @@ private:
   /// in-place op on a view writes its new value back into the base.
   std::unordered_map<const torch::jit::Value *, torch::jit::Node *> viewOf;
   std::unordered_map<const void *, mlir::Value> paramsByTensor;
+  FoldCache foldCache;
   /// Training: the `cleave.assign` that writes a buffer updated in place
   /// (reads after it see the value it writes), by the buffer's param.
   llvm::DenseMap<mlir::Value, mlir::Operation *> assigns;

@@ -153,6 +153,39 @@ def forward(self, x):
   EXPECT_EQ(count<mlir::cleave::SubOp>(*other), 1);
 }
 
+/// The value of each single-element f32 constant the model adds to its input.
+std::vector<float> addedConstants(::cleave::ImportedModel &model) {
+  std::vector<float> values;
+  model.module->walk([&](mlir::cleave::AddOp add) {
+    for (mlir::Value operand : add->getOperands())
+      if (auto constant = operand.getDefiningOp<mlir::cleave::ConstantOp>())
+        if (auto dense = llvm::dyn_cast<mlir::DenseFPElementsAttr>(constant.getValue()))
+          values.push_back(dense.getSplatValue<float>());
+  });
+  return values;
+}
+
+TEST_F(ImporterTest, ConstantsBuiltInForwardAreSharedUnlessWritten) {
+  // Each "layer" builds ones(200, 200) (a splat bigger than what folds into
+  // the IR element by element). The second is written in place, so it may
+  // not be the first's: the third, built after the write, must still be
+  // all ones.
+  torch::jit::Module m("M");
+  m.define(R"(
+def forward(self, x):
+    a = torch.ones(200, 200)
+    y = x + a.sum()
+    b = torch.ones(200, 200)
+    b.mul_(2.0)
+    y = y + b.sum()
+    c = torch.ones(200, 200)
+    return y + c.sum()
+)");
+  auto model = import(m, {{"x", {3}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_EQ(addedConstants(*model), (std::vector<float>{40000.0f, 80000.0f, 40000.0f}));
+}
+
 TEST_F(ImporterTest, ConstantTripCountLoopsUnroll) {
   torch::jit::Module m("M");
   m.define(R"(

@@ -8,7 +8,8 @@
 // scores, when it can prove the two compute the same thing:
 //   - every intermediate value has the chain as its only user;
 //   - the scale is a scalar constant (mul or div, on the scores or on q or k);
-//   - the mask, if any, is a `where` choosing a -inf scalar, and its
+//   - the mask, if any, is a `where` choosing a -inf scalar (or a finite
+//     one at most -1e9, when no query has every key hidden), and its
 //     condition evaluates, element by element, to the causal pattern
 //     (key j hidden from query i exactly when j > i + Sk - Sq) or to no mask
 //     at all. The condition is evaluated from constants and from buffers
@@ -37,6 +38,10 @@ namespace mlir::cleave {
 namespace {
 
 RankedTensorType tensorType(Value v) { return llvm::cast<RankedTensorType>(v.getType()); }
+
+/// The highest finite mask fill taken as hiding a key (-1e9, as models write
+/// it; torch.finfo(dtype).min is lower still).
+constexpr double kLowestFiniteFill = -1e9;
 
 /// The value of a single-element float constant (a 0-d or all-ones-shape
 /// splat), or nullopt.
@@ -218,6 +223,51 @@ private:
 
 enum class MaskKind { None, Causal };
 
+bool isSplatConstant(Value v) {
+  auto constant = v.getDefiningOp<ConstantOp>();
+  auto dense = constant ? llvm::dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  return dense && dense.isSplat();
+}
+
+/// Whether each element of `v` depends on its column minus its row only:
+/// splats, tril and triu of such values, slices of them with step 1, and
+/// elementwise ops whose operands are splats or such values over the same
+/// last two dims. A mask made in forward (`ones(T, T).tril()`) is one, and
+/// one element per diagonal then decides it, not all T * T.
+bool dependsOnDiagonalOnly(Value v, int depth = 0) {
+  if (depth > 32)
+    return false;
+  if (isSplatConstant(v))
+    return true;
+  Operation *def = v.getDefiningOp();
+  auto type = tensorType(v);
+  if (!def || type.getRank() < 2)
+    return false;
+  auto sameGrid = [&](Value operand) {
+    if (isSplatConstant(operand))
+      return true;
+    auto operandType = tensorType(operand);
+    return operandType.getRank() >= 2 &&
+           operandType.getShape().take_back(2) == type.getShape().take_back(2) &&
+           dependsOnDiagonalOnly(operand, depth + 1);
+  };
+  if (auto tril = dyn_cast<TrilOp>(def))
+    return sameGrid(tril.getInput());
+  if (auto triu = dyn_cast<TriuOp>(def))
+    return sameGrid(triu.getInput());
+  if (auto compare = dyn_cast<CompareOp>(def))
+    return sameGrid(compare.getLhs()) && sameGrid(compare.getRhs());
+  if (auto negation = dyn_cast<NotOp>(def))
+    return sameGrid(negation.getInput());
+  if (auto cast = dyn_cast<CastOp>(def))
+    return sameGrid(cast.getInput());
+  if (auto broadcast = dyn_cast<BroadcastToOp>(def))
+    return sameGrid(broadcast.getInput());
+  if (auto slice = dyn_cast<SliceOp>(def))
+    return slice.getStep() == 1 && dependsOnDiagonalOnly(slice.getInput(), depth + 1);
+  return false;
+}
+
 /// What `masked` (true where a score is replaced by -inf), broadcast to
 /// scores of shape [B, H, Sq, Sk], hides: nothing, exactly the causal
 /// pattern (j > i + Sk - Sq for every batch and head), or something else
@@ -236,6 +286,24 @@ std::optional<MaskKind> classifyMask(Value masked, bool negated, ArrayRef<int64_
       leading[d] = 1;
   MaskEvaluator evaluator(paramData);
   bool anyMasked = false, allCausal = true;
+  if (shape.size() >= 2 && shape.take_back(2) == scores.take_back(2) &&
+      dependsOnDiagonalOnly(masked)) {
+    // One element per diagonal t = j - i decides the whole mask.
+    SmallVector<int64_t> index(shape.size(), 0);
+    for (int64_t t = 1 - queries; t < keys; ++t) {
+      index[shape.size() - 2] = std::max<int64_t>(0, -t);
+      index[shape.size() - 1] = index[shape.size() - 2] + t;
+      auto value = evaluator.at(masked, index);
+      if (!value)
+        return std::nullopt;
+      bool hidden = (*value != 0) != negated;
+      anyMasked |= hidden;
+      allCausal &= hidden == (t > keys - queries);
+    }
+    if (anyMasked && !allCausal)
+      return std::nullopt;
+    return anyMasked ? MaskKind::Causal : MaskKind::None;
+  }
   SmallVector<int64_t> index(scores.size(), 0);
   int64_t leadingCount = 1;
   for (int64_t size : leading)
@@ -366,25 +434,36 @@ std::optional<AttentionMatch> matchAttention(SoftmaxOp softmax, const ParamDataL
   if (!x.hasOneUse())
     return reject("the scores have another user");
   if (auto where = x.getDefiningOp<WhereOp>()) {
-    auto isMinusInf = [](Value v) {
+    // -inf, or a finite fill so low (the dtype's lowest, -1e9) that the
+    // softmax gives a hidden key exp(fill - row max) = exactly 0 in f32 for
+    // any score above fill + 104.
+    auto isMaskFill = [](Value v) {
       auto c = scalarConstant(v);
-      return c && std::isinf(*c) && *c < 0;
+      return c && *c <= kLowestFiniteFill;
     };
     Value kept;
+    Value fill;
     bool negated = false;
-    if (isMinusInf(where.getOnTrue())) {
+    if (isMaskFill(where.getOnTrue())) {
       kept = where.getOnFalse();
-    } else if (isMinusInf(where.getOnFalse())) {
+      fill = where.getOnTrue();
+    } else if (isMaskFill(where.getOnFalse())) {
       kept = where.getOnTrue();
+      fill = where.getOnFalse();
       negated = true; // the condition says which scores stay
     } else {
-      return reject("the where does not fill with -inf");
+      return reject("the where does not fill with -inf or a value at most -1e9");
     }
     if (kept.getType() != where.getType())
       return reject("the mask broadcasts the scores to a larger shape");
     auto kind = classifyMask(where.getCondition(), negated, scores, paramData);
     if (!kind)
       return reject("the mask is not provably causal");
+    // A row with every key hidden is NaN under -inf but uniform under a
+    // finite fill: a finite fill is only the same when each query keeps one.
+    if (!std::isinf(*scalarConstant(fill)) && *kind == MaskKind::Causal &&
+        scores[2] > scores[3])
+      return reject("a finite fill with more queries than keys hides every key of a row");
     match.causal = *kind == MaskKind::Causal;
     match.replaced.push_back(where);
     x = kept;

@@ -41,7 +41,9 @@ def FuseAttention : Pass<"cleave-fuse-attention", "mlir::func::FuncOp"> {
   let description = [{
     Finds `matmul(q, k^T)`, an optional scale (mul or div by a scalar
     constant, on the scores, on q or on k), an optional mask
-    (`where(cond, -inf, scores)` or `where(cond, scores, -inf)`), a softmax
+    (`where(cond, -inf, scores)` or `where(cond, scores, -inf)`; a finite
+    fill at most -1e9, such as `torch.finfo(dtype).min`, counts as -inf when
+    no query has every key hidden), a softmax
     over the last dim, optional dropouts (identities in plans) and
     `matmul(probabilities, v)`, with q, k, v of shape [B, H, S, D], and
     replaces the chain by one `cleave.attention` when every intermediate

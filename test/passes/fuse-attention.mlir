@@ -84,6 +84,33 @@ func.func @bottom_right(%q: tensor<1x1x2x4xf32>, %k: tensor<1x1x5x4xf32>, %v: te
 
 // -----
 
+// The mask built in forward the common way (HF GPT-2): a bool
+// ones(T, T).tril() keeps scores, the rest take torch.finfo(f32).min, which
+// the softmax turns into exactly 0 as it does -inf. So does -1e9.
+// CHECK-LABEL: func.func @lowest_fill(
+// CHECK-COUNT-2: cleave.attention %{{.+}}, %{{.+}}, %{{.+}} {causal = true, scale = 1.000000e+00 : f64}
+// CHECK-NOT: cleave.softmax
+func.func @lowest_fill(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %ones = cleave.constant dense<true> : tensor<4x4xi1>
+  %causal = cleave.tril %ones : tensor<4x4xi1>
+  %lowest = cleave.constant dense<0xFF7FFFFF> : tensor<f32>
+  %kt = cleave.permute %k {dims = array<i64: 0, 1, 3, 2>} : tensor<1x2x4x8xf32> -> tensor<1x2x8x4xf32>
+  %s = cleave.matmul %q, %kt : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x4x4xf32>
+  %m = cleave.where %causal, %s, %lowest : tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32> -> tensor<1x2x4x4xf32>
+  %p = cleave.softmax %m {dim = 3 : i64} : tensor<1x2x4x4xf32>
+  %y = cleave.matmul %p, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  %minus = cleave.constant dense<-1.0e9> : tensor<f32>
+  %kt2 = cleave.permute %k {dims = array<i64: 0, 1, 3, 2>} : tensor<1x2x4x8xf32> -> tensor<1x2x8x4xf32>
+  %s2 = cleave.matmul %q, %kt2 : tensor<1x2x4x8xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x4x4xf32>
+  %m2 = cleave.where %causal, %s2, %minus : tensor<4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32> -> tensor<1x2x4x4xf32>
+  %p2 = cleave.softmax %m2 {dim = 3 : i64} : tensor<1x2x4x4xf32>
+  %y2 = cleave.matmul %p2, %v : tensor<1x2x4x4xf32>, tensor<1x2x4x8xf32> -> tensor<1x2x4x8xf32>
+  return %y, %y2 : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}
+
+// -----
+
 // ViT (timm): no mask, a multiplication by head_dim^-0.5, dropout.
 // CHECK-LABEL: func.func @vit(
 // CHECK: cleave.attention %{{.+}}, %{{.+}}, %{{.+}} {causal = false, scale = 0.35355338454246521 : f64}
@@ -156,14 +183,16 @@ func.func @probabilities_used_twice(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8x
 // Not fused: masks that are not the causal pattern. A tril one diagonal
 // too far (the diagonal hidden), the top-left triangle when queries and keys
 // differ in number, a padding-style mask from an input (unknown at compile
-// time), and a fill that is not -inf.
+// time), a fill neither -inf nor low enough to vanish in the softmax
+// (BERT's -10000), and a finite fill with more queries than keys (the first
+// query hides every key: uniform weights, where -inf gives NaN).
 // CHECK-LABEL: func.func @not_causal(
 // CHECK-NOT: cleave.attention
-// CHECK-COUNT-4: cleave.softmax
+// CHECK-COUNT-5: cleave.softmax
 // CHECK-NOT: cleave.attention
 func.func @not_causal(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tensor<1x1x3x4xf32>,
                       %q2: tensor<1x1x2x4xf32>, %k5: tensor<1x1x5x4xf32>, %pad: tensor<1x1x1x3xi1>)
-    -> (tensor<1x1x3x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>) {
+    -> (tensor<1x1x3x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>) {
   %ninf = cleave.constant dense<0xFF800000> : tensor<f32>
   %ones = cleave.constant dense<1.0> : tensor<3x3xf32>
   %zero = cleave.constant dense<0.0> : tensor<f32>
@@ -191,13 +220,24 @@ func.func @not_causal(%q: tensor<1x1x3x4xf32>, %k: tensor<1x1x3x4xf32>, %v: tens
 
   %causal = cleave.tril %ones : tensor<3x3xf32>
   %hidden4 = cleave.compare eq, %causal, %zero : tensor<3x3xf32>, tensor<f32> -> tensor<3x3xi1>
-  %big = cleave.constant dense<-1.0e9> : tensor<f32>
+  %big = cleave.constant dense<-1.0e4> : tensor<f32>
   %kt4 = cleave.permute %k {dims = array<i64: 0, 1, 3, 2>} : tensor<1x1x3x4xf32> -> tensor<1x1x4x3xf32>
   %s4 = cleave.matmul %q, %kt4 : tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32> -> tensor<1x1x3x3xf32>
   %m4 = cleave.where %hidden4, %big, %s4 : tensor<3x3xi1>, tensor<f32>, tensor<1x1x3x3xf32> -> tensor<1x1x3x3xf32>
   %p4 = cleave.softmax %m4 {dim = 3 : i64} : tensor<1x1x3x3xf32>
   %y4 = cleave.matmul %p4, %v : tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32> -> tensor<1x1x3x4xf32>
-  return %y, %y2, %y3, %y4 : tensor<1x1x3x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>
+
+  %tall = cleave.constant dense<true> : tensor<3x2xi1>
+  %keep5 = cleave.tril %tall {diagonal = -1 : i64} : tensor<3x2xi1>
+  %lowest = cleave.constant dense<0xFF7FFFFF> : tensor<f32>
+  %k2 = cleave.slice %k {dim = 2 : i64, start = 0 : i64, end = 2 : i64} : tensor<1x1x3x4xf32> -> tensor<1x1x2x4xf32>
+  %kt6 = cleave.permute %k2 {dims = array<i64: 0, 1, 3, 2>} : tensor<1x1x2x4xf32> -> tensor<1x1x4x2xf32>
+  %s5 = cleave.matmul %q, %kt6 : tensor<1x1x3x4xf32>, tensor<1x1x4x2xf32> -> tensor<1x1x3x2xf32>
+  %m5 = cleave.where %keep5, %s5, %lowest : tensor<3x2xi1>, tensor<1x1x3x2xf32>, tensor<f32> -> tensor<1x1x3x2xf32>
+  %p5 = cleave.softmax %m5 {dim = 3 : i64} : tensor<1x1x3x2xf32>
+  %v2 = cleave.slice %v {dim = 2 : i64, start = 0 : i64, end = 2 : i64} : tensor<1x1x3x4xf32> -> tensor<1x1x2x4xf32>
+  %y5 = cleave.matmul %p5, %v2 : tensor<1x1x3x2xf32>, tensor<1x1x2x4xf32> -> tensor<1x1x3x4xf32>
+  return %y, %y2, %y3, %y4, %y5 : tensor<1x1x3x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>, tensor<1x1x3x4xf32>
 }
 
 // -----

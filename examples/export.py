@@ -2,7 +2,8 @@
 """Exports one example model to TorchScript for `cleave compile`.
 
     /usr/bin/python3 examples/export.py NAME -o OUT.pt [--config small|tiny] [--meta]
-        [--batch B] [--seq S] [--max-seq N] [--seed 0] [--io DIR [--bf16-reference]]
+        [--batch B] [--seq S] [--max-seq N] [--seed 0] [--mask-in-forward]
+        [--io DIR [--bf16-reference]]
         [--dropout P] [--train] [--loss-in-model cross_entropy|mse]
         [--data FILE [--samples S] [--labels cross_entropy|mse]]
 
@@ -173,6 +174,9 @@ def _parse_args(argv):
                    help="the model's maximum sequence length (GPT block_size, BERT max_position, "
                         "LLaMA max_seq; default per config), so --seq can go beyond the config's")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--mask-in-forward", action="store_true",
+                   help="GPT models: build the causal mask in forward (ones(T, T).tril() and "
+                        "torch.where with a fill value, the common style) instead of a buffer")
     p.add_argument("--tiled-weights", action="store_true",
                    help="fill float weights from one small repeating random pool, so that the "
                         "model and its plans compress to almost nothing (scripts/gpu-prepare.sh "
@@ -228,6 +232,10 @@ def _parse_args(argv):
     if spec.seq_limit and sizes["seq"] > kwargs[spec.seq_limit]:
         p.error(f"--seq {sizes['seq']} exceeds {args.name}'s maximum sequence length "
                 f"{kwargs[spec.seq_limit]}")
+    if args.mask_in_forward:
+        if spec.build is not models.GPT:
+            p.error(f"--mask-in-forward applies to the GPT models only, not {args.name}")
+        kwargs = dict(kwargs, mask_in_forward=True)
     if args.dropout is not None:
         if not 0 <= args.dropout < 1:
             p.error("--dropout must be in [0, 1)")

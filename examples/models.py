@@ -38,9 +38,10 @@ class MLP(nn.Module):
 # --- GPT (nanoGPT / GPT-2 / Megatron GPT) -------------------------------------------------------
 
 class CausalSelfAttention(nn.Module):
-    def __init__(self, d_model, n_head, block_size, dropout, device=None):
+    def __init__(self, d_model, n_head, block_size, dropout, mask_in_forward=False, device=None):
         super().__init__()
         assert d_model % n_head == 0, "d_model must be divisible by n_head"
+        self.mask_in_forward = mask_in_forward
         self.n_head = n_head
         self.d_model = d_model
         self.scale = 1.0 / math.sqrt(d_model // n_head)  # a constant: no size arithmetic traced
@@ -48,10 +49,11 @@ class CausalSelfAttention(nn.Module):
         self.proj = nn.Linear(d_model, d_model, device=device)
         self.attn_drop = nn.Dropout(dropout)
         self.resid_drop = nn.Dropout(dropout)
-        # nanoGPT's causal mask: a (1, 1, block, block) lower-triangular buffer, sliced per call.
-        self.register_buffer(
-            "bias",
-            torch.tril(torch.ones(block_size, block_size, device=device)).view(1, 1, block_size, block_size))
+        if not mask_in_forward:
+            # nanoGPT's causal mask: a (1, 1, block, block) lower-triangular buffer, sliced per call.
+            self.register_buffer(
+                "bias",
+                torch.tril(torch.ones(block_size, block_size, device=device)).view(1, 1, block_size, block_size))
 
     def forward(self, x):
         B, T, C = x.size()
@@ -60,7 +62,14 @@ class CausalSelfAttention(nn.Module):
         k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * self.scale
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        if self.mask_in_forward:
+            # The common style (HF GPT-2, many others): the causal mask and its fill value are
+            # built in forward on every call rather than registered once as a buffer.
+            causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+            fill = torch.full([], torch.finfo(att.dtype).min, dtype=att.dtype, device=x.device)
+            att = torch.where(causal, att, fill)
+        else:
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
         att = self.attn_drop(F.softmax(att, dim=-1))
         y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_drop(self.proj(y))
@@ -78,10 +87,11 @@ class GPTMLP(nn.Module):
 
 
 class GPTBlock(nn.Module):
-    def __init__(self, d_model, n_head, block_size, dropout, device=None):
+    def __init__(self, d_model, n_head, block_size, dropout, mask_in_forward=False, device=None):
         super().__init__()
         self.ln_1 = nn.LayerNorm(d_model, device=device)
-        self.attn = CausalSelfAttention(d_model, n_head, block_size, dropout, device=device)
+        self.attn = CausalSelfAttention(d_model, n_head, block_size, dropout, mask_in_forward,
+                                        device=device)
         self.ln_2 = nn.LayerNorm(d_model, device=device)
         self.mlp = GPTMLP(d_model, dropout, device=device)
 
@@ -92,14 +102,15 @@ class GPTBlock(nn.Module):
 
 class GPT(nn.Module):
     def __init__(self, vocab_size=512, block_size=64, n_layer=4, n_head=4, d_model=128,
-                 dropout=0.1, device=None):
+                 dropout=0.1, mask_in_forward=False, device=None):
         super().__init__()
         self.block_size = block_size
         self.tok_emb = nn.Embedding(vocab_size, d_model, device=device)
         self.pos_emb = nn.Embedding(block_size, d_model, device=device)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            [GPTBlock(d_model, n_head, block_size, dropout, device=device) for _ in range(n_layer)])
+            [GPTBlock(d_model, n_head, block_size, dropout, mask_in_forward, device=device)
+             for _ in range(n_layer)])
         self.ln_f = nn.LayerNorm(d_model, device=device)
         self.head = nn.Linear(d_model, vocab_size, bias=False, device=device)
         _init_gpt_style(self)

@@ -47,10 +47,10 @@ using Clock = std::chrono::steady_clock;
 constexpr const char *kProfileUsage = R"(usage: cleave profile [-o SPEC.json] [options]
 
 Measures this machine and writes a cluster spec calibrated to it
-(docs/cluster-spec.md): GEMM throughput at several shapes, convolution,
-elementwise and reduction kernels, memory bandwidth and per-kernel overhead,
-all through the CPU runtime's own kernels, and collectives and send/recv over
-MPI between local ranks. Progress goes to stderr.
+(docs/cluster-spec.md): GEMM throughput at several shapes, dense, grouped and
+depthwise convolutions, elementwise and reduction kernels, memory bandwidth and
+per-kernel overhead, all through the CPU runtime's own kernels, and collectives
+and send/recv over MPI between local ranks. Progress goes to stderr.
 
 options:
   -o SPEC.json    where to write the spec (default: stdout)
@@ -287,17 +287,17 @@ std::string matmulKernel(int64_t b, int64_t m, int64_t n, int64_t k) {
 }
 
 std::string convKernel(int64_t n, int64_t c, int64_t hw, int64_t oc, int64_t kernel,
-                       int64_t stride) {
+                       int64_t stride, int64_t groups = 1) {
   int64_t pad = kernel / 2;
   int64_t out = (hw + 2 * pad - kernel) / stride + 1;
   return llvm::formatv(
       R"(func.func @forward(%x: {0} {{cleave.name = "x"}) -> {2} {{
   %w = cleave.param "w" : {1}
-  %y = cleave.conv2d %x, %w {{stride = array<i64: {3}, {3}>, padding = array<i64: {4}, {4}>, dilation = array<i64: 1, 1>, groups = 1 : i64} : {0}, {1} -> {2}
+  %y = cleave.conv2d %x, %w {{stride = array<i64: {3}, {3}>, padding = array<i64: {4}, {4}>, dilation = array<i64: 1, 1>, groups = {5} : i64} : {0}, {1} -> {2}
   return %y : {2}
 })",
-      tensor({n, c, hw, hw}), tensor({oc, c, kernel, kernel}), tensor({n, oc, out, out}),
-      stride, pad);
+      tensor({n, c, hw, hw}), tensor({oc, c / groups, kernel, kernel}),
+      tensor({n, oc, out, out}), stride, pad, groups);
 }
 
 std::string addKernel(int64_t elements) {
@@ -410,20 +410,39 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
 
   std::vector<GemmCase> gemms = gemmCases(options.quick);
   struct ConvCase {
-    int64_t n, c, hw, oc, kernel, stride;
+    int64_t n, c, hw, oc, kernel, stride, groups = 1;
   };
   std::vector<ConvCase> convs =
       options.quick ? std::vector<ConvCase>{{1, 16, 16, 16, 3, 1}}
                     : std::vector<ConvCase>{{8, 64, 56, 64, 3, 1},   {8, 256, 56, 64, 1, 1},
                                             {8, 128, 28, 128, 3, 1}, {8, 3, 224, 64, 7, 2},
                                             {8, 512, 7, 512, 3, 1},  {8, 1024, 14, 256, 1, 1}};
+  // Grouped convolutions, a class of their own with samples by shape:
+  // depthwise 3x3 (MobileNet) from 112x112x32 to 7x7x960, 5x5 (MnasNet,
+  // EfficientNet) and 7x7 (ConvNeXt); groups of 4 to 32 channels (ResNeXt,
+  // RegNet).
+  std::vector<ConvCase> groupedConvs =
+      options.quick ? std::vector<ConvCase>{{1, 16, 16, 16, 3, 1, 16}, {1, 16, 16, 16, 3, 1, 4}}
+                    : std::vector<ConvCase>{{8, 32, 112, 32, 3, 1, 32},
+                                            {8, 96, 56, 96, 3, 1, 96},
+                                            {8, 384, 14, 384, 3, 1, 384},
+                                            {8, 960, 7, 960, 3, 1, 960},
+                                            {8, 240, 28, 240, 5, 1, 240},
+                                            {8, 96, 56, 96, 7, 1, 96},
+                                            {8, 768, 7, 768, 7, 1, 768},
+                                            {8, 128, 56, 128, 3, 1, 32},
+                                            {8, 1024, 7, 1024, 3, 1, 32},
+                                            {8, 48, 56, 48, 3, 1, 6},
+                                            {8, 208, 14, 208, 3, 1, 26},
+                                            {8, 432, 7, 432, 3, 1, 18}};
   // add over sizes from cache-resident to far past the last-level cache, for
   // the record; the bandwidth the cost model uses comes from a chain of adds.
   std::vector<int64_t> addSizes = options.quick ? std::vector<int64_t>{1 << 14, 1 << 18}
                                                 : std::vector<int64_t>{1 << 16, 1 << 20, 1 << 24};
   int64_t big = options.quick ? 1 << 16 : 1 << 22;
   Progress progress;
-  progress.total = 1 + gemms.size() + convs.size() + addSizes.size() + 1 + 5 + 1;
+  progress.total =
+      1 + gemms.size() + convs.size() + groupedConvs.size() + addSizes.size() + 1 + 5 + 1;
 
   // Memory bandwidth.
   double bandwidth = measureCopyBandwidth(threads, options.quick);
@@ -551,6 +570,26 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   double gemmClass = device.efficiency[int(cost::OpClass::Gemm)].compute;
   device.efficiency[int(cost::OpClass::Convolution)].compute =
       std::clamp(gemmClass * median(convRatios), 1e-4, 1.0);
+  std::vector<double> groupedEfficiencies;
+  for (const ConvCase &c : groupedConvs) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(
+        run(convKernel(c.n, c.c, c.hw, c.oc, c.kernel, c.stride, c.groups), m));
+    groupedEfficiencies.push_back(computeEfficiency(m));
+    cost::GemmSample sample;
+    sample.shape = *m.cost.gemm;
+    sample.dtype = rt::DType::F32;
+    sample.flopsPerSecond = m.cost.forward.flops / m.seconds;
+    sample.opClass = cost::OpClass::GroupedConvolution;
+    device.gemmSamples.push_back(sample);
+    progress.step(llvm::formatv("conv2d {0}x{1}x{2}x{2} -> {3}, {4}x{4}/{5}, {6} groups: "
+                                "{7:f1} GFLOP/s",
+                                c.n, c.c, c.hw, c.oc, c.kernel, c.stride, c.groups,
+                                m.cost.forward.flops / m.seconds / 1e9));
+  }
+  // The class figure, for shapes when no sample applies.
+  device.efficiency[int(cost::OpClass::GroupedConvolution)].compute =
+      median(groupedEfficiencies);
   // No fused attention kernel on the CPU: attention runs as GEMMs.
   device.efficiency[int(cost::OpClass::Attention)] =
       device.efficiency[int(cost::OpClass::Gemm)];
@@ -587,7 +626,8 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   record["kernels"] = {
       {"gelu_seconds", gelu.seconds},       {"softmax_seconds", softmax.seconds},
       {"layer_norm_seconds", layerNorm.seconds}, {"permute_seconds", permute.seconds},
-      {"kernel_overhead_seconds", device.kernelOverhead}, {"conv_vs_gemm", convRatios}};
+      {"kernel_overhead_seconds", device.kernelOverhead}, {"conv_vs_gemm", convRatios},
+      {"grouped_conv_efficiency", groupedEfficiencies}};
   record["collectives"] = nlohmann::json::parse(comm.toJson());
   spec.measurementsJson = record.dump();
   return {};

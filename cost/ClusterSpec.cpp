@@ -188,8 +188,15 @@ Status parseEfficiency(const Node &device, DeviceSpec &spec) {
     if (!parseOpClass(it.key()))
       return CLEAVE_ERROR(table->where(it.key()),
                           ": unknown op class (expected gemm, convolution, elementwise, "
-                          "reduction or attention)");
+                          "reduction, attention or grouped_convolution)");
   for (int i = 0; i < kNumOpClasses; ++i) {
+    // Specs written before grouped convolutions had a class of their own
+    // give them the convolution class's figures.
+    if (OpClass(i) == OpClass::GroupedConvolution &&
+        !table->has(std::string(kOpClassNames[i]))) {
+      spec.efficiency[i] = spec.efficiency[int(OpClass::Convolution)];
+      continue;
+    }
     std::optional<Node> entry;
     CLEAVE_RETURN_IF_ERROR(getObject(*table, std::string(kOpClassNames[i]), &entry));
     CLEAVE_RETURN_IF_ERROR(checkKeys(*entry, {"compute", "memory"}));
@@ -211,8 +218,17 @@ Status parseGemmSamples(const Node &device, DeviceSpec &spec) {
     Node item = list.element(i);
     if (!item.json.is_object())
       return CLEAVE_ERROR(item.where(), ": expected an object, got ", describe(item.json));
-    CLEAVE_RETURN_IF_ERROR(checkKeys(item, {"batch", "m", "n", "k", "dtype", "flops_per_s"}));
+    CLEAVE_RETURN_IF_ERROR(
+        checkKeys(item, {"batch", "m", "n", "k", "dtype", "flops_per_s", "op_class"}));
     GemmSample sample;
+    if (item.has("op_class")) {
+      std::string name;
+      CLEAVE_RETURN_IF_ERROR(getString(item, "op_class", &name));
+      if (name != "gemm" && name != "grouped_convolution")
+        return CLEAVE_ERROR(item.where("op_class"), ": expected gemm or grouped_convolution, got '",
+                            name, "'");
+      sample.opClass = *parseOpClass(name);
+    }
     CLEAVE_RETURN_IF_ERROR(getInt(item, "batch", 1, &sample.shape.batch));
     CLEAVE_RETURN_IF_ERROR(getInt(item, "m", 1, &sample.shape.m));
     CLEAVE_RETURN_IF_ERROR(getInt(item, "n", 1, &sample.shape.n));
@@ -370,6 +386,8 @@ std::string formatClusterSpec(const ClusterSpec &spec) {
       j["k"] = s.shape.k;
       j["dtype"] = runtime::dtypeName(s.dtype);
       j["flops_per_s"] = s.flopsPerSecond;
+      if (s.opClass != OpClass::Gemm)
+        j["op_class"] = std::string(opClassName(s.opClass));
       samples.push_back(j);
     }
     device["gemm_samples"] = samples;

@@ -36,6 +36,10 @@ struct GemmSample {
   GemmShape shape;
   runtime::DType dtype = runtime::DType::F32;
   double flopsPerSecond = 0;
+  /// Gemm, or GroupedConvolution: a grouped or depthwise conv2d measured at
+  /// its implicit-GEMM shape (batch = groups), which only grouped convolutions
+  /// interpolate.
+  OpClass opClass = OpClass::Gemm;
 };
 
 struct DeviceSpec {

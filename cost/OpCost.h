@@ -21,10 +21,11 @@ enum class OpClass : uint8_t {
   Elementwise, // unary/binary maps, casts, copies (permute, slice, concat)
   Reduction,   // reductions, softmax, normalization, pooling
   Attention,   // fused attention kernels
+  GroupedConvolution, // conv2d with groups > 1: depthwise, ResNeXt's grouped
 };
-inline constexpr int kNumOpClasses = 5;
+inline constexpr int kNumOpClasses = 6;
 inline constexpr std::array<std::string_view, kNumOpClasses> kOpClassNames = {
-    "gemm", "convolution", "elementwise", "reduction", "attention"};
+    "gemm", "convolution", "elementwise", "reduction", "attention", "grouped_convolution"};
 std::string_view opClassName(OpClass opClass);
 std::optional<OpClass> parseOpClass(std::string_view name);
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 namespace cleave::cost {
@@ -22,37 +23,56 @@ double shapeDistance(const GemmShape &a, const GemmShape &b) {
 
 } // namespace
 
-double gemmEfficiency(const DeviceSpec &device, const GemmShape &shape,
-                      runtime::DType dtype, OpClass opClass) {
-  double classEfficiency = device.efficiencyOf(opClass).compute;
+/// Inverse-square-distance interpolation over the samples of `samplesOf`
+/// nearest `shape`, as a fraction of `peak`; nullopt when there are none.
+static std::optional<double> interpolateSamples(const DeviceSpec &device, const GemmShape &shape,
+                                                runtime::DType dtype, OpClass samplesOf) {
   double peak = device.peakFlopsOf(dtype);
   std::vector<std::pair<double, double>> nearest; // (distance, efficiency)
   for (const GemmSample &sample : device.gemmSamples)
-    if (sample.dtype == dtype && peak > 0)
+    if (sample.dtype == dtype && sample.opClass == samplesOf && peak > 0)
       nearest.push_back({shapeDistance(shape, sample.shape), sample.flopsPerSecond / peak});
   if (nearest.empty())
-    return classEfficiency;
+    return std::nullopt;
   std::sort(nearest.begin(), nearest.end());
-  double efficiency = nearest.front().second; // an exact sample is its own figure
-  if (nearest.front().first > 1e-9) {
-    // Inverse-square-distance weights over the few nearest samples.
-    constexpr size_t kNeighbours = 3;
-    double weights = 0, weighted = 0;
-    for (size_t i = 0; i < std::min(kNeighbours, nearest.size()); ++i) {
-      double w = 1.0 / (nearest[i].first * nearest[i].first);
-      weights += w;
-      weighted += w * nearest[i].second;
-    }
-    efficiency = weighted / weights;
+  if (nearest.front().first <= 1e-9)
+    return nearest.front().second; // an exact sample is its own figure
+  constexpr size_t kNeighbours = 3;
+  double weights = 0, weighted = 0;
+  for (size_t i = 0; i < std::min(kNeighbours, nearest.size()); ++i) {
+    double w = 1.0 / (nearest[i].first * nearest[i].first);
+    weights += w;
+    weighted += w * nearest[i].second;
   }
+  return weighted / weights;
+}
+
+double gemmEfficiency(const DeviceSpec &device, const GemmShape &shape,
+                      runtime::DType dtype, OpClass opClass) {
+  if (opClass == OpClass::GroupedConvolution) {
+    // Grouped and depthwise convolutions are products far from any GEMM
+    // sample (a depthwise 3x3 is n = 1, k = 9 per group): they interpolate
+    // samples of their own. A spec without them predicts them as it did
+    // before they had a class: as dense convolutions from the GEMM samples,
+    // or at the class figure when there are no samples at all.
+    if (auto own = interpolateSamples(device, shape, dtype, OpClass::GroupedConvolution))
+      return std::min(*own, 1.0);
+    if (!interpolateSamples(device, shape, dtype, OpClass::Gemm))
+      return device.efficiencyOf(opClass).compute;
+    opClass = OpClass::Convolution;
+  }
+  double classEfficiency = device.efficiencyOf(opClass).compute;
+  auto efficiency = interpolateSamples(device, shape, dtype, OpClass::Gemm);
+  if (!efficiency)
+    return classEfficiency;
   // Convolutions run as implicit GEMMs at their own class's efficiency
   // relative to a plain GEMM (im2col or the conv algorithm's overhead).
   if (opClass != OpClass::Gemm) {
     double gemmClass = device.efficiencyOf(OpClass::Gemm).compute;
     if (gemmClass > 0)
-      efficiency *= classEfficiency / gemmClass;
+      *efficiency *= classEfficiency / gemmClass;
   }
-  return std::min(efficiency, 1.0);
+  return std::min(*efficiency, 1.0);
 }
 
 PassTime predictPass(const DeviceSpec &device, const OpCost &cost, const PassCost &pass,

@@ -281,7 +281,8 @@ OpCost Conv2dOp::getCost() {
   shape.m = result.getDimSize(0) * result.getDimSize(2) * result.getDimSize(3);
   shape.n = weight.getDimSize(0) / groups;
   shape.k = weight.getDimSize(1) * weight.getDimSize(2) * weight.getDimSize(3);
-  OpCost cost = gemmCost(*this, OpClass::Convolution, shape, {getInput(), getWeight()});
+  OpCost cost = gemmCost(*this, groups > 1 ? OpClass::GroupedConvolution : OpClass::Convolution,
+                         shape, {getInput(), getWeight()});
   if (getBias()) {
     double elements = elementsOf(getResult());
     cost.forward.flops += elements;
@@ -711,7 +712,7 @@ OpCost convBackwardCost(Operation *op, RankedTensorType output, RankedTensorType
   shape.n = weight.getDimSize(0) / groups;
   shape.k = weight.getDimSize(1) * weight.getDimSize(2) * weight.getDimSize(3);
   OpCost cost;
-  cost.opClass = OpClass::Convolution;
+  cost.opClass = groups > 1 ? OpClass::GroupedConvolution : OpClass::Convolution;
   cost.gemm = shape;
   cost.forward = {2.0 * shape.batch * shape.m * shape.n * shape.k, sumBytes(op->getOperands()),
                   sumBytes(op->getResults()), 1};

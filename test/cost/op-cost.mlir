@@ -74,3 +74,13 @@ func.func @conv(%x: tensor<1x3x8x8xf32>) -> tensor<1x4x4x4xf32> {
   %y = cleave.conv2d %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1 : i64} : tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32> -> tensor<1x4x4x4xf32>
   return %y : tensor<1x4x4x4xf32>
 }
+
+// A depthwise conv2d (groups = channels): its own class, one product per
+// group [1*8*8, 1*3*3] x [9, 1]: 2*4*64*1*9 = 4608 FLOPs.
+// CHECK-LABEL: cost of @depthwise
+func.func @depthwise(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %w = cleave.param "dw.weight" : tensor<4x1x3x3xf32>
+  // CHECK-NEXT: cleave.conv2d grouped_convolution fwd: flops=4608 read=1168 written=1024 kernels=1 bwd: flops=9216 read=2192 written=1168 kernels=2 saved=1024 gemm=4x64x1x9
+  %y = cleave.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 4 : i64} : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x8x8xf32>
+  return %y : tensor<1x4x8x8xf32>
+}

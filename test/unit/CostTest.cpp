@@ -46,7 +46,9 @@ TEST(ClusterSpecTest, RoundTripsExactly) {
   Json json = Json::parse(a100Text());
   json["device"]["gemm_samples"] = Json::parse(
       R"([{"batch": 1, "m": 4096, "n": 4096, "k": 4096, "dtype": "bf16", "flops_per_s": 2.7e14},
-          {"batch": 8, "m": 128, "n": 64, "k": 3, "dtype": "f32", "flops_per_s": 1.234567890123e11}])");
+          {"batch": 8, "m": 128, "n": 64, "k": 3, "dtype": "f32", "flops_per_s": 1.234567890123e11},
+          {"batch": 96, "m": 6272, "n": 1, "k": 9, "dtype": "f32", "flops_per_s": 3.5e9,
+           "op_class": "grouped_convolution"}])");
   json["measurements"] = Json::parse(R"({"zeta": [1, 2.5, "x"], "alpha": {"nested": null}})");
   json["device"]["kernel_overhead_s"] = 1.0 / 3.0; // needs all 17 digits
   json["intra_node"]["nvls_bus_bandwidth"] = 4.8e11;
@@ -68,7 +70,9 @@ TEST(ClusterSpecTest, RoundTripsExactly) {
   EXPECT_EQ(second.intraNode.efficiency, 0.77);
   EXPECT_EQ(second.interNode.efficiency, 0.96);
   EXPECT_EQ(second.nvlsBusBandwidth, 4.8e11);
-  ASSERT_EQ(second.device.gemmSamples.size(), 2u);
+  ASSERT_EQ(second.device.gemmSamples.size(), 3u);
+  EXPECT_EQ(second.device.gemmSamples[1].opClass, OpClass::Gemm);
+  EXPECT_EQ(second.device.gemmSamples[2].opClass, OpClass::GroupedConvolution);
   EXPECT_EQ(second.device.gemmSamples[1].shape.k, 3);
   EXPECT_EQ(second.device.gemmSamples[1].dtype, DType::F32);
   EXPECT_EQ(second.device.gemmSamples[1].flopsPerSecond, 1.234567890123e11);
@@ -152,7 +156,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "(8.58993e+10), got 8.58993e+10"},
         BadSpec{"/device/efficiency/gemmm", R"({"compute": 0.5, "memory": 0.5})",
                 "dgx.json: device.efficiency.gemmm: unknown op class (expected gemm, "
-                "convolution, elementwise, reduction or attention)"},
+                "convolution, elementwise, reduction, attention or grouped_convolution)"},
         BadSpec{"/device/efficiency/reduction", nullptr,
                 "dgx.json: device.efficiency.reduction: missing"},
         BadSpec{"/device/efficiency/gemm/flops", "0.5",
@@ -598,4 +602,51 @@ TEST(OpTimeTest, GemmEfficiencyFromSamplesOrClass) {
   EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::BF16, OpClass::Gemm), 0.5);
   // A convolution runs at the GEMM figure scaled by its class's ratio.
   EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::F32, OpClass::Convolution), 0.8 * 0.5);
+}
+
+TEST(OpTimeTest, GroupedConvolutionsInterpolateTheirOwnSamples) {
+  DeviceSpec d = rooflineDevice();
+  d.efficiency[int(OpClass::GroupedConvolution)] = {0.03, 1.0};
+  GemmShape square{1, 1024, 1024, 1024};
+  GemmShape depthwise{96, 25088, 1, 9};
+  // No samples at all: the class figure.
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, depthwise, DType::F32, OpClass::GroupedConvolution), 0.03);
+  // GEMM samples only (a spec from before the class): as a dense convolution.
+  d.gemmSamples = {{{1, 1024, 1024, 1024}, DType::F32, 80e9}};
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::F32, OpClass::GroupedConvolution),
+                   gemmEfficiency(d, square, DType::F32, OpClass::Convolution));
+  // Samples of its own: those, which GEMMs and convolutions ignore.
+  GemmSample grouped{depthwise, DType::F32, 2e9, OpClass::GroupedConvolution};
+  d.gemmSamples.push_back(grouped);
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, depthwise, DType::F32, OpClass::GroupedConvolution), 0.02);
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, {32, 4096, 4, 36}, DType::F32, OpClass::GroupedConvolution),
+                   0.02);
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::F32, OpClass::Gemm), 0.8);
+  EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::F32, OpClass::Convolution), 0.8 * 0.5);
+}
+
+TEST(ClusterSpecTest, GroupedConvolutionDefaultsToConvolution) {
+  // Specs written before the class existed: its figures are convolution's.
+  Json json = Json::parse(a100Text());
+  ASSERT_FALSE(json["device"]["efficiency"].contains("grouped_convolution"));
+  ClusterSpec cluster;
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+  const Efficiency &conv = cluster.device.efficiencyOf(OpClass::Convolution);
+  const Efficiency &grouped = cluster.device.efficiencyOf(OpClass::GroupedConvolution);
+  EXPECT_EQ(grouped.compute, conv.compute);
+  EXPECT_EQ(grouped.memory, conv.memory);
+  // Given, it is read, and checked like every class.
+  json["device"]["efficiency"]["grouped_convolution"] = {{"compute", 0.05}, {"memory", 0.9}};
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::GroupedConvolution).compute, 0.05);
+  json["device"]["efficiency"]["grouped_convolution"]["compute"] = 1.5;
+  EXPECT_FALSE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+  // A sample's class is gemm or grouped_convolution.
+  json["device"]["efficiency"]["grouped_convolution"]["compute"] = 0.05;
+  json["device"]["gemm_samples"] = Json::parse(
+      R"([{"batch": 1, "m": 8, "n": 8, "k": 8, "dtype": "f32", "flops_per_s": 1e9,
+           "op_class": "attention"}])");
+  Status s = parseClusterSpec(json.dump(), "a100", cluster);
+  EXPECT_EQ(s.message(), "a100: device.gemm_samples[0].op_class: expected gemm or "
+                         "grouped_convolution, got 'attention'");
 }

@@ -1,6 +1,9 @@
 """Helpers shared by the bench/ scripts: what machine they ran on, and a
 one-line summary of a strategy JSON from `cleave plan --json`."""
 import os
+import subprocess
+import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,3 +41,14 @@ def add_cleave_options(parser):
     parser.add_argument("--cluster",
                         default=os.path.join(ROOT, "examples", "clusters", "dgx-a100-80gb.json"),
                         help="cluster spec (default: %(default)s)")
+
+
+def timed_run(cmd):
+    """Runs `cmd`, exiting with its stderr if it fails; returns (the completed process,
+    its wall seconds)."""
+    start = time.perf_counter()
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    if result.returncode != 0:
+        sys.exit(f"failed (exit {result.returncode}): {' '.join(cmd)}\n{result.stderr}")
+    return result, wall

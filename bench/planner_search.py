@@ -24,9 +24,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-from benchlib import add_cleave_options, machine, plan_label
+from benchlib import add_cleave_options, machine, plan_label, timed_run
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPORT = ["/usr/bin/python3", os.path.join(ROOT, "examples", "export.py")]
@@ -37,11 +36,7 @@ CASES = [("gpt-145.6b", 1536, 2304), ("gpt-1t", 3072, 3072)]
 
 def time_plan(cmd):
     """Runs one plan; returns (its strategy JSON, the command's wall seconds)."""
-    start = time.perf_counter()
-    result = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if result.returncode != 0:
-        sys.exit(f"failed (exit {result.returncode}): {' '.join(cmd)}\n{result.stderr}")
+    result, wall = timed_run(cmd)
     return json.loads(result.stdout), wall
 
 

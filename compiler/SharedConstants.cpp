@@ -35,7 +35,37 @@ at::Tensor compactSplat(const at::Tensor &tensor) {
 
 namespace {
 
+/// Whether a value of `type` can be written in place: tensors and the
+/// containers and objects that may hold them. Numbers, strings, devices and
+/// None cannot.
+bool canBeWritten(const c10::TypePtr &type) {
+  switch (type->kind()) {
+  case c10::TypeKind::IntType:
+  case c10::TypeKind::FloatType:
+  case c10::TypeKind::BoolType:
+  case c10::TypeKind::NumberType:
+  case c10::TypeKind::NoneType:
+  case c10::TypeKind::StringType:
+  case c10::TypeKind::DeviceObjType:
+  case c10::TypeKind::LayoutType:
+  case c10::TypeKind::ScalarTypeType:
+  case c10::TypeKind::MemoryFormatType:
+    return false;
+  case c10::TypeKind::OptionalType:
+    return canBeWritten(type->expectRef<c10::OptionalType>().getElementType());
+  case c10::TypeKind::TupleType:
+    for (const c10::TypePtr &element : type->containedTypes())
+      if (canBeWritten(element))
+        return true;
+    return false;
+  default:
+    return true; // tensors, lists, dicts, objects, anything unknown
+  }
+}
+
 bool mayBeMutated(const jit::Value *value, int depth) {
+  if (!canBeWritten(value->type()))
+    return false;
   // Deep chains of views and lists are rare: past a few, assume a writer.
   if (depth > 16)
     return true;
@@ -55,7 +85,14 @@ bool mayBeMutated(const jit::Value *value, int depth) {
       continue;
     }
     const c10::FunctionSchema *schema = user->maybeSchema();
-    if (!schema || schema->is_mutable())
+    if (!schema || use.offset >= schema->arguments().size())
+      return true; // no schema, or a vararg: unknown
+    // Only the argument this value is passed as matters: `add_(t, x)` writes
+    // t, not x.
+    const c10::AliasInfo *alias = schema->arguments()[use.offset].alias_info();
+    if (!alias)
+      continue;
+    if (alias->isWrite() || alias->isWildcardAfter())
       return true;
     // A view aliases its input: writing into the view writes into it.
     for (size_t i = 0; i < schema->returns().size() && i < user->outputs().size(); ++i)

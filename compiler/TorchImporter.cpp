@@ -549,10 +549,12 @@ std::optional<std::vector<Val>> Importer::tryFold(jit::Node *node,
   }
   // Every layer of a model that builds its mask in forward folds the same
   // ops on the same constants: fold each once and share the outputs, unless
-  // something may write into them.
+  // something may write into them, or into an input (whose identity in the
+  // key would then no longer say what it holds).
   const c10::FunctionSchema *schema = node->maybeSchema();
-  bool shared = schema && !schema->is_mutable() &&
-                llvm::none_of(node->outputs(), [](const jit::Value *v) { return mayBeMutated(v); });
+  auto written = [](const jit::Value *v) { return mayBeMutated(v); };
+  bool shared = schema && !schema->is_mutable() && llvm::none_of(node->outputs(), written) &&
+                llvm::none_of(node->inputs(), written);
   std::optional<std::string> key = shared ? foldKey(node, args) : std::nullopt;
   auto asVals = [](const std::optional<std::vector<c10::IValue>> &outputs)
       -> std::optional<std::vector<Val>> {

@@ -184,6 +184,20 @@ def forward(self, x):
   auto model = import(m, {{"x", {3}, "f32"}});
   ASSERT_TRUE(succeeded(model)) << errors;
   EXPECT_EQ(addedConstants(*model), (std::vector<float>{40000.0f, 80000.0f, 40000.0f}));
+
+  // The same op on the same tensor, before and after the tensor is written
+  // in place, is two folds, not one.
+  torch::jit::Module n("N");
+  n.define(R"(
+def forward(self, x):
+    a = torch.ones(200, 200)
+    y = x + (a * 2.0).sum()
+    a.add_(1.0)
+    return y + (a * 2.0).sum()
+)");
+  model = import(n, {{"x", {3}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
+  EXPECT_EQ(addedConstants(*model), (std::vector<float>{80000.0f, 160000.0f}));
 }
 
 TEST_F(ImporterTest, ConstantTripCountLoopsUnroll) {

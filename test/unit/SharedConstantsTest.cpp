@@ -52,11 +52,19 @@ graph(%x : Tensor):
   %u : Tensor = aten::tril(%c, %zero)
   %m : Tensor[] = prim::ListConstruct(%u)
   %n : Tensor[] = aten::append(%m, %x)
+  %one : int = prim::Constant[value=1]()
+  %s : Tensor = aten::sigmoid(%x)
+  %k : Tensor = aten::exp(%x)
+  %o : Tensor = aten::add_(%k, %s, %one)
   return (%c)
 )IR",
                          graph.get());
   auto values = outputsInOrder(*graph);
-  ASSERT_EQ(values.size(), 10u);
+  ASSERT_EQ(values.size(), 14u);
+  // add_ writes its first operand only; numbers are never written.
+  EXPECT_FALSE(mayBeMutated(values[11]));
+  EXPECT_TRUE(mayBeMutated(values[12]));
+  EXPECT_FALSE(mayBeMutated(values[10]));
   const torch::jit::Value *r = values[1], *t = values[2], *v = values[3], *c = values[6],
                           *u = values[7];
   // Read by ops that make new tensors (tril, cat through a list): shareable.

@@ -420,7 +420,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   // Grouped convolutions, a class of their own with samples by shape:
   // depthwise 3x3 (MobileNet) from 112x112x32 to 7x7x960, 5x5 (MnasNet,
   // EfficientNet) and 7x7 (ConvNeXt); groups of 4 to 32 channels (ResNeXt,
-  // RegNet).
+  // RegNet), many groups of few channels and few groups of many.
   std::vector<ConvCase> groupedConvs =
       options.quick ? std::vector<ConvCase>{{1, 16, 16, 16, 3, 1, 16}, {1, 16, 16, 16, 3, 1, 4}}
                     : std::vector<ConvCase>{{8, 32, 112, 32, 3, 1, 32},
@@ -434,7 +434,10 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
                                             {8, 1024, 7, 1024, 3, 1, 32},
                                             {8, 48, 56, 48, 3, 1, 6},
                                             {8, 208, 14, 208, 3, 1, 26},
-                                            {8, 432, 7, 432, 3, 1, 18}};
+                                            {8, 432, 7, 432, 3, 1, 18},
+                                            {8, 72, 56, 72, 3, 1, 3},
+                                            {8, 168, 28, 168, 3, 1, 7},
+                                            {8, 408, 14, 408, 3, 1, 17}};
   // add over sizes from cache-resident to far past the last-level cache, for
   // the record; the bandwidth the cost model uses comes from a chain of adds.
   std::vector<int64_t> addSizes = options.quick ? std::vector<int64_t>{1 << 14, 1 << 18}

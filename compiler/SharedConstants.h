@@ -55,7 +55,6 @@ public:
     return it == entries.end() ? nullptr : &it->second;
   }
   void insert(std::string key, Entry entry) { entries.emplace(std::move(key), std::move(entry)); }
-  size_t size() const { return entries.size(); }
 
 private:
   std::unordered_map<std::string, Entry> entries;

@@ -20,8 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Conv2dContract.h"
-#include "runtime/KernelParams.h"
+#include "runtime/BackwardParams.h"
 #include "runtime/cpu/AvgPoolSpan.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/ConvScratch.h"
@@ -64,44 +63,14 @@ void parallelZero(float *p, int64_t n) {
   parallelRange(n, 1, [&](int64_t b, int64_t e) { std::memset(p + b, 0, sizeof(float) * (e - b)); });
 }
 
-Status requireRank(const KernelSignature &sig, const char *name, const TensorDesc &desc,
-                   int64_t rank, const char *layout) {
-  if (desc.rank() != rank)
-    return CLEAVE_ERROR(sig.kernel, ": ", name, " must be ", rank, "-D ", layout, ", got ",
-                        describe(desc.shape, desc.dtype));
-  return {};
-}
-
-/// The output (index `i`) must be `expected`.
-Status requireOutput(const KernelSignature &sig, size_t i, const char *name,
-                     const TensorDesc &expected, const std::string &how) {
-  const TensorDesc &out = sig.outputs[i];
-  if (out != expected)
-    return CLEAVE_ERROR(sig.kernel, ": ", name, " is ", describe(out.shape, out.dtype),
-                        ", expected ", describe(expected.shape, expected.dtype), " (", how, ")");
-  return {};
-}
-
 //===----------------------------------------------------------------------===//
 // linear_backward_weight
 //===----------------------------------------------------------------------===//
 
 Status buildLinearBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
-  const TensorDesc &g = *sig.inputs[0], &x = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "grad", g, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", g, "input", x));
-  if (g.rank() < 1 || g.rank() != x.rank() ||
-      !std::equal(g.shape.begin(), g.shape.end() - 1, x.shape.begin()))
-    return CLEAVE_ERROR(sig.kernel, ": grad ", describe(g.shape, g.dtype), " and input ",
-                        describe(x.shape, x.dtype),
-                        " must have the same rank (>= 1) and the same leading dims");
-  const int64_t n = g.shape.back(), k = x.shape.back();
-  const int64_t rows = numElements(Shape(g.shape.begin(), g.shape.end() - 1));
-  CLEAVE_RETURN_IF_ERROR(
-      requireOutput(sig, 0, "output", {g.dtype, {n, k}}, "[grad's last dim, input's last dim]"));
+  LinearBackwardWeightParams lp;
+  CLEAVE_RETURN_IF_ERROR(parseLinearBackwardWeight(sig, "cpu", {DType::F32}, &lp));
+  const int64_t rows = lp.rows, n = lp.n, k = lp.k;
   *fn = [rows, n, k](const KernelCall &call) -> Status {
     const float *g = static_cast<const float *>(call.inputs[0]);
     const float *x = static_cast<const float *>(call.inputs[1]);
@@ -127,68 +96,30 @@ struct ConvBackward {
   bool direct = false;
 };
 
-/// Validates a conv2d backward instruction. `x` and `w` are the forward's
-/// input and weight shapes: for the input's gradient the output is x and
-/// operand 1 the weight; for the weight's, operand 1 is x and the output w.
+/// Validates a conv2d backward instruction (runtime/BackwardParams.h) and
+/// lays it out as the im2col geometry of one group.
 Status parseConvBackward(const KernelSignature &sig, bool forInput, ConvBackward *out) {
-  const char *other = forInput ? "weight" : "input";
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, other));
-  const TensorDesc &grad = *sig.inputs[0], &known = *sig.inputs[1];
-  const TensorDesc &result = sig.outputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "grad", grad, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", grad, other, known));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", grad, "output", result));
-  CLEAVE_RETURN_IF_ERROR(requireRank(sig, "grad", grad, 4, "[N, F, OH, OW]"));
-  CLEAVE_RETURN_IF_ERROR(
-      requireRank(sig, other, known, 4, forInput ? "[F, C/groups, KH, KW]" : "[N, C, H, W]"));
-  CLEAVE_RETURN_IF_ERROR(requireRank(sig, forInput ? "output (the input's gradient)"
-                                                   : "output (the weight's gradient)",
-                                     result, 4,
-                                     forInput ? "[N, C, H, W]" : "[F, C/groups, KH, KW]"));
-  const TensorDesc &x = forInput ? result : known, &w = forInput ? known : result;
-  Conv2dAttrs attrs;
-  CLEAVE_RETURN_IF_ERROR(parseConv2dAttrs(sig, x, forInput ? "output" : "input", w,
-                                          forInput ? "weight" : "output", &attrs));
-  const std::vector<int64_t> &stride = attrs.stride, &padding = attrs.padding,
-                             &dilation = attrs.dilation;
-  const int64_t groups = attrs.groups;
-  const int64_t channels = x.shape[1], filters = w.shape[0];
+  Conv2dParams p;
+  CLEAVE_RETURN_IF_ERROR(parseConv2dBackward(sig, "cpu", {DType::F32}, forInput, &p));
   ConvGeometry g;
-  g.channels = channels / groups;
-  g.height = x.shape[2];
-  g.width = x.shape[3];
-  g.kh = w.shape[2];
-  g.kw = w.shape[3];
-  g.sh = stride[0];
-  g.sw = stride[1];
-  g.ph = padding[0];
-  g.pw = padding[1];
-  g.dh = dilation[0];
-  g.dw = dilation[1];
-  CLEAVE_RETURN_IF_ERROR(conv2dOutputSize(sig, x, w, attrs, &g.oh, &g.ow));
-  const Shape outShape = {x.shape[0], filters, g.oh, g.ow};
-  if (grad.shape != outShape)
-    return CLEAVE_ERROR(sig.kernel, ": grad ", describe(grad.shape, grad.dtype),
-                        " is not the shape of the conv2d's output, expected ",
-                        describe(outShape, grad.dtype), " (from input ",
-                        describe(x.shape, x.dtype), ", weight ", describe(w.shape, w.dtype),
-                        " and the attributes)");
-  const size_t needed =
-      forInput ? conv2dBackwardInputScratchBytes(x.shape, w.shape, outShape, groups, stride,
-                                                 padding, dilation, x.dtype)
-               : conv2dBackwardWeightScratchBytes(x.shape, w.shape, outShape, groups, stride,
-                                                  padding, dilation, x.dtype);
-  if (sig.scratchBytes < needed)
-    return CLEAVE_ERROR(sig.kernel, ": needs ", needed, " bytes of scratch for its column matrix (",
-                        g.channels * g.kh * g.kw, "x", g.oh * g.ow,
-                        " floats), the plan reserves ", sig.scratchBytes);
+  g.channels = p.channels / p.groups;
+  g.height = p.height;
+  g.width = p.width;
+  g.kh = p.kh;
+  g.kw = p.kw;
+  g.sh = p.sh;
+  g.sw = p.sw;
+  g.ph = p.ph;
+  g.pw = p.pw;
+  g.dh = p.dh;
+  g.dw = p.dw;
+  g.oh = p.oh;
+  g.ow = p.ow;
   out->g = g;
-  out->batch = x.shape[0];
-  out->groups = groups;
-  out->filtersPerGroup = filters / groups;
-  out->direct = conv2dIsDirectGemm(w.shape, stride, padding, dilation);
+  out->batch = p.batch;
+  out->groups = p.groups;
+  out->filtersPerGroup = p.filters / p.groups;
+  out->direct = p.directGemm;
   return {};
 }
 
@@ -342,26 +273,6 @@ Status buildConv2dBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
 // Pooling backward
 //===----------------------------------------------------------------------===//
 
-/// grad [N, C, OH, OW] and the result [N, C, H, W] (the forward input's
-/// shape) with the window attributes; OH and OW must be what the forward
-/// computes from H, W.
-Status parseWindowBackward(const KernelSignature &sig, bool hasDilation, PoolParams *g) {
-  const TensorDesc &grad = *sig.inputs[0];
-  const TensorDesc &x = sig.outputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "grad", grad, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", grad, "output", x));
-  CLEAVE_RETURN_IF_ERROR(requireRank(sig, "grad", grad, 4, "[N, C, OH, OW]"));
-  CLEAVE_RETURN_IF_ERROR(requireRank(sig, "output", x, 4, "[N, C, H, W]"));
-  CLEAVE_RETURN_IF_ERROR(parsePoolWindow(sig, x, hasDilation, g));
-  const Shape expected = {x.shape[0], x.shape[1], g->oh, g->ow};
-  if (grad.shape != expected)
-    return CLEAVE_ERROR(sig.kernel, ": grad ", describe(grad.shape, grad.dtype),
-                        " is not the pooled shape of output ", describe(x.shape, x.dtype),
-                        ", expected ", describe(expected, grad.dtype),
-                        " (from the window attributes)");
-  return {};
-}
-
 /// One kernel tap over a run of n outputs: where src[i * stride] beats the
 /// output's maximum (or is NaN, as PyTorch's `val > max || isnan(val)`),
 /// it becomes the maximum and its index first + i * stride the argmax.
@@ -388,16 +299,9 @@ CLEAVE_CLONES void argmaxInto(float *__restrict best, int32_t *__restrict index,
 }
 
 Status buildMaxPoolBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
-  const TensorDesc &x = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", *sig.inputs[0], "input", x));
-  if (x != sig.outputs[0])
-    return CLEAVE_ERROR(sig.kernel, ": output ", describe(sig.outputs[0].shape, sig.outputs[0].dtype),
-                        " must be the input's shape ", describe(x.shape, x.dtype));
   PoolParams g;
-  CLEAVE_RETURN_IF_ERROR(parseWindowBackward(sig, /*hasDilation=*/true, &g));
+  CLEAVE_RETURN_IF_ERROR(parseMaxPool2dBackward(sig, "cpu", {DType::F32}, &g));
+  const TensorDesc &x = *sig.inputs[1];
   if (g.h * g.w > std::numeric_limits<int32_t>::max())
     return CLEAVE_ERROR(sig.kernel, ": planes of more than 2^31 elements are not supported: ",
                         describe(x.shape, x.dtype));
@@ -469,13 +373,9 @@ Status buildMaxPoolBackward(const KernelSignature &sig, KernelFn *fn) {
 }
 
 Status buildAvgPoolBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   PoolParams g;
-  CLEAVE_RETURN_IF_ERROR(parseWindowBackward(sig, /*hasDilation=*/false, &g));
   bool countIncludePad = true;
-  CLEAVE_RETURN_IF_ERROR(
-      withKernel(sig, sig.attrs.getBool("count_include_pad", &countIncludePad, true)));
+  CLEAVE_RETURN_IF_ERROR(parseAvgPool2dBackward(sig, "cpu", {DType::F32}, &g, &countIncludePad));
   *fn = [g, countIncludePad](const KernelCall &call) -> Status {
     const float *grad = static_cast<const float *>(call.inputs[0]);
     float *dx = static_cast<float *>(call.outputs[0]);
@@ -510,22 +410,9 @@ Status buildAvgPoolBackward(const KernelSignature &sig, KernelFn *fn) {
 }
 
 Status buildAdaptiveAvgPoolBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  const TensorDesc &grad = *sig.inputs[0];
-  const TensorDesc &x = sig.outputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "grad", grad, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", grad, "output", x));
-  CLEAVE_RETURN_IF_ERROR(requireRank(sig, "grad", grad, 4, "[N, C, OH, OW]"));
-  CLEAVE_RETURN_IF_ERROR(requireRank(sig, "output", x, 4, "[N, C, H, W]"));
-  if (grad.shape[0] != x.shape[0] || grad.shape[1] != x.shape[1])
-    return CLEAVE_ERROR(sig.kernel, ": grad ", describe(grad.shape, grad.dtype), " and output ",
-                        describe(x.shape, x.dtype), " must have the same N and C");
-  const int64_t planes = x.shape[0] * x.shape[1], h = x.shape[2], w = x.shape[3];
-  const int64_t oh = grad.shape[2], ow = grad.shape[3];
-  if (planes > 0 && oh * ow > 0 && (h == 0 || w == 0))
-    return CLEAVE_ERROR(sig.kernel, ": cannot average an empty plane: output ",
-                        describe(x.shape, x.dtype));
+  AdaptivePoolParams a;
+  CLEAVE_RETURN_IF_ERROR(parseAdaptiveAvgPool2dBackward(sig, "cpu", {DType::F32}, &a));
+  const int64_t planes = a.planes, h = a.h, w = a.w, oh = a.oh, ow = a.ow;
   *fn = [planes, h, w, oh, ow](const KernelCall &call) -> Status {
     const float *grad = static_cast<const float *>(call.inputs[0]);
     float *dx = static_cast<float *>(call.outputs[0]);
@@ -816,51 +703,16 @@ void attentionBackward(const AttentionBackward &s, const float *q, const float *
 }
 
 Status buildAttentionBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 5, 5, 3));
-  const char *names[] = {"grad", "q", "k", "v", "output"};
-  for (size_t i = 0; i < 5; ++i)
-    CLEAVE_RETURN_IF_ERROR(requirePresent(sig, i, names[i]));
-  const TensorDesc &g = *sig.inputs[0], &q = *sig.inputs[1], &k = *sig.inputs[2],
-                   &v = *sig.inputs[3], &y = *sig.inputs[4];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "q", q, {DType::F32}));
-  for (size_t i = 0; i < 5; ++i)
-    if (i != 1)
-      CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "q", q, names[i], *sig.inputs[i]));
-  for (size_t i = 0; i < 5; ++i)
-    CLEAVE_RETURN_IF_ERROR(requireRank(sig, names[i], *sig.inputs[i], 4, "[B, H, S, D]"));
-  if (k.shape[0] != q.shape[0] || k.shape[1] != q.shape[1] || k.shape[3] != q.shape[3] ||
-      v.shape[0] != q.shape[0] || v.shape[1] != q.shape[1] || v.shape[2] != k.shape[2])
-    return CLEAVE_ERROR(sig.kernel, ": q ", describe(q.shape, q.dtype), ", k ",
-                        describe(k.shape, k.dtype), " and v ", describe(v.shape, v.dtype),
-                        " must be [B, H, Sq, D], [B, H, Sk, D] and [B, H, Sk, Dv]");
-  const Shape outShape = {q.shape[0], q.shape[1], q.shape[2], v.shape[3]};
-  if (y.shape != outShape)
-    return CLEAVE_ERROR(sig.kernel, ": output ", describe(y.shape, y.dtype),
-                        " must be the attention's output [B, H, Sq, Dv] = ",
-                        describe(outShape, y.dtype));
-  if (g.shape != outShape)
-    return CLEAVE_ERROR(sig.kernel, ": grad ", describe(g.shape, g.dtype),
-                        " must be the output's shape ", describe(outShape, g.dtype));
-  CLEAVE_RETURN_IF_ERROR(requireOutput(sig, 0, "grad_q", q, "q's shape"));
-  CLEAVE_RETURN_IF_ERROR(requireOutput(sig, 1, "grad_k", k, "k's shape"));
-  CLEAVE_RETURN_IF_ERROR(requireOutput(sig, 2, "grad_v", v, "v's shape"));
+  AttentionParams ap;
+  CLEAVE_RETURN_IF_ERROR(parseAttentionBackward(sig, "cpu", {DType::F32}, &ap));
   AttentionBackward s;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("causal", &s.causal, false)));
-  double scale = q.shape[3] > 0 ? 1.0 / std::sqrt(static_cast<double>(q.shape[3])) : 1.0;
-  if (sig.attrs.has("scale"))
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("scale", &scale)));
-  s.scale = static_cast<float>(scale);
-  s.heads = q.shape[0] * q.shape[1];
-  s.queries = q.shape[2];
-  s.keys = k.shape[2];
-  s.headDim = q.shape[3];
-  s.valueDim = v.shape[3];
-  const size_t needed = attentionBackwardScratchBytes(q.shape);
-  if (sig.scratchBytes < needed)
-    return CLEAVE_ERROR(sig.kernel, ": needs ", needed,
-                        " bytes of scratch (the log-sum-exp and rowsum(g*y) of each query row), "
-                        "the plan reserves ",
-                        sig.scratchBytes);
+  s.causal = ap.causal;
+  s.scale = static_cast<float>(ap.scale);
+  s.heads = ap.heads;
+  s.queries = ap.queries;
+  s.keys = ap.keys;
+  s.headDim = ap.headDim;
+  s.valueDim = ap.valueDim;
   *fn = [s](const KernelCall &call) -> Status {
     attentionBackward(s, static_cast<const float *>(call.inputs[1]),
                       static_cast<const float *>(call.inputs[2]),
@@ -913,30 +765,11 @@ Status embeddingBackward(const float *g, const Index *indices, float *dw, int64_
 }
 
 Status buildEmbeddingBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "indices"));
-  const TensorDesc &g = *sig.inputs[0], &idx = *sig.inputs[1];
-  const TensorDesc &dw = sig.outputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "grad", g, {DType::F32}));
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "indices", idx, {DType::I64, DType::I32}));
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", g, "output", dw));
-  CLEAVE_RETURN_IF_ERROR(requireRank(sig, "output", dw, 2, "[rows, dim]"));
-  Shape expected = idx.shape;
-  expected.push_back(dw.shape[1]);
-  if (g.shape != expected)
-    return CLEAVE_ERROR(sig.kernel, ": grad ", describe(g.shape, g.dtype), " must be ",
-                        describe(expected, g.dtype),
-                        " (the indices' shape plus the table's row size)");
-  const bool sharded = sig.attrs.has("row_offset");
-  int64_t offset = 0, padding = 0;
-  if (sharded)
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("row_offset", &offset)));
-  const bool hasPadding = sig.attrs.has("padding_idx");
-  if (hasPadding)
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInt("padding_idx", &padding)));
-  const int64_t count = idx.numel(), rows = dw.shape[0], dim = dw.shape[1];
-  const bool wide = idx.dtype == DType::I64;
+  EmbeddingBackwardParams ep;
+  CLEAVE_RETURN_IF_ERROR(parseEmbeddingBackward(sig, "cpu", {DType::F32}, &ep));
+  const int64_t count = ep.count, rows = ep.rows, dim = ep.dim, offset = ep.offset;
+  const int64_t padding = ep.padding;
+  const bool sharded = ep.sharded, hasPadding = ep.hasPadding, wide = ep.wide;
   *fn = [=](const KernelCall &call) -> Status {
     const float *g = static_cast<const float *>(call.inputs[0]);
     float *out = static_cast<float *>(call.outputs[0]);
@@ -955,20 +788,11 @@ Status buildEmbeddingBackward(const KernelSignature &sig, KernelFn *fn) {
 
 /// Any dtype: elements are copied as bytes into a zeroed result.
 Status buildSliceBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  const TensorDesc &g = *sig.inputs[0], &x = sig.outputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", g, "output", x));
   SliceParams sp;
-  CLEAVE_RETURN_IF_ERROR(parseSliceRange(sig, x, "output ", &sp));
-  const int64_t dim = sp.dim, start = sp.start, end = sp.end, step = sp.step;
+  CLEAVE_RETURN_IF_ERROR(parseSliceBackward(sig, &sp));
+  const TensorDesc &x = sig.outputs[0];
+  const int64_t start = sp.start, step = sp.step;
   const int64_t size = sp.size, count = sp.count, outer = sp.outer, inner = sp.inner;
-  Shape expected = x.shape;
-  expected[dim] = count;
-  if (g.shape != expected)
-    return CLEAVE_ERROR(sig.kernel, ": grad ", describe(g.shape, g.dtype), " must be ",
-                        describe(expected, g.dtype), " (the output with dim ", dim, " sliced [",
-                        start, ":", end, ":", step, "])");
   const size_t elem = dtypeBytes(x.dtype);
   *fn = [=](const KernelCall &call) -> Status {
     const char *src = static_cast<const char *>(call.inputs[0]);

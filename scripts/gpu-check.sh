@@ -14,9 +14,13 @@
 #      max|reference|, u = 2^-8, L blocks: docs/measurements.md);
 #   4. multi-rank plans (pp2, tp2, dp2, pp2 x tp2) on the CUDA backend with
 #      --gpu-comm mpi, against the one-device outputs;
-#   5. bench/cuda_gpt2.py: GPT-2 124M forward in bf16 against PyTorch eager
+#   5. training: scripts/gpu/training_check.py trains GPT, Llama, an MLP and
+#      ResNet-18 (f32, AdamW and SGD) and GPT in bf16 mixed precision with
+#      cleave-runtime train --backend cuda, against PyTorch 1.13 on the
+#      build machine's CPU and the machine's PyTorch on the same GPU;
+#   6. bench/cuda_gpt2.py: GPT-2 124M forward in bf16 against PyTorch eager
 #      and torch.compile on the same GPU;
-#   6. scripts/gpu/export_current_torch.py: the machine's PyTorch exports
+#   7. scripts/gpu/export_current_torch.py: the machine's PyTorch exports
 #      resnet50, vit_b_16 and GPT-2 for import back on the build machine.
 #
 # usage: scripts/gpu-check.sh OUTDIR [PREPARED_DIR]   (default: build-gpu)
@@ -161,21 +165,51 @@ for p in pp2:2 tp2:2 dp2:2 pp2tp2:4; do
   record "$plan ($ranks ranks, $backend, mpi)" "$(status_of $rc)" "$(grep -E '^output_|error' "$logs/multi-$plan.log" | head -2 | tr '\n' ' ')" $((SECONDS - t0))
 done
 
+# 5. Training: cleave-runtime train on the backend against PyTorch training
+# the same modules, prepared on the CPU there and on this GPU here
+# (scripts/gpu/training_check.py; one row per case).
+refdev=cuda; [ "$backend" != cuda ] && refdev=cpu
+t0=$SECONDS
+step training 240 "$py" "$root/scripts/gpu/training_check.py" check "$work/models/training" --runtime "$runtime" --backend $backend --python "$py" --reference-device $refdev --work "$logs/training" --json "$logs/training.json"
+rc=$?
+if [ -f "$logs/training.json" ]; then
+  while IFS='|' read -r name st detail; do
+    record "train $name" "$st" "$detail" $((SECONDS - t0))
+    t0=$SECONDS
+  done < <("$py" - "$logs/training.json" <<'PY'
+import json, sys
+for c in json.load(open(sys.argv[1]))["cases"]:
+    refs = [k for k in c if k.startswith("vs_") and k.count("_") == 1]
+    ok = c["train"] and all(c[k] == "pass" for k in refs)
+    detail = "; ".join(f"{k[3:]}: {c[k]}, {c.get(k + '_first_failure') or c.get(k + '_last', '')}"
+                       for k in refs) if c["train"] else "error: " + " ".join(c.get("error", []))
+    print(f"{c['case']} ({c['dtype']}, {c['train_seconds']} s)|{'pass' if ok else 'FAIL'}|{detail}")
+PY
+)
+else
+  record "training" "$(status_of $rc)" "$(tail -2 "$logs/training.log" | tr '\n' ' ')" $((SECONDS - t0))
+fi
+
 if [ "$backend" != cuda ]; then
   record "bench GPT-2 124M bf16" "n/a" "BACKEND=$backend: needs a GPU" 0
   record "exports" "n/a" "BACKEND=$backend: needs the GPU machine's PyTorch and torchvision" 0
 else
-# 5. GPT-2 124M forward, bf16, against PyTorch on the same GPU.
+# 6. GPT-2 124M forward, bf16, against PyTorch on the same GPU.
 t0=$SECONDS
 step bench-gpt2 240 "$py" "$root/bench/cuda_gpt2.py" --plan "$prep/gpt2-plan" --runtime "$runtime" --backend cuda --json "$logs/cuda_gpt2.json"
 rc=$?
 record "bench GPT-2 124M bf16" "$(status_of $rc)" "$(grep -E '^\| (cleave|PyTorch|torch)' "$logs/bench-gpt2.log" | tr '\n' ' ')" $((SECONDS - t0))
 
-# 6. Exports by this machine's PyTorch (imported back on the build machine).
+# 7. Exports by this machine's PyTorch (imported back on the build machine);
+# SKIP_EXPORTS=1 leaves them out (they do not change with the runtime).
+if [ -n "${SKIP_EXPORTS:-}" ]; then
+  record "exports" "n/a" "SKIP_EXPORTS set" 0
+else
 t0=$SECONDS
 step exports 300 "$py" "$root/scripts/gpu/export_current_torch.py" "$out" --jobs 4 --timeout 200
 rc=$?
 record "exports (torch $("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null))" "$(status_of $rc)" "$(ls "$out" | grep -c 'exports-') archive(s); see export-report.md" $((SECONDS - t0))
+fi
 fi
 
 {

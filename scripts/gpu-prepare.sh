@@ -60,6 +60,10 @@ cluster=$root/examples/clusters/h200-node.json
 "$cleave" compile "$work/gpt4.pt" --cluster "$cluster" --devices 4 --global-batch 4 --pp 2 --tp 2 -o "$d/pp2tp2" 2>/dev/null >/dev/null
 rm -rf "$d"/*/ir
 
+# Training plans with their data and PyTorch's losses (and weights) on this
+# machine's CPU; the GPU machine trains them (scripts/gpu/training_check.py).
+"$py" "$root/scripts/gpu/training_check.py" prepare "$out/models/training" --cleave "$cleave" --python "$py"
+
 tar -C "$out" -cf - models | xz -T2 -6 > "$out/models.tar.xz"
 rm -rf "$out/models"
 

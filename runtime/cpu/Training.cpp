@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/Philox.h"
+#include "runtime/TrainingParams.h"
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/LayerNormStats.h"
 #include "runtime/cpu/Registry.h"
@@ -30,78 +31,13 @@ namespace cleave::runtime::cpu {
 namespace {
 
 //===----------------------------------------------------------------------===//
-// Validation helpers. Every message starts with the kernel name and names the
-// operand.
-//===----------------------------------------------------------------------===//
-
-Status checkF32(const KernelSignature &sig, const char *name, const TensorDesc &desc) {
-  return checkDType(sig, name, desc, {DType::F32});
-}
-
-/// `desc` (operand `name`) must be exactly `dtype` with `shape`.
-Status checkDesc(const KernelSignature &sig, const char *name, const TensorDesc &desc,
-                 DType dtype, const Shape &shape, const char *how = nullptr) {
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, name, desc, {dtype}));
-  if (desc.shape != shape)
-    return CLEAVE_ERROR(sig.kernel, ": ", name, " is ", describe(desc.shape, desc.dtype),
-                        ", expected ", describe(shape, dtype), how ? " (" : "", how ? how : "",
-                        how ? ")" : "");
-  return {};
-}
-
-/// The i64 scalar step counter at input `index`.
-Status checkStep(const KernelSignature &sig, size_t index) {
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, index, "step"));
-  return checkDesc(sig, "step", *sig.inputs[index], DType::I64, {}, "the i64 step counter");
-}
-
-Status getFloat(const KernelSignature &sig, const char *name, double *out) {
-  return withKernel(sig, sig.attrs.getFloat(name, out));
-}
-
-Status getInt(const KernelSignature &sig, const char *name, int64_t *out) {
-  return withKernel(sig, sig.attrs.getInt(name, out));
-}
-
-Status readEps(const KernelSignature &sig, float *eps) {
-  double value = 0;
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "eps", &value));
-  if (!(value >= 0))
-    return CLEAVE_ERROR(sig.kernel, ": eps must be >= 0, got ", value);
-  *eps = static_cast<float>(value);
-  return {};
-}
-
-/// A loss's reduction and ignore_index (nll_loss and its backward).
-enum class Reduction { Mean, Sum, None };
-
-Status readNllAttrs(const KernelSignature &sig, Reduction *reduction, int64_t *ignoreIndex) {
-  std::string name;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getString("reduction", &name, "mean")));
-  if (name == "mean")
-    *reduction = Reduction::Mean;
-  else if (name == "sum")
-    *reduction = Reduction::Sum;
-  else if (name == "none")
-    *reduction = Reduction::None;
-  else
-    return CLEAVE_ERROR(sig.kernel, ": reduction must be mean, sum or none, got '", name, "'");
-  return withKernel(sig, sig.attrs.getInt("ignore_index", ignoreIndex, -100));
-}
-
-//===----------------------------------------------------------------------===//
 // assign: copies value into the persistent target (its output).
 //===----------------------------------------------------------------------===//
 
 Status buildAssign(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 1, 1, 1));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "value"));
-  const TensorDesc &value = *sig.inputs[0], &target = sig.outputs[0];
-  if (value != target)
-    return CLEAVE_ERROR(sig.kernel, ": value ", describe(value.shape, value.dtype),
-                        " does not match the target ", describe(target.shape, target.dtype),
-                        " (same dtype and shape)");
-  const int64_t bytes = static_cast<int64_t>(target.bytes());
+  size_t size = 0;
+  CLEAVE_RETURN_IF_ERROR(parseAssign(sig, &size));
+  const int64_t bytes = static_cast<int64_t>(size);
   *fn = [bytes](const KernelCall &call) -> Status {
     const char *in = static_cast<const char *>(call.inputs[0]);
     char *out = static_cast<char *>(call.outputs[0]);
@@ -140,42 +76,14 @@ CLEAVE_CLONES void dropoutApply(const float *__restrict x, float *__restrict y,
 }
 
 Status buildDropoutTrain(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, "input", x));
-  CLEAVE_RETURN_IF_ERROR(checkStep(sig, 1));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
-  double p = 0;
-  int64_t seed = 0, stream = 0;
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "p", &p));
-  CLEAVE_RETURN_IF_ERROR(getInt(sig, "seed", &seed));
-  CLEAVE_RETURN_IF_ERROR(getInt(sig, "stream", &stream));
-  if (!(p > 0 && p < 1))
-    return CLEAVE_ERROR(sig.kernel, ": p must be in (0, 1), got ", p);
-  if (seed < 0)
-    return CLEAVE_ERROR(sig.kernel, ": seed must be >= 0, got ", seed);
-  if (stream < 0 || stream > int64_t(UINT32_MAX))
-    return CLEAVE_ERROR(sig.kernel, ": stream must be in [0, 2^32), got ", stream);
-  const int64_t n = x.numel();
-  // A part of the step's batch (input 2: its first sample; `samples`: how
-  // many it holds): element i is element offset·(n / samples) + i of the
-  // whole batch's tensor, whose mask it draws.
-  const bool part = sig.inputs.size() == 3;
-  int64_t samples = 0;
-  if (part) {
-    CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 2, "sample_offset"));
-    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "sample_offset", *sig.inputs[2], DType::I64, {},
-                                     "the i64 first sample"));
-    CLEAVE_RETURN_IF_ERROR(getInt(sig, "samples", &samples));
-    if (samples < 1 || x.rank() == 0 || x.shape[0] % samples)
-      return CLEAVE_ERROR(sig.kernel, ": dim 0 of the input is not the rows of ", samples,
-                          " samples");
-  } else if (sig.attrs.has("samples")) {
-    return CLEAVE_ERROR(sig.kernel, ": 'samples' needs the sample_offset input");
-  }
-  const int64_t perSample = part ? n / samples : 0;
-  const float scale = philox::dropoutScale(p);
+  DropoutParams d;
+  CLEAVE_RETURN_IF_ERROR(parseDropoutTrain(sig, "cpu", &d));
+  const int64_t n = d.n, perSample = d.perSample;
+  const bool part = d.part;
+  const double p = d.p;
+  const uint64_t seed = d.seed;
+  const uint32_t stream = d.stream;
+  const float scale = d.scale;
   *fn = [n, p, seed, stream, scale, part, perSample](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const int64_t t = *static_cast<const int64_t *>(call.inputs[1]);
@@ -184,8 +92,7 @@ Status buildDropoutTrain(const KernelSignature &sig, KernelFn *fn) {
       return CLEAVE_ERROR("dropout_train: sample_offset ", offset, " is negative");
     const uint64_t base = static_cast<uint64_t>(offset) * static_cast<uint64_t>(perSample);
     float *y = static_cast<float *>(call.outputs[0]);
-    const philox::DropoutMask mask(static_cast<uint64_t>(seed), static_cast<uint32_t>(stream), t,
-                                   p);
+    const philox::DropoutMask mask(seed, stream, t, p);
     const int64_t batchElems = 4 * kDropoutBatch;
     const int64_t batches = (n + batchElems - 1) / batchElems;
     parallelRange(batches, 24 * batchElems, [&](int64_t begin, int64_t end) {
@@ -211,24 +118,6 @@ Status buildDropoutTrain(const KernelSignature &sig, KernelFn *fn) {
 // Per-plane partial sums (double) run in parallel over planes and are added
 // per channel in plane order.
 //===----------------------------------------------------------------------===//
-
-struct ChannelLayout {
-  int64_t batch = 0, channels = 0, inner = 0;
-  int64_t planes() const { return batch * channels; }
-  int64_t count() const { return batch * inner; } // values per channel
-};
-
-Status checkChannelInput(const KernelSignature &sig, const char *name, const TensorDesc &x,
-                         ChannelLayout *layout) {
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, name, x));
-  if (x.rank() < 2)
-    return CLEAVE_ERROR(sig.kernel, ": ", name, " must be [N, C, ...], got ",
-                        describe(x.shape, x.dtype));
-  layout->batch = x.shape[0];
-  layout->channels = x.shape[1];
-  layout->inner = numElements(Shape(x.shape.begin() + 2, x.shape.end()));
-  return {};
-}
 
 CLEAVE_CLONES double sumSpan(const float *__restrict x, int64_t n) {
   double s = 0;
@@ -264,27 +153,10 @@ void sumPlanes(const std::vector<double> &partial, const ChannelLayout &l,
 }
 
 Status buildBatchNormTrain(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  const TensorDesc &x = *sig.inputs[0];
-  ChannelLayout l;
-  CLEAVE_RETURN_IF_ERROR(checkChannelInput(sig, "input", x, &l));
-  const Shape channelShape = {l.channels};
-  if (sig.inputs[1])
-    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "weight", *sig.inputs[1], DType::F32, channelShape));
-  if (sig.inputs[2])
-    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "bias", *sig.inputs[2], DType::F32, channelShape));
-  if (l.count() < 2)
-    return CLEAVE_ERROR(sig.kernel, ": needs more than one value per channel, got ",
-                        describe(x.shape, x.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 0 (y)", sig.outputs[0], DType::F32, x.shape,
-                                   "the input's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 1 (mean)", sig.outputs[1], DType::F32,
-                                   channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 2 (var)", sig.outputs[2], DType::F32,
-                                   channelShape));
-  float eps = 0;
-  CLEAVE_RETURN_IF_ERROR(readEps(sig, &eps));
+  BatchNormTrainParams bn;
+  CLEAVE_RETURN_IF_ERROR(parseBatchNormTrain(sig, "cpu", &bn));
+  const ChannelLayout l = bn.layout;
+  const float eps = bn.eps;
   *fn = [l, eps](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
@@ -327,31 +199,10 @@ Status buildBatchNormTrain(const KernelSignature &sig, KernelFn *fn) {
 }
 
 Status buildUpdateRunningStats(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "mean"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "var"));
-  const TensorDesc &mean = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, "mean", mean));
-  if (mean.rank() != 1)
-    return CLEAVE_ERROR(sig.kernel, ": mean must be 1-D [C], got ",
-                        describe(mean.shape, mean.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "var", *sig.inputs[1], DType::F32, mean.shape,
-                                   "the mean's"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "running_mean", sig.outputs[0], DType::F32, mean.shape,
-                                   "the mean's"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "running_var", sig.outputs[1], DType::F32, mean.shape,
-                                   "the mean's"));
-  double momentum = 0;
-  int64_t count = 0;
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "momentum", &momentum));
-  CLEAVE_RETURN_IF_ERROR(getInt(sig, "count", &count));
-  if (!(momentum >= 0 && momentum <= 1))
-    return CLEAVE_ERROR(sig.kernel, ": momentum must be in [0, 1], got ", momentum);
-  if (count < 2)
-    return CLEAVE_ERROR(sig.kernel, ": count must be > 1 (the unbiased variance needs two "
-                        "values per channel), got ", count);
-  const int64_t channels = mean.numel();
-  const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+  RunningStatsParams rs;
+  CLEAVE_RETURN_IF_ERROR(parseUpdateRunningStats(sig, "cpu", &rs));
+  const int64_t channels = rs.channels;
+  const double momentum = rs.momentum, unbias = rs.unbias;
   *fn = [channels, momentum, unbias](const KernelCall &call) -> Status {
     const float *mean = static_cast<const float *>(call.inputs[0]);
     const float *var = static_cast<const float *>(call.inputs[1]);
@@ -393,29 +244,11 @@ CLEAVE_CLONES void batchNormDxSpan(const float *__restrict g, const float *__res
 }
 
 Status buildBatchNormBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 4, 5, 3));
-  const char *names[] = {"grad", "input", "mean", "var"};
-  for (size_t i = 0; i < 4; ++i)
-    CLEAVE_RETURN_IF_ERROR(requirePresent(sig, i, names[i]));
-  const TensorDesc &x = *sig.inputs[1];
-  ChannelLayout l;
-  CLEAVE_RETURN_IF_ERROR(checkChannelInput(sig, "input", x, &l));
-  const Shape channelShape = {l.channels};
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "grad", *sig.inputs[0], DType::F32, x.shape,
-                                   "the input's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "mean", *sig.inputs[2], DType::F32, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "var", *sig.inputs[3], DType::F32, channelShape));
-  const bool hasWeight = sig.inputs.size() == 5 && sig.inputs[4];
-  if (hasWeight)
-    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "weight", *sig.inputs[4], DType::F32, channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 0 (grad_input)", sig.outputs[0], DType::F32,
-                                   x.shape, "the input's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 1 (grad_weight)", sig.outputs[1], DType::F32,
-                                   channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 2 (grad_bias)", sig.outputs[2], DType::F32,
-                                   channelShape));
-  float eps = 0;
-  CLEAVE_RETURN_IF_ERROR(readEps(sig, &eps));
+  BatchNormBackwardParams bn;
+  CLEAVE_RETURN_IF_ERROR(parseBatchNormBackward(sig, "cpu", &bn));
+  const ChannelLayout l = bn.layout;
+  const float eps = bn.eps;
+  const bool hasWeight = bn.hasWeight;
   *fn = [l, eps, hasWeight](const KernelCall &call) -> Status {
     const float *g = static_cast<const float *>(call.inputs[0]);
     const float *x = static_cast<const float *>(call.inputs[1]);
@@ -464,27 +297,6 @@ Status buildBatchNormBackward(const KernelSignature &sig, KernelFn *fn) {
 // nll_loss and its backward: logp [N, C], target [N] (i64 or i32).
 //===----------------------------------------------------------------------===//
 
-struct NllParams {
-  int64_t rows = 0, classes = 0;
-  bool wideTarget = false;
-  Reduction reduction = Reduction::Mean;
-  int64_t ignoreIndex = -100;
-};
-
-Status checkTarget(const KernelSignature &sig, const TensorDesc &target, int64_t rows,
-                   NllParams *p) {
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, "target", target, {DType::I64, DType::I32}));
-  if (target.shape != Shape{rows})
-    return CLEAVE_ERROR(sig.kernel, ": target is ", describe(target.shape, target.dtype),
-                        ", expected [", rows, "] (one class index per row)");
-  p->wideTarget = target.dtype == DType::I64;
-  return {};
-}
-
-Shape lossShape(const NllParams &p) {
-  return p.reduction == Reduction::None ? Shape{p.rows} : Shape{};
-}
-
 int64_t targetAt(const void *target, bool wide, int64_t i) {
   return wide ? static_cast<const int64_t *>(target)[i]
               : static_cast<const int32_t *>(target)[i];
@@ -507,22 +319,8 @@ Status countTargets(const NllParams &p, const void *target, int64_t *count) {
 }
 
 Status buildNllLoss(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "target"));
-  const TensorDesc &logp = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, "input", logp));
-  if (logp.rank() != 2)
-    return CLEAVE_ERROR(sig.kernel, ": input (log-probabilities) must be [N, C], got ",
-                        describe(logp.shape, logp.dtype));
   NllParams p;
-  p.rows = logp.shape[0];
-  p.classes = logp.shape[1];
-  CLEAVE_RETURN_IF_ERROR(checkTarget(sig, *sig.inputs[1], p.rows, &p));
-  CLEAVE_RETURN_IF_ERROR(readNllAttrs(sig, &p.reduction, &p.ignoreIndex));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, TensorDesc{DType::F32, lossShape(p)},
-                                     p.reduction == Reduction::None ? "reduction none: [N]"
-                                                                    : "a scalar"));
+  CLEAVE_RETURN_IF_ERROR(parseNllLoss(sig, "cpu", &p));
   std::string kernel = sig.kernel;
   *fn = [p, kernel](const KernelCall &call) -> Status {
     const float *logp = static_cast<const float *>(call.inputs[0]);
@@ -555,22 +353,8 @@ Status buildNllLoss(const KernelSignature &sig, KernelFn *fn) {
 }
 
 Status buildNllLossBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "target"));
-  const TensorDesc &out = sig.outputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, "output", out));
-  if (out.rank() != 2)
-    return CLEAVE_ERROR(sig.kernel, ": output (the input's gradient) must be [N, C], got ",
-                        describe(out.shape, out.dtype));
   NllParams p;
-  p.rows = out.shape[0];
-  p.classes = out.shape[1];
-  CLEAVE_RETURN_IF_ERROR(checkTarget(sig, *sig.inputs[1], p.rows, &p));
-  CLEAVE_RETURN_IF_ERROR(readNllAttrs(sig, &p.reduction, &p.ignoreIndex));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "grad", *sig.inputs[0], DType::F32, lossShape(p),
-                                   p.reduction == Reduction::None ? "the loss of reduction none"
-                                                                  : "the scalar loss"));
+  CLEAVE_RETURN_IF_ERROR(parseNllLossBackward(sig, "cpu", &p));
   std::string kernel = sig.kernel;
   *fn = [p, kernel](const KernelCall &call) -> Status {
     const float *g = static_cast<const float *>(call.inputs[0]);
@@ -651,20 +435,9 @@ CLEAVE_CLONES void softmaxBackwardColumns(const float *__restrict g, const float
 constexpr int64_t kColumnBlock = 256;
 
 template <bool Log> Status buildSoftmaxBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "output"));
-  const TensorDesc &y = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, "output (the forward's result)", y));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "grad", *sig.inputs[0], DType::F32, y.shape,
-                                   "the forward result's shape"));
-  int64_t dim = 0;
-  CLEAVE_RETURN_IF_ERROR(getInt(sig, "dim", &dim));
-  CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, y.rank()));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, y, "same as the forward's result"));
-  const int64_t d = y.shape[dim];
-  const int64_t outer = numElements(Shape(y.shape.begin(), y.shape.begin() + dim));
-  const int64_t inner = numElements(Shape(y.shape.begin() + dim + 1, y.shape.end()));
+  SoftmaxBackwardParams sp;
+  CLEAVE_RETURN_IF_ERROR(parseSoftmaxBackward(sig, "cpu", &sp));
+  const int64_t d = sp.d, outer = sp.outer, inner = sp.inner;
   if (inner == 1) {
     *fn = [outer, d](const KernelCall &call) -> Status {
       const float *g = static_cast<const float *>(call.inputs[0]);
@@ -753,34 +526,11 @@ CLEAVE_CLONES void layerNormBackwardRow(const float *__restrict g, const float *
 }
 
 Status buildLayerNormBackward(const KernelSignature &sig, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3, 3));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
-  const TensorDesc &x = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, "input", x));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "grad", *sig.inputs[0], DType::F32, x.shape,
-                                   "the input's shape"));
-  std::vector<int64_t> normalized;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("normalized_shape", &normalized)));
-  if (normalized.empty() || normalized.size() > x.shape.size() ||
-      !std::equal(normalized.begin(), normalized.end(), x.shape.end() - normalized.size()))
-    return CLEAVE_ERROR(sig.kernel, ": normalized_shape ", formatList(normalized),
-                        " must be the trailing dims of the input ", describe(x.shape, x.dtype));
-  const Shape affine(normalized.begin(), normalized.end());
-  const bool hasWeight = sig.inputs.size() == 3 && sig.inputs[2];
-  if (hasWeight)
-    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "weight", *sig.inputs[2], DType::F32, affine,
-                                     "normalized_shape"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 0 (grad_input)", sig.outputs[0], DType::F32,
-                                   x.shape, "the input's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 1 (grad_weight)", sig.outputs[1], DType::F32,
-                                   affine, "normalized_shape"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "output 2 (grad_bias)", sig.outputs[2], DType::F32,
-                                   affine, "normalized_shape"));
-  float eps = 0;
-  CLEAVE_RETURN_IF_ERROR(readEps(sig, &eps));
-  const int64_t d = numElements(affine);
-  const int64_t rows = d ? x.numel() / d : 0;
+  LayerNormBackwardParams ln;
+  CLEAVE_RETURN_IF_ERROR(parseLayerNormBackward(sig, "cpu", &ln));
+  const int64_t rows = ln.rows, d = ln.d;
+  const float eps = ln.eps;
+  const bool hasWeight = ln.hasWeight;
   *fn = [rows, d, eps, hasWeight](const KernelCall &call) -> Status {
     const float *g = static_cast<const float *>(call.inputs[0]);
     const float *x = static_cast<const float *>(call.inputs[1]);
@@ -862,17 +612,8 @@ CLEAVE_CLONES void siluBackwardSpan(const float *__restrict g, const float *__re
 
 using BackwardSpan = void (*)(const float *, const float *, float *, int64_t);
 
-Status buildActivationBackward(const KernelSignature &sig, BackwardSpan span, KernelFn *fn) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
-  const TensorDesc &x = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, "input", x));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "grad", *sig.inputs[0], DType::F32, x.shape,
-                                   "the input's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
-  const int64_t n = x.numel();
-  *fn = [n, span](const KernelCall &call) -> Status {
+KernelFn activationBackward(int64_t n, BackwardSpan span) {
+  return [n, span](const KernelCall &call) -> Status {
     const float *g = static_cast<const float *>(call.inputs[0]);
     const float *x = static_cast<const float *>(call.inputs[1]);
     float *dx = static_cast<float *>(call.outputs[0]);
@@ -881,26 +622,20 @@ Status buildActivationBackward(const KernelSignature &sig, BackwardSpan span, Ke
     });
     return {};
   };
-  return {};
 }
 
 Status buildGeluBackward(const KernelSignature &sig, KernelFn *fn) {
-  std::string approximation;
-  CLEAVE_RETURN_IF_ERROR(
-      withKernel(sig, sig.attrs.getString("approximation", &approximation, "none")));
-  BackwardSpan span = nullptr;
-  if (approximation == "none")
-    span = geluErfBackwardSpan;
-  else if (approximation == "tanh")
-    span = geluTanhBackwardSpan;
-  else
-    return CLEAVE_ERROR(sig.kernel, ": approximation '", approximation,
-                        "' is neither 'none' nor 'tanh'");
-  return buildActivationBackward(sig, span, fn);
+  ActivationBackwardParams a;
+  CLEAVE_RETURN_IF_ERROR(parseGeluBackward(sig, "cpu", &a));
+  *fn = activationBackward(a.n, a.tanh ? geluTanhBackwardSpan : geluErfBackwardSpan);
+  return {};
 }
 
 Status buildSiluBackward(const KernelSignature &sig, KernelFn *fn) {
-  return buildActivationBackward(sig, siluBackwardSpan, fn);
+  ActivationBackwardParams a;
+  CLEAVE_RETURN_IF_ERROR(parseSiluBackward(sig, "cpu", &a));
+  *fn = activationBackward(a.n, siluBackwardSpan);
+  return {};
 }
 
 //===----------------------------------------------------------------------===//
@@ -910,150 +645,34 @@ Status buildSiluBackward(const KernelSignature &sig, KernelFn *fn) {
 // each scalar rounded to f32 where PyTorch's tensor ops round it.
 //===----------------------------------------------------------------------===//
 
-enum class ScheduleKind { Constant, Linear, Cosine };
-
-struct Schedule {
-  double lr = 0;
-  ScheduleKind kind = ScheduleKind::Constant;
-  int64_t warmup = 0, decay = 0;
-
-  /// lr · λ(t − 1) (docs/training.md).
-  double at(int64_t t) const {
-    const double s = static_cast<double>(t - 1), w = static_cast<double>(warmup);
-    if (s < w)
-      return lr * (s / w);
-    const double span = std::max(1.0, static_cast<double>(decay - warmup));
-    switch (kind) {
-    case ScheduleKind::Constant: return lr;
-    case ScheduleKind::Linear:
-      return lr * std::max(0.0, (static_cast<double>(decay) - s) / span);
-    case ScheduleKind::Cosine:
-      return lr * std::max(0.0, 0.5 * (1.0 + std::cos(M_PI * std::min(1.0, (s - w) / span))));
-    }
-    return lr;
-  }
-};
-
-Status readSchedule(const KernelSignature &sig, Schedule *out) {
-  std::string kind;
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "lr", &out->lr));
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getString("schedule", &kind)));
-  CLEAVE_RETURN_IF_ERROR(getInt(sig, "warmup_steps", &out->warmup));
-  CLEAVE_RETURN_IF_ERROR(getInt(sig, "decay_steps", &out->decay));
-  if (kind == "constant")
-    out->kind = ScheduleKind::Constant;
-  else if (kind == "linear")
-    out->kind = ScheduleKind::Linear;
-  else if (kind == "cosine")
-    out->kind = ScheduleKind::Cosine;
-  else
-    return CLEAVE_ERROR(sig.kernel, ": schedule must be constant, linear or cosine, got '", kind,
-                        "'");
-  if (out->warmup < 0 || out->decay < 0)
-    return CLEAVE_ERROR(sig.kernel, ": warmup_steps and decay_steps must be >= 0, got ",
-                        out->warmup, " and ", out->decay);
-  if (out->kind != ScheduleKind::Constant && out->decay == 0)
-    return CLEAVE_ERROR(sig.kernel, ": a ", kind, " schedule needs decay_steps > 0");
-  if (!(out->lr >= 0))
-    return CLEAVE_ERROR(sig.kernel, ": lr must be >= 0, got ", out->lr);
-  return {};
-}
-
-/// grad [param's shape], step, grad_scale? as inputs; `params` outputs of
-/// the gradient's shape (f32). Returns whether grad_scale is present.
-Status checkUpdate(const KernelSignature &sig, const std::vector<const char *> &outputs,
-                   bool *hasScale) {
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3, outputs.size()));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  const TensorDesc &param = sig.outputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, outputs[0], param));
-  for (size_t i = 1; i < outputs.size(); ++i)
-    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, outputs[i], sig.outputs[i], DType::F32, param.shape,
-                                     "the param's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "grad", *sig.inputs[0], DType::F32, param.shape,
-                                   "the param's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkStep(sig, 1));
-  *hasScale = sig.inputs.size() == 3 && sig.inputs[2];
-  if (*hasScale)
-    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, "grad_scale", *sig.inputs[2], DType::F32, {},
-                                     "the f32 clipping scale"));
-  return {};
-}
-
 Status readStep(const std::string &kernel, const KernelCall &call, int64_t *t) {
   *t = *static_cast<const int64_t *>(call.inputs[1]);
-  if (*t < 1)
-    return CLEAVE_ERROR(kernel, ": step t = ", *t,
-                        " is < 1; the optimizer phase increments step before the updates");
-  return {};
+  return *t < 1 ? stepError(kernel, *t) : Status();
 }
 
-struct AdamWScalars {
-  float scale, decay, weight, oneMinusWeight, beta2, oneMinusBeta2, bc2Sqrt, eps, negStepSize;
-  bool smallWeight;
-};
+float gradScale(bool hasScale, const KernelCall &call) {
+  return hasScale ? *static_cast<const float *>(call.inputs[2]) : 1.0f;
+}
 
 CLEAVE_CLONES void adamwSpan(float *__restrict p, float *__restrict m, float *__restrict v,
                              const float *__restrict grad, int64_t n, AdamWScalars s) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = grad[i] * s.scale;
-    float param = p[i] * s.decay;
-    // exp_avg.lerp_(grad, 1 - beta1), as at::lerp.
-    float mi = m[i];
-    mi = s.smallWeight ? mi + s.weight * (g - mi) : g - (g - mi) * s.oneMinusWeight;
-    // exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2).
-    float vi = v[i] * s.beta2;
-    vi = vi + s.oneMinusBeta2 * g * g;
-    // denom = exp_avg_sq.sqrt() / sqrt(bc2) + eps; param.addcdiv_(m, denom, -step_size).
-    const float denom = std::sqrt(vi) / s.bc2Sqrt + s.eps;
-    param = param + s.negStepSize * mi / denom;
-    p[i] = param;
-    m[i] = mi;
-    v[i] = vi;
-  }
+  for (int64_t i = 0; i < n; ++i)
+    adamwElement(p[i], m[i], v[i], grad[i], s);
 }
 
 Status buildAdamW(const KernelSignature &sig, KernelFn *fn) {
-  bool hasScale = false;
-  CLEAVE_RETURN_IF_ERROR(checkUpdate(sig, {"param", "exp_avg", "exp_avg_sq"}, &hasScale));
-  Schedule schedule;
-  CLEAVE_RETURN_IF_ERROR(readSchedule(sig, &schedule));
-  double beta1 = 0, beta2 = 0, eps = 0, weightDecay = 0;
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "beta1", &beta1));
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "beta2", &beta2));
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "eps", &eps));
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "weight_decay", &weightDecay));
-  if (!(beta1 >= 0 && beta1 < 1) || !(beta2 >= 0 && beta2 < 1))
-    return CLEAVE_ERROR(sig.kernel, ": beta1 and beta2 must be in [0, 1), got ", beta1, ", ",
-                        beta2);
-  if (!(eps >= 0) || !(weightDecay >= 0))
-    return CLEAVE_ERROR(sig.kernel, ": eps and weight_decay must be >= 0, got ", eps, ", ",
-                        weightDecay);
-  const int64_t n = sig.outputs[0].numel();
+  AdamWParams a;
+  CLEAVE_RETURN_IF_ERROR(parseAdamW(sig, "cpu", &a));
   const std::string kernel = sig.kernel;
-  *fn = [=](const KernelCall &call) -> Status {
+  *fn = [a, kernel](const KernelCall &call) -> Status {
     int64_t t = 0;
     CLEAVE_RETURN_IF_ERROR(readStep(kernel, call, &t));
-    const double lr = schedule.at(t);
-    const double bc1 = 1 - std::pow(beta1, static_cast<double>(t));
-    const double bc2 = 1 - std::pow(beta2, static_cast<double>(t));
-    const double weight = 1 - beta1;
-    AdamWScalars s;
-    s.scale = hasScale ? *static_cast<const float *>(call.inputs[2]) : 1.0f;
-    s.decay = static_cast<float>(1 - lr * weightDecay);
-    s.weight = static_cast<float>(weight);
-    s.oneMinusWeight = 1.0f - s.weight;
-    s.smallWeight = std::fabs(s.weight) < 0.5f;
-    s.beta2 = static_cast<float>(beta2);
-    s.oneMinusBeta2 = static_cast<float>(1 - beta2);
-    s.bc2Sqrt = static_cast<float>(std::sqrt(bc2));
-    s.eps = static_cast<float>(eps);
-    s.negStepSize = static_cast<float>(-(lr / bc1));
+    const AdamWScalars s = adamwScalars(a, t, gradScale(a.hasScale, call));
     const float *grad = static_cast<const float *>(call.inputs[0]);
     float *p = static_cast<float *>(call.outputs[0]);
     float *m = static_cast<float *>(call.outputs[1]);
     float *v = static_cast<float *>(call.outputs[2]);
-    parallelRange(n, 8, [&](int64_t begin, int64_t end) {
+    parallelRange(a.n, 8, [&](int64_t begin, int64_t end) {
       adamwSpan(p + begin, m + begin, v + begin, grad + begin, end - begin, s);
     });
     return {};
@@ -1061,76 +680,28 @@ Status buildAdamW(const KernelSignature &sig, KernelFn *fn) {
   return {};
 }
 
-struct SgdScalars {
-  float scale, weightDecay, momentum, oneMinusDampening, negLr;
-  bool decay, first, nesterov;
-};
-
 CLEAVE_CLONES void sgdSpan(float *__restrict p, float *__restrict buf,
                            const float *__restrict grad, int64_t n, SgdScalars s) {
-  for (int64_t i = 0; i < n; ++i) {
-    float d = grad[i] * s.scale;
-    if (s.decay)
-      d = d + s.weightDecay * p[i]; // grad.add(param, alpha=weight_decay)
-    if (buf) {
-      float b = s.first ? d : buf[i] * s.momentum + s.oneMinusDampening * d;
-      buf[i] = b;
-      d = s.nesterov ? d + s.momentum * b : b;
-    }
-    p[i] = p[i] + s.negLr * d; // param.add_(grad, alpha=-lr)
-  }
+  if (buf)
+    for (int64_t i = 0; i < n; ++i)
+      sgdElement(p[i], buf + i, grad[i], s);
+  else
+    for (int64_t i = 0; i < n; ++i)
+      sgdElement(p[i], nullptr, grad[i], s);
 }
 
 Status buildSgd(const KernelSignature &sig, KernelFn *fn) {
-  // One output (param) or two (param, momentum_buffer); which one momentum
-  // says.
-  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3, sig.outputs.size() == 2 ? 2 : 1));
-  double momentum = 0, dampening = 0, weightDecay = 0;
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "momentum", &momentum));
-  const bool hasBuffer = momentum != 0;
-  bool hasScale = false;
-  if (!hasBuffer && sig.outputs.size() == 2)
-    return CLEAVE_ERROR(sig.kernel, ": has a momentum_buffer output but momentum is 0; the "
-                        "buffer is present exactly when momentum != 0");
-  if (hasBuffer && sig.outputs.size() == 1)
-    return CLEAVE_ERROR(sig.kernel, ": momentum ", momentum, " needs a momentum_buffer output "
-                        "after param (2 outputs), got 1");
-  if (hasBuffer)
-    CLEAVE_RETURN_IF_ERROR(checkUpdate(sig, {"param", "momentum_buffer"}, &hasScale));
-  else
-    CLEAVE_RETURN_IF_ERROR(checkUpdate(sig, {"param"}, &hasScale));
-  Schedule schedule;
-  CLEAVE_RETURN_IF_ERROR(readSchedule(sig, &schedule));
-  bool nesterov = false;
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "dampening", &dampening));
-  CLEAVE_RETURN_IF_ERROR(getFloat(sig, "weight_decay", &weightDecay));
-  if (!sig.attrs.has("nesterov"))
-    return CLEAVE_ERROR(sig.kernel, ": missing attribute 'nesterov'");
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("nesterov", &nesterov, false)));
-  if (!(momentum >= 0) || !(dampening >= 0) || !(weightDecay >= 0))
-    return CLEAVE_ERROR(sig.kernel, ": momentum, dampening and weight_decay must be >= 0, got ",
-                        momentum, ", ", dampening, ", ", weightDecay);
-  if (nesterov && (momentum <= 0 || dampening != 0))
-    return CLEAVE_ERROR(sig.kernel, ": nesterov momentum requires a momentum and zero dampening");
-  const int64_t n = sig.outputs[0].numel();
+  SgdParams a;
+  CLEAVE_RETURN_IF_ERROR(parseSgd(sig, "cpu", &a));
   const std::string kernel = sig.kernel;
-  *fn = [=](const KernelCall &call) -> Status {
+  *fn = [a, kernel](const KernelCall &call) -> Status {
     int64_t t = 0;
     CLEAVE_RETURN_IF_ERROR(readStep(kernel, call, &t));
-    const double lr = schedule.at(t);
-    SgdScalars s;
-    s.scale = hasScale ? *static_cast<const float *>(call.inputs[2]) : 1.0f;
-    s.decay = weightDecay != 0;
-    s.weightDecay = static_cast<float>(weightDecay);
-    s.momentum = static_cast<float>(momentum);
-    s.oneMinusDampening = static_cast<float>(1 - dampening);
-    s.negLr = static_cast<float>(-lr);
-    s.first = t == 1;
-    s.nesterov = nesterov;
+    const SgdScalars s = sgdScalars(a, t, gradScale(a.hasScale, call));
     const float *grad = static_cast<const float *>(call.inputs[0]);
     float *p = static_cast<float *>(call.outputs[0]);
-    float *buf = hasBuffer ? static_cast<float *>(call.outputs[1]) : nullptr;
-    parallelRange(n, 4, [&](int64_t begin, int64_t end) {
+    float *buf = a.hasBuffer ? static_cast<float *>(call.outputs[1]) : nullptr;
+    parallelRange(a.n, 4, [&](int64_t begin, int64_t end) {
       sgdSpan(p + begin, buf ? buf + begin : nullptr, grad + begin, end - begin, s);
     });
     return {};

@@ -4,14 +4,16 @@ usage: reference.py MODEL.pt --data DATA.safetensors --steps N --losses OUT.json
        [--weights OUT.safetensors] [--loss model|cross_entropy|mse] [--optimizer adamw|sgd]
        [--lr X] [--weight-decay X] [--betas B1,B2] [--eps X] [--momentum X] [--dampening X]
        [--nesterov] [--clip-grad-norm X] [--lr-schedule constant|linear|cosine]
-       [--warmup-steps N] [--decay-steps N] [--dtype f32|bf16]
+       [--warmup-steps N] [--decay-steps N] [--dtype f32|bf16] [--device cpu|cuda]
 
 Loads the TorchScript file itself (torch.jit.load), so it trains exactly the module cleave
 compiled, in training mode, with torch.optim's AdamW or SGD (their defaults where a flag is
 absent, as cleave's), torch.nn.utils.clip_grad_norm_ and a LambdaLR with the schedules of
 docs/training.md. Step i (from 0) takes samples (i*B + j) mod S of DATA, B = the model's recorded
 batch. --dtype bf16 runs the forward and backward under CPU autocast to bf16 with f32 parameters
-and optimizer, as cleave's mixed precision does. Writes one JSON line per step ({"step", "loss"},
+and optimizer, as cleave's mixed precision does. --device cuda trains on the GPU (TF32 off, as
+cleave's f32 GEMMs; autocast on cuda for bf16), the reference for `cleave train --backend cuda`
+on the same machine (scripts/gpu/training_check.py). Writes one JSON line per step ({"step", "loss"},
 from 1) and, with --weights, the final state_dict (floats in f32).
 """
 import argparse
@@ -64,12 +66,17 @@ def main():
     p.add_argument("--warmup-steps", type=int, default=0)
     p.add_argument("--decay-steps", type=int, default=0)
     p.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     a = p.parse_args()
+    if a.device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
 
     torch.manual_seed(0)
     extra = {"cleave.json": ""}
     module = torch.jit.load(a.model, _extra_files=extra)
     module.train()
+    module.to(a.device)
     meta = json.loads(extra["cleave.json"])
     names = [i["name"] for i in meta["inputs"]]
     batch = meta["inputs"][0]["shape"][0]
@@ -91,15 +98,15 @@ def main():
     with open(a.losses, "w") as out:
         for step in range(a.steps):
             index = torch.tensor([(step * batch + j) % samples for j in range(batch)])
-            inputs = [data[n][index] for n in names]
+            inputs = [data[n][index].to(a.device) for n in names]
             opt.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
+            with torch.autocast(a.device, dtype=torch.bfloat16, enabled=a.dtype == "bf16"):
                 result = module(*inputs)
             if a.loss == "model":
                 loss = result
             else:
                 result = result.float()
-                labels = data["labels"][index]
+                labels = data["labels"][index].to(a.device)
                 if a.loss == "cross_entropy":
                     loss = F.cross_entropy(result.reshape(-1, result.shape[-1]), labels.reshape(-1))
                 else:
@@ -113,7 +120,7 @@ def main():
             out.write(json.dumps({"step": step + 1, "loss": loss.item()}) + "\n")
 
     if a.weights:
-        state = {k: (v.float() if v.is_floating_point() else v).detach().clone()
+        state = {k: (v.float() if v.is_floating_point() else v).detach().cpu().clone()
                  for k, v in module.state_dict().items()}
         save_file(state, a.weights)
 

@@ -86,9 +86,10 @@ Shape lossShape(const NllParams &p) {
   return p.reduction == Reduction::None ? Shape{p.rows} : Shape{};
 }
 
-Status checkChannelInput(const KernelSignature &sig, const char *backend, const char *name,
+Status checkChannelInput(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats, const char *name,
                          const TensorDesc &x, ChannelLayout *layout) {
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, backend, name, x));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, name, x, floats));
   if (x.rank() < 2)
     return CLEAVE_ERROR(sig.kernel, ": ", name, " must be [N, C, ...], got ",
                         describe(x.shape, x.dtype));
@@ -99,16 +100,18 @@ Status checkChannelInput(const KernelSignature &sig, const char *backend, const 
 }
 
 Status parseActivationBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                                ActivationBackwardParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
   const TensorDesc &x = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, backend, "input", x));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], DType::F32, x.shape,
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, floats));
+  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], x.dtype, x.shape,
                                    "the input's shape"));
   CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
   out->n = x.numel();
+  out->dtype = x.dtype;
   return {};
 }
 
@@ -172,11 +175,12 @@ Status parseAssign(const KernelSignature &sig, size_t *bytes) {
   return {};
 }
 
-Status parseDropoutTrain(const KernelSignature &sig, const char *backend, DropoutParams *out) {
+Status parseDropoutTrain(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats, DropoutParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
   const TensorDesc &x = *sig.inputs[0];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, backend, "input", x));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, floats));
   CLEAVE_RETURN_IF_ERROR(checkStep(sig, backend, 1));
   CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
   double p = 0;
@@ -191,6 +195,7 @@ Status parseDropoutTrain(const KernelSignature &sig, const char *backend, Dropou
   if (stream < 0 || stream > int64_t(UINT32_MAX))
     return CLEAVE_ERROR(sig.kernel, ": stream must be in [0, 2^32), got ", stream);
   out->n = x.numel();
+  out->dtype = x.dtype;
   // A part of the step's batch (input 2: its first sample; `samples`: how
   // many it holds): element i is element offset·(n / samples) + i of the
   // whole batch's tensor, whose mask it draws.
@@ -216,27 +221,29 @@ Status parseDropoutTrain(const KernelSignature &sig, const char *backend, Dropou
 }
 
 Status parseBatchNormTrain(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                            BatchNormTrainParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3, 3));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
   const TensorDesc &x = *sig.inputs[0];
   ChannelLayout &l = out->layout;
-  CLEAVE_RETURN_IF_ERROR(checkChannelInput(sig, backend, "input", x, &l));
+  out->dtype = x.dtype;
+  CLEAVE_RETURN_IF_ERROR(checkChannelInput(sig, backend, floats, "input", x, &l));
   const Shape channelShape = {l.channels};
   if (sig.inputs[1])
     CLEAVE_RETURN_IF_ERROR(
-        checkDesc(sig, backend, "weight", *sig.inputs[1], DType::F32, channelShape));
+        checkDesc(sig, backend, "weight", *sig.inputs[1], x.dtype, channelShape));
   if (sig.inputs[2])
     CLEAVE_RETURN_IF_ERROR(
-        checkDesc(sig, backend, "bias", *sig.inputs[2], DType::F32, channelShape));
+        checkDesc(sig, backend, "bias", *sig.inputs[2], x.dtype, channelShape));
   if (l.count() < 2)
     return CLEAVE_ERROR(sig.kernel, ": needs more than one value per channel, got ",
                         describe(x.shape, x.dtype));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 0 (y)", sig.outputs[0], DType::F32,
+  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 0 (y)", sig.outputs[0], x.dtype,
                                    x.shape, "the input's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 1 (mean)", sig.outputs[1], DType::F32,
+  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 1 (mean)", sig.outputs[1], x.dtype,
                                    channelShape));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 2 (var)", sig.outputs[2], DType::F32,
+  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 2 (var)", sig.outputs[2], x.dtype,
                                    channelShape));
   return readEps(sig, &out->eps);
 }
@@ -271,6 +278,7 @@ Status parseUpdateRunningStats(const KernelSignature &sig, const char *backend,
 }
 
 Status parseBatchNormBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                               BatchNormBackwardParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 4, 5, 3));
   const char *names[] = {"grad", "input", "mean", "var"};
@@ -278,24 +286,25 @@ Status parseBatchNormBackward(const KernelSignature &sig, const char *backend,
     CLEAVE_RETURN_IF_ERROR(requirePresent(sig, i, names[i]));
   const TensorDesc &x = *sig.inputs[1];
   ChannelLayout &l = out->layout;
-  CLEAVE_RETURN_IF_ERROR(checkChannelInput(sig, backend, "input", x, &l));
+  out->dtype = x.dtype;
+  CLEAVE_RETURN_IF_ERROR(checkChannelInput(sig, backend, floats, "input", x, &l));
   const Shape channelShape = {l.channels};
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], DType::F32, x.shape,
+  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], x.dtype, x.shape,
                                    "the input's shape"));
   CLEAVE_RETURN_IF_ERROR(
-      checkDesc(sig, backend, "mean", *sig.inputs[2], DType::F32, channelShape));
+      checkDesc(sig, backend, "mean", *sig.inputs[2], x.dtype, channelShape));
   CLEAVE_RETURN_IF_ERROR(
-      checkDesc(sig, backend, "var", *sig.inputs[3], DType::F32, channelShape));
+      checkDesc(sig, backend, "var", *sig.inputs[3], x.dtype, channelShape));
   out->hasWeight = sig.inputs.size() == 5 && sig.inputs[4];
   if (out->hasWeight)
     CLEAVE_RETURN_IF_ERROR(
-        checkDesc(sig, backend, "weight", *sig.inputs[4], DType::F32, channelShape));
+        checkDesc(sig, backend, "weight", *sig.inputs[4], x.dtype, channelShape));
   CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 0 (grad_input)", sig.outputs[0],
-                                   DType::F32, x.shape, "the input's shape"));
+                                   x.dtype, x.shape, "the input's shape"));
   CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 1 (grad_weight)", sig.outputs[1],
-                                   DType::F32, channelShape));
+                                   x.dtype, channelShape));
   CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 2 (grad_bias)", sig.outputs[2],
-                                   DType::F32, channelShape));
+                                   x.dtype, channelShape));
   return readEps(sig, &out->eps);
 }
 
@@ -335,32 +344,35 @@ Status parseNllLossBackward(const KernelSignature &sig, const char *backend, Nll
 }
 
 Status parseSoftmaxBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                             SoftmaxBackwardParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "output"));
   const TensorDesc &y = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, backend, "output (the forward's result)", y));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], DType::F32, y.shape,
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "output (the forward's result)", y, floats));
+  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], y.dtype, y.shape,
                                    "the forward result's shape"));
   int64_t dim = 0;
   CLEAVE_RETURN_IF_ERROR(getInt(sig, "dim", &dim));
   CLEAVE_RETURN_IF_ERROR(checkDim(sig, "dim", dim, y.rank()));
   CLEAVE_RETURN_IF_ERROR(checkOutput(sig, y, "same as the forward's result"));
   out->d = y.shape[dim];
+  out->dtype = y.dtype;
   out->outer = numElements(Shape(y.shape.begin(), y.shape.begin() + dim));
   out->inner = numElements(Shape(y.shape.begin() + dim + 1, y.shape.end()));
   return {};
 }
 
 Status parseLayerNormBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                               LayerNormBackwardParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3, 3));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
   const TensorDesc &x = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkF32(sig, backend, "input", x));
-  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], DType::F32, x.shape,
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, floats));
+  CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], x.dtype, x.shape,
                                    "the input's shape"));
   std::vector<int64_t> normalized;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getInts("normalized_shape", &normalized)));
@@ -371,21 +383,23 @@ Status parseLayerNormBackward(const KernelSignature &sig, const char *backend,
   const Shape affine(normalized.begin(), normalized.end());
   out->hasWeight = sig.inputs.size() == 3 && sig.inputs[2];
   if (out->hasWeight)
-    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "weight", *sig.inputs[2], DType::F32, affine,
+    CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "weight", *sig.inputs[2], x.dtype, affine,
                                      "normalized_shape"));
   CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 0 (grad_input)", sig.outputs[0],
-                                   DType::F32, x.shape, "the input's shape"));
+                                   x.dtype, x.shape, "the input's shape"));
   CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 1 (grad_weight)", sig.outputs[1],
-                                   DType::F32, affine, "normalized_shape"));
+                                   x.dtype, affine, "normalized_shape"));
   CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "output 2 (grad_bias)", sig.outputs[2],
-                                   DType::F32, affine, "normalized_shape"));
+                                   x.dtype, affine, "normalized_shape"));
   CLEAVE_RETURN_IF_ERROR(readEps(sig, &out->eps));
   out->d = numElements(affine);
+  out->dtype = x.dtype;
   out->rows = out->d ? x.numel() / out->d : 0;
   return {};
 }
 
 Status parseGeluBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                          ActivationBackwardParams *out) {
   std::string approximation;
   CLEAVE_RETURN_IF_ERROR(
@@ -394,12 +408,13 @@ Status parseGeluBackward(const KernelSignature &sig, const char *backend,
     return CLEAVE_ERROR(sig.kernel, ": approximation '", approximation,
                         "' is neither 'none' nor 'tanh'");
   out->tanh = approximation == "tanh";
-  return parseActivationBackward(sig, backend, out);
+  return parseActivationBackward(sig, backend, floats, out);
 }
 
 Status parseSiluBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                          ActivationBackwardParams *out) {
-  return parseActivationBackward(sig, backend, out);
+  return parseActivationBackward(sig, backend, floats, out);
 }
 
 Status parseAdamW(const KernelSignature &sig, const char *backend, AdamWParams *out) {

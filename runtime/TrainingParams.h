@@ -6,7 +6,11 @@
 // layer_norm_backward, gelu_backward, silu_backward, adamw and sgd
 // (docs/plan-format.md, "Training kernels"). The CPU and CUDA builders both
 // parse through here, so they accept the same plans and name the same
-// problems; `backend` ("cpu", "cuda") only words dtype errors.
+// problems; `backend` ("cpu", "cuda") only words dtype errors, and `floats`
+// says which float dtypes a backend's kernel takes (every float operand of
+// the instruction then has the same one): the CPU's are written for f32 and
+// see bf16 widened by the backend; the GPU's read bf16 themselves (mixed
+// precision plans compute their backward in bf16).
 //
 // Update kernels (assign, update_running_stats, adamw, sgd) get the
 // persistent tensors they write as outputs, after any results, and read
@@ -24,6 +28,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 
 #if defined(__CUDACC__)
 #define CLEAVE_TRAIN_HD __host__ __device__ __forceinline__
@@ -47,8 +52,10 @@ struct DropoutParams {
   bool part = false;
   int64_t perSample = 0;
   float scale = 1;
+  DType dtype = DType::F32; // of every float operand
 };
-Status parseDropoutTrain(const KernelSignature &sig, const char *backend, DropoutParams *out);
+Status parseDropoutTrain(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats, DropoutParams *out);
 
 /// x is [N, C, ...]: N*C planes of `inner` elements, plane p of channel
 /// p % C.
@@ -62,8 +69,10 @@ struct ChannelLayout {
 struct BatchNormTrainParams {
   ChannelLayout layout;
   float eps = 0;
+  DType dtype = DType::F32; // of every float operand
 };
 Status parseBatchNormTrain(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                            BatchNormTrainParams *out);
 
 /// update_running_stats: mean, var -> running_mean, running_var (updated in
@@ -81,8 +90,10 @@ struct BatchNormBackwardParams {
   ChannelLayout layout;
   float eps = 0;
   bool hasWeight = false;
+  DType dtype = DType::F32; // of every float operand
 };
 Status parseBatchNormBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                               BatchNormBackwardParams *out);
 
 /// A loss's reduction.
@@ -103,8 +114,10 @@ Status parseNllLossBackward(const KernelSignature &sig, const char *backend, Nll
 /// forward's output viewed as [outer, d, inner].
 struct SoftmaxBackwardParams {
   int64_t outer = 0, d = 0, inner = 0;
+  DType dtype = DType::F32; // of every float operand
 };
 Status parseSoftmaxBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                             SoftmaxBackwardParams *out);
 
 /// layer_norm_backward over the trailing normalized_shape: grad, input,
@@ -113,8 +126,10 @@ struct LayerNormBackwardParams {
   int64_t rows = 0, d = 0;
   float eps = 0;
   bool hasWeight = false;
+  DType dtype = DType::F32; // of every float operand
 };
 Status parseLayerNormBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                               LayerNormBackwardParams *out);
 
 /// gelu_backward and silu_backward: grad, input -> grad_input, `n`
@@ -122,10 +137,13 @@ Status parseLayerNormBackward(const KernelSignature &sig, const char *backend,
 struct ActivationBackwardParams {
   int64_t n = 0;
   bool tanh = false;
+  DType dtype = DType::F32; // of every float operand
 };
 Status parseGeluBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                          ActivationBackwardParams *out);
 Status parseSiluBackward(const KernelSignature &sig, const char *backend,
+    std::initializer_list<DType> floats,
                          ActivationBackwardParams *out);
 
 //===----------------------------------------------------------------------===//

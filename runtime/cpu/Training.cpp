@@ -77,7 +77,7 @@ CLEAVE_CLONES void dropoutApply(const float *__restrict x, float *__restrict y,
 
 Status buildDropoutTrain(const KernelSignature &sig, KernelFn *fn) {
   DropoutParams d;
-  CLEAVE_RETURN_IF_ERROR(parseDropoutTrain(sig, "cpu", &d));
+  CLEAVE_RETURN_IF_ERROR(parseDropoutTrain(sig, "cpu", {DType::F32}, &d));
   const int64_t n = d.n, perSample = d.perSample;
   const bool part = d.part;
   const double p = d.p;
@@ -154,7 +154,7 @@ void sumPlanes(const std::vector<double> &partial, const ChannelLayout &l,
 
 Status buildBatchNormTrain(const KernelSignature &sig, KernelFn *fn) {
   BatchNormTrainParams bn;
-  CLEAVE_RETURN_IF_ERROR(parseBatchNormTrain(sig, "cpu", &bn));
+  CLEAVE_RETURN_IF_ERROR(parseBatchNormTrain(sig, "cpu", {DType::F32}, &bn));
   const ChannelLayout l = bn.layout;
   const float eps = bn.eps;
   *fn = [l, eps](const KernelCall &call) -> Status {
@@ -245,7 +245,7 @@ CLEAVE_CLONES void batchNormDxSpan(const float *__restrict g, const float *__res
 
 Status buildBatchNormBackward(const KernelSignature &sig, KernelFn *fn) {
   BatchNormBackwardParams bn;
-  CLEAVE_RETURN_IF_ERROR(parseBatchNormBackward(sig, "cpu", &bn));
+  CLEAVE_RETURN_IF_ERROR(parseBatchNormBackward(sig, "cpu", {DType::F32}, &bn));
   const ChannelLayout l = bn.layout;
   const float eps = bn.eps;
   const bool hasWeight = bn.hasWeight;
@@ -436,7 +436,7 @@ constexpr int64_t kColumnBlock = 256;
 
 template <bool Log> Status buildSoftmaxBackward(const KernelSignature &sig, KernelFn *fn) {
   SoftmaxBackwardParams sp;
-  CLEAVE_RETURN_IF_ERROR(parseSoftmaxBackward(sig, "cpu", &sp));
+  CLEAVE_RETURN_IF_ERROR(parseSoftmaxBackward(sig, "cpu", {DType::F32}, &sp));
   const int64_t d = sp.d, outer = sp.outer, inner = sp.inner;
   if (inner == 1) {
     *fn = [outer, d](const KernelCall &call) -> Status {
@@ -527,7 +527,7 @@ CLEAVE_CLONES void layerNormBackwardRow(const float *__restrict g, const float *
 
 Status buildLayerNormBackward(const KernelSignature &sig, KernelFn *fn) {
   LayerNormBackwardParams ln;
-  CLEAVE_RETURN_IF_ERROR(parseLayerNormBackward(sig, "cpu", &ln));
+  CLEAVE_RETURN_IF_ERROR(parseLayerNormBackward(sig, "cpu", {DType::F32}, &ln));
   const int64_t rows = ln.rows, d = ln.d;
   const float eps = ln.eps;
   const bool hasWeight = ln.hasWeight;
@@ -626,14 +626,14 @@ KernelFn activationBackward(int64_t n, BackwardSpan span) {
 
 Status buildGeluBackward(const KernelSignature &sig, KernelFn *fn) {
   ActivationBackwardParams a;
-  CLEAVE_RETURN_IF_ERROR(parseGeluBackward(sig, "cpu", &a));
+  CLEAVE_RETURN_IF_ERROR(parseGeluBackward(sig, "cpu", {DType::F32}, &a));
   *fn = activationBackward(a.n, a.tanh ? geluTanhBackwardSpan : geluErfBackwardSpan);
   return {};
 }
 
 Status buildSiluBackward(const KernelSignature &sig, KernelFn *fn) {
   ActivationBackwardParams a;
-  CLEAVE_RETURN_IF_ERROR(parseSiluBackward(sig, "cpu", &a));
+  CLEAVE_RETURN_IF_ERROR(parseSiluBackward(sig, "cpu", {DType::F32}, &a));
   *fn = activationBackward(a.n, siluBackwardSpan);
   return {};
 }

@@ -3,7 +3,10 @@
 // assign, dropout_train, batch_norm_train, update_running_stats,
 // batch_norm_backward, nll_loss, nll_loss_backward, softmax_backward,
 // log_softmax_backward, layer_norm_backward, gelu_backward, silu_backward,
-// adamw and sgd: the CPU's contracts (runtime/TrainingParams.h), f32.
+// adamw and sgd: the CPU's contracts (runtime/TrainingParams.h). The
+// activations' and normalizations' gradients (and dropout) take f32 or bf16
+// (mixed precision plans compute their backward in bf16), computing in fp32;
+// losses and optimizer updates are f32 (the masters).
 //
 // What lives in device memory stays there: the step counter, the clipping
 // scale and a dropout part's first sample are read by the kernels, and the
@@ -58,7 +61,8 @@ Status buildAssign(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn)
 // four words; element i of a part is element base + i of the whole batch.
 //===----------------------------------------------------------------------===//
 
-__global__ void dropoutKernel(const float *__restrict x, float *__restrict y, DropoutParams p,
+template <typename T>
+__global__ void dropoutKernel(const T *__restrict x, T *__restrict y, DropoutParams p,
                               const int64_t *step, const int64_t *sampleOffset,
                               DeviceError *error) {
   const int64_t offset = p.part ? *sampleOffset : 0;
@@ -83,25 +87,30 @@ __global__ void dropoutKernel(const float *__restrict x, float *__restrict y, Dr
       const uint64_t i = e - base;
       if (i >= static_cast<uint64_t>(p.n))
         break;
-      y[i] = mask.keeps(words[k]) ? x[i] * p.scale : 0.0f;
+      y[i] = store<T>(mask.keeps(words[k]) ? load(x[i]) * p.scale : 0.0f);
     }
   }
 }
 
-Status buildDropoutTrain(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  DropoutParams p;
-  CLEAVE_RETURN_IF_ERROR(parseDropoutTrain(sig, "cuda", &p));
+template <typename T>
+KernelFn makeDropout(DeviceContext &ctx, const std::string &name, const DropoutParams &p) {
   DeviceContext *c = &ctx;
-  const std::string name = sig.kernel;
-  *fn = [c, p, name](const KernelCall &call) -> Status {
+  return [c, p, name](const KernelCall &call) -> Status {
     if (!p.n)
       return {};
-    dropoutKernel<<<gridFor(*c, p.n / 4 + 2), kThreads, 0, c->stream>>>(
-        static_cast<const float *>(call.inputs[0]), static_cast<float *>(call.outputs[0]), p,
+    dropoutKernel<T><<<gridFor(*c, p.n / 4 + 2), kThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]), p,
         static_cast<const int64_t *>(call.inputs[1]),
         p.part ? static_cast<const int64_t *>(call.inputs[2]) : nullptr, c->deviceError);
     return launchStatus(name);
   };
+}
+
+Status buildDropoutTrain(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  DropoutParams p;
+  CLEAVE_RETURN_IF_ERROR(parseDropoutTrain(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  *fn = p.dtype == DType::BF16 ? makeDropout<bf16>(ctx, sig.kernel, p)
+                               : makeDropout<float>(ctx, sig.kernel, p);
   return {};
 }
 
@@ -116,52 +125,59 @@ __device__ __forceinline__ int64_t channelAt(const ChannelLayout &l, int64_t c, 
   return (n * l.channels + c) * l.inner + j;
 }
 
-__global__ void batchNormTrainKernel(const float *__restrict x, const float *__restrict w,
-                                     const float *__restrict b, float *__restrict y,
-                                     float *__restrict meanOut, float *__restrict varOut,
+template <typename T>
+__global__ void batchNormTrainKernel(const T *__restrict x, const T *__restrict w,
+                                     const T *__restrict b, T *__restrict y,
+                                     T *__restrict meanOut, T *__restrict varOut,
                                      ChannelLayout l, float eps) {
   __shared__ double shared[32];
   const int64_t count = l.count();
   for (int64_t c = blockIdx.x; c < l.channels; c += gridDim.x) {
     double s = 0;
     for (int64_t k = threadIdx.x; k < count; k += blockDim.x)
-      s += x[channelAt(l, c, k)];
+      s += load(x[channelAt(l, c, k)]);
     const double mean = blockReduce(s, SumOp{}, shared) / static_cast<double>(count);
     double sq = 0;
     for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-      const double d = static_cast<double>(x[channelAt(l, c, k)]) - mean;
+      const double d = static_cast<double>(load(x[channelAt(l, c, k)])) - mean;
       sq += d * d;
     }
     const double var = blockReduce(sq, SumOp{}, shared) / static_cast<double>(count);
-    const double a = (w ? static_cast<double>(w[c]) : 1.0) / sqrt(var + eps);
+    const double a = (w ? static_cast<double>(load(w[c])) : 1.0) / sqrt(var + eps);
     const float scale = static_cast<float>(a);
-    const float shift = static_cast<float>((b ? static_cast<double>(b[c]) : 0.0) - mean * a);
+    const float shift =
+        static_cast<float>((b ? static_cast<double>(load(b[c])) : 0.0) - mean * a);
     if (threadIdx.x == 0) {
-      meanOut[c] = static_cast<float>(mean);
-      varOut[c] = static_cast<float>(var);
+      meanOut[c] = store<T>(mean);
+      varOut[c] = store<T>(var);
     }
     for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
       const int64_t at = channelAt(l, c, k);
-      y[at] = x[at] * scale + shift;
+      y[at] = store<T>(load(x[at]) * scale + shift);
     }
   }
 }
 
-Status buildBatchNormTrain(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  BatchNormTrainParams p;
-  CLEAVE_RETURN_IF_ERROR(parseBatchNormTrain(sig, "cuda", &p));
+template <typename T>
+KernelFn makeBatchNormTrain(DeviceContext &ctx, const std::string &name,
+                            const BatchNormTrainParams &p) {
   DeviceContext *c = &ctx;
-  const std::string name = sig.kernel;
-  *fn = [c, p, name](const KernelCall &call) -> Status {
+  return [c, p, name](const KernelCall &call) -> Status {
     if (!p.layout.channels)
       return {};
-    batchNormTrainKernel<<<gridForItems(p.layout.channels), kChannelThreads, 0, c->stream>>>(
-        static_cast<const float *>(call.inputs[0]), static_cast<const float *>(call.inputs[1]),
-        static_cast<const float *>(call.inputs[2]), static_cast<float *>(call.outputs[0]),
-        static_cast<float *>(call.outputs[1]), static_cast<float *>(call.outputs[2]), p.layout,
-        p.eps);
+    batchNormTrainKernel<T><<<gridForItems(p.layout.channels), kChannelThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<const T *>(call.inputs[1]),
+        static_cast<const T *>(call.inputs[2]), static_cast<T *>(call.outputs[0]),
+        static_cast<T *>(call.outputs[1]), static_cast<T *>(call.outputs[2]), p.layout, p.eps);
     return launchStatus(name);
   };
+}
+
+Status buildBatchNormTrain(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  BatchNormTrainParams p;
+  CLEAVE_RETURN_IF_ERROR(parseBatchNormTrain(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  *fn = p.dtype == DType::BF16 ? makeBatchNormTrain<bf16>(ctx, sig.kernel, p)
+                               : makeBatchNormTrain<float>(ctx, sig.kernel, p);
   return {};
 }
 
@@ -190,64 +206,71 @@ Status buildUpdateRunningStats(const KernelSignature &sig, DeviceContext &ctx, K
   return {};
 }
 
-__global__ void batchNormBackwardKernel(const float *__restrict g, const float *__restrict x,
-                                        const float *__restrict mean,
-                                        const float *__restrict var,
-                                        const float *__restrict w, float *__restrict dx,
-                                        float *__restrict dw, float *__restrict db,
-                                        ChannelLayout l, float eps) {
+template <typename T>
+__global__ void batchNormBackwardKernel(const T *__restrict g, const T *__restrict x,
+                                        const T *__restrict mean, const T *__restrict var,
+                                        const T *__restrict w, T *__restrict dx,
+                                        T *__restrict dw, T *__restrict db, ChannelLayout l,
+                                        float eps) {
   __shared__ double shared[32];
   const int64_t count = l.count();
   for (int64_t c = blockIdx.x; c < l.channels; c += gridDim.x) {
-    const float m = mean[c];
-    const float rstd = static_cast<float>(1.0 / sqrt(static_cast<double>(var[c]) + eps));
+    const float m = load(mean[c]);
+    const float rstd = static_cast<float>(1.0 / sqrt(static_cast<double>(load(var[c])) + eps));
     double sg = 0, sgx = 0;
     for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
       const int64_t at = channelAt(l, c, k);
-      const float xhat = (x[at] - m) * rstd;
-      sg += g[at];
-      sgx += static_cast<double>(g[at]) * xhat;
+      const float xhat = (load(x[at]) - m) * rstd;
+      const float gk = load(g[at]);
+      sg += gk;
+      sgx += static_cast<double>(gk) * xhat;
     }
     const double sumG = blockReduce(sg, SumOp{}, shared);
     const double sumGX = blockReduce(sgx, SumOp{}, shared);
     if (threadIdx.x == 0) {
-      db[c] = static_cast<float>(sumG);
-      dw[c] = static_cast<float>(sumGX);
+      db[c] = store<T>(sumG);
+      dw[c] = store<T>(sumGX);
     }
-    const float k = (w ? w[c] : 1.0f) * rstd;
+    const float k = (w ? load(w[c]) : 1.0f) * rstd;
     const float mdb = static_cast<float>(sumG / static_cast<double>(count));
     const float mdw = static_cast<float>(sumGX / static_cast<double>(count));
     for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
       const int64_t at = channelAt(l, c, i);
-      const float xhat = (x[at] - m) * rstd;
-      dx[at] = k * (g[at] - mdb - xhat * mdw);
+      const float xhat = (load(x[at]) - m) * rstd;
+      dx[at] = store<T>(k * (load(g[at]) - mdb - xhat * mdw));
     }
   }
 }
 
-Status buildBatchNormBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  BatchNormBackwardParams p;
-  CLEAVE_RETURN_IF_ERROR(parseBatchNormBackward(sig, "cuda", &p));
+template <typename T>
+KernelFn makeBatchNormBackward(DeviceContext &ctx, const std::string &name,
+                               const BatchNormBackwardParams &p) {
   DeviceContext *c = &ctx;
-  const std::string name = sig.kernel;
-  *fn = [c, p, name](const KernelCall &call) -> Status {
+  return [c, p, name](const KernelCall &call) -> Status {
     const int64_t channels = p.layout.channels;
     if (!channels)
       return {};
     if (!p.layout.count()) {
       // No values: the sums are zero (dx is empty).
-      CLEAVE_CUDA_TRY(cudaMemsetAsync(call.outputs[1], 0, channels * sizeof(float), c->stream));
-      CLEAVE_CUDA_TRY(cudaMemsetAsync(call.outputs[2], 0, channels * sizeof(float), c->stream));
+      CLEAVE_CUDA_TRY(cudaMemsetAsync(call.outputs[1], 0, channels * sizeof(T), c->stream));
+      CLEAVE_CUDA_TRY(cudaMemsetAsync(call.outputs[2], 0, channels * sizeof(T), c->stream));
       return {};
     }
-    batchNormBackwardKernel<<<gridForItems(channels), kChannelThreads, 0, c->stream>>>(
-        static_cast<const float *>(call.inputs[0]), static_cast<const float *>(call.inputs[1]),
-        static_cast<const float *>(call.inputs[2]), static_cast<const float *>(call.inputs[3]),
-        p.hasWeight ? static_cast<const float *>(call.inputs[4]) : nullptr,
-        static_cast<float *>(call.outputs[0]), static_cast<float *>(call.outputs[1]),
-        static_cast<float *>(call.outputs[2]), p.layout, p.eps);
+    batchNormBackwardKernel<T><<<gridForItems(channels), kChannelThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<const T *>(call.inputs[1]),
+        static_cast<const T *>(call.inputs[2]), static_cast<const T *>(call.inputs[3]),
+        p.hasWeight ? static_cast<const T *>(call.inputs[4]) : nullptr,
+        static_cast<T *>(call.outputs[0]), static_cast<T *>(call.outputs[1]),
+        static_cast<T *>(call.outputs[2]), p.layout, p.eps);
     return launchStatus(name);
   };
+}
+
+Status buildBatchNormBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  BatchNormBackwardParams p;
+  CLEAVE_RETURN_IF_ERROR(parseBatchNormBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  *fn = p.dtype == DType::BF16 ? makeBatchNormBackward<bf16>(ctx, sig.kernel, p)
+                               : makeBatchNormBackward<float>(ctx, sig.kernel, p);
   return {};
 }
 
@@ -364,24 +387,33 @@ Status buildNllLossBackward(const KernelSignature &sig, DeviceContext &ctx, Kern
 //===----------------------------------------------------------------------===//
 
 template <bool Log>
-__global__ void softmaxBackwardRows(const float *__restrict g, const float *__restrict y,
-                                    float *__restrict dx, int64_t rows, int64_t d) {
+__device__ __forceinline__ float softmaxGradTerm(float g, float y) {
+  return Log ? g : g * y;
+}
+template <bool Log>
+__device__ __forceinline__ float softmaxGrad(float g, float y, float s) {
+  return Log ? g - expf(y) * s : y * (g - s);
+}
+
+template <typename T, bool Log>
+__global__ void softmaxBackwardRows(const T *__restrict g, const T *__restrict y,
+                                    T *__restrict dx, int64_t rows, int64_t d) {
   __shared__ float shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float *gr = g + r * d, *yr = y + r * d;
-    float *dr = dx + r * d;
+    const T *gr = g + r * d, *yr = y + r * d;
+    T *dr = dx + r * d;
     float s = 0.0f;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-      s += Log ? gr[i] : gr[i] * yr[i];
+      s += softmaxGradTerm<Log>(load(gr[i]), load(yr[i]));
     s = blockReduce(s, SumOp{}, shared);
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-      dr[i] = Log ? gr[i] - expf(yr[i]) * s : yr[i] * (gr[i] - s);
+      dr[i] = store<T>(softmaxGrad<Log>(load(gr[i]), load(yr[i]), s));
   }
 }
 
-template <bool Log>
-__global__ void softmaxBackwardColumns(const float *__restrict g, const float *__restrict y,
-                                       float *__restrict dx, int64_t columns, int64_t d,
+template <typename T, bool Log>
+__global__ void softmaxBackwardColumns(const T *__restrict g, const T *__restrict y,
+                                       T *__restrict dx, int64_t columns, int64_t d,
                                        int64_t inner) {
   for (int64_t col = globalThread(); col < columns; col += globalThreads()) {
     const int64_t o = col / inner, j = col - o * inner;
@@ -389,36 +421,42 @@ __global__ void softmaxBackwardColumns(const float *__restrict g, const float *_
     float s = 0.0f;
     for (int64_t r = 0; r < d; ++r) {
       const int64_t at = base + r * inner;
-      s += Log ? g[at] : g[at] * y[at];
+      s += softmaxGradTerm<Log>(load(g[at]), load(y[at]));
     }
     for (int64_t r = 0; r < d; ++r) {
       const int64_t at = base + r * inner;
-      dx[at] = Log ? g[at] - expf(y[at]) * s : y[at] * (g[at] - s);
+      dx[at] = store<T>(softmaxGrad<Log>(load(g[at]), load(y[at]), s));
     }
   }
+}
+
+template <typename T, bool Log>
+KernelFn makeSoftmaxBackward(DeviceContext &ctx, const std::string &name,
+                             const SoftmaxBackwardParams &p) {
+  DeviceContext *c = &ctx;
+  return [c, p, name](const KernelCall &call) -> Status {
+    const int64_t columns = p.outer * p.inner;
+    if (!columns || !p.d)
+      return {};
+    const T *g = static_cast<const T *>(call.inputs[0]);
+    const T *y = static_cast<const T *>(call.inputs[1]);
+    T *dx = static_cast<T *>(call.outputs[0]);
+    if (p.inner == 1)
+      softmaxBackwardRows<T, Log>
+          <<<gridForItems(p.outer), kRowThreads, 0, c->stream>>>(g, y, dx, p.outer, p.d);
+    else
+      softmaxBackwardColumns<T, Log>
+          <<<gridFor(*c, columns), kThreads, 0, c->stream>>>(g, y, dx, columns, p.d, p.inner);
+    return launchStatus(name);
+  };
 }
 
 template <bool Log>
 Status buildSoftmaxBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   SoftmaxBackwardParams p;
-  CLEAVE_RETURN_IF_ERROR(parseSoftmaxBackward(sig, "cuda", &p));
-  DeviceContext *c = &ctx;
-  const std::string name = sig.kernel;
-  *fn = [c, p, name](const KernelCall &call) -> Status {
-    const int64_t columns = p.outer * p.inner;
-    if (!columns || !p.d)
-      return {};
-    const float *g = static_cast<const float *>(call.inputs[0]);
-    const float *y = static_cast<const float *>(call.inputs[1]);
-    float *dx = static_cast<float *>(call.outputs[0]);
-    if (p.inner == 1)
-      softmaxBackwardRows<Log>
-          <<<gridForItems(p.outer), kRowThreads, 0, c->stream>>>(g, y, dx, p.outer, p.d);
-    else
-      softmaxBackwardColumns<Log>
-          <<<gridFor(*c, columns), kThreads, 0, c->stream>>>(g, y, dx, columns, p.d, p.inner);
-    return launchStatus(name);
-  };
+  CLEAVE_RETURN_IF_ERROR(parseSoftmaxBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  *fn = p.dtype == DType::BF16 ? makeSoftmaxBackward<bf16, Log>(ctx, sig.kernel, p)
+                               : makeSoftmaxBackward<float, Log>(ctx, sig.kernel, p);
   return {};
 }
 
@@ -429,38 +467,39 @@ Status buildSoftmaxBackward(const KernelSignature &sig, DeviceContext &ctx, Kern
 // sums over chunks of rows (double), then over the chunks in order.
 //===----------------------------------------------------------------------===//
 
-__global__ void layerNormBackwardRows(const float *__restrict g, const float *__restrict x,
-                                      const float *__restrict w, float *__restrict dx,
+template <typename T>
+__global__ void layerNormBackwardRows(const T *__restrict g, const T *__restrict x,
+                                      const T *__restrict w, T *__restrict dx,
                                       float *__restrict stats, int64_t rows, int64_t d,
                                       float eps) {
   __shared__ float shared[32];
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float *gr = g + r * d, *xr = x + r * d;
-    float *dr = dx + r * d;
+    const T *gr = g + r * d, *xr = x + r * d;
+    T *dr = dx + r * d;
     float s = 0.0f;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x)
-      s += xr[i];
+      s += load(xr[i]);
     const float mean = blockReduce(s, SumOp{}, shared) / static_cast<float>(d);
     float sq = 0.0f;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-      const float c = xr[i] - mean;
+      const float c = load(xr[i]) - mean;
       sq += c * c;
     }
     const float rstd =
         1.0f / sqrtf(blockReduce(sq, SumOp{}, shared) / static_cast<float>(d) + eps);
     float sumG = 0.0f, sumGX = 0.0f;
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-      const float xhat = (xr[i] - mean) * rstd;
-      const float gh = w ? gr[i] * w[i] : gr[i];
+      const float xhat = (load(xr[i]) - mean) * rstd;
+      const float gh = w ? load(gr[i]) * load(w[i]) : load(gr[i]);
       sumG += gh;
       sumGX += gh * xhat;
     }
     const float meanG = blockReduce(sumG, SumOp{}, shared) / static_cast<float>(d);
     const float meanGX = blockReduce(sumGX, SumOp{}, shared) / static_cast<float>(d);
     for (int64_t i = threadIdx.x; i < d; i += blockDim.x) {
-      const float xhat = (xr[i] - mean) * rstd;
-      const float gh = w ? gr[i] * w[i] : gr[i];
-      dr[i] = rstd * (gh - meanG - xhat * meanGX);
+      const float xhat = (load(xr[i]) - mean) * rstd;
+      const float gh = w ? load(gr[i]) * load(w[i]) : load(gr[i]);
+      dr[i] = store<T>(rstd * (gh - meanG - xhat * meanGX));
     }
     if (threadIdx.x == 0) {
       stats[2 * r] = mean;
@@ -471,7 +510,8 @@ __global__ void layerNormBackwardRows(const float *__restrict g, const float *__
 
 /// partial[chunk][0][i] = Σ g·x̂, partial[chunk][1][i] = Σ g over the
 /// chunk's rows, for column i (blockIdx.y is the chunk).
-__global__ void layerNormBackwardColumns(const float *__restrict g, const float *__restrict x,
+template <typename T>
+__global__ void layerNormBackwardColumns(const T *__restrict g, const T *__restrict x,
                                          const float *__restrict stats,
                                          double *__restrict partial, int64_t rows, int64_t d,
                                          int64_t perChunk) {
@@ -482,8 +522,8 @@ __global__ void layerNormBackwardColumns(const float *__restrict g, const float 
   const int64_t r0 = chunk * perChunk, r1 = r0 + perChunk < rows ? r0 + perChunk : rows;
   double sw = 0, sb = 0;
   for (int64_t r = r0; r < r1; ++r) {
-    const float xhat = (x[r * d + i] - stats[2 * r]) * stats[2 * r + 1];
-    const float gi = g[r * d + i];
+    const float xhat = (load(x[r * d + i]) - stats[2 * r]) * stats[2 * r + 1];
+    const float gi = load(g[r * d + i]);
     sw += static_cast<double>(gi) * xhat;
     sb += gi;
   }
@@ -491,44 +531,37 @@ __global__ void layerNormBackwardColumns(const float *__restrict g, const float 
   partial[chunk * 2 * d + d + i] = sb;
 }
 
-__global__ void layerNormBackwardSum(const double *__restrict partial, float *__restrict dw,
-                                     float *__restrict db, int64_t d, int64_t chunks) {
+template <typename T>
+__global__ void layerNormBackwardSum(const double *__restrict partial, T *__restrict dw,
+                                     T *__restrict db, int64_t d, int64_t chunks) {
   for (int64_t i = globalThread(); i < d; i += globalThreads()) {
     double sw = 0, sb = 0;
     for (int64_t k = 0; k < chunks; ++k) {
       sw += partial[k * 2 * d + i];
       sb += partial[k * 2 * d + d + i];
     }
-    dw[i] = static_cast<float>(sw);
-    db[i] = static_cast<float>(sb);
+    dw[i] = store<T>(sw);
+    db[i] = store<T>(sb);
   }
 }
 
-Status buildLayerNormBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  LayerNormBackwardParams p;
-  CLEAVE_RETURN_IF_ERROR(parseLayerNormBackward(sig, "cuda", &p));
-  const int64_t perChunk = std::max<int64_t>(1, (p.rows + kColumnChunks - 1) / kColumnChunks);
-  const int64_t chunks = (p.rows + perChunk - 1) / perChunk;
-  // The rows' statistics (2 floats each, padded to 8 bytes), then the
-  // chunks' partial sums.
-  const size_t statsBytes = ((2 * sizeof(float) * p.rows + 255) / 256) * 256;
-  const size_t partialBytes = sizeof(double) * 2 * p.d * chunks;
-  void *unused = nullptr;
-  CLEAVE_RETURN_IF_ERROR(ctx.sharedWorkspace(statsBytes + partialBytes, &unused));
+template <typename T>
+KernelFn makeLayerNormBackward(DeviceContext &ctx, const std::string &name,
+                               const LayerNormBackwardParams &p, int64_t perChunk,
+                               int64_t chunks, size_t statsBytes) {
   DeviceContext *c = &ctx;
-  const std::string name = sig.kernel;
-  *fn = [c, p, name, perChunk, chunks, statsBytes](const KernelCall &call) -> Status {
-    const float *g = static_cast<const float *>(call.inputs[0]);
-    const float *x = static_cast<const float *>(call.inputs[1]);
-    const float *w = p.hasWeight ? static_cast<const float *>(call.inputs[2]) : nullptr;
-    float *dx = static_cast<float *>(call.outputs[0]);
-    float *dw = static_cast<float *>(call.outputs[1]);
-    float *db = static_cast<float *>(call.outputs[2]);
+  return [c, p, name, perChunk, chunks, statsBytes](const KernelCall &call) -> Status {
+    const T *g = static_cast<const T *>(call.inputs[0]);
+    const T *x = static_cast<const T *>(call.inputs[1]);
+    const T *w = p.hasWeight ? static_cast<const T *>(call.inputs[2]) : nullptr;
+    T *dx = static_cast<T *>(call.outputs[0]);
+    T *dw = static_cast<T *>(call.outputs[1]);
+    T *db = static_cast<T *>(call.outputs[2]);
     if (!p.d)
       return {};
     if (!p.rows) {
-      CLEAVE_CUDA_TRY(cudaMemsetAsync(dw, 0, p.d * sizeof(float), c->stream));
-      CLEAVE_CUDA_TRY(cudaMemsetAsync(db, 0, p.d * sizeof(float), c->stream));
+      CLEAVE_CUDA_TRY(cudaMemsetAsync(dw, 0, p.d * sizeof(T), c->stream));
+      CLEAVE_CUDA_TRY(cudaMemsetAsync(db, 0, p.d * sizeof(T), c->stream));
       return {};
     }
     float *stats = static_cast<float *>(c->workspace);
@@ -546,6 +579,22 @@ Status buildLayerNormBackward(const KernelSignature &sig, DeviceContext &ctx, Ke
                                                                        chunks);
     return launchStatus(name);
   };
+}
+
+Status buildLayerNormBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  LayerNormBackwardParams p;
+  CLEAVE_RETURN_IF_ERROR(parseLayerNormBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  const int64_t perChunk = std::max<int64_t>(1, (p.rows + kColumnChunks - 1) / kColumnChunks);
+  const int64_t chunks = (p.rows + perChunk - 1) / perChunk;
+  // The rows' statistics (2 floats each, padded to 8 bytes), then the
+  // chunks' partial sums.
+  const size_t statsBytes = ((2 * sizeof(float) * p.rows + 255) / 256) * 256;
+  const size_t partialBytes = sizeof(double) * 2 * p.d * chunks;
+  void *unused = nullptr;
+  CLEAVE_RETURN_IF_ERROR(ctx.sharedWorkspace(statsBytes + partialBytes, &unused));
+  *fn = p.dtype == DType::BF16
+            ? makeLayerNormBackward<bf16>(ctx, sig.kernel, p, perChunk, chunks, statsBytes)
+            : makeLayerNormBackward<float>(ctx, sig.kernel, p, perChunk, chunks, statsBytes);
   return {};
 }
 
@@ -555,11 +604,11 @@ Status buildLayerNormBackward(const KernelSignature &sig, DeviceContext &ctx, Ke
 
 enum class Activation { GeluErf, GeluTanh, Silu };
 
-template <Activation A>
-__global__ void activationBackwardKernel(const float *__restrict g, const float *__restrict x,
-                                         float *__restrict dx, int64_t n) {
+template <typename T, Activation A>
+__global__ void activationBackwardKernel(const T *__restrict g, const T *__restrict x,
+                                         T *__restrict dx, int64_t n) {
   for (int64_t i = globalThread(); i < n; i += globalThreads()) {
-    const float v = x[i];
+    const float v = load(x[i]);
     float d;
     if constexpr (A == Activation::GeluErf) {
       const float kAlpha = 0.70710678118654752440f;
@@ -578,35 +627,42 @@ __global__ void activationBackwardKernel(const float *__restrict g, const float 
       const float s = 1.0f / (1.0f + expf(-v));
       d = s * (1.0f + v * (1.0f - s));
     }
-    dx[i] = g[i] * d;
+    dx[i] = store<T>(load(g[i]) * d);
   }
 }
 
-template <Activation A>
+template <typename T, Activation A>
 KernelFn activationBackward(DeviceContext &ctx, const std::string &name, int64_t n) {
   DeviceContext *c = &ctx;
   return [c, name, n](const KernelCall &call) -> Status {
     if (!n)
       return {};
-    activationBackwardKernel<A><<<gridFor(*c, n), kThreads, 0, c->stream>>>(
-        static_cast<const float *>(call.inputs[0]), static_cast<const float *>(call.inputs[1]),
-        static_cast<float *>(call.outputs[0]), n);
+    activationBackwardKernel<T, A><<<gridFor(*c, n), kThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<const T *>(call.inputs[1]),
+        static_cast<T *>(call.outputs[0]), n);
     return launchStatus(name);
   };
 }
 
+template <Activation A>
+KernelFn activationBackward(DeviceContext &ctx, const std::string &name,
+                            const ActivationBackwardParams &p) {
+  return p.dtype == DType::BF16 ? activationBackward<bf16, A>(ctx, name, p.n)
+                                : activationBackward<float, A>(ctx, name, p.n);
+}
+
 Status buildGeluBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   ActivationBackwardParams p;
-  CLEAVE_RETURN_IF_ERROR(parseGeluBackward(sig, "cuda", &p));
-  *fn = p.tanh ? activationBackward<Activation::GeluTanh>(ctx, sig.kernel, p.n)
-               : activationBackward<Activation::GeluErf>(ctx, sig.kernel, p.n);
+  CLEAVE_RETURN_IF_ERROR(parseGeluBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  *fn = p.tanh ? activationBackward<Activation::GeluTanh>(ctx, sig.kernel, p)
+               : activationBackward<Activation::GeluErf>(ctx, sig.kernel, p);
   return {};
 }
 
 Status buildSiluBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   ActivationBackwardParams p;
-  CLEAVE_RETURN_IF_ERROR(parseSiluBackward(sig, "cuda", &p));
-  *fn = activationBackward<Activation::Silu>(ctx, sig.kernel, p.n);
+  CLEAVE_RETURN_IF_ERROR(parseSiluBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  *fn = activationBackward<Activation::Silu>(ctx, sig.kernel, p);
   return {};
 }
 

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/KernelParams.h"
-#include "runtime/cuda/DeviceContext.h"
+#include "runtime/cuda/GemmCall.h"
 
 #include <cstring>
 #include <memory>
@@ -21,138 +21,113 @@
 namespace cleave::runtime::cuda {
 namespace {
 
-/// One column-major GEMM D[rows, cols] = X[rows, k] · Y[k, cols], X stored
-/// as [k, rows] and read transposed when transX; `batch` times with element
-/// strides between batches (0: shared by every batch).
-struct GemmProblem {
-  DType dtype = DType::F32;
-  int64_t rows = 0, cols = 0, k = 0;
-  bool transX = false;
-  int64_t batch = 1;
-  int64_t strideX = 0, strideY = 0, strideD = 0;
-  /// Byte offsets the caller adds to X, Y and D between calls (ORed): they
-  /// bound the alignment the algorithm may assume.
-  uint64_t offsetsX = 0, offsetsY = 0, offsetsD = 0;
-  bool bias = false;
-};
-
 /// The largest power of two, up to 256, dividing every bit pattern given.
 uint32_t alignmentOf(uint64_t bits) {
   bits |= 256;
   return static_cast<uint32_t>(bits & (~bits + 1));
 }
 
-/// cuBLASLt descriptors of one problem, and its algorithm once picked.
-class Gemm {
-public:
-  Gemm() = default;
-  Gemm(const Gemm &) = delete;
-  Gemm &operator=(const Gemm &) = delete;
-  ~Gemm() {
-    for (cublasLtMatrixLayout_t l : {x_, y_, d_})
-      if (l)
-        cublasLtMatrixLayoutDestroy(l);
-    if (op_)
-      cublasLtMatmulDescDestroy(op_);
-  }
+} // namespace
 
-  Status init(const GemmProblem &p, bool tf32) {
-    p_ = p;
-    type_ = p.dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
-    cublasComputeType_t compute =
-        p.dtype == DType::F32 && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    CLEAVE_CUBLAS_TRY(cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F));
-    cublasOperation_t tx = p.transX ? CUBLAS_OP_T : CUBLAS_OP_N, ty = CUBLAS_OP_N;
-    CLEAVE_CUBLAS_TRY(
-        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &tx, sizeof(tx)));
-    CLEAVE_CUBLAS_TRY(
-        cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &ty, sizeof(ty)));
-    if (p.bias) {
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
-      CLEAVE_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE,
-                                                       &epilogue, sizeof(epilogue)));
-      CLEAVE_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
-                                                       &type_, sizeof(type_)));
-    }
-    uint64_t xRows = p.transX ? p.k : p.rows, xCols = p.transX ? p.rows : p.k;
-    CLEAVE_RETURN_IF_ERROR(layout(&x_, xRows, xCols, p.strideX));
-    CLEAVE_RETURN_IF_ERROR(layout(&y_, p.k, p.cols, p.strideY));
-    CLEAVE_RETURN_IF_ERROR(layout(&d_, p.rows, p.cols, p.strideD));
-    return {};
-  }
+Gemm::~Gemm() {
+  for (cublasLtMatrixLayout_t l : {x_, y_, d_})
+    if (l)
+      cublasLtMatrixLayoutDestroy(l);
+  if (op_)
+    cublasLtMatmulDescDestroy(op_);
+}
 
-  Status run(DeviceContext &ctx, const void *x, const void *y, const void *bias, void *d) {
-    if (p_.bias)
-      CLEAVE_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                       &bias, sizeof(bias)));
-    const uint64_t esz = dtypeBytes(p_.dtype);
-    auto bits = [](const void *ptr) {
-      return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ptr));
-    };
-    uint32_t align[3] = {alignmentOf(bits(x) | p_.strideX * esz | p_.offsetsX),
-                         alignmentOf(bits(y) | p_.strideY * esz | p_.offsetsY),
-                         alignmentOf(bits(d) | p_.strideD * esz | p_.offsetsD)};
-    if (!picked_ || std::memcmp(align, align_, sizeof(align)) != 0) {
-      CLEAVE_RETURN_IF_ERROR(pick(ctx, align));
-      std::memcpy(align_, align, sizeof(align));
-    }
-    const float one = 1.0f, zero = 0.0f;
-    CLEAVE_CUBLAS_TRY(cublasLtMatmul(ctx.lt, op_, &one, x, x_, y, y_, &zero, d, d_, d, d_, &algo_,
-                                     ctx.gemmWorkspace, ctx.gemmWorkspaceBytes, ctx.stream));
-    return {};
+Status Gemm::init(const GemmProblem &p, bool tf32) {
+  p_ = p;
+  type_ = p.dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_32F;
+  cublasComputeType_t compute =
+      p.dtype == DType::F32 && tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  CLEAVE_CUBLAS_TRY(cublasLtMatmulDescCreate(&op_, compute, CUDA_R_32F));
+  cublasOperation_t tx = p.transX ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t ty = p.transY ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CLEAVE_CUBLAS_TRY(
+      cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &tx, sizeof(tx)));
+  CLEAVE_CUBLAS_TRY(
+      cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &ty, sizeof(ty)));
+  if (p.bias) {
+    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    CLEAVE_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                                     &epilogue, sizeof(epilogue)));
+    CLEAVE_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+                                                     &type_, sizeof(type_)));
   }
+  uint64_t xRows = p.transX ? p.k : p.rows, xCols = p.transX ? p.rows : p.k;
+  uint64_t yRows = p.transY ? p.cols : p.k, yCols = p.transY ? p.k : p.cols;
+  CLEAVE_RETURN_IF_ERROR(layout(&x_, xRows, xCols, p.strideX));
+  CLEAVE_RETURN_IF_ERROR(layout(&y_, yRows, yCols, p.strideY));
+  CLEAVE_RETURN_IF_ERROR(layout(&d_, p.rows, p.cols, p.strideD));
+  return {};
+}
 
-private:
-  Status layout(cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols, int64_t stride) {
-    CLEAVE_CUBLAS_TRY(cublasLtMatrixLayoutCreate(l, type_, rows, cols, static_cast<int64_t>(rows)));
-    if (p_.batch > 1) {
-      int32_t count = static_cast<int32_t>(p_.batch);
-      CLEAVE_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
-                                                         &count, sizeof(count)));
-      CLEAVE_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(
-          *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
-    }
-    return {};
+Status Gemm::run(DeviceContext &ctx, const void *x, const void *y, const void *bias, void *d) {
+  if (p_.bias)
+    CLEAVE_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                     &bias, sizeof(bias)));
+  const uint64_t esz = dtypeBytes(p_.dtype);
+  auto bits = [](const void *ptr) {
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(ptr));
+  };
+  uint32_t align[3] = {alignmentOf(bits(x) | p_.strideX * esz | p_.offsetsX),
+                       alignmentOf(bits(y) | p_.strideY * esz | p_.offsetsY),
+                       alignmentOf(bits(d) | p_.strideD * esz | p_.offsetsD)};
+  if (!picked_ || std::memcmp(align, align_, sizeof(align)) != 0) {
+    CLEAVE_RETURN_IF_ERROR(pick(ctx, align));
+    std::memcpy(align_, align, sizeof(align));
   }
+  const float one = 1.0f, zero = 0.0f;
+  CLEAVE_CUBLAS_TRY(cublasLtMatmul(ctx.lt, op_, &one, x, x_, y, y_, &zero, d, d_, d, d_, &algo_,
+                                   ctx.gemmWorkspace, ctx.gemmWorkspaceBytes, ctx.stream));
+  return {};
+}
 
-  Status pick(DeviceContext &ctx, const uint32_t align[3]) {
-    cublasLtMatmulPreference_t pref = nullptr;
-    CLEAVE_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&pref));
-    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>,
-                    cublasStatus_t (*)(cublasLtMatmulPreference_t)>
-        guard(pref, cublasLtMatmulPreferenceDestroy);
-    uint64_t workspace = ctx.gemmWorkspaceBytes;
-    CLEAVE_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
-    // cuBLASLt's A is our X, its B our Y; C is D (beta is 0).
-    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align[0]},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align[1]},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align[2]},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align[2]}};
-    for (const auto &[attr, value] : alignments)
-      CLEAVE_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
-    cublasLtMatmulHeuristicResult_t result;
-    int found = 0;
-    CLEAVE_CUBLAS_TRY(
-        cublasLtMatmulAlgoGetHeuristic(ctx.lt, op_, x_, y_, d_, d_, pref, 1, &result, &found));
-    if (found == 0)
-      return CLEAVE_ERROR("cuBLASLt has no algorithm for a ", dtypeName(p_.dtype), " GEMM of ",
-                          p_.rows, "x", p_.k, " by ", p_.k, "x", p_.cols, " (batch ", p_.batch,
-                          ")");
-    algo_ = result.algo;
-    picked_ = true;
-    return {};
+Status Gemm::layout(cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols, int64_t stride) {
+  CLEAVE_CUBLAS_TRY(cublasLtMatrixLayoutCreate(l, type_, rows, cols, static_cast<int64_t>(rows)));
+  if (p_.batch > 1) {
+    int32_t count = static_cast<int32_t>(p_.batch);
+    CLEAVE_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                       &count, sizeof(count)));
+    CLEAVE_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(
+        *l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
   }
+  return {};
+}
 
-  GemmProblem p_;
-  cudaDataType_t type_ = CUDA_R_32F;
-  cublasLtMatmulDesc_t op_ = nullptr;
-  cublasLtMatrixLayout_t x_ = nullptr, y_ = nullptr, d_ = nullptr;
-  cublasLtMatmulAlgo_t algo_;
-  bool picked_ = false;
-  uint32_t align_[3] = {};
-};
+Status Gemm::pick(DeviceContext &ctx, const uint32_t align[3]) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  CLEAVE_CUBLAS_TRY(cublasLtMatmulPreferenceCreate(&pref));
+  std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>,
+                  cublasStatus_t (*)(cublasLtMatmulPreference_t)>
+      guard(pref, cublasLtMatmulPreferenceDestroy);
+  uint64_t workspace = ctx.gemmWorkspaceBytes;
+  CLEAVE_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
+  // cuBLASLt's A is our X, its B our Y; C is D (beta is 0).
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align[0]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align[1]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align[2]},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align[2]}};
+  for (const auto &[attr, value] : alignments)
+    CLEAVE_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+  cublasLtMatmulHeuristicResult_t result;
+  int found = 0;
+  CLEAVE_CUBLAS_TRY(
+      cublasLtMatmulAlgoGetHeuristic(ctx.lt, op_, x_, y_, d_, d_, pref, 1, &result, &found));
+  if (found == 0)
+    return CLEAVE_ERROR("cuBLASLt has no algorithm for a ", dtypeName(p_.dtype), " GEMM of ",
+                        p_.rows, "x", p_.k, " by ", p_.k, "x", p_.cols, " (batch ", p_.batch,
+                        ")");
+  algo_ = result.algo;
+  picked_ = true;
+  return {};
+}
+
+namespace {
 
 /// An output with no contraction (k == 0) is zero, plus the bias if any.
 Status zeroContraction(DeviceContext &ctx, void *out, const void *bias, int64_t rows, int64_t n,

@@ -1,0 +1,58 @@
+//===- GemmCall.h - One cuBLASLt GEMM for CUDA builders ---------*- C++ -*-===//
+//
+// The column-major GEMM behind matmul and linear (Gemm.cpp), for the other
+// builders that are a GEMM (linear_backward_weight): descriptors made at
+// prepare time, the algorithm picked at the first call, when the operands'
+// alignment is known, and kept.
+//
+//===----------------------------------------------------------------------===//
+#pragma once
+
+#include "runtime/cuda/DeviceContext.h"
+
+namespace cleave::runtime::cuda {
+
+/// One column-major GEMM D[rows, cols] = X[rows, k] · Y[k, cols], X stored
+/// as [k, rows] and read transposed when transX, Y stored as [cols, k] and
+/// read transposed when transY; `batch` times with element strides between
+/// batches (0: shared by every batch).
+struct GemmProblem {
+  DType dtype = DType::F32;
+  int64_t rows = 0, cols = 0, k = 0;
+  bool transX = false, transY = false;
+  int64_t batch = 1;
+  int64_t strideX = 0, strideY = 0, strideD = 0;
+  /// Byte offsets the caller adds to X, Y and D between calls (ORed): they
+  /// bound the alignment the algorithm may assume.
+  uint64_t offsetsX = 0, offsetsY = 0, offsetsD = 0;
+  bool bias = false;
+};
+
+/// cuBLASLt descriptors of one problem, and its algorithm once picked.
+/// rows, cols and k must be positive (callers handle empty problems).
+class Gemm {
+public:
+  Gemm() = default;
+  Gemm(const Gemm &) = delete;
+  Gemm &operator=(const Gemm &) = delete;
+  ~Gemm();
+
+  /// `tf32`: f32 may run on TF32 tensor cores.
+  Status init(const GemmProblem &p, bool tf32);
+  /// D = X · Y (+ bias), enqueued on ctx.stream.
+  Status run(DeviceContext &ctx, const void *x, const void *y, const void *bias, void *d);
+
+private:
+  Status layout(cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols, int64_t stride);
+  Status pick(DeviceContext &ctx, const uint32_t align[3]);
+
+  GemmProblem p_;
+  cudaDataType_t type_ = CUDA_R_32F;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t x_ = nullptr, y_ = nullptr, d_ = nullptr;
+  cublasLtMatmulAlgo_t algo_;
+  bool picked_ = false;
+  uint32_t align_[3] = {};
+};
+
+} // namespace cleave::runtime::cuda

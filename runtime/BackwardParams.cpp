@@ -32,8 +32,7 @@ Status requireOutput(const KernelSignature &sig, size_t i, const char *name,
 /// shape) with the window attributes; OH and OW must be what the forward
 /// computes from H, W.
 Status parseWindowBackward(const KernelSignature &sig, const char *backend,
-                           std::initializer_list<DType> dtypes, bool hasDilation,
-                           PoolParams *g) {
+                           std::initializer_list<DType> dtypes, bool hasDilation, PoolParams *g) {
   const TensorDesc &grad = *sig.inputs[0];
   const TensorDesc &x = sig.outputs[0];
   CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "grad", grad, dtypes));
@@ -100,10 +99,9 @@ Status parseConv2dBackward(const KernelSignature &sig, const char *backend,
   CLEAVE_RETURN_IF_ERROR(requireRank(sig, "grad", grad, 4, "[N, F, OH, OW]"));
   CLEAVE_RETURN_IF_ERROR(
       requireRank(sig, other, known, 4, forInput ? "[F, C/groups, KH, KW]" : "[N, C, H, W]"));
-  CLEAVE_RETURN_IF_ERROR(requireRank(sig, forInput ? "output (the input's gradient)"
-                                                   : "output (the weight's gradient)",
-                                     result, 4,
-                                     forInput ? "[N, C, H, W]" : "[F, C/groups, KH, KW]"));
+  CLEAVE_RETURN_IF_ERROR(requireRank(
+      sig, forInput ? "output (the input's gradient)" : "output (the weight's gradient)", result, 4,
+      forInput ? "[N, C, H, W]" : "[F, C/groups, KH, KW]"));
   const TensorDesc &x = forInput ? result : known, &w = forInput ? known : result;
   Conv2dAttrs attrs;
   CLEAVE_RETURN_IF_ERROR(parseConv2dAttrs(sig, x, forInput ? "output" : "input", w,
@@ -131,14 +129,13 @@ Status parseConv2dBackward(const KernelSignature &sig, const char *backend,
   if (grad.shape != outShape)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(grad.shape, grad.dtype),
                         " is not the shape of the conv2d's output, expected ",
-                        describe(outShape, grad.dtype), " (from input ",
-                        describe(x.shape, x.dtype), ", weight ", describe(w.shape, w.dtype),
-                        " and the attributes)");
-  const size_t needed =
-      forInput ? conv2dBackwardInputScratchBytes(x.shape, w.shape, outShape, groups, stride,
-                                                 padding, dilation, x.dtype)
-               : conv2dBackwardWeightScratchBytes(x.shape, w.shape, outShape, groups, stride,
-                                                  padding, dilation, x.dtype);
+                        describe(outShape, grad.dtype), " (from input ", describe(x.shape, x.dtype),
+                        ", weight ", describe(w.shape, w.dtype), " and the attributes)");
+  const size_t needed = forInput
+                            ? conv2dBackwardInputScratchBytes(x.shape, w.shape, outShape, groups,
+                                                              stride, padding, dilation, x.dtype)
+                            : conv2dBackwardWeightScratchBytes(x.shape, w.shape, outShape, groups,
+                                                               stride, padding, dilation, x.dtype);
   if (sig.scratchBytes < needed)
     return CLEAVE_ERROR(sig.kernel, ": needs ", needed, " bytes of scratch for its column matrix (",
                         p.channels / groups * p.kh * p.kw, "x", p.oh * p.ow,
@@ -160,7 +157,8 @@ Status parseMaxPool2dBackward(const KernelSignature &sig, const char *backend,
   const TensorDesc &x = *sig.inputs[1];
   CLEAVE_RETURN_IF_ERROR(checkSameDType(sig, "grad", *sig.inputs[0], "input", x));
   if (x != sig.outputs[0])
-    return CLEAVE_ERROR(sig.kernel, ": output ", describe(sig.outputs[0].shape, sig.outputs[0].dtype),
+    return CLEAVE_ERROR(sig.kernel, ": output ",
+                        describe(sig.outputs[0].shape, sig.outputs[0].dtype),
                         " must be the input's shape ", describe(x.shape, x.dtype));
   return parseWindowBackward(sig, backend, dtypes, /*hasDilation=*/true, out);
 }
@@ -227,9 +225,9 @@ Status parseAttentionBackward(const KernelSignature &sig, const char *backend,
                         " must be [B, H, Sq, D], [B, H, Sk, D] and [B, H, Sk, Dv]");
   const Shape outShape = {q.shape[0], q.shape[1], q.shape[2], v.shape[3]};
   if (y.shape != outShape)
-    return CLEAVE_ERROR(sig.kernel, ": output ", describe(y.shape, y.dtype),
-                        " must be the attention's output [B, H, Sq, Dv] = ",
-                        describe(outShape, y.dtype));
+    return CLEAVE_ERROR(
+        sig.kernel, ": output ", describe(y.shape, y.dtype),
+        " must be the attention's output [B, H, Sq, Dv] = ", describe(outShape, y.dtype));
   if (g.shape != outShape)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(g.shape, g.dtype),
                         " must be the output's shape ", describe(outShape, g.dtype));
@@ -307,8 +305,8 @@ Status parseSliceBackward(const KernelSignature &sig, SliceParams *out) {
   expected[sp.dim] = sp.count;
   if (g.shape != expected)
     return CLEAVE_ERROR(sig.kernel, ": grad ", describe(g.shape, g.dtype), " must be ",
-                        describe(expected, g.dtype), " (the output with dim ", sp.dim,
-                        " sliced [", sp.start, ":", sp.end, ":", sp.step, "])");
+                        describe(expected, g.dtype), " (the output with dim ", sp.dim, " sliced [",
+                        sp.start, ":", sp.end, ":", sp.step, "])");
   *out = sp;
   return {};
 }

@@ -46,8 +46,7 @@ Status parseAvgPool2dBackward(const KernelSignature &sig, const char *backend,
 /// adaptive_avg_pool2d_backward(grad [N, C, OH, OW]) -> [N, C, H, W]; no
 /// plane may be empty when there is something to spread.
 Status parseAdaptiveAvgPool2dBackward(const KernelSignature &sig, const char *backend,
-                                      std::initializer_list<DType> dtypes,
-                                      AdaptivePoolParams *out);
+                                      std::initializer_list<DType> dtypes, AdaptivePoolParams *out);
 
 /// attention_backward(grad, q, k, v, output) -> grad_q, grad_k, grad_v:
 /// attention's shapes and attributes (causal, scale); the scratch holds two

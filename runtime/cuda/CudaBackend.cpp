@@ -33,6 +33,7 @@ const KernelTable &kernelTable() {
     registerDataMovementKernels(t);
     registerAttentionKernels(t);
     registerLinalgKernels(t);
+    registerTrainingContractionKernels(t);
     return t;
   }();
   return table;
@@ -174,6 +175,10 @@ public:
     if (error.code == DeviceError::EmbeddingIndexOutOfRange)
       return CLEAVE_ERROR("embedding: index ", error.values[0], " at position ", error.values[1],
                           " is out of range for a table of ", error.values[2], " rows");
+    if (error.code == DeviceError::EmbeddingBackwardIndexOutOfRange)
+      return CLEAVE_ERROR("embedding_backward: index ", error.values[0], " at position ",
+                          error.values[1], " is out of range for a table of ", error.values[2],
+                          " rows");
     if (error.code == DeviceError::GatherIndexOutOfRange ||
         error.code == DeviceError::ScatterIndexOutOfRange)
       return CLEAVE_ERROR(error.code == DeviceError::GatherIndexOutOfRange ? "gather" : "scatter",

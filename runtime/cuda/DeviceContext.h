@@ -36,11 +36,14 @@ struct DeviceError {
     EmbeddingIndexOutOfRange = 1,
     GatherIndexOutOfRange = 2,
     ScatterIndexOutOfRange = 3,
-    PivotOutOfRange = 4
+    PivotOutOfRange = 4,
+    // 5-8: the training kernels of family A
+    EmbeddingBackwardIndexOutOfRange = 9
   };
   int code;
   int pad;
-  /// EmbeddingIndexOutOfRange: the index, its position, the table's rows.
+  /// EmbeddingIndexOutOfRange, EmbeddingBackwardIndexOutOfRange: the index,
+  /// its position, the table's rows.
   /// Gather/ScatterIndexOutOfRange: the index, its position, the size of
   /// the indexed dim. PivotOutOfRange: the pivot, its matrix, the rows.
   long long values[3];
@@ -133,5 +136,14 @@ void registerAttentionKernels(KernelTable &table);
 /// lu_factor lu_pivots_to_permutation cholesky triangular_solve (a thread
 /// per matrix, in double).
 void registerLinalgKernels(KernelTable &table);
+/// The gradients of the contractions (kernels/TrainingContractions.cu):
+/// linear_backward_weight (cuBLASLt) conv2d_backward_input
+/// conv2d_backward_weight (cuDNN) max_pool2d_backward avg_pool2d_backward
+/// adaptive_avg_pool2d_backward attention_backward embedding_backward
+/// slice_backward.
+void registerTrainingContractionKernels(KernelTable &table);
+/// Its library calls (ContractionBackward.cpp): linear_backward_weight
+/// conv2d_backward_input conv2d_backward_weight.
+void registerContractionBackwardKernels(KernelTable &table);
 
 } // namespace cleave::runtime::cuda

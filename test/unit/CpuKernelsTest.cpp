@@ -4239,6 +4239,9 @@ TEST_P(TrainingKernelTest, AttentionBackwardMatchesReference) {
       {{1, 2, 7, 4}, {1, 2, 3, 4}, {1, 2, 3, 5}, true, 0.5}, // rows that see no key
       {{3, 1, 65, 7}, {3, 1, 65, 7}, {3, 1, 65, 9}, false, 1.0},
       {{4, 8, 67, 16}, {4, 8, 67, 16}, {4, 8, 67, 16}, true, 0.25}, // one task per head
+      // Wide heads: the CUDA tiles need more than 48 KiB of shared memory.
+      {{1, 2, 100, 128}, {1, 2, 100, 128}, {1, 2, 100, 128}, true, 0.088},
+      {{1, 1, 40, 256}, {1, 1, 33, 256}, {1, 1, 33, 200}, false, 0.0625},
   };
   for (const Case &c : cases) {
     HostTensor q = random(c.q), k = random(c.k), v = random(c.v);

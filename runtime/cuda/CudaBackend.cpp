@@ -10,6 +10,7 @@
 #include "runtime/cuda/CudaPlugin.h"
 #include "runtime/cuda/DeviceContext.h"
 #include "runtime/cuda/NcclCommunicator.h"
+#include "runtime/TrainingParams.h"
 
 #include <cstring>
 
@@ -33,6 +34,7 @@ const KernelTable &kernelTable() {
     registerDataMovementKernels(t);
     registerAttentionKernels(t);
     registerLinalgKernels(t);
+    registerTrainingKernels(t);
     registerTrainingContractionKernels(t);
     return t;
   }();
@@ -187,6 +189,16 @@ public:
     if (error.code == DeviceError::PivotOutOfRange)
       return CLEAVE_ERROR("lu_pivots_to_permutation: pivot ", error.values[0], " of matrix ",
                           error.values[1], " is outside [1, ", error.values[2], "]");
+    if (error.code == DeviceError::TargetOutOfRange ||
+        error.code == DeviceError::NllBackwardTargetOutOfRange)
+      return CLEAVE_ERROR(error.code == DeviceError::TargetOutOfRange ? "nll_loss"
+                                                                       : "nll_loss_backward",
+                          ": target ", error.values[0], " of row ", error.values[1],
+                          " is outside [0, ", error.values[2], ") and is not ignore_index");
+    if (error.code == DeviceError::StepNotPositive)
+      return stepError(error.values[1] == 0 ? "adamw" : "sgd", error.values[0]);
+    if (error.code == DeviceError::SampleOffsetNegative)
+      return CLEAVE_ERROR("dropout_train: sample_offset ", error.values[0], " is negative");
     return CLEAVE_ERROR("cuda backend: a kernel reported error code ", error.code);
   }
 

@@ -37,7 +37,10 @@ struct DeviceError {
     GatherIndexOutOfRange = 2,
     ScatterIndexOutOfRange = 3,
     PivotOutOfRange = 4,
-    // 5-8: the training kernels of family A
+    TargetOutOfRange = 5,
+    StepNotPositive = 6,
+    SampleOffsetNegative = 7,
+    NllBackwardTargetOutOfRange = 8,
     EmbeddingBackwardIndexOutOfRange = 9
   };
   int code;
@@ -46,6 +49,9 @@ struct DeviceError {
   /// its position, the table's rows.
   /// Gather/ScatterIndexOutOfRange: the index, its position, the size of
   /// the indexed dim. PivotOutOfRange: the pivot, its matrix, the rows.
+  /// TargetOutOfRange (nll_loss), NllBackwardTargetOutOfRange: the target,
+  /// its row, the classes. StepNotPositive: the step, then 0 for adamw, 1
+  /// for sgd. SampleOffsetNegative (dropout_train): the offset.
   long long values[3];
 };
 
@@ -136,6 +142,11 @@ void registerAttentionKernels(KernelTable &table);
 /// lu_factor lu_pivots_to_permutation cholesky triangular_solve (a thread
 /// per matrix, in double).
 void registerLinalgKernels(KernelTable &table);
+/// Training, family A (kernels/Training.cu): assign dropout_train
+/// batch_norm_train update_running_stats batch_norm_backward nll_loss
+/// nll_loss_backward softmax_backward log_softmax_backward
+/// layer_norm_backward gelu_backward silu_backward adamw sgd.
+void registerTrainingKernels(KernelTable &table);
 /// The gradients of the contractions (kernels/TrainingContractions.cu):
 /// linear_backward_weight (cuBLASLt) conv2d_backward_input
 /// conv2d_backward_weight (cuDNN) max_pool2d_backward avg_pool2d_backward

@@ -357,9 +357,9 @@ TEST_P(KernelTest, HasEveryKernelOfTheDialect) {
   std::set<std::string> names;
   for (const std::string &n : backend->kernelNames())
     names.insert(n);
+  // Both backends run every kernel a plan can name, training ones included.
   std::set<std::string> expected(kAllKernels.begin(), kAllKernels.end());
-  if (GetParam() == "cpu")
-    expected.insert(kTrainingContractionKernels.begin(), kTrainingContractionKernels.end());
+  expected.insert(kTrainingContractionKernels.begin(), kTrainingContractionKernels.end());
   EXPECT_EQ(names, expected);
   for (const std::string &n : kAllKernels)
     EXPECT_TRUE(backend->hasKernel(n)) << n;
@@ -3795,11 +3795,6 @@ class TrainingKernelTest : public KernelTest {
 protected:
   void SetUp() override {
     KernelTest::SetUp();
-    if (IsSkipped())
-      return;
-    for (const std::string &kernel : kTrainingContractionKernels)
-      if (!backend->hasKernel(kernel))
-        GTEST_SKIP() << "backend '" << GetParam() << "' has no '" << kernel << "' yet";
   }
 
   /// Runs `s` (any number of outputs) on copies of `inputs`; the outputs
@@ -3848,6 +3843,8 @@ protected:
 
 TEST_P(TrainingKernelTest, BuildersRejectMalformedSignatures) {
   for (const std::string &kernel : kTrainingContractionKernels) {
+    if (!backend->hasKernel(kernel))
+      continue; // a backend without it yet: the kernel tests below skip
     expectError(sig(kernel, {}, D(f32, {2})), {kernel + ":"});
     KernelSignature noOutput = sig(kernel, {D(f32, {2, 2})}, D(f32, {2, 2}));
     noOutput.outputs.clear();
@@ -3857,6 +3854,7 @@ TEST_P(TrainingKernelTest, BuildersRejectMalformedSignatures) {
 }
 
 TEST_P(TrainingKernelTest, LinearBackwardWeightIsOneGemm) {
+  REQUIRE_KERNEL("linear_backward_weight");
   for (Shape lead : {Shape{7}, Shape{2, 3}, Shape{1}, Shape{0}, Shape{3, 5, 2}}) {
     for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 3}, {17, 33}, {1, 1}}) {
       Shape gs = lead, xs = lead;
@@ -3928,6 +3926,8 @@ template <typename Fn> void forEachConvTap(const ConvCase &c, const Fn &fn) {
 }
 
 TEST_P(TrainingKernelTest, Conv2dBackwardMatchesTheAdjoint) {
+  REQUIRE_KERNEL("conv2d_backward_input");
+  REQUIRE_KERNEL("conv2d_backward_weight");
   for (const ConvCase &c : kConvBackwardCases) {
     const int64_t oh = convOut(c.x[2], c.w[2], c.stride[0], c.padding[0], c.dilation[0]);
     const int64_t ow = convOut(c.x[3], c.w[3], c.stride[1], c.padding[1], c.dilation[1]);
@@ -3955,6 +3955,8 @@ TEST_P(TrainingKernelTest, Conv2dBackwardMatchesTheAdjoint) {
 }
 
 TEST_P(TrainingKernelTest, Conv2dBackwardValidation) {
+  REQUIRE_KERNEL("conv2d_backward_input");
+  REQUIRE_KERNEL("conv2d_backward_weight");
   Attributes a = attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})}, {"dilation", L({1, 1})},
                         {"groups", I(1)}});
   const size_t scratch = 1 << 20;
@@ -4028,6 +4030,7 @@ void forEachWindowTap(const PoolCase &c, int64_t h, int64_t w, int64_t oy, int64
 }
 
 TEST_P(TrainingKernelTest, MaxPool2dBackwardRoutesToTheFirstMaximum) {
+  REQUIRE_KERNEL("max_pool2d_backward");
   for (const PoolCase &c : kPoolCases) {
     const int64_t h = c.x[2], w = c.x[3], planes = c.x[0] * c.x[1];
     const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], c.dilation[0], c.ceil);
@@ -4072,6 +4075,7 @@ TEST_P(TrainingKernelTest, MaxPool2dBackwardRoutesToTheFirstMaximum) {
 }
 
 TEST_P(TrainingKernelTest, AvgPool2dBackwardSpreadsWithTheForwardsDivisor) {
+  REQUIRE_KERNEL("avg_pool2d_backward");
   for (const PoolCase &c : kPoolCases) {
     for (bool includePad : {true, false}) {
       const int64_t h = c.x[2], w = c.x[3], planes = c.x[0] * c.x[1];
@@ -4105,6 +4109,7 @@ TEST_P(TrainingKernelTest, AvgPool2dBackwardSpreadsWithTheForwardsDivisor) {
 }
 
 TEST_P(TrainingKernelTest, AdaptiveAvgPool2dBackwardSpreadsOverBins) {
+  REQUIRE_KERNEL("adaptive_avg_pool2d_backward");
   struct Case { Shape x; Ints size; };
   for (const Case &c : {Case{{2, 3, 7, 7}, {1, 1}}, Case{{1, 2, 10, 9}, {3, 4}},
                         Case{{1, 1, 5, 3}, {7, 6}}, Case{{2, 2, 8, 8}, {4, 4}},
@@ -4130,6 +4135,9 @@ TEST_P(TrainingKernelTest, AdaptiveAvgPool2dBackwardSpreadsOverBins) {
 }
 
 TEST_P(TrainingKernelTest, PoolBackwardValidation) {
+  REQUIRE_KERNEL("max_pool2d_backward");
+  REQUIRE_KERNEL("avg_pool2d_backward");
+  REQUIRE_KERNEL("adaptive_avg_pool2d_backward");
   Attributes a = attrs({{"kernel", L({3, 3})}, {"stride", L({2, 2})}, {"padding", L({1, 1})},
                         {"dilation", L({1, 1})}});
   // x [1, 2, 9, 9] pools to [1, 2, 5, 5].
@@ -4223,6 +4231,7 @@ std::vector<std::vector<double>> refAttentionBackward(const HostTensor &g, const
 }
 
 TEST_P(TrainingKernelTest, AttentionBackwardMatchesReference) {
+  REQUIRE_KERNEL("attention_backward");
   struct Case {
     Shape q, k, v;
     bool causal;
@@ -4272,6 +4281,7 @@ TEST_P(TrainingKernelTest, AttentionBackwardMatchesReference) {
 }
 
 TEST_P(TrainingKernelTest, AttentionBackwardValidation) {
+  REQUIRE_KERNEL("attention_backward");
   TensorDesc q = D(f32, {2, 4, 8, 16});
   Attributes a = attrs({{"causal", B(true)}, {"scale", F(0.25)}});
   auto make5 = [&](std::vector<std::optional<TensorDesc>> in, std::vector<TensorDesc> out,
@@ -4308,6 +4318,7 @@ TEST_P(TrainingKernelTest, AttentionBackwardValidation) {
 }
 
 TEST_P(TrainingKernelTest, EmbeddingBackwardScatterAdds) {
+  REQUIRE_KERNEL("embedding_backward");
   for (DType it : {i64, i32}) {
     for (bool padding : {false, true}) {
       const int64_t rows = 13, dim = 37;
@@ -4363,6 +4374,7 @@ TEST_P(TrainingKernelTest, EmbeddingBackwardScatterAdds) {
 }
 
 TEST_P(TrainingKernelTest, SliceBackwardPlacesTheGradient) {
+  REQUIRE_KERNEL("slice_backward");
   struct Case { Shape x; int64_t dim, start, end, step; };
   std::vector<Case> cases = {
       {{4, 9}, 1, 2, 7, 1}, {{4, 9}, 0, 1, 4, 2}, {{3, 10, 5}, 1, 0, 10, 3}, {{3, 10, 5}, 2, 1, 4, 2},

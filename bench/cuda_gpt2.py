@@ -238,28 +238,13 @@ def torch_dtype(name, where):
     return getattr(torch, _ST_DTYPES[name])
 
 
-def prepare(args):
+def strip_plan_weights(plan, state):
+    """Replaces each program's weights file of `plan` by its manifest (the safetensors header,
+    verbatim) and PROGRAM.kept.safetensors (the tensors that are not in `state`, the model's
+    state_dict); every tensor that is in it must equal it cast to the plan's dtype, bit for bit.
+    Returns a line per program."""
     import torch
     from safetensors_io import save_file
-    if args.config not in CONFIGS:
-        die(f"unknown --config '{args.config}'; choose one of: {', '.join(CONFIGS)}")
-    export_args, kwargs = CONFIGS[args.config]
-    out = os.path.abspath(args.prepare)
-    plan = os.path.join(out, "plan")
-    if os.path.exists(plan):
-        die(f"{plan} exists already; give --prepare a new or empty folder")
-    os.makedirs(out, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out, prefix=".export-") as work:
-        model_path = os.path.join(work, "model.pt")
-        subprocess.run([sys.executable, os.path.join(ROOT, "examples", "export.py"), *export_args,
-                        "-o", model_path, "--seed", str(args.seed)], check=True)
-        try:
-            subprocess.run([args.cleave, "compile", model_path, "--dtype", "bf16", "-o", plan],
-                           check=True, stdout=subprocess.DEVNULL)
-        except FileNotFoundError:
-            die(f"no cleave compiler at '{args.cleave}' (pass --cleave PATH)")
-        state = torch.jit.load(model_path).state_dict()
-
     with open(os.path.join(plan, "manifest.json")) as f:
         plan_manifest = json.load(f)
     summary = []
@@ -307,6 +292,31 @@ def prepare(args):
         os.remove(weights)
         summary.append(f"{program}: {params} parameter tensors removed ({len(blob) / 1e6:.1f} MB), "
                        f"{len(kept)} kept ({kept_bytes} bytes)")
+    return summary
+
+
+def prepare(args):
+    import torch
+    if args.config not in CONFIGS:
+        die(f"unknown --config '{args.config}'; choose one of: {', '.join(CONFIGS)}")
+    export_args, kwargs = CONFIGS[args.config]
+    out = os.path.abspath(args.prepare)
+    plan = os.path.join(out, "plan")
+    if os.path.exists(plan):
+        die(f"{plan} exists already; give --prepare a new or empty folder")
+    os.makedirs(out, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=out, prefix=".export-") as work:
+        model_path = os.path.join(work, "model.pt")
+        subprocess.run([sys.executable, os.path.join(ROOT, "examples", "export.py"), *export_args,
+                        "-o", model_path, "--seed", str(args.seed)], check=True)
+        try:
+            subprocess.run([args.cleave, "compile", model_path, "--dtype", "bf16", "-o", plan],
+                           check=True, stdout=subprocess.DEVNULL)
+        except FileNotFoundError:
+            die(f"no cleave compiler at '{args.cleave}' (pass --cleave PATH)")
+        state = torch.jit.load(model_path).state_dict()
+
+    summary = strip_plan_weights(plan, state)
     # The IR dumps are for people, not for the runtime.
     shutil.rmtree(os.path.join(plan, "ir"), ignore_errors=True)
     with open(os.path.join(out, "prepare.json"), "w") as f:

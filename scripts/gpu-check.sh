@@ -19,7 +19,8 @@
 #      cleave-runtime train --backend cuda, against PyTorch 1.13 on the
 #      build machine's CPU and the machine's PyTorch on the same GPU;
 #   6. bench/cuda_gpt2.py: GPT-2 124M forward in bf16 against PyTorch eager
-#      and torch.compile on the same GPU;
+#      and torch.compile on the same GPU (SKIP_FORWARD_BENCH=1: not run), and
+#      bench/cuda_train_gpt2.py: its training step (bf16, AdamW) the same way;
 #   7. scripts/gpu/export_current_torch.py: the machine's PyTorch exports
 #      resnet50, vit_b_16 and GPT-2 for import back on the build machine.
 #
@@ -194,11 +195,24 @@ if [ "$backend" != cuda ]; then
   record "bench GPT-2 124M bf16" "n/a" "BACKEND=$backend: needs a GPU" 0
   record "exports" "n/a" "BACKEND=$backend: needs the GPU machine's PyTorch and torchvision" 0
 else
-# 6. GPT-2 124M forward, bf16, against PyTorch on the same GPU.
+# 6. GPT-2 124M forward, bf16, against PyTorch on the same GPU
+# (SKIP_FORWARD_BENCH=1 leaves it out), and its training step.
+if [ -n "${SKIP_FORWARD_BENCH:-}" ]; then
+  record "bench GPT-2 124M bf16" "n/a" "SKIP_FORWARD_BENCH set" 0
+else
 t0=$SECONDS
 step bench-gpt2 240 "$py" "$root/bench/cuda_gpt2.py" --plan "$prep/gpt2-plan" --runtime "$runtime" --backend cuda --json "$logs/cuda_gpt2.json"
 rc=$?
 record "bench GPT-2 124M bf16" "$(status_of $rc)" "$(grep -E '^\| (cleave|PyTorch|torch)' "$logs/bench-gpt2.log" | tr '\n' ' ')" $((SECONDS - t0))
+fi
+t0=$SECONDS
+if tar -C "$work" -xJf "$prep/train-gpt2-plan.tar.xz" 2>"$logs/bench-train-gpt2.log"; then
+  step bench-train-gpt2 300 "$py" "$root/bench/cuda_train_gpt2.py" --plan "$work/train-gpt2-plan" --runtime "$runtime" --backend cuda --json "$logs/cuda_train_gpt2.json"
+  rc=$?
+else
+  rc=1
+fi
+record "bench GPT-2 124M training step bf16" "$(status_of $rc)" "$(grep -E '^\| (cleave|PyTorch|torch)|first step|error' "$logs/bench-train-gpt2.log" | head -5 | tr '\n' ' ')" $((SECONDS - t0))
 
 # 7. Exports by this machine's PyTorch (imported back on the build machine);
 # SKIP_EXPORTS=1 leaves them out (they do not change with the runtime).

@@ -3,8 +3,9 @@
 # machine that has neither the compiler nor its libraries (no MLIR, LibTorch,
 # Open MPI or oneDNN): the runtime bundle (with the CUDA kernel and
 # communicator test binaries in it), the example models' plans with their
-# inputs and PyTorch's outputs, multi-rank plans, and the GPT-2 124M
-# benchmark plan without its weights (the GPU machine rebuilds them).
+# inputs and PyTorch's outputs, multi-rank plans, training plans with their
+# data and PyTorch's losses, and the GPT-2 124M benchmark plans (forward and
+# training step) without their weights (the GPU machine rebuilds them).
 #
 # usage: scripts/gpu-prepare.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, build-gpu)
 # OUT_DIR is git-ignored (build-*); copy it along with the repository (it
@@ -71,6 +72,11 @@ rm -rf "$out/models"
 # a minute: SKIP_BENCH_PLAN=1 leaves it out, for a rehearsal without a GPU).
 if [ -z "${SKIP_BENCH_PLAN:-}" ]; then
   "$py" "$root/bench/cuda_gpt2.py" --prepare "$out/gpt2-plan" --cleave "$cleave" >/dev/null
+  # Its training step (bench/cuda_train_gpt2.py; 2-3 minutes and 9 GiB to
+  # export): 50 MB of causal masks in the state_dict's extra file, which xz
+  # makes almost nothing.
+  "$py" "$root/bench/cuda_train_gpt2.py" --prepare "$work/train-gpt2-plan" --cleave "$cleave" >/dev/null
+  tar -C "$work" -cf - train-gpt2-plan | xz -T2 -6 > "$out/train-gpt2-plan.tar.xz"
 fi
 
 du -sh "$out" | sed 's/^/gpu-prepare: wrote /'

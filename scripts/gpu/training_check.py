@@ -1,6 +1,6 @@
 """Training on the GPU against PyTorch: the cases, prepared on a build machine, checked on a GPU one.
 
-usage: training_check.py prepare OUT --cleave BIN [--python PY]
+usage: training_check.py prepare OUT --cleave BIN [--python PY] [--only CASE,...]
        training_check.py check PREPARED --runtime BIN [--backend cuda|cpu] [--python PY]
                          [--json OUT.json] [--reference-device cuda|cpu|none] [--timeout S]
 
@@ -71,7 +71,14 @@ def run(cmd, log, timeout):
 def prepare(a):
     os.makedirs(a.out, exist_ok=True)
     cases = []
+    only = set(a.only.split(",")) if a.only else None
+    unknown = only - {c[0] for c in CASES} if only else set()
+    if unknown:
+        sys.exit(f"training_check: no case {', '.join(sorted(unknown))}; the cases: "
+                 f"{', '.join(c[0] for c in CASES)}")
     for name, export, flags, steps, weights, dtype in CASES:
+        if only and name not in only:
+            continue
         d = os.path.join(a.out, name)
         os.makedirs(d, exist_ok=True)
         log = os.path.join(d, "prepare.log")
@@ -114,7 +121,8 @@ def check(a):
                        + steps + (["--save-weights", got_weights] if c["weights"] else []),
                        log, a.timeout)
         row = {"case": name, "dtype": c["dtype"], "train": ok, "train_seconds": round(secs, 2)}
-        refs = [("torch-cpu", os.path.join(d, "ref.jsonl"), os.path.join(d, "ref.safetensors"))]
+        # The reference prepared with the build machine's PyTorch on its CPU.
+        refs = [("torch-build", os.path.join(d, "ref.jsonl"), os.path.join(d, "ref.safetensors"))]
         if a.reference_device != "none":
             dev_ref = os.path.join(w, f"ref-{a.reference_device}.jsonl")
             dev_weights = os.path.join(w, f"ref-{a.reference_device}.safetensors")
@@ -164,6 +172,7 @@ def main():
     pp.add_argument("out")
     pp.add_argument("--cleave", required=True)
     pp.add_argument("--python", default=sys.executable)
+    pp.add_argument("--only", metavar="CASE,...", help="prepare only these cases")
     pc = sub.add_parser("check")
     pc.add_argument("prepared")
     pc.add_argument("--runtime", required=True)

@@ -181,9 +181,14 @@ if [ -f "$logs/training.json" ]; then
 import json, sys
 for c in json.load(open(sys.argv[1]))["cases"]:
     refs = [k for k in c if k.startswith("vs_") and k.count("_") == 1]
-    ok = c["train"] and all(c[k] == "pass" for k in refs)
+    ok = c["train"] and "error" not in c and all(c[k] == "pass" for k in refs)
     detail = "; ".join(f"{k[3:]}: {c[k]}, {c.get(k + '_first_failure') or c.get(k + '_last', '')}"
-                       for k in refs) if c["train"] else "error: " + " ".join(c.get("error", []))
+                       for k in refs) if c["train"] else ""
+    if "memory" in c:
+        m = c["memory"]
+        detail += f"; memory allocated {m['allocated']} of predicted {m['predicted']} B"
+    if "error" in c:
+        detail += "; error: " + " ".join(c["error"])
     print(f"{c['case']} ({c['dtype']}, {c['train_seconds']} s)|{'pass' if ok else 'FAIL'}|{detail}")
 PY
 )

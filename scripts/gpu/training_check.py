@@ -14,7 +14,8 @@ check (the GPU machine, which has only the runtime bundle and PyTorch): trains e
 `cleave-runtime train --backend cuda`, trains the same TorchScript module with the machine's
 PyTorch on the same GPU (reference.py --device cuda, TF32 off), and compares cleave with both
 references (test/train/compare_training.py: every step's loss within rtol of the reference's,
-the weights within wtol of max(1, max|ref|)). The bounds are those of the CPU tests
+the weights within wtol of max(1, max|ref|)), and checks that the memory the runtime allocated
+is the plan's prediction (its --report). The bounds are those of the CPU tests
 (docs/training.md): f32 1e-4 on the losses and the weights; bf16 mixed precision 2e-2 on the
 losses against the f32 reference. Prints one line per case and comparison; exits 1 if any
 comparison failed. --json writes the results.
@@ -116,11 +117,22 @@ def check(a):
         steps = ["--steps", str(c["steps"])]
         rtol = "2e-2" if c["dtype"] == "bf16" else "1e-4"
         got, got_weights = os.path.join(w, "cleave.jsonl"), os.path.join(w, "cleave.safetensors")
+        report = os.path.join(w, "report.json")
         ok, secs = run([a.runtime, "train", os.path.join(d, "plan"), "--data",
-                        os.path.join(d, "data.safetensors"), "--backend", a.backend, "--log", got]
+                        os.path.join(d, "data.safetensors"), "--backend", a.backend, "--log", got,
+                        "--report", report]
                        + steps + (["--save-weights", got_weights] if c["weights"] else []),
                        log, a.timeout)
         row = {"case": name, "dtype": c["dtype"], "train": ok, "train_seconds": round(secs, 2)}
+        if ok:
+            # The static memory plan, placed in the backend's memory: what the executor
+            # allocated must be the plan's prediction (kernels' own workspaces apart).
+            with open(report) as f:
+                memory = json.load(f)["memory_bytes"]
+            row["memory"] = {k: memory[k] for k in ("predicted", "allocated", "backend_workspace")}
+            if memory["allocated"] != memory["predicted"]:
+                row["error"] = [f"allocated {memory['allocated']} bytes, the plan predicted "
+                                f"{memory['predicted']}"]
         # The reference prepared with the build machine's PyTorch on its CPU.
         refs = [("torch-build", os.path.join(d, "ref.jsonl"), os.path.join(d, "ref.safetensors"))]
         if a.reference_device != "none":
@@ -151,9 +163,9 @@ def check(a):
             if fails:
                 row[key + "_first_failure"] = fails[0]
         verdicts = [row.get(f"vs_{r[0]}") for r in refs]
-        if not ok or any(v != "pass" for v in verdicts):
+        if not ok or "error" in row or any(v != "pass" for v in verdicts):
             failed += 1
-            if not ok:
+            if not ok and "error" not in row:
                 with open(log) as f:
                     row["error"] = [l.strip() for l in f if "error" in l.lower()][:2]
         results.append(row)

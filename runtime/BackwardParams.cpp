@@ -75,6 +75,7 @@ Status parseLinearBackwardWeight(const KernelSignature &sig, const char *backend
   out->rows = numElements(Shape(g.shape.begin(), g.shape.end() - 1));
   out->n = n;
   out->k = k;
+  out->dtype = g.dtype;
   return {};
 }
 
@@ -286,6 +287,7 @@ Status parseEmbeddingBackward(const KernelSignature &sig, const char *backend,
   p.rows = dw.shape[0];
   p.dim = dw.shape[1];
   p.wide = idx.dtype == DType::I64;
+  p.dtype = g.dtype;
   *out = p;
   return {};
 }

@@ -4,7 +4,11 @@
 // attention, embedding and slice (docs/plan-format.md, "Training kernels"),
 // once for every backend as KernelParams.h does for the forward ops: a
 // builder passes its backend's name (for dtype messages) and the dtypes it
-// has kernels for, and gets plain parameters back.
+// has kernels for, and gets plain parameters back. Every float operand of
+// an instruction has the same dtype, one of `dtypes`: the CPU's kernels are
+// written for f32 and see bf16 widened by the backend; the GPU's read bf16
+// themselves (mixed precision plans compute their backward in bf16) and
+// accumulate in fp32. The scratch contracts do not depend on the dtype.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -18,6 +22,7 @@ namespace cleave::runtime {
 /// over the `rows` leading positions of grad^T input.
 struct LinearBackwardWeightParams {
   int64_t rows = 0, n = 0, k = 0;
+  DType dtype = DType::F32; // of grad, input and the output
 };
 Status parseLinearBackwardWeight(const KernelSignature &sig, const char *backend,
                                  std::initializer_list<DType> dtypes,
@@ -66,6 +71,7 @@ struct EmbeddingBackwardParams {
   int64_t offset = 0;
   bool hasPadding = false;
   int64_t padding = 0;
+  DType dtype = DType::F32; // of grad and the output
 };
 Status parseEmbeddingBackward(const KernelSignature &sig, const char *backend,
                               std::initializer_list<DType> dtypes, EmbeddingBackwardParams *out);

@@ -7,7 +7,9 @@
 //                           dW^T[k, n] = x^T g, read without copies;
 //   conv2d_backward_input   cudnnConvolutionBackwardData;
 //   conv2d_backward_weight  cudnnConvolutionBackwardFilter.
-// Every one overwrites its output (beta = 0), as the CPU's. cuDNN's
+// Every one overwrites its output (beta = 0), as the CPU's, and takes f32
+// or bf16 (a mixed precision plan's backward): bf16 runs on tensor cores
+// with fp32 accumulation and is rounded once into the bf16 output. cuDNN's
 // algorithms are picked at prepare time from its heuristics' ranking,
 // preferring a deterministic one (some backward-filter algorithms add with
 // atomics); the workspace is the plan's scratch when large enough (it holds
@@ -34,7 +36,8 @@ namespace {
 
 Status buildLinearBackwardWeight(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   LinearBackwardWeightParams lp;
-  CLEAVE_RETURN_IF_ERROR(parseLinearBackwardWeight(sig, "cuda", {DType::F32}, &lp));
+  CLEAVE_RETURN_IF_ERROR(
+      parseLinearBackwardWeight(sig, "cuda", {DType::F32, DType::BF16}, &lp));
   const int64_t rows = lp.rows, n = lp.n, k = lp.k;
   DeviceContext *c = &ctx;
   if (n == 0 || k == 0) {
@@ -42,15 +45,21 @@ Status buildLinearBackwardWeight(const KernelSignature &sig, DeviceContext &ctx,
     return {};
   }
   if (rows == 0) { // an empty sum
-    const size_t bytes = static_cast<size_t>(n * k) * sizeof(float);
+    const size_t bytes = static_cast<size_t>(n * k) * dtypeBytes(lp.dtype);
     *fn = [c, bytes](const KernelCall &call) -> Status {
       CLEAVE_CUDA_TRY(cudaMemsetAsync(call.outputs[0], 0, bytes, c->stream));
       return {};
     };
     return {};
   }
+  // bf16: cuBLASLt's 16BF operands, CUBLAS_COMPUTE_32F and a 16BF D (Gemm
+  // picks the algorithm for the pointers' alignment; odd n or k are
+  // leading dims cuBLASLt handles with its unaligned kernels). The sum runs
+  // over every row of the batch (thousands of tokens), so a split-K's
+  // partial sums must stay fp32 and D is rounded once.
   GemmProblem p;
-  p.dtype = DType::F32;
+  p.dtype = lp.dtype;
+  p.fp32Reduction = lp.dtype == DType::BF16;
   p.rows = k; // D = dW^T [k, n]; X = x^T, stored as row-major x [rows, k]
   p.cols = n; // Y = g [rows, n], stored as row-major g, i.e. column-major g^T
   p.k = rows;
@@ -102,9 +111,9 @@ template <typename Perf> const Perf *pickAlgorithm(const Perf *perf, int found) 
   return any;
 }
 
-Status describeConv(const Conv2dParams &p, bool tf32, ConvBackwardDescriptors *d) {
+Status describeConv(const Conv2dParams &p, DType dtype, bool tf32, ConvBackwardDescriptors *d) {
   auto i = [](int64_t v) { return static_cast<int>(v); };
-  const cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  const cudnnDataType_t type = dtype == DType::BF16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
   CLEAVE_CUDNN_TRY(cudnnCreateTensorDescriptor(&d->x));
   CLEAVE_CUDNN_TRY(cudnnCreateTensorDescriptor(&d->y));
   CLEAVE_CUDNN_TRY(cudnnCreateFilterDescriptor(&d->w));
@@ -117,9 +126,12 @@ Status describeConv(const Conv2dParams &p, bool tf32, ConvBackwardDescriptors *d
                                                    i(p.dh), i(p.dw), CUDNN_CROSS_CORRELATION,
                                                    CUDNN_DATA_FLOAT));
   CLEAVE_CUDNN_TRY(cudnnSetConvolutionGroupCount(d->conv, i(p.groups)));
-  // fp32 stays fp32 unless TF32 is allowed, as the forward.
-  CLEAVE_CUDNN_TRY(cudnnSetConvolutionMathType(d->conv, tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
-                                                             : CUDNN_FMA_MATH));
+  // fp32 stays fp32 unless TF32 is allowed, as the forward; bf16 uses
+  // tensor cores, computing in fp32 (the descriptor's compute type above).
+  const cudnnMathType_t math = dtype == DType::BF16 ? CUDNN_TENSOR_OP_MATH
+                               : tf32               ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+                                                    : CUDNN_FMA_MATH;
+  CLEAVE_CUDNN_TRY(cudnnSetConvolutionMathType(d->conv, math));
   CLEAVE_CUDNN_TRY(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, type, i(p.batch),
                                               i(p.filters), i(p.oh), i(p.ow)));
   return {};
@@ -128,7 +140,9 @@ Status describeConv(const Conv2dParams &p, bool tf32, ConvBackwardDescriptors *d
 Status buildConv2dBackward(const KernelSignature &sig, DeviceContext &ctx, bool forInput,
                            KernelFn *fn) {
   Conv2dParams p;
-  CLEAVE_RETURN_IF_ERROR(parseConv2dBackward(sig, "cuda", {DType::F32}, forInput, &p));
+  CLEAVE_RETURN_IF_ERROR(
+      parseConv2dBackward(sig, "cuda", {DType::F32, DType::BF16}, forInput, &p));
+  const DType dtype = sig.inputs[0]->dtype;
   for (int64_t v : {p.batch, p.channels, p.height, p.width, p.filters, p.oh, p.ow})
     if (v > std::numeric_limits<int>::max())
       return CLEAVE_ERROR(sig.kernel, ": a dim of ", v, " is beyond cuDNN's 32-bit dims");
@@ -148,7 +162,7 @@ Status buildConv2dBackward(const KernelSignature &sig, DeviceContext &ctx, bool 
     return {};
   }
   auto d = std::make_shared<ConvBackwardDescriptors>();
-  CLEAVE_RETURN_IF_ERROR(describeConv(p, ctx.tf32, d.get()).prepend(sig.kernel));
+  CLEAVE_RETURN_IF_ERROR(describeConv(p, dtype, ctx.tf32, d.get()).prepend(sig.kernel));
   bool chosen = false;
   if (forInput) {
     cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
@@ -174,8 +188,8 @@ Status buildConv2dBackward(const KernelSignature &sig, DeviceContext &ctx, bool 
   if (!chosen)
     return CLEAVE_ERROR(
         sig.kernel, ": cuDNN has no ", forInput ? "backward-data" : "backward-filter",
-        " algorithm for this convolution (grad ", describe(sig.inputs[0]->shape, DType::F32), ", ",
-        describe(sig.inputs[1]->shape, DType::F32), ")");
+        " algorithm for this convolution (grad ", describe(sig.inputs[0]->shape, dtype), ", ",
+        describe(sig.inputs[1]->shape, dtype), ")");
   const bool useScratch = d->workspaceBytes <= sig.scratchBytes;
   if (!useScratch) {
     void *unused = nullptr;

@@ -114,6 +114,12 @@ Status Gemm::pick(DeviceContext &ctx, const uint32_t align[3]) {
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align[2]}};
   for (const auto &[attr, value] : alignments)
     CLEAVE_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+  if (p_.fp32Reduction) {
+    // NONE (0) always passes the mask; COMPUTE_TYPE keeps partials in fp32.
+    const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    CLEAVE_CUBLAS_TRY(cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes, sizeof(schemes)));
+  }
   cublasLtMatmulHeuristicResult_t result;
   int found = 0;
   CLEAVE_CUBLAS_TRY(

@@ -26,6 +26,10 @@ struct GemmProblem {
   /// bound the alignment the algorithm may assume.
   uint64_t offsetsX = 0, offsetsY = 0, offsetsD = 0;
   bool bias = false;
+  /// Split-K partial sums only in the compute type (fp32) or not at all:
+  /// cuBLASLt's in-place and output-type reductions would round them to a
+  /// bf16 D. For long reductions into bf16 (linear_backward_weight).
+  bool fp32Reduction = false;
 };
 
 /// cuBLASLt descriptors of one problem, and its algorithm once picked.

@@ -3791,6 +3791,9 @@ TEST_P(KernelTest, SgdFollowsTorchSingleTensor) {
 // forward written as loops), plus load-time rejections.
 //===----------------------------------------------------------------------===//
 
+HostTensor toBf16(const HostTensor &t); // with the bf16 tests below
+HostTensor toF32(const HostTensor &t);
+
 class TrainingKernelTest : public KernelTest {
 protected:
   void SetUp() override {
@@ -4178,9 +4181,13 @@ TEST_P(TrainingKernelTest, PoolBackwardValidation) {
 }
 
 /// The gradients of softmax(scale q k^T, masked) v in doubles: dq, dk, dv.
+/// With `y` (the forward's output as the kernel reads it), each row's
+/// sum_j P dP is taken as rowsum(g * y), as the kernels compute it (equal
+/// for an exact y).
 std::vector<std::vector<double>> refAttentionBackward(const HostTensor &g, const HostTensor &q,
                                                       const HostTensor &k, const HostTensor &v,
-                                                      bool causal, double scale) {
+                                                      bool causal, double scale,
+                                                      const HostTensor *y = nullptr) {
   const Shape &qs = q.desc.shape;
   const int64_t heads = qs[0] * qs[1], sq = qs[2], d = qs[3];
   const int64_t sk = k.desc.shape[2], dv = v.desc.shape[3];
@@ -4216,6 +4223,11 @@ std::vector<std::vector<double>> refAttentionBackward(const HostTensor &g, const
         for (int64_t c = 0; c < dv; ++c)
           dp[j] += g.at((h * sq + i) * dv + c) * v.at((h * sk + j) * dv + c);
         rowDot += p[j] * dp[j];
+      }
+      if (y) {
+        rowDot = 0;
+        for (int64_t c = 0; c < dv; ++c)
+          rowDot += g.at((h * sq + i) * dv + c) * y->at((h * sq + i) * dv + c);
       }
       for (int64_t j = 0; j < sk; ++j) {
         const double ds = p[j] * (dp[j] - rowDot);
@@ -4415,6 +4427,305 @@ TEST_P(TrainingKernelTest, SliceBackwardPlacesTheGradient) {
               {"slice_backward", "different element types"});
   expectError(sig("slice_backward", {D(f32, {2})}, D(f32, {5}), attrs({{"dim", I(0)}, {"start", I(0)}})),
               {"slice_backward", "missing attribute 'end'"});
+}
+
+//===----------------------------------------------------------------------===//
+// bf16 gradients on the CUDA backend. Mixed precision plans hand these
+// kernels bf16 operands: the CPU backend widens them to its f32 kernels (a
+// backend concern, not the builders', checked by Bf16KernelTest), the GPU's
+// read bf16, compute and accumulate in fp32 and round each result once.
+//
+// The operands are rounded to bf16 first and the double references above
+// run on those exact values, so the inputs' rounding is no part of the
+// error. What remains, per element w of a result:
+//   * its rounding to bf16, |bf16(r) - r| <= 2^-8 |r| (8 significant bits,
+//     half an ulp): allowed as kBf16Ulp |w| = 2^-7 |w|, twice the bound;
+//   * the kernel's fp32 arithmetic: the f32 test's atol and rtol;
+//   * for the library calls (cuBLASLt, cuDNN), a reduction of L products
+//     t_l split in parts whose partial sums may be rounded to bf16 on the
+//     way (cuDNN's algorithms may; linear_backward_weight asks cuBLASLt for
+//     fp32 partials, the bound covers it anyway): each partial errs by at
+//     most 2^-8 of itself, and partials are random walks of the size of
+//     mass = sqrt(sum_l t_l^2) (the terms' rms times sqrt(L)), so the
+//     tolerance adds 2 kBf16Ulp mass = 2^-6 sqrt(L) rms(t), a few ulps
+//     times sqrt(L). An index error moves an element by about its mass,
+//     60 times that.
+// The poolings and embedding_backward compute exactly the f32 kernel's fp32
+// sums on the widened values (additions and divisions only, same order):
+// their results are the f32 results rounded, equal value for value.
+// (The CPU's widened kernels pass these numeric checks too; they skip on
+// the CPU, whose mixed-dtype errors are the backend's own wording.)
+//===----------------------------------------------------------------------===//
+
+constexpr double kBf16Ulp = 1.0 / 128; // 2^-7, bf16's spacing at 1
+const char *const kBf16OnCpu =
+    "the CPU backend widens bf16 around its f32 training kernels (Bf16KernelTest)";
+
+/// got (bf16) against want: |got - want| <= atol + (rtol + kBf16Ulp) |want|
+/// + 2 kBf16Ulp mass[i] (no mass term when `mass` is empty).
+void expectBf16Close(const HostTensor &got, const std::vector<double> &want,
+                     const std::vector<double> &mass, double atol, double rtol,
+                     const std::string &what) {
+  ASSERT_EQ(got.desc.dtype, bf16) << what;
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
+  int reported = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double g = got.at(i), w = want[i];
+    const double tol = atol + (rtol + kBf16Ulp) * std::fabs(w) +
+                       (mass.empty() ? 0.0 : 2 * kBf16Ulp * mass[i]);
+    const bool ok = std::isnan(w) ? std::isnan(g) : std::isinf(w) ? g == w
+                                                                   : std::fabs(g - w) <= tol;
+    if (!ok && reported++ < 5)
+      ADD_FAILURE() << what << " element " << i << " of " << describe(got.desc.shape, bf16)
+                    << ": got " << g << ", want " << w << " (tolerance " << tol << ")";
+  }
+}
+
+std::vector<double> rootOf(std::vector<double> squares) {
+  for (double &v : squares)
+    v = std::sqrt(v);
+  return squares;
+}
+
+TEST_P(TrainingKernelTest, LinearBackwardWeightTakesBf16OnCuda) {
+  REQUIRE_KERNEL("linear_backward_weight");
+  if (GetParam() != "cuda")
+    GTEST_SKIP() << kBf16OnCpu;
+  // Odd n and k: leading dims of 2-byte elements off cuBLASLt's 16 bytes;
+  // 1024 rows: a reduction long enough to be split.
+  for (Shape lead : {Shape{7}, Shape{2, 3}, Shape{1}, Shape{0}, Shape{4, 256}}) {
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{5, 3}, {17, 33}, {1, 1}, {64, 48}}) {
+      Shape gs = lead, xs = lead;
+      gs.push_back(n);
+      xs.push_back(k);
+      HostTensor g = toBf16(random(gs)), x = toBf16(random(xs)), dw;
+      ASSERT_OK(run("linear_backward_weight", {&g, &x}, D(bf16, {n, k}), &dw));
+      const int64_t m = numElements(lead);
+      std::vector<double> want(n * k, 0.0), squares(n * k, 0.0);
+      for (int64_t r = 0; r < m; ++r)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < k; ++j) {
+            const double t = g.at(r * n + i) * x.at(r * k + j);
+            want[i * k + j] += t;
+            squares[i * k + j] += t * t;
+          }
+      expectBf16Close(dw, want, rootOf(squares), 1e-4, 1e-4,
+                      "bf16 linear_backward_weight " + describe(gs, bf16) + " " +
+                          describe(xs, bf16));
+    }
+  }
+  expectError(sig("linear_backward_weight", {D(bf16, {4, 5}), D(f32, {4, 6})}, D(bf16, {5, 6})),
+              {"linear_backward_weight", "different element types"});
+  expectError(sig("linear_backward_weight", {D(bf16, {4, 5}), D(bf16, {4, 6})}, D(f32, {5, 6})),
+              {"linear_backward_weight", "output is 5x6xf32", "expected 5x6xbf16"});
+}
+
+TEST_P(TrainingKernelTest, Conv2dBackwardTakesBf16OnCuda) {
+  REQUIRE_KERNEL("conv2d_backward_input");
+  REQUIRE_KERNEL("conv2d_backward_weight");
+  if (GetParam() != "cuda")
+    GTEST_SKIP() << kBf16OnCpu;
+  for (const ConvCase &c : kConvBackwardCases) {
+    const int64_t oh = convOut(c.x[2], c.w[2], c.stride[0], c.padding[0], c.dilation[0]);
+    const int64_t ow = convOut(c.x[3], c.w[3], c.stride[1], c.padding[1], c.dilation[1]);
+    Shape out = {c.x[0], c.w[0], oh, ow};
+    HostTensor x = toBf16(random(c.x)), w = toBf16(random(c.w)), g = toBf16(random(out)), dx, dw;
+    Attributes a = attrs({{"stride", L(c.stride)}, {"padding", L(c.padding)},
+                          {"dilation", L(c.dilation)}, {"groups", I(c.groups)}});
+    // The plan's scratch for a bf16 instruction (the CPU's f32 column matrix).
+    size_t inScratch = conv2dBackwardInputScratchBytes(c.x, c.w, out, c.groups, c.stride,
+                                                       c.padding, c.dilation, bf16);
+    size_t wScratch = conv2dBackwardWeightScratchBytes(c.x, c.w, out, c.groups, c.stride,
+                                                       c.padding, c.dilation, bf16);
+    const std::string what = describe(c.x, bf16) + " * " + describe(c.w, bf16) + " stride " +
+                             std::to_string(c.stride[0]) + "," + std::to_string(c.stride[1]) +
+                             " groups " + std::to_string(c.groups);
+    ASSERT_OK(run("conv2d_backward_input", {&g, &w}, D(bf16, c.x), &dx, a, inScratch));
+    ASSERT_OK(run("conv2d_backward_weight", {&g, &x}, D(bf16, c.w), &dw, a, wScratch));
+    std::vector<double> wantDx(numElements(c.x), 0.0), wantDw(numElements(c.w), 0.0);
+    std::vector<double> sqDx(wantDx.size(), 0.0), sqDw(wantDw.size(), 0.0);
+    forEachConvTap(c, [&](int64_t xi, int64_t wi, int64_t yi) {
+      const double tx = g.at(yi) * w.at(wi), tw = g.at(yi) * x.at(xi);
+      wantDx[xi] += tx;
+      sqDx[xi] += tx * tx;
+      wantDw[wi] += tw;
+      sqDw[wi] += tw * tw;
+    });
+    expectBf16Close(dx, wantDx, rootOf(sqDx), 1e-4, 1e-4, "bf16 conv2d_backward_input " + what);
+    expectBf16Close(dw, wantDw, rootOf(sqDw), 1e-4, 1e-3, "bf16 conv2d_backward_weight " + what);
+  }
+}
+
+TEST_P(TrainingKernelTest, PoolBackwardTakesBf16OnCuda) {
+  REQUIRE_KERNEL("max_pool2d_backward");
+  REQUIRE_KERNEL("avg_pool2d_backward");
+  REQUIRE_KERNEL("adaptive_avg_pool2d_backward");
+  if (GetParam() != "cuda")
+    GTEST_SKIP() << kBf16OnCpu;
+  // The bf16 kernel against the f32 one on the widened operands (which the
+  // f32 tests check against the references), rounded: value for value.
+  auto expectRounded = [&](const std::string &kernel, const std::vector<const HostTensor *> &in,
+                           const Shape &out, const Attributes &a) {
+    std::vector<HostTensor> wide;
+    wide.reserve(in.size());
+    std::vector<const HostTensor *> wideIn;
+    for (const HostTensor *t : in) {
+      wide.push_back(toF32(*t));
+      wideIn.push_back(&wide.back());
+    }
+    HostTensor got, reference;
+    ASSERT_OK(run(kernel, in, D(bf16, out), &got, a));
+    ASSERT_OK(run(kernel, wideIn, D(f32, out), &reference, a));
+    expectEqual(got, toBf16(reference).values(), "bf16 " + kernel + " " + describe(out, bf16));
+  };
+  for (const PoolCase &c : kPoolCases) {
+    const int64_t h = c.x[2], w = c.x[3];
+    {
+      const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], c.dilation[0], c.ceil);
+      const int64_t ow = poolOut(w, c.kernel[1], c.stride[1], c.padding[1], c.dilation[1], c.ceil);
+      // Ties, -inf and a NaN as in the f32 test; all exact in bf16.
+      HostTensor x = toBf16(randomInts(f32, c.x, -3, 3));
+      HostTensor g = toBf16(random({c.x[0], c.x[1], oh, ow}));
+      x.as<uint16_t>()[0] = floatToBf16(-std::numeric_limits<float>::infinity());
+      if (x.numel() > 40)
+        x.as<uint16_t>()[37] = floatToBf16(std::numeric_limits<float>::quiet_NaN());
+      expectRounded("max_pool2d_backward", {&g, &x}, c.x,
+                    attrs({{"kernel", L(c.kernel)}, {"stride", L(c.stride)},
+                           {"padding", L(c.padding)}, {"dilation", L(c.dilation)},
+                           {"ceil_mode", B(c.ceil)}}));
+    }
+    const int64_t oh = poolOut(h, c.kernel[0], c.stride[0], c.padding[0], 1, c.ceil);
+    const int64_t ow = poolOut(w, c.kernel[1], c.stride[1], c.padding[1], 1, c.ceil);
+    for (bool includePad : {true, false}) {
+      HostTensor g = toBf16(random({c.x[0], c.x[1], oh, ow}));
+      expectRounded("avg_pool2d_backward", {&g}, c.x,
+                    attrs({{"kernel", L(c.kernel)}, {"stride", L(c.stride)},
+                           {"padding", L(c.padding)}, {"ceil_mode", B(c.ceil)},
+                           {"count_include_pad", B(includePad)}}));
+    }
+  }
+  struct Case { Shape x; Ints size; };
+  for (const Case &c : {Case{{2, 3, 7, 7}, {1, 1}}, Case{{1, 2, 10, 9}, {3, 4}},
+                        Case{{1, 1, 5, 3}, {7, 6}}, Case{{4, 64, 9, 11}, {5, 3}}}) {
+    HostTensor g = toBf16(random({c.x[0], c.x[1], c.size[0], c.size[1]}));
+    expectRounded("adaptive_avg_pool2d_backward", {&g}, c.x, {});
+  }
+  expectError(sig("avg_pool2d_backward", {D(bf16, {1, 2, 5, 5})}, D(f32, {1, 2, 9, 9}),
+                  attrs({{"kernel", L({3, 3})}, {"stride", L({2, 2})}, {"padding", L({1, 1})}})),
+              {"avg_pool2d_backward", "different element types"});
+}
+
+TEST_P(TrainingKernelTest, AttentionBackwardTakesBf16OnCuda) {
+  REQUIRE_KERNEL("attention_backward");
+  if (GetParam() != "cuda")
+    GTEST_SKIP() << kBf16OnCpu;
+  struct Case {
+    Shape q, k, v;
+    bool causal;
+    double scale;
+  };
+  // The f32 test's shapes: partial tiles, Sq != Sk both ways, rows that see
+  // no key, Dv != D, and heads of 128 and 256 (opted-in shared memory, the
+  // same bytes as f32: the tiles hold fp32).
+  const std::vector<Case> cases = {
+      {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, true, 1.0},
+      {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, true, 0.25},
+      {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, false, 0.25},
+      {{1, 2, 130, 32}, {1, 2, 130, 32}, {1, 2, 130, 32}, true, 0.125},
+      {{1, 2, 33, 8}, {1, 2, 129, 8}, {1, 2, 129, 24}, true, -0.3},
+      {{1, 2, 70, 8}, {1, 2, 5, 8}, {1, 2, 5, 3}, false, 0.5},
+      {{1, 2, 7, 4}, {1, 2, 3, 4}, {1, 2, 3, 5}, true, 0.5},
+      {{3, 1, 65, 7}, {3, 1, 65, 7}, {3, 1, 65, 9}, false, 1.0},
+      {{1, 2, 100, 128}, {1, 2, 100, 128}, {1, 2, 100, 128}, true, 0.088},
+      {{1, 1, 40, 256}, {1, 1, 33, 256}, {1, 1, 33, 200}, false, 0.0625},
+  };
+  for (const Case &c : cases) {
+    HostTensor q = toBf16(random(c.q)), k = toBf16(random(c.k)), v = toBf16(random(c.v));
+    Shape out = {c.q[0], c.q[1], c.q[2], c.v[3]};
+    HostTensor g = toBf16(random(out));
+    // The forward's output as a bf16 plan holds it; the reference takes
+    // rowsum(g * y) from this y, as the kernel does.
+    std::vector<double> yv = refAttention(q, k, v, c.causal, c.scale);
+    for (int64_t h = 0; h < c.q[0] * c.q[1]; ++h) // rows that see no key are zeros
+      for (int64_t i = 0; i < c.q[2]; ++i)
+        if (c.causal && i + c.k[2] - c.q[2] < 0)
+          for (int64_t col = 0; col < c.v[3]; ++col)
+            yv[(h * c.q[2] + i) * c.v[3] + col] = 0.0;
+    HostTensor y = make(bf16, out, yv);
+    KernelSignature s;
+    s.kernel = "attention_backward";
+    s.inputs = {g.desc, q.desc, k.desc, v.desc, y.desc};
+    s.outputs = {q.desc, k.desc, v.desc};
+    s.attrs = attrs({{"causal", B(c.causal)}, {"scale", F(c.scale)}});
+    s.scratchBytes = attentionBackwardScratchBytes(c.q); // f32 statistics, whatever the dtype
+    std::vector<HostTensor> grads;
+    ASSERT_OK(runAll(s, {&g, &q, &k, &v, &y}, &grads));
+    std::vector<std::vector<double>> want =
+        refAttentionBackward(g, q, k, v, c.causal, c.scale, &y);
+    const std::string what = std::string(c.causal ? "causal " : "") +
+                             "bf16 attention_backward q " + describe(c.q, bf16) + " k " +
+                             describe(c.k, bf16);
+    // fp32 inside, as the f32 kernel (its 1e-4 tolerances), rounded once.
+    expectBf16Close(grads[0], want[0], {}, 1e-4, 1e-4, what + " dq");
+    expectBf16Close(grads[1], want[1], {}, 1e-4, 1e-4, what + " dk");
+    expectBf16Close(grads[2], want[2], {}, 1e-4, 1e-4, what + " dv");
+  }
+  // Every float operand the same dtype.
+  TensorDesc q = D(bf16, {2, 4, 8, 16});
+  KernelSignature mixed;
+  mixed.kernel = "attention_backward";
+  mixed.inputs = {q, q, q, q, D(f32, {2, 4, 8, 16})};
+  mixed.outputs = {q, q, q};
+  mixed.scratchBytes = attentionBackwardScratchBytes(q.shape);
+  expectError(mixed, {"attention_backward", "different element types"});
+}
+
+TEST_P(TrainingKernelTest, EmbeddingBackwardTakesBf16OnCuda) {
+  REQUIRE_KERNEL("embedding_backward");
+  if (GetParam() != "cuda")
+    GTEST_SKIP() << kBf16OnCpu;
+  // Bit for bit the CPU's widened kernel: each table row sums its positions'
+  // (widened) gradient rows in position order in f32, then rounds once.
+  auto expectInOrder = [&](const HostTensor &ids, const HostTensor &g, int64_t rows, int64_t dim,
+                           const Attributes &a, int64_t offset, int64_t padding,
+                           const std::string &what) {
+    HostTensor dw;
+    ASSERT_OK(run("embedding_backward", {&g, &ids}, D(bf16, {rows, dim}), &dw, a));
+    std::vector<float> sums(rows * dim, 0.0f);
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      const int64_t index = static_cast<int64_t>(ids.at(i)), row = index - offset;
+      if (row < 0 || row >= rows || index == padding)
+        continue;
+      for (int64_t c = 0; c < dim; ++c)
+        sums[row * dim + c] += static_cast<float>(g.at(i * dim + c));
+    }
+    HostTensor want(bf16, {rows, dim});
+    for (int64_t i = 0; i < rows * dim; ++i)
+      want.as<uint16_t>()[i] = floatToBf16(sums[i]);
+    EXPECT_EQ(0, std::memcmp(want.bytes.data(), dw.bytes.data(), dw.bytes.size())) << what;
+    expectEqual(dw, want.values(), what);
+  };
+  const int64_t none = std::numeric_limits<int64_t>::min();
+  for (DType it : {i64, i32})
+    for (bool padding : {false, true}) {
+      const int64_t rows = 13, dim = 37;
+      HostTensor ids = randomInts(it, {3, 7}, 0, rows - 1), g = toBf16(random({3, 7, dim}));
+      expectInOrder(ids, g, rows, dim, padding ? attrs({{"padding_idx", I(4)}}) : Attributes(), 0,
+                    padding ? 4 : none,
+                    std::string("bf16 embedding_backward ") + dtypeName(it) +
+                        (padding ? " padding" : ""));
+    }
+  HostTensor shardIds = make(i64, {6}, {10, 3, 14, 12, 10, 20}), shardG = toBf16(random({6, 4}));
+  expectInOrder(shardIds, shardG, 5, 4, attrs({{"row_offset", I(10)}, {"padding_idx", I(12)}}),
+                10, 12, "bf16 sharded embedding_backward");
+  // Many positions per row (rounding once matters), several column chunks.
+  HostTensor bigIds = randomInts(i64, {4096}, 0, 31), bigG = toBf16(random({4096, 300}));
+  expectInOrder(bigIds, bigG, 32, 300, {}, 0, none, "bf16 embedding_backward 4096 positions");
+  // No positions: zeros.
+  HostTensor noIds(i64, {0}), noG(bf16, {0, 8});
+  expectInOrder(noIds, noG, 3, 8, {}, 0, none, "bf16 embedding_backward of nothing");
+  expectError(sig("embedding_backward", {D(bf16, {3, 4}), D(i64, {3})}, D(f32, {10, 4})),
+              {"embedding_backward", "different element types"});
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, TrainingKernelTest,

@@ -1,10 +1,14 @@
 //===- TrainingContractions.cu - Backward kernels of the contractions -----===//
 //
 // The gradients of the poolings, attention, embedding and slice on the GPU,
-// f32 as the CPU's (runtime/cpu/TrainingContractions.cpp); the ones that are
-// a library call (linear, conv2d) are in ContractionBackward.cpp. The checks
+// as the CPU's (runtime/cpu/TrainingContractions.cpp); the ones that are a
+// library call (linear, conv2d) are in ContractionBackward.cpp. The checks
 // are the CPU's (runtime/BackwardParams.h). Every kernel overwrites its
 // outputs and is deterministic: no atomics, every sum in a fixed order.
+// The float kernels take f32 or bf16 (every float operand the same, as a
+// mixed precision plan's backward hands them): bf16 loads widen to fp32,
+// everything is computed and accumulated in fp32 (shared memory and the
+// scratch included) and each result is rounded to bf16 once when stored.
 //
 //   max_pool2d_backward, avg_pool2d_backward, adaptive_avg_pool2d_backward
 //     a thread per input element gathers from the windows that cover it, in
@@ -67,13 +71,14 @@ __device__ __forceinline__ void coveringWindows(int64_t i, int64_t s, int64_t p,
   *last = std::min(n - 1, (i + p) / s);
 }
 
-__global__ void maxPoolBackwardKernel(const float *__restrict__ grad, const float *__restrict__ x,
-                                      float *__restrict__ dx, PoolParams g, int64_t n) {
+template <typename T>
+__global__ void maxPoolBackwardKernel(const T *__restrict__ grad, const T *__restrict__ x,
+                                      T *__restrict__ dx, PoolParams g, int64_t n) {
   for (int64_t idx = globalThread(); idx < n; idx += globalThreads()) {
     int64_t p, iy, ix;
     splitInput(idx, g.h, g.w, &p, &iy, &ix);
-    const float *plane = x + p * g.h * g.w;
-    const float *gp = grad + p * g.oh * g.ow;
+    const T *plane = x + p * g.h * g.w;
+    const T *gp = grad + p * g.oh * g.ow;
     const int64_t self = iy * g.w + ix;
     int64_t oy0, oy1, ox0, ox1;
     coveringWindows(iy, g.sh, g.ph, (g.kh - 1) * g.dh + 1, g.oh, &oy0, &oy1);
@@ -98,7 +103,7 @@ __global__ void maxPoolBackwardKernel(const float *__restrict__ grad, const floa
             const int64_t xx = x0 + kx * g.dw;
             if (xx < 0 || xx >= g.w)
               continue;
-            const float v = plane[yy * g.w + xx];
+            const float v = load(plane[yy * g.w + xx]);
             if (best < 0 || v > m || v != v) {
               m = v;
               best = yy * g.w + xx;
@@ -106,10 +111,10 @@ __global__ void maxPoolBackwardKernel(const float *__restrict__ grad, const floa
           }
         }
         if (best == self)
-          sum += gp[oy * g.ow + ox];
+          sum += load(gp[oy * g.ow + ox]);
       }
     }
-    dx[idx] = sum;
+    dx[idx] = store<T>(sum);
   }
 }
 
@@ -126,12 +131,13 @@ __device__ __forceinline__ int64_t avgSpan(int64_t o, int64_t s, int64_t p, int6
   return padded;
 }
 
-__global__ void avgPoolBackwardKernel(const float *__restrict__ grad, float *__restrict__ dx,
-                                      PoolParams g, int64_t n, bool countIncludePad) {
+template <typename T>
+__global__ void avgPoolBackwardKernel(const T *__restrict__ grad, T *__restrict__ dx, PoolParams g,
+                                      int64_t n, bool countIncludePad) {
   for (int64_t idx = globalThread(); idx < n; idx += globalThreads()) {
     int64_t p, iy, ix;
     splitInput(idx, g.h, g.w, &p, &iy, &ix);
-    const float *gp = grad + p * g.oh * g.ow;
+    const T *gp = grad + p * g.oh * g.ow;
     int64_t oy0, oy1, ox0, ox1;
     coveringWindows(iy, g.sh, g.ph, g.kh, g.oh, &oy0, &oy1);
     coveringWindows(ix, g.sw, g.pw, g.kw, g.ow, &ox0, &ox1);
@@ -147,10 +153,10 @@ __global__ void avgPoolBackwardKernel(const float *__restrict__ grad, float *__r
         if (ix < x0 || ix >= x1)
           continue;
         const int64_t divisor = countIncludePad ? padH * padW : (y1 - y0) * (x1 - x0);
-        sum += gp[oy * g.ow + ox] / static_cast<float>(divisor);
+        sum += load(gp[oy * g.ow + ox]) / static_cast<float>(divisor);
       }
     }
-    dx[idx] = sum;
+    dx[idx] = store<T>(sum);
   }
 }
 
@@ -160,13 +166,14 @@ __device__ __forceinline__ int64_t binEnd(int64_t o, int64_t n, int64_t s) {
   return ((o + 1) * s + n - 1) / n;
 }
 
-__global__ void adaptiveAvgPoolBackwardKernel(const float *__restrict__ grad,
-                                              float *__restrict__ dx, int64_t h, int64_t w,
-                                              int64_t oh, int64_t ow, int64_t n) {
+template <typename T>
+__global__ void adaptiveAvgPoolBackwardKernel(const T *__restrict__ grad, T *__restrict__ dx,
+                                              int64_t h, int64_t w, int64_t oh, int64_t ow,
+                                              int64_t n) {
   for (int64_t idx = globalThread(); idx < n; idx += globalThreads()) {
     int64_t p, iy, ix;
     splitInput(idx, h, w, &p, &iy, &ix);
-    const float *gp = grad + p * oh * ow;
+    const T *gp = grad + p * oh * ow;
     // The bins that hold iy: floor(iy * oh / h) up to ceil((iy + 1) * oh / h)
     // - 1; each is checked, so the bounds only need to enclose them.
     const int64_t oy0 = (iy * oh) / h, oy1 = std::min(oh - 1, ((iy + 1) * oh + h - 1) / h - 1);
@@ -181,62 +188,85 @@ __global__ void adaptiveAvgPoolBackwardKernel(const float *__restrict__ grad,
         if (ix < x0 || ix >= x1)
           continue;
         // PyTorch divides by the bin's height, then its width.
-        sum += gp[oy * ow + ox] / static_cast<float>(y1 - y0) / static_cast<float>(x1 - x0);
+        sum += load(gp[oy * ow + ox]) / static_cast<float>(y1 - y0) / static_cast<float>(x1 - x0);
       }
     }
-    dx[idx] = sum;
+    dx[idx] = store<T>(sum);
   }
+}
+
+template <typename T>
+KernelFn makeMaxPoolBackward(const KernelSignature &sig, DeviceContext &ctx, const PoolParams &g) {
+  DeviceContext *c = &ctx;
+  const std::string name = sig.kernel;
+  const int64_t n = g.planes * g.h * g.w;
+  return [=](const KernelCall &call) -> Status {
+    if (n == 0)
+      return {};
+    maxPoolBackwardKernel<T><<<gridFor(*c, n), kThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<const T *>(call.inputs[1]),
+        static_cast<T *>(call.outputs[0]), g, n);
+    return launchStatus(name);
+  };
 }
 
 Status buildMaxPoolBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   PoolParams g;
-  CLEAVE_RETURN_IF_ERROR(parseMaxPool2dBackward(sig, "cuda", {DType::F32}, &g));
+  CLEAVE_RETURN_IF_ERROR(parseMaxPool2dBackward(sig, "cuda", {DType::F32, DType::BF16}, &g));
+  *fn = sig.inputs[0]->dtype == DType::BF16 ? makeMaxPoolBackward<bf16>(sig, ctx, g)
+                                            : makeMaxPoolBackward<float>(sig, ctx, g);
+  return {};
+}
+
+template <typename T>
+KernelFn makeAvgPoolBackward(const KernelSignature &sig, DeviceContext &ctx, const PoolParams &g,
+                             bool countIncludePad) {
   DeviceContext *c = &ctx;
   const std::string name = sig.kernel;
   const int64_t n = g.planes * g.h * g.w;
-  *fn = [=](const KernelCall &call) -> Status {
+  return [=](const KernelCall &call) -> Status {
     if (n == 0)
       return {};
-    maxPoolBackwardKernel<<<gridFor(*c, n), kThreads, 0, c->stream>>>(
-        static_cast<const float *>(call.inputs[0]), static_cast<const float *>(call.inputs[1]),
-        static_cast<float *>(call.outputs[0]), g, n);
+    avgPoolBackwardKernel<T><<<gridFor(*c, n), kThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]), g, n,
+        countIncludePad);
     return launchStatus(name);
   };
-  return {};
 }
 
 Status buildAvgPoolBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   PoolParams g;
   bool countIncludePad = true;
-  CLEAVE_RETURN_IF_ERROR(parseAvgPool2dBackward(sig, "cuda", {DType::F32}, &g, &countIncludePad));
+  CLEAVE_RETURN_IF_ERROR(
+      parseAvgPool2dBackward(sig, "cuda", {DType::F32, DType::BF16}, &g, &countIncludePad));
+  *fn = sig.inputs[0]->dtype == DType::BF16
+            ? makeAvgPoolBackward<bf16>(sig, ctx, g, countIncludePad)
+            : makeAvgPoolBackward<float>(sig, ctx, g, countIncludePad);
+  return {};
+}
+
+template <typename T>
+KernelFn makeAdaptiveAvgPoolBackward(const KernelSignature &sig, DeviceContext &ctx,
+                                     const AdaptivePoolParams &a) {
   DeviceContext *c = &ctx;
   const std::string name = sig.kernel;
-  const int64_t n = g.planes * g.h * g.w;
-  *fn = [=](const KernelCall &call) -> Status {
+  const int64_t n = a.planes * a.h * a.w;
+  return [=](const KernelCall &call) -> Status {
     if (n == 0)
       return {};
-    avgPoolBackwardKernel<<<gridFor(*c, n), kThreads, 0, c->stream>>>(
-        static_cast<const float *>(call.inputs[0]), static_cast<float *>(call.outputs[0]), g, n,
-        countIncludePad);
+    adaptiveAvgPoolBackwardKernel<T><<<gridFor(*c, n), kThreads, 0, c->stream>>>(
+        static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]), a.h, a.w, a.oh,
+        a.ow, n);
     return launchStatus(name);
   };
-  return {};
 }
 
 Status buildAdaptiveAvgPoolBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   AdaptivePoolParams a;
-  CLEAVE_RETURN_IF_ERROR(parseAdaptiveAvgPool2dBackward(sig, "cuda", {DType::F32}, &a));
-  DeviceContext *c = &ctx;
-  const std::string name = sig.kernel;
-  const int64_t n = a.planes * a.h * a.w;
-  *fn = [=](const KernelCall &call) -> Status {
-    if (n == 0)
-      return {};
-    adaptiveAvgPoolBackwardKernel<<<gridFor(*c, n), kThreads, 0, c->stream>>>(
-        static_cast<const float *>(call.inputs[0]), static_cast<float *>(call.outputs[0]), a.h, a.w,
-        a.oh, a.ow, n);
-    return launchStatus(name);
-  };
+  CLEAVE_RETURN_IF_ERROR(
+      parseAdaptiveAvgPool2dBackward(sig, "cuda", {DType::F32, DType::BF16}, &a));
+  *fn = sig.inputs[0]->dtype == DType::BF16 ? makeAdaptiveAvgPoolBackward<bf16>(sig, ctx, a)
+                                            : makeAdaptiveAvgPoolBackward<float>(sig, ctx, a);
   return {};
 }
 
@@ -263,13 +293,14 @@ __device__ __forceinline__ int64_t keyEndFor(const AttentionBackwardShape &a, in
   return std::min(a.sk, std::max<int64_t>(0, q0 + rows + a.offset));
 }
 
-/// dst[r * ld + c] = src[r * cols + c] for r < valid, zero for the other
-/// rows of the tile.
-__device__ __forceinline__ void loadTile(float *dst, int64_t ld, const float *__restrict__ src,
+/// dst[r * ld + c] = src[r * cols + c] (widened to fp32) for r < valid,
+/// zero for the other rows of the tile.
+template <typename T>
+__device__ __forceinline__ void loadTile(float *dst, int64_t ld, const T *__restrict__ src,
                                          int64_t valid, int64_t cols) {
   for (int64_t idx = threadIdx.x; idx < kTile * cols; idx += blockDim.x) {
     const int64_t r = idx / cols, c = idx - r * cols;
-    dst[r * ld + c] = r < valid ? src[r * cols + c] : 0.0f;
+    dst[r * ld + c] = r < valid ? static_cast<float>(load(src[r * cols + c])) : 0.0f;
   }
 }
 
@@ -319,10 +350,12 @@ __device__ __forceinline__ void probabilityTiles(const AttentionBackwardShape &a
 
 /// Pass 1, a block per (head, query tile): lse = log-sum-exp of the visible
 /// scaled scores (-inf for a row that sees no key) and delta = rowsum(g * y)
-/// of each query row, into the scratch. Warp w keeps rows [4w, 4w + 4).
+/// of each query row, into the scratch (fp32 whatever T). Warp w keeps rows
+/// [4w, 4w + 4).
+template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
-    attentionRowStatsKernel(const float *__restrict__ q, const float *__restrict__ k,
-                            const float *__restrict__ g, const float *__restrict__ y,
+    attentionRowStatsKernel(const T *__restrict__ q, const T *__restrict__ k,
+                            const T *__restrict__ g, const T *__restrict__ y,
                             float *__restrict__ lseOut, float *__restrict__ deltaOut,
                             AttentionBackwardShape a, int64_t queryTiles) {
   extern __shared__ __align__(16) float smem[];
@@ -331,7 +364,7 @@ __global__ void __launch_bounds__(kTileThreads)
   const int64_t head = blockIdx.x / queryTiles, q0 = (blockIdx.x % queryTiles) * kTile;
   const int64_t rows = std::min<int64_t>(kTile, a.sq - q0);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const float *kh = k + head * a.sk * a.d;
+  const T *kh = k + head * a.sk * a.d;
   loadTile(qs, ld, q + (head * a.sq + q0) * a.d, rows, a.d);
   float rowMax[4], rowSum[4];
 #pragma unroll
@@ -381,10 +414,10 @@ __global__ void __launch_bounds__(kTileThreads)
     if (r >= rows)
       break;
     const int64_t row = head * a.sq + q0 + r;
-    const float *gr = g + row * a.dv, *yr = y + row * a.dv;
+    const T *gr = g + row * a.dv, *yr = y + row * a.dv;
     float acc = 0.0f;
     for (int64_t c = lane; c < a.dv; c += 32)
-      acc += gr[c] * yr[c];
+      acc += static_cast<float>(load(gr[c])) * static_cast<float>(load(yr[c]));
     acc = warpReduce(acc, SumOp{});
     if (lane == 0) {
       lseOut[row] = rowSum[i] > 0.0f ? rowMax[i] + logf(rowSum[i]) : -INFINITY;
@@ -395,11 +428,12 @@ __global__ void __launch_bounds__(kTileThreads)
 
 /// Pass 2, a block per (head, key tile): dV = sum P^T g and dK = scale *
 /// sum dS^T q over the query tiles that see the keys.
+template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
-    attentionKeyGradKernel(const float *__restrict__ q, const float *__restrict__ k,
-                           const float *__restrict__ v, const float *__restrict__ g,
+    attentionKeyGradKernel(const T *__restrict__ q, const T *__restrict__ k,
+                           const T *__restrict__ v, const T *__restrict__ g,
                            const float *__restrict__ lseIn, const float *__restrict__ deltaIn,
-                           float *__restrict__ dk, float *__restrict__ dv, AttentionBackwardShape a,
+                           T *__restrict__ dk, T *__restrict__ dv, AttentionBackwardShape a,
                            int64_t keyTiles) {
   extern __shared__ __align__(16) float smem[];
   const int64_t ldq = a.d + 1, ldv = a.dv + 1;
@@ -447,19 +481,20 @@ __global__ void __launch_bounds__(kTileThreads)
     }
   }
   for (int64_t i = threadIdx.x; i < keys * a.d; i += blockDim.x)
-    dk[(head * a.sk + k0) * a.d + i] = a.scale * dkAcc[i];
+    dk[(head * a.sk + k0) * a.d + i] = store<T>(a.scale * dkAcc[i]);
   for (int64_t i = threadIdx.x; i < keys * a.dv; i += blockDim.x)
-    dv[(head * a.sk + k0) * a.dv + i] = dvAcc[i];
+    dv[(head * a.sk + k0) * a.dv + i] = store<T>(dvAcc[i]);
 }
 
 /// Pass 3, a block per (head, query tile): dQ = scale * sum dS k over the
 /// key tiles the queries see. The last query tiles (the most keys under a
 /// causal mask) start first.
+template <typename T>
 __global__ void __launch_bounds__(kTileThreads)
-    attentionQueryGradKernel(const float *__restrict__ q, const float *__restrict__ k,
-                             const float *__restrict__ v, const float *__restrict__ g,
+    attentionQueryGradKernel(const T *__restrict__ q, const T *__restrict__ k,
+                             const T *__restrict__ v, const T *__restrict__ g,
                              const float *__restrict__ lseIn, const float *__restrict__ deltaIn,
-                             float *__restrict__ dq, AttentionBackwardShape a, int64_t queryTiles) {
+                             T *__restrict__ dq, AttentionBackwardShape a, int64_t queryTiles) {
   extern __shared__ __align__(16) float smem[];
   const int64_t ldq = a.d + 1, ldv = a.dv + 1;
   float *qs = smem, *gs = qs + kTile * ldq, *ks = gs + kTile * ldv, *vs = ks + kTile * ldq;
@@ -495,12 +530,68 @@ __global__ void __launch_bounds__(kTileThreads)
     }
   }
   for (int64_t i = threadIdx.x; i < rows * a.d; i += blockDim.x)
-    dq[(head * a.sq + q0) * a.d + i] = a.scale * dqAcc[i];
+    dq[(head * a.sq + q0) * a.d + i] = store<T>(a.scale * dqAcc[i]);
+}
+
+/// Shared memory per block of the three kernels, in bytes (fp32 tiles
+/// whatever the operands' dtype).
+struct AttentionBackwardSmem {
+  size_t stats = 0, key = 0, query = 0;
+};
+
+/// Opts T's kernels in to their shared memory and returns the call.
+template <typename T>
+Status makeAttentionBackward(const KernelSignature &sig, DeviceContext &ctx,
+                             const AttentionBackwardShape &a, const AttentionBackwardSmem &smem,
+                             int64_t queryTiles, int64_t keyTiles, KernelFn *fn) {
+  CLEAVE_CUDA_TRY(cudaFuncSetAttribute(attentionRowStatsKernel<T>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem.stats)));
+  CLEAVE_CUDA_TRY(cudaFuncSetAttribute(attentionKeyGradKernel<T>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem.key)));
+  CLEAVE_CUDA_TRY(cudaFuncSetAttribute(attentionQueryGradKernel<T>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem.query)));
+  DeviceContext *c = &ctx;
+  const std::string name = sig.kernel;
+  *fn = [=](const KernelCall &call) -> Status {
+    if (a.heads == 0)
+      return {};
+    const T *g = static_cast<const T *>(call.inputs[0]);
+    const T *q = static_cast<const T *>(call.inputs[1]);
+    const T *k = static_cast<const T *>(call.inputs[2]);
+    const T *v = static_cast<const T *>(call.inputs[3]);
+    const T *y = static_cast<const T *>(call.inputs[4]);
+    // The scratch is f32 for every T: heads * sq log-sum-exps, then as many
+    // rowsums, attentionBackwardScratchBytes(q) = heads * sq * 8 bytes.
+    float *lse = static_cast<float *>(call.scratch);
+    float *delta = lse + a.heads * a.sq;
+    if (queryTiles > 0) {
+      attentionRowStatsKernel<T><<<static_cast<unsigned>(a.heads * queryTiles), kTileThreads,
+                                   smem.stats, c->stream>>>(q, k, g, y, lse, delta, a, queryTiles);
+      CLEAVE_RETURN_IF_ERROR(launchStatus(name));
+      attentionQueryGradKernel<T><<<static_cast<unsigned>(a.heads * queryTiles), kTileThreads,
+                                    smem.query, c->stream>>>(
+          q, k, v, g, lse, delta, static_cast<T *>(call.outputs[0]), a, queryTiles);
+      CLEAVE_RETURN_IF_ERROR(launchStatus(name));
+    }
+    if (keyTiles > 0) {
+      attentionKeyGradKernel<T><<<static_cast<unsigned>(a.heads * keyTiles), kTileThreads,
+                                  smem.key, c->stream>>>(q, k, v, g, lse, delta,
+                                                         static_cast<T *>(call.outputs[1]),
+                                                         static_cast<T *>(call.outputs[2]), a,
+                                                         keyTiles);
+      CLEAVE_RETURN_IF_ERROR(launchStatus(name));
+    }
+    return {};
+  };
+  return {};
 }
 
 Status buildAttentionBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   AttentionParams p;
-  CLEAVE_RETURN_IF_ERROR(parseAttentionBackward(sig, "cuda", {DType::F32}, &p));
+  CLEAVE_RETURN_IF_ERROR(parseAttentionBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
   AttentionBackwardShape a;
   a.heads = p.heads;
   a.sq = p.queries;
@@ -515,57 +606,22 @@ Status buildAttentionBackward(const KernelSignature &sig, DeviceContext &ctx, Ke
     return CLEAVE_ERROR(sig.kernel, ": ", a.heads, " heads of ", std::max(a.sq, a.sk),
                         " positions are more tiles than a grid holds");
   // Shared memory per block, in floats: the tiles of q, g (Dv), k, v, P,
-  // dS, the accumulators and the row statistics.
+  // dS, the accumulators and the row statistics. bf16 operands are widened
+  // as they are loaded, so the sizes are the f32 kernel's.
   const int64_t tiles = kTile * (2 * (a.d + 1) + 2 * (a.dv + 1)) + 2 * kTile * kLdTile;
-  const size_t statsBytes = sizeof(float) * (2 * kTile * (a.d + 1) + kTile * kLdTile);
-  const size_t keyBytes = sizeof(float) * (tiles + kTile * (a.d + a.dv) + 2 * kTile);
-  const size_t queryBytes = sizeof(float) * (tiles + kTile * a.d + 2 * kTile);
+  AttentionBackwardSmem smem;
+  smem.stats = sizeof(float) * (2 * kTile * (a.d + 1) + kTile * kLdTile);
+  smem.key = sizeof(float) * (tiles + kTile * (a.d + a.dv) + 2 * kTile);
+  smem.query = sizeof(float) * (tiles + kTile * a.d + 2 * kTile);
   int optin = 0;
   CLEAVE_CUDA_TRY(
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device));
-  if (keyBytes > static_cast<size_t>(optin))
-    return CLEAVE_ERROR(sig.kernel, ": head dims ", a.d, " and ", a.dv, " need ", keyBytes,
+  if (smem.key > static_cast<size_t>(optin))
+    return CLEAVE_ERROR(sig.kernel, ": head dims ", a.d, " and ", a.dv, " need ", smem.key,
                         " bytes of shared memory per block, the GPU has ", optin);
-  CLEAVE_CUDA_TRY(cudaFuncSetAttribute(attentionRowStatsKernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(statsBytes)));
-  CLEAVE_CUDA_TRY(cudaFuncSetAttribute(attentionKeyGradKernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(keyBytes)));
-  CLEAVE_CUDA_TRY(cudaFuncSetAttribute(attentionQueryGradKernel,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(queryBytes)));
-  DeviceContext *c = &ctx;
-  const std::string name = sig.kernel;
-  *fn = [=](const KernelCall &call) -> Status {
-    if (a.heads == 0)
-      return {};
-    const float *g = static_cast<const float *>(call.inputs[0]);
-    const float *q = static_cast<const float *>(call.inputs[1]);
-    const float *k = static_cast<const float *>(call.inputs[2]);
-    const float *v = static_cast<const float *>(call.inputs[3]);
-    const float *y = static_cast<const float *>(call.inputs[4]);
-    float *lse = static_cast<float *>(call.scratch);
-    float *delta = lse + a.heads * a.sq;
-    if (queryTiles > 0) {
-      attentionRowStatsKernel<<<static_cast<unsigned>(a.heads * queryTiles), kTileThreads,
-                                statsBytes, c->stream>>>(q, k, g, y, lse, delta, a, queryTiles);
-      CLEAVE_RETURN_IF_ERROR(launchStatus(name));
-      attentionQueryGradKernel<<<static_cast<unsigned>(a.heads * queryTiles), kTileThreads,
-                                 queryBytes, c->stream>>>(
-          q, k, v, g, lse, delta, static_cast<float *>(call.outputs[0]), a, queryTiles);
-      CLEAVE_RETURN_IF_ERROR(launchStatus(name));
-    }
-    if (keyTiles > 0) {
-      attentionKeyGradKernel<<<static_cast<unsigned>(a.heads * keyTiles), kTileThreads, keyBytes,
-                               c->stream>>>(q, k, v, g, lse, delta,
-                                            static_cast<float *>(call.outputs[1]),
-                                            static_cast<float *>(call.outputs[2]), a, keyTiles);
-      CLEAVE_RETURN_IF_ERROR(launchStatus(name));
-    }
-    return {};
-  };
-  return {};
+  if (sig.inputs[1]->dtype == DType::BF16)
+    return makeAttentionBackward<bf16>(sig, ctx, a, smem, queryTiles, keyTiles, fn);
+  return makeAttentionBackward<float>(sig, ctx, a, smem, queryTiles, keyTiles, fn);
 }
 
 //===----------------------------------------------------------------------===//
@@ -604,10 +660,11 @@ __device__ __forceinline__ int64_t lowerBound(const uint32_t *keys, int64_t n, i
 }
 
 /// A block per (table row, chunk of blockDim columns): the row's positions
-/// are a run of the sorted keys, summed in position order.
-__global__ void embeddingSumKernel(const float *__restrict__ grad,
-                                   const uint32_t *__restrict__ keys,
-                                   const int32_t *__restrict__ positions, float *__restrict__ dw,
+/// are a run of the sorted keys, summed in position order in fp32 and
+/// rounded to T once (bf16: the CPU's widened kernel, bit for bit).
+template <typename T>
+__global__ void embeddingSumKernel(const T *__restrict__ grad, const uint32_t *__restrict__ keys,
+                                   const int32_t *__restrict__ positions, T *__restrict__ dw,
                                    int64_t count, int64_t rows, int64_t dim, int64_t chunks) {
   for (int64_t item = blockIdx.x; item < rows * chunks; item += gridDim.x) {
     const int64_t row = item / chunks;
@@ -617,8 +674,8 @@ __global__ void embeddingSumKernel(const float *__restrict__ grad,
     const int64_t begin = lowerBound(keys, count, row), end = lowerBound(keys, count, row + 1);
     float sum = 0.0f;
     for (int64_t i = begin; i < end; ++i)
-      sum += grad[static_cast<int64_t>(positions[i]) * dim + col];
-    dw[row * dim + col] = sum;
+      sum += static_cast<float>(load(grad[static_cast<int64_t>(positions[i]) * dim + col]));
+    dw[row * dim + col] = store<T>(sum);
   }
 }
 
@@ -630,7 +687,7 @@ struct EmbeddingWorkspace {
 
 Status buildEmbeddingBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   EmbeddingBackwardParams p;
-  CLEAVE_RETURN_IF_ERROR(parseEmbeddingBackward(sig, "cuda", {DType::F32}, &p));
+  CLEAVE_RETURN_IF_ERROR(parseEmbeddingBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
   if (p.count >= std::numeric_limits<int32_t>::max() ||
       p.rows >= std::numeric_limits<int32_t>::max())
     return CLEAVE_ERROR(sig.kernel,
@@ -669,8 +726,8 @@ Status buildEmbeddingBackward(const KernelSignature &sig, DeviceContext &ctx, Ke
       static_cast<int>(std::min<int64_t>(kThreads, std::max<int64_t>(32, (p.dim + 31) / 32 * 32)));
   const int64_t chunks = (p.dim + threads - 1) / threads;
   *fn = [=](const KernelCall &call) -> Status {
-    float *dw = static_cast<float *>(call.outputs[0]);
-    if (p.count == 0) { // nothing to add: zeros
+    void *dw = call.outputs[0];
+    if (p.count == 0) { // nothing to add: zeros (all-zero bits in f32 and bf16)
       if (outBytes > 0)
         CLEAVE_CUDA_TRY(cudaMemsetAsync(dw, 0, outBytes, c->stream));
       return {};
@@ -694,9 +751,14 @@ Status buildEmbeddingBackward(const KernelSignature &sig, DeviceContext &ctx, Ke
         c->stream));
     if (p.rows == 0 || p.dim == 0)
       return {};
-    embeddingSumKernel<<<gridForItems(p.rows * chunks), threads, 0, c->stream>>>(
-        static_cast<const float *>(call.inputs[0]), keysOut, valuesOut, dw, p.count, p.rows, p.dim,
-        chunks);
+    if (p.dtype == DType::BF16)
+      embeddingSumKernel<bf16><<<gridForItems(p.rows * chunks), threads, 0, c->stream>>>(
+          static_cast<const bf16 *>(call.inputs[0]), keysOut, valuesOut, static_cast<bf16 *>(dw),
+          p.count, p.rows, p.dim, chunks);
+    else
+      embeddingSumKernel<float><<<gridForItems(p.rows * chunks), threads, 0, c->stream>>>(
+          static_cast<const float *>(call.inputs[0]), keysOut, valuesOut, static_cast<float *>(dw),
+          p.count, p.rows, p.dim, chunks);
     return launchStatus(name);
   };
   return {};

@@ -25,7 +25,7 @@ Two modes, as bench/cuda_gpt2.py:
 
   --plan DIR (on the GPU machine: only `cleave-runtime`, no compiler):
     python3 bench/cuda_train_gpt2.py --plan DIR --runtime PATH/cleave-runtime
-        [--backend cuda|cpu] [--steps N] [--warmup N] [--json OUT]
+        [--backend cuda|cpu] [--steps N] [--warmup N] [--json OUT] [--profile]
   rebuilds the weights, trains with the runtime, then times PyTorch (skipped, with a message,
   when PyTorch sees no CUDA GPU). Exit status 1 when cleave's run fails or its first loss
   differs from PyTorch's by more than the bound.
@@ -123,6 +123,36 @@ def time_torch_steps(step, warmup, iterations):
     return statistics.median(times), first
 
 
+def profile_cleave(args, plan, data_path, work):
+    """cleave's time per kernel (and per phase) in one step, from the runtime's trace; printed
+    as a table, returned as {kernel: [calls, seconds]}."""
+    trace = os.path.join(work, "trace.json")
+    cmd = [args.runtime, "train", plan, "--data", data_path, "--backend", args.backend,
+           "--steps", "2", "--trace", trace, "--quiet"]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    if run.returncode != 0:
+        print(f"profile run failed: {run.stderr[-2000:]}")
+        return {}
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    kernels, phases = {}, {}
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        table = kernels if e.get("tid") == 1 else phases
+        calls, seconds = table.get(e["name"], (0, 0.0))
+        table[e["name"]] = (calls + 1, seconds + e["dur"] / 1e6)
+    total = sum(sec for _, sec in kernels.values())
+    print("cleave, one step with each instruction waited for (--trace): "
+          + ", ".join(f"{name} {sec * 1e3:.2f} ms" for name, (_, sec) in phases.items()))
+    print("| kernel | calls | ms | share |")
+    print("|---|---:|---:|---:|")
+    for name, (calls, sec) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:25]:
+        print(f"| {name} | {calls} | {sec * 1e3:.2f} | {100 * sec / total:.1f} % |")
+    print()
+    return {name: [calls, sec] for name, (calls, sec) in kernels.items()}
+
+
 def torch_step(model, idx, labels):
     import torch
     import torch.nn.functional as F
@@ -190,6 +220,11 @@ def plan_mode(args):
             result["cleave_error"] = str(e)
         result.update(cleave_s=cleave_s, cleave_first_loss=cleave_first)
         save()
+        if args.profile and cleave_s is not None:
+            # Two more steps with --trace: the last one waits for each instruction, so each
+            # kernel's time is its own (their sum exceeds the step).
+            result["cleave_profile"] = profile_cleave(args, plan, data_path, work)
+            save()
 
     rows = []
     names = [i["name"] for i in plan_manifest["inputs"]]
@@ -274,6 +309,8 @@ def main():
     p.add_argument("--backend", default="cuda", choices=["cuda", "cpu"],
                    help="--plan: the runtime's backend (default cuda)")
     p.add_argument("--json", metavar="OUT", help="--plan: also write the results as JSON")
+    p.add_argument("--profile", action="store_true",
+                   help="--plan: also print cleave's time per kernel in one step")
     args = p.parse_args()
     if args.prepare:
         prepare(args)

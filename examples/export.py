@@ -335,6 +335,22 @@ def _tile_weights(model, seed):
                 t.copy_(values / fan_in ** 0.5 if t.dim() > 1 else 0.1 * values)
 
 
+def build_module(argv):
+    """The eager module `export.py ARGV` traces (models.WithLoss around it with
+    --loss-in-model, in training mode with --train), with this seed's weights: the Python
+    model a reference can run anywhere, where the traced file has devices baked in."""
+    spec, args = _parse_args(list(argv) + ["-o", os.devnull])
+    torch.manual_seed(args.seed)
+    model = spec.build(**args.kwargs, device=args.device).eval()
+    if args.tiled_weights:
+        _tile_weights(model, args.seed)
+    if args.loss_in_model:
+        model = models.WithLoss(model, args.loss_in_model)
+    if args.train:
+        model.train()
+    return model
+
+
 def main(argv=None):
     spec, args = _parse_args(argv)
     torch.manual_seed(args.seed)

@@ -19,7 +19,7 @@
 #      cleave-runtime train --backend cuda, against PyTorch 1.13 on the
 #      build machine's CPU and the machine's PyTorch on the same GPU;
 #   6. bench/cuda_gpt2.py: GPT-2 124M forward in bf16 against PyTorch eager
-#      and torch.compile on the same GPU (SKIP_FORWARD_BENCH=1: not run), and
+#      and torch.compile on the same GPU, and
 #      bench/cuda_train_gpt2.py: its training step (bf16, AdamW) the same way;
 #   7. scripts/gpu/export_current_torch.py: the machine's PyTorch exports
 #      resnet50, vit_b_16 and GPT-2 for import back on the build machine.
@@ -28,6 +28,8 @@
 # Writes OUTDIR/summary.md (a table; also printed), OUTDIR/summary.json,
 # OUTDIR/logs.tar.xz (every step's log, the benchmark's cuda_gpt2.json) and
 # the export files (export-report.{json,md}, exports-K.tar.xz). Exit status 0 when every counted check passed.
+# CHECKS (default all) picks groups of them: conformance comm models multi
+# training bench-forward bench-training exports.
 # CHECK_BUDGET_S (default 540) bounds the whole run: later steps get what is
 # left. PYTHON (default python3) must have PyTorch. BACKEND=cpu rehearses the
 # run on a machine without a GPU: the models and multi-rank plans run on the
@@ -95,6 +97,10 @@ step() {
   return $rc
 }
 status_of() { [ "$1" -eq 0 ] && echo pass || echo FAIL; }
+# CHECKS (default: all) names the groups to run: conformance comm models
+# multi training bench-forward bench-training exports.
+checks=" ${CHECKS:-conformance comm models multi training bench-forward bench-training exports} "
+wants() { [[ "$checks" == *" $1 "* ]]; }
 
 {
   echo "date: $(date -u)"
@@ -107,6 +113,7 @@ gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 
 # 1. The CUDA kernel conformance suite.
+if wants conformance; then
 t0=$SECONDS
 step conformance 180 "$bundle/bin/CpuKernelsTest" --gtest_filter='*/cuda' --gtest_output=json:"$logs/conformance.json"
 rc=$?
@@ -121,8 +128,10 @@ print(f"{len(tests)} tests: {len(tests) - len(skipped) - len(failed)} passed, {l
 PY
 )
 record "kernel conformance (cuda)" "$(status_of $rc)" "$detail" $((SECONDS - t0))
+fi
 
 # 2. Communicators.
+if wants comm; then
 for n in 2 4; do
   t0=$SECONDS
   step comm-staged-np$n 60 mpirun -np $n --oversubscribe "$bundle/bin/CommunicatorTest" --gtest_filter='*/staged'
@@ -138,8 +147,10 @@ if [ "$gpus" -ge 2 ]; then
 else
   record "NCCL, 2 ranks" "n/a" "$gpus GPU here: NCCL refuses two ranks on one GPU, so NCCL across ranks is not exercised on this machine" 0
 fi
+fi
 
 # 3. Every example model, one device, f32 and bf16.
+wants models &&
 for m in gpt bert llama vit resnet18; do
   d=$work/models/$m
   t0=$SECONDS
@@ -158,6 +169,7 @@ done
 
 # 4. Multi-rank plans on the one GPU: MPI staged through host memory.
 d=$prep/multi
+wants multi &&
 for p in pp2:2 tp2:2 dp2:2 pp2tp2:4; do
   plan=${p%%:*} ranks=${p##*:}
   t0=$SECONDS
@@ -169,6 +181,7 @@ done
 # 5. Training: cleave-runtime train on the backend against PyTorch training
 # the same modules, prepared on the CPU there and on this GPU here
 # (scripts/gpu/training_check.py; one row per case).
+if wants training; then
 refdev=cuda; [ "$backend" != cuda ] && refdev=cpu
 t0=$SECONDS
 step training 240 "$py" "$root/scripts/gpu/training_check.py" check "$work/models/training" --runtime "$runtime" --backend $backend --python "$py" --reference-device $refdev --work "$logs/training" --json "$logs/training.json"
@@ -195,35 +208,33 @@ PY
 else
   record "training" "$(status_of $rc)" "$(tail -2 "$logs/training.log" | tr '\n' ' ')" $((SECONDS - t0))
 fi
+fi
 
 if [ "$backend" != cuda ]; then
   record "bench GPT-2 124M bf16" "n/a" "BACKEND=$backend: needs a GPU" 0
   record "exports" "n/a" "BACKEND=$backend: needs the GPU machine's PyTorch and torchvision" 0
 else
-# 6. GPT-2 124M forward, bf16, against PyTorch on the same GPU
-# (SKIP_FORWARD_BENCH=1 leaves it out), and its training step.
-if [ -n "${SKIP_FORWARD_BENCH:-}" ]; then
-  record "bench GPT-2 124M bf16" "n/a" "SKIP_FORWARD_BENCH set" 0
-else
+# 6. GPT-2 124M forward, bf16, against PyTorch on the same GPU, and its
+# training step.
+if wants bench-forward; then
 t0=$SECONDS
 step bench-gpt2 240 "$py" "$root/bench/cuda_gpt2.py" --plan "$prep/gpt2-plan" --runtime "$runtime" --backend cuda --json "$logs/cuda_gpt2.json"
 rc=$?
 record "bench GPT-2 124M bf16" "$(status_of $rc)" "$(grep -E '^\| (cleave|PyTorch|torch)' "$logs/bench-gpt2.log" | tr '\n' ' ')" $((SECONDS - t0))
 fi
+if wants bench-training; then
 t0=$SECONDS
 if tar -C "$work" -xJf "$prep/train-gpt2-plan.tar.xz" 2>"$logs/bench-train-gpt2.log"; then
-  step bench-train-gpt2 300 "$py" "$root/bench/cuda_train_gpt2.py" --plan "$work/train-gpt2-plan" --runtime "$runtime" --backend cuda --json "$logs/cuda_train_gpt2.json"
+  step bench-train-gpt2 300 "$py" "$root/bench/cuda_train_gpt2.py" --plan "$work/train-gpt2-plan" --runtime "$runtime" --backend cuda --profile --json "$logs/cuda_train_gpt2.json"
   rc=$?
 else
   rc=1
 fi
-record "bench GPT-2 124M training step bf16" "$(status_of $rc)" "$(grep -E '^\| (cleave|PyTorch|torch)|first step|error' "$logs/bench-train-gpt2.log" | head -5 | tr '\n' ' ')" $((SECONDS - t0))
+record "bench GPT-2 124M training step bf16" "$(status_of $rc)" "$(grep -E '^\| (cleave|PyTorch eager|torch.compile) |first step|error' "$logs/bench-train-gpt2.log" | head -5 | tr '\n' ' ')" $((SECONDS - t0))
+fi
 
-# 7. Exports by this machine's PyTorch (imported back on the build machine);
-# SKIP_EXPORTS=1 leaves them out (they do not change with the runtime).
-if [ -n "${SKIP_EXPORTS:-}" ]; then
-  record "exports" "n/a" "SKIP_EXPORTS set" 0
-else
+# 7. Exports by this machine's PyTorch (imported back on the build machine).
+if wants exports; then
 t0=$SECONDS
 step exports 300 "$py" "$root/scripts/gpu/export_current_torch.py" "$out" --jobs 4 --timeout 200
 rc=$?

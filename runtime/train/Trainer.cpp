@@ -312,7 +312,11 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   // them on every rank of the dp group.
   const bool sharded = std::any_of(program.buffers.begin(), program.buffers.end(),
                                    [](const BufferSpec &b) { return b.shardOf.has_value(); });
-  executor->setProfiling(true);
+  // Each instruction's time splits a step into compute and communication.
+  // On a backend that queues kernels (a GPU), timing one means waiting for
+  // it, which would idle the device between launches: there a phase counts
+  // whole, as compute, and only the traced step waits per instruction.
+  const bool timeInstructions = backend.sharesHostMemory();
   const int64_t microbatches = std::max<int64_t>(1, plan.microbatches);
   const bool holdsSampleOffset =
       std::any_of(program.buffers.begin(), program.buffers.end(),
@@ -325,6 +329,8 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     auto start = std::chrono::steady_clock::now();
     StepRecord record;
     const bool tracing = options.trace && step == options.steps;
+    const bool profiling = timeInstructions || tracing;
+    executor->setProfiling(profiling);
     // The schedule the plan loader built: forward and backward on each
     // microbatch in turn (the gradients accumulate in the program's state),
     // then the optimizer once. The step's loss is the microbatches' mean.
@@ -359,11 +365,14 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
       if (Status s = executor->runPhase(static_cast<size_t>(index)); !s.ok())
         return s.prepend("step " + std::to_string(step) + " (" +
                          describeBatch(data, step - 1, options.shuffleSeed) + ")");
-      const std::vector<double> &seconds = executor->lastRunSeconds();
+      static const std::vector<double> kUntimed;
+      const std::vector<double> &seconds = profiling ? executor->lastRunSeconds() : kUntimed;
       const std::vector<InstructionSpec> &instructions = program.phases[index].instructions;
       for (size_t i = 0; i < seconds.size() && i < instructions.size(); ++i)
         (isCommKernel(instructions[i].kernel) ? record.communicationSeconds
                                               : record.computeSeconds) += seconds[i];
+      if (!profiling)
+        record.computeSeconds += since(start) - phaseStart;
       if (tracing) {
         TraceEvent event;
         event.name = slotName(slot);

@@ -11,8 +11,10 @@ weights where the case compares them. Writes OUT/CASE/{model.pt, data.safetensor
 ref.jsonl, ref.safetensors} and OUT/cases.json.
 
 check (the GPU machine, which has only the runtime bundle and PyTorch): trains each plan with
-`cleave-runtime train --backend cuda`, trains the same TorchScript module with the machine's
-PyTorch on the same GPU (reference.py --device cuda, TF32 off), and compares cleave with both
+`cleave-runtime train --backend cuda`, trains the same model with the machine's PyTorch on the
+same GPU (reference.py --device cuda: TF32 off, deterministic algorithms; the eager Python
+module export.py builds, with the exported weights, since a traced file keeps the CPU devices it
+was traced on), and compares cleave with both
 references (test/train/compare_training.py: every step's loss within rtol of the reference's,
 the weights within wtol of max(1, max|ref|)), and checks that the memory the runtime allocated
 is the plan's prediction (its --report). The bounds are those of the CPU tests
@@ -69,6 +71,18 @@ def run(cmd, log, timeout):
     return rc == 0, time.time() - start
 
 
+def eager_args(export):
+    """The export's arguments that build the model (not its data): reference.py --eager."""
+    words, kept = export.split(), []
+    while words:
+        w = words.pop(0)
+        if w in ("--samples", "--labels", "--data"):
+            words.pop(0)
+        else:
+            kept.append(w)
+    return " ".join(kept)
+
+
 def prepare(a):
     os.makedirs(a.out, exist_ok=True)
     cases = []
@@ -98,7 +112,7 @@ def prepare(a):
         # The plan's IR dumps are not needed to run it.
         subprocess.run(["rm", "-rf", os.path.join(plan, "ir")])
         cases.append({"name": name, "flags": flags.split(), "steps": steps, "weights": weights,
-                      "dtype": dtype})
+                      "dtype": dtype, "eager": eager_args(export)})
     with open(os.path.join(a.out, "cases.json"), "w") as f:
         json.dump(cases, f, indent=1)
 
@@ -140,7 +154,7 @@ def check(a):
             dev_weights = os.path.join(w, f"ref-{a.reference_device}.safetensors")
             rok, _ = run([a.python, REFERENCE, os.path.join(d, "model.pt"), "--data",
                           os.path.join(d, "data.safetensors"), "--device", a.reference_device,
-                          "--losses", dev_ref] + steps + c["flags"]
+                          "--losses", dev_ref, "--eager", c["eager"]] + steps + c["flags"]
                          + (["--weights", dev_weights] if c["weights"] else []), log, a.timeout)
             row[f"reference_{a.reference_device}"] = rok
             if rok:

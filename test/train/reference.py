@@ -5,6 +5,7 @@ usage: reference.py MODEL.pt --data DATA.safetensors --steps N --losses OUT.json
        [--lr X] [--weight-decay X] [--betas B1,B2] [--eps X] [--momentum X] [--dampening X]
        [--nesterov] [--clip-grad-norm X] [--lr-schedule constant|linear|cosine]
        [--warmup-steps N] [--decay-steps N] [--dtype f32|bf16] [--device cpu|cuda]
+       [--eager EXPORT_ARGS]
 
 Loads the TorchScript file itself (torch.jit.load), so it trains exactly the module cleave
 compiled, in training mode, with torch.optim's AdamW or SGD (their defaults where a flag is
@@ -12,7 +13,10 @@ absent, as cleave's), torch.nn.utils.clip_grad_norm_ and a LambdaLR with the sch
 docs/training.md. Step i (from 0) takes samples (i*B + j) mod S of DATA, B = the model's recorded
 batch. --dtype bf16 runs the forward and backward under CPU autocast to bf16 with f32 parameters
 and optimizer, as cleave's mixed precision does. --device cuda trains on the GPU (TF32 off, as
-cleave's f32 GEMMs; autocast on cuda for bf16), the reference for `cleave train --backend cuda`
+cleave's f32 GEMMs, and PyTorch's deterministic algorithms; autocast on cuda for bf16); --eager
+EXPORT_ARGS trains the Python module examples/export.py builds from those arguments, with the
+file's weights (a traced file keeps the devices it was traced on, so GPT's positions stay on the
+CPU), the reference for `cleave train --backend cuda`
 on the same machine (scripts/gpu/training_check.py). Writes one JSON line per step ({"step", "loss"},
 from 1) and, with --weights, the final state_dict (floats in f32).
 """
@@ -67,14 +71,30 @@ def main():
     p.add_argument("--decay-steps", type=int, default=0)
     p.add_argument("--dtype", default="f32", choices=["f32", "bf16"])
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--eager", metavar="EXPORT_ARGS",
+                   help="train the eager Python module examples/export.py EXPORT_ARGS builds, with "
+                        "MODEL's weights, instead of MODEL itself (a traced file keeps the devices "
+                        "it was traced on)")
     a = p.parse_args()
     if a.device == "cuda":
+        # f32 as f32 (no TF32), and the deterministic algorithms: the reference for cleave's
+        # f32 kernels, which use neither TF32 nor atomics.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cudnn.benchmark = False
+        torch.backends.cudnn.deterministic = True
+        torch.use_deterministic_algorithms(True, warn_only=True)
 
     torch.manual_seed(0)
     extra = {"cleave.json": ""}
     module = torch.jit.load(a.model, _extra_files=extra)
+    if a.eager:
+        import shlex
+        import export
+        eager = export.build_module(shlex.split(a.eager))
+        eager.load_state_dict(module.state_dict(), strict=True)
+        module = eager
     module.train()
     module.to(a.device)
     meta = json.loads(extra["cleave.json"])

@@ -1535,6 +1535,10 @@ TEST_P(KernelTest, ReductionsOverDimSets) {
       {{3, 4, 5}, {0, 1, 2}}, {{2, 3, 4, 5}, {1, 3}}, {{2, 3, 4, 5}, {0, 2}}, {{5, 1, 3}, {1}},
       {{4, 6}, {}},         {{300, 200}, {1}},     {{300, 200}, {0}},     {{7}, {0}},
       {{2, 1, 3, 1}, {0, 3}},
+      // Few long outputs, which the CUDA backend reduces in chunks (rows of more than 16384,
+      // columns of at least 64), and an empty one.
+      {{2, 40000}, {1}},    {{70001}, {0}},        {{3, 20000, 5}, {1}},  {{4100, 7}, {0}},
+      {{0, 40000}, {1}},
   };
   for (const Case &c : cases) {
     for (bool keepdim : {false, true}) {
@@ -1566,6 +1570,11 @@ TEST_P(KernelTest, ReductionsOverDimSets) {
                          (keepdim ? " keepdim" : "");
       for (DType dt : {f32, i64, i32}) {
         HostTensor x = dt == f32 ? random(c.shape, -5, 5) : randomInts(dt, c.shape, -1000, 1000);
+        // Long sums of floats: small integers, whose partial sums f32 holds exactly in any
+        // order, so chunked and sequential sums must agree to the last bit.
+        if (dt == f32 && x.numel() > 10000)
+          for (int64_t i = 0; i < x.numel(); ++i)
+            x.as<float>()[i] = std::round(x.as<float>()[i]);
         std::vector<double> sum(numElements(out), 0), mx(numElements(out), -kInf);
         for (int64_t i = 0; i < x.numel(); ++i) {
           sum[outIndex(i)] += x.at(i);
@@ -1592,6 +1601,17 @@ TEST_P(KernelTest, ReductionsOverDimSets) {
   expectEqual(y, {kNaN, -4});
   ASSERT_OK(run("reduce_max", {&x}, D(f32, {3}), &y, attrs({{"dims", L({0})}})));
   expectEqual(y, {1, kNaN, 3});
+  // ... also from inside a chunk of a long row or column.
+  HostTensor row = random({2, 40000}, -5, 5), column = random({4100, 3}, -5, 5);
+  row.as<float>()[40000 + 23456] = kNaN;
+  column.as<float>()[3 * 2000 + 1] = kNaN;
+  ASSERT_OK(run("reduce_max", {&row}, D(f32, {2}), &y, attrs({{"dims", L({1})}})));
+  EXPECT_FALSE(std::isnan(y.at(0)));
+  EXPECT_TRUE(std::isnan(y.at(1)));
+  ASSERT_OK(run("reduce_max", {&column}, D(f32, {3}), &y, attrs({{"dims", L({0})}})));
+  EXPECT_FALSE(std::isnan(y.at(0)));
+  EXPECT_TRUE(std::isnan(y.at(1)));
+  EXPECT_FALSE(std::isnan(y.at(2)));
 }
 
 TEST_P(KernelTest, ReductionValidation) {

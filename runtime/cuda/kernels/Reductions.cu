@@ -7,6 +7,11 @@
 // the reduced elements of each output. Floats accumulate in fp32, integers
 // in int64; the maximum propagates NaN. An empty `dims` reduces nothing.
 //
+// Few long outputs would leave most of the GPU idle (a bias gradient sums
+// 8192 rows into 768 columns: 768 threads): there the reduced dim is split
+// into chunks, reduced apart into the workspace, then the chunks in order.
+// The chunks depend on the shape only, so results repeat run to run.
+//
 // reduce_max_index / reduce_min_index and the scans (cumsum, cumprod) view
 // the input as [outer, size, inner] and give a thread to each (outer, inner)
 // column, reads coalesced across threads; scans of floats accumulate in
@@ -115,6 +120,82 @@ __global__ void columnsKernel(const T *__restrict__ x, T *__restrict__ y, int64_
   }
 }
 
+/// Split reductions: about this many threads (or row blocks) in the first
+/// pass, and at least this many elements per chunk.
+constexpr int64_t kSplitThreads = int64_t(1) << 18;
+constexpr int64_t kMinColumnChunk = 32;
+constexpr int64_t kRowChunk = 16384;
+constexpr int64_t kMaxChunks = 4096;
+
+/// partial[chunk][t] = reduce over rows [chunk * per, (chunk + 1) * per) of
+/// column t of [o, r, inner] (blockIdx.y is the chunk).
+template <Reduce K, typename T>
+__global__ void columnChunksKernel(const T *__restrict__ x,
+                                   typename Reducer<K, T>::Acc *__restrict__ partial,
+                                   int64_t outputs, int64_t r, int64_t inner, int64_t per) {
+  using R = Reducer<K, T>;
+  const int64_t chunk = blockIdx.y;
+  const int64_t i0 = chunk * per, i1 = i0 + per < r ? i0 + per : r;
+  for (int64_t t = globalThread(); t < outputs; t += globalThreads()) {
+    const int64_t o = t / inner, j = t - o * inner;
+    const T *src = x + o * r * inner + j;
+    typename R::Acc acc = R::identity();
+    for (int64_t i = i0; i < i1; ++i)
+      acc = R::combine(acc, load(src[i * inner]));
+    partial[chunk * outputs + t] = acc;
+  }
+}
+
+/// y[t] = the chunks of output t combined in order (a thread per output).
+template <Reduce K, typename T>
+__global__ void combineColumnChunksKernel(const typename Reducer<K, T>::Acc *__restrict__ partial,
+                                          T *__restrict__ y, int64_t outputs, int64_t chunks,
+                                          int64_t count) {
+  using R = Reducer<K, T>;
+  for (int64_t t = globalThread(); t < outputs; t += globalThreads()) {
+    typename R::Acc acc = R::identity();
+    for (int64_t k = 0; k < chunks; ++k)
+      acc = R::combine(acc, partial[k * outputs + t]);
+    y[t] = R::finish(acc, count);
+  }
+}
+
+/// partial[row * chunks + chunk] = reduce of the row's chunk (a block each:
+/// blockIdx.x the chunk, blockIdx.y the row).
+template <Reduce K, typename T>
+__global__ void rowChunksKernel(const T *__restrict__ x,
+                                typename Reducer<K, T>::Acc *__restrict__ partial, int64_t r,
+                                int64_t per) {
+  using R = Reducer<K, T>;
+  __shared__ typename R::Acc shared[32];
+  const int64_t row = blockIdx.y, chunk = blockIdx.x;
+  const int64_t i0 = chunk * per, i1 = i0 + per < r ? i0 + per : r;
+  typename R::Acc acc = R::identity();
+  for (int64_t i = i0 + threadIdx.x; i < i1; i += blockDim.x)
+    acc = R::combine(acc, load(x[row * r + i]));
+  acc = blockReduce(acc, Combine<K, T>{}, shared);
+  if (threadIdx.x == 0)
+    partial[row * gridDim.x + chunk] = acc;
+}
+
+/// y[row] = the row's chunks combined (a warp per row, in a fixed order).
+template <Reduce K, typename T>
+__global__ void combineRowChunksKernel(const typename Reducer<K, T>::Acc *__restrict__ partial,
+                                       T *__restrict__ y, int64_t rows, int64_t chunks,
+                                       int64_t count) {
+  using R = Reducer<K, T>;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / 32; o < rows;
+       o += warps) {
+    typename R::Acc acc = R::identity();
+    for (int64_t k = threadIdx.x % 32; k < chunks; k += 32)
+      acc = R::combine(acc, partial[o * chunks + k]);
+    acc = warpReduce(acc, Combine<K, T>{});
+    if (threadIdx.x % 32 == 0)
+      y[o] = R::finish(acc, count);
+  }
+}
+
 struct GeneralLayout {
   int kept = 0, reduced = 0;
   int64_t keptSizes[kMaxLayoutRank], keptStrides[kMaxLayoutRank];
@@ -161,10 +242,31 @@ Status makeReduction(const KernelSignature &sig, DeviceContext &ctx,
                      const Shape &inShape, const std::vector<bool> &reducedDims, KernelFn *fn) {
   DeviceContext *c = &ctx;
   std::string name = sig.kernel;
+  using Acc = typename Reducer<K, T>::Acc;
   // [kept?, reduced]: rows.
   if (groups.size() <= 2 && !groups.empty() && groups.back().reduced) {
     const int64_t r = groups.back().size;
     const int64_t rows = groups.size() == 2 ? groups[0].size : 1;
+    // A few long rows: chunks of kRowChunk, a block each.
+    const int64_t rowChunks = std::min(kMaxChunks, (r + kRowChunk - 1) / kRowChunk);
+    if (rowChunks > 1 && rows > 0 && rows * rowChunks <= kSplitThreads / 64 && rows <= 65535) {
+      const int64_t per = (r + rowChunks - 1) / rowChunks;
+      const int64_t chunks = (r + per - 1) / per;
+      void *unused = nullptr;
+      CLEAVE_RETURN_IF_ERROR(ctx.sharedWorkspace(sizeof(Acc) * rows * chunks, &unused));
+      *fn = [=](const KernelCall &call) -> Status {
+        Acc *partial = static_cast<Acc *>(c->workspace);
+        rowChunksKernel<K, T><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(rows)),
+                                kRowBlockThreads, 0, c->stream>>>(
+            static_cast<const T *>(call.inputs[0]), partial, r, per);
+        CLEAVE_RETURN_IF_ERROR(launchStatus(name));
+        combineRowChunksKernel<K, T><<<gridForItems((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
+                                       32 * kWarpsPerBlock, 0, c->stream>>>(
+            partial, static_cast<T *>(call.outputs[0]), rows, chunks, r);
+        return launchStatus(name);
+      };
+      return {};
+    }
     *fn = [=](const KernelCall &call) -> Status {
       const T *x = static_cast<const T *>(call.inputs[0]);
       T *y = static_cast<T *>(call.outputs[0]);
@@ -181,6 +283,27 @@ Status makeReduction(const KernelSignature &sig, DeviceContext &ctx,
   // [kept?, reduced, kept]: columns.
   if ((groups.size() == 2 && groups[0].reduced) || (groups.size() == 3 && groups[1].reduced)) {
     const int64_t r = groups[groups.size() - 2].size, inner = groups.back().size;
+    // Few outputs: chunks of the reduced dim, of at least kMinColumnChunk.
+    const int64_t columnChunks = std::min(
+        {kMaxChunks, r / kMinColumnChunk, kSplitThreads / std::max<int64_t>(outCount, 1)});
+    if (columnChunks > 1 && outCount > 0) {
+      const int64_t per = (r + columnChunks - 1) / columnChunks;
+      const int64_t chunks = (r + per - 1) / per;
+      void *unused = nullptr;
+      CLEAVE_RETURN_IF_ERROR(ctx.sharedWorkspace(sizeof(Acc) * outCount * chunks, &unused));
+      *fn = [=](const KernelCall &call) -> Status {
+        Acc *partial = static_cast<Acc *>(c->workspace);
+        const dim3 grid(static_cast<unsigned>((outCount + kThreads - 1) / kThreads),
+                        static_cast<unsigned>(chunks));
+        columnChunksKernel<K, T><<<grid, kThreads, 0, c->stream>>>(
+            static_cast<const T *>(call.inputs[0]), partial, outCount, r, inner, per);
+        CLEAVE_RETURN_IF_ERROR(launchStatus(name));
+        combineColumnChunksKernel<K, T><<<gridFor(*c, outCount), kThreads, 0, c->stream>>>(
+            partial, static_cast<T *>(call.outputs[0]), outCount, chunks, r);
+        return launchStatus(name);
+      };
+      return {};
+    }
     *fn = [=](const KernelCall &call) -> Status {
       columnsKernel<K, T><<<gridFor(*c, outCount), kThreads, 0, c->stream>>>(
           static_cast<const T *>(call.inputs[0]), static_cast<T *>(call.outputs[0]), outCount, r,

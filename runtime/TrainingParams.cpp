@@ -87,7 +87,7 @@ Shape lossShape(const NllParams &p) {
 }
 
 Status checkChannelInput(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats, const char *name,
+                         std::initializer_list<DType> floats, const char *name,
                          const TensorDesc &x, ChannelLayout *layout) {
   CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, name, x, floats));
   if (x.rank() < 2)
@@ -100,8 +100,7 @@ Status checkChannelInput(const KernelSignature &sig, const char *backend,
 }
 
 Status parseActivationBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                               ActivationBackwardParams *out) {
+                               std::initializer_list<DType> floats, ActivationBackwardParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
@@ -176,7 +175,7 @@ Status parseAssign(const KernelSignature &sig, size_t *bytes) {
 }
 
 Status parseDropoutTrain(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats, DropoutParams *out) {
+                         std::initializer_list<DType> floats, DropoutParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
   const TensorDesc &x = *sig.inputs[0];
@@ -221,8 +220,7 @@ Status parseDropoutTrain(const KernelSignature &sig, const char *backend,
 }
 
 Status parseBatchNormTrain(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                           BatchNormTrainParams *out) {
+                           std::initializer_list<DType> floats, BatchNormTrainParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 3, 3, 3));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "input"));
   const TensorDesc &x = *sig.inputs[0];
@@ -278,8 +276,7 @@ Status parseUpdateRunningStats(const KernelSignature &sig, const char *backend,
 }
 
 Status parseBatchNormBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                              BatchNormBackwardParams *out) {
+                              std::initializer_list<DType> floats, BatchNormBackwardParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 4, 5, 3));
   const char *names[] = {"grad", "input", "mean", "var"};
   for (size_t i = 0; i < 4; ++i)
@@ -344,8 +341,7 @@ Status parseNllLossBackward(const KernelSignature &sig, const char *backend, Nll
 }
 
 Status parseSoftmaxBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                            SoftmaxBackwardParams *out) {
+                            std::initializer_list<DType> floats, SoftmaxBackwardParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "output"));
@@ -365,8 +361,7 @@ Status parseSoftmaxBackward(const KernelSignature &sig, const char *backend,
 }
 
 Status parseLayerNormBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                              LayerNormBackwardParams *out) {
+                              std::initializer_list<DType> floats, LayerNormBackwardParams *out) {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 3, 3));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
@@ -399,8 +394,7 @@ Status parseLayerNormBackward(const KernelSignature &sig, const char *backend,
 }
 
 Status parseGeluBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                         ActivationBackwardParams *out) {
+                         std::initializer_list<DType> floats, ActivationBackwardParams *out) {
   std::string approximation;
   CLEAVE_RETURN_IF_ERROR(
       withKernel(sig, sig.attrs.getString("approximation", &approximation, "none")));
@@ -412,8 +406,7 @@ Status parseGeluBackward(const KernelSignature &sig, const char *backend,
 }
 
 Status parseSiluBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                         ActivationBackwardParams *out) {
+                         std::initializer_list<DType> floats, ActivationBackwardParams *out) {
   return parseActivationBackward(sig, backend, floats, out);
 }
 

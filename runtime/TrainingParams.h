@@ -55,7 +55,7 @@ struct DropoutParams {
   DType dtype = DType::F32; // of every float operand
 };
 Status parseDropoutTrain(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats, DropoutParams *out);
+                         std::initializer_list<DType> floats, DropoutParams *out);
 
 /// x is [N, C, ...]: N*C planes of `inner` elements, plane p of channel
 /// p % C.
@@ -72,8 +72,7 @@ struct BatchNormTrainParams {
   DType dtype = DType::F32; // of every float operand
 };
 Status parseBatchNormTrain(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                           BatchNormTrainParams *out);
+                           std::initializer_list<DType> floats, BatchNormTrainParams *out);
 
 /// update_running_stats: mean, var -> running_mean, running_var (updated in
 /// place); the unbiased variance is var·count/(count-1).
@@ -93,8 +92,7 @@ struct BatchNormBackwardParams {
   DType dtype = DType::F32; // of every float operand
 };
 Status parseBatchNormBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                              BatchNormBackwardParams *out);
+                              std::initializer_list<DType> floats, BatchNormBackwardParams *out);
 
 /// A loss's reduction.
 enum class Reduction { Mean, Sum, None };
@@ -117,8 +115,7 @@ struct SoftmaxBackwardParams {
   DType dtype = DType::F32; // of every float operand
 };
 Status parseSoftmaxBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                            SoftmaxBackwardParams *out);
+                            std::initializer_list<DType> floats, SoftmaxBackwardParams *out);
 
 /// layer_norm_backward over the trailing normalized_shape: grad, input,
 /// weight? -> grad_input, grad_weight, grad_bias; `rows` rows of `d`.
@@ -129,8 +126,7 @@ struct LayerNormBackwardParams {
   DType dtype = DType::F32; // of every float operand
 };
 Status parseLayerNormBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                              LayerNormBackwardParams *out);
+                              std::initializer_list<DType> floats, LayerNormBackwardParams *out);
 
 /// gelu_backward and silu_backward: grad, input -> grad_input, `n`
 /// elements; `tanh` is gelu's approximation "tanh" (else the erf form).
@@ -140,11 +136,9 @@ struct ActivationBackwardParams {
   DType dtype = DType::F32; // of every float operand
 };
 Status parseGeluBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                         ActivationBackwardParams *out);
+                         std::initializer_list<DType> floats, ActivationBackwardParams *out);
 Status parseSiluBackward(const KernelSignature &sig, const char *backend,
-    std::initializer_list<DType> floats,
-                         ActivationBackwardParams *out);
+                         std::initializer_list<DType> floats, ActivationBackwardParams *out);
 
 //===----------------------------------------------------------------------===//
 // Optimizer updates: adamw, sgd. Inputs grad, step, grad_scale? (absent:

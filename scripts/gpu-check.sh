@@ -202,7 +202,8 @@ for c in json.load(open(sys.argv[1]))["cases"]:
         detail += f"; memory allocated {m['allocated']} of predicted {m['predicted']} B"
     if "error" in c:
         detail += "; error: " + " ".join(c["error"])
-    print(f"{c['case']} ({c['dtype']}, {c['train_seconds']} s)|{'pass' if ok else 'FAIL'}|{detail}")
+    detail = f"trained in {c['train_seconds']} s; " + detail
+    print(f"{c['case']} ({c['dtype']})|{'pass' if ok else 'FAIL'}|{detail}")
 PY
 )
 else

@@ -408,15 +408,20 @@ def rebuild_weights(plan, model):
     return plan_manifest
 
 
+def read_prepared(directory):
+    """(absolute DIR, its prepare.json) of a directory --prepare wrote."""
+    src = os.path.abspath(directory)
+    try:
+        with open(os.path.join(src, "prepare.json")) as f:
+            return src, json.load(f)
+    except FileNotFoundError:
+        die(f"{src}/prepare.json is missing: make DIR with --prepare DIR first")
+
+
 def plan_mode(args):
     import torch
     from safetensors_io import load_file, save_file
-    src = os.path.abspath(args.plan)
-    try:
-        with open(os.path.join(src, "prepare.json")) as f:
-            prepared = json.load(f)
-    except FileNotFoundError:
-        die(f"{src}/prepare.json is missing: make DIR with --prepare DIR first")
+    src, prepared = read_prepared(args.plan)
     kwargs = prepared["model"]
     cuda = torch.cuda.is_available()
     with tempfile.TemporaryDirectory(prefix="cuda_gpt2-") as work:

@@ -174,12 +174,7 @@ def torch_step(model, idx, labels):
 def plan_mode(args):
     import torch
     from safetensors_io import load_file
-    src = os.path.abspath(args.plan)
-    try:
-        with open(os.path.join(src, "prepare.json")) as f:
-            prepared = json.load(f)
-    except FileNotFoundError:
-        die(f"{src}/prepare.json is missing: make DIR with --prepare DIR first")
+    src, prepared = cuda_gpt2.read_prepared(args.plan)
     kwargs = prepared["model"]
     cuda = torch.cuda.is_available()
     data_path = os.path.join(src, "data.safetensors")

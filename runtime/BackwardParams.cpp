@@ -236,15 +236,7 @@ Status parseAttentionBackward(const KernelSignature &sig, const char *backend,
   CLEAVE_RETURN_IF_ERROR(requireOutput(sig, 1, "grad_k", k, "k's shape"));
   CLEAVE_RETURN_IF_ERROR(requireOutput(sig, 2, "grad_v", v, "v's shape"));
   AttentionParams p;
-  CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("causal", &p.causal, false)));
-  p.scale = q.shape[3] > 0 ? 1.0 / std::sqrt(static_cast<double>(q.shape[3])) : 1.0;
-  if (sig.attrs.has("scale"))
-    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("scale", &p.scale)));
-  p.heads = q.shape[0] * q.shape[1];
-  p.queries = q.shape[2];
-  p.keys = k.shape[2];
-  p.headDim = q.shape[3];
-  p.valueDim = v.shape[3];
+  CLEAVE_RETURN_IF_ERROR(readAttention(sig, q.shape, k.shape, v.shape, &p));
   const size_t needed = attentionBackwardScratchBytes(q.shape);
   if (sig.scratchBytes < needed)
     return CLEAVE_ERROR(sig.kernel, ": needs ", needed,

@@ -917,18 +917,23 @@ Status parseAttention(const KernelSignature &sig, const char *backend,
   CLEAVE_RETURN_IF_ERROR(checkOutput(sig,
                                      {q.dtype, {q.shape[0], q.shape[1], q.shape[2], v.shape[3]}},
                                      "[B, H, Sq, Dv] from q and v"));
+  return readAttention(sig, q.shape, k.shape, v.shape, out);
+}
+
+Status readAttention(const KernelSignature &sig, const Shape &q, const Shape &k, const Shape &v,
+                     AttentionParams *out) {
   AttentionParams p;
   CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getBool("causal", &p.causal, false)));
   // PyTorch's default scale when the plan gives none (the compiler always
   // writes one).
-  p.scale = q.shape[3] > 0 ? 1.0 / std::sqrt(static_cast<double>(q.shape[3])) : 1.0;
+  p.scale = q[3] > 0 ? 1.0 / std::sqrt(static_cast<double>(q[3])) : 1.0;
   if (sig.attrs.has("scale"))
     CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("scale", &p.scale)));
-  p.heads = q.shape[0] * q.shape[1];
-  p.queries = q.shape[2];
-  p.keys = k.shape[2];
-  p.headDim = q.shape[3];
-  p.valueDim = v.shape[3];
+  p.heads = q[0] * q[1];
+  p.queries = q[2];
+  p.keys = k[2];
+  p.headDim = q[3];
+  p.valueDim = v[3];
   *out = p;
   return {};
 }

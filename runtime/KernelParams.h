@@ -366,5 +366,10 @@ struct AttentionParams {
 };
 Status parseAttention(const KernelSignature &sig, const char *backend,
                       std::initializer_list<DType> dtypes, AttentionParams *out);
+/// The sizes of q [B, H, Sq, D], k [B, H, Sk, D], v [B, H, Sk, Dv] (already
+/// checked) and the `causal` and `scale` attributes: what the attention
+/// forward and its backward both read.
+Status readAttention(const KernelSignature &sig, const Shape &q, const Shape &k, const Shape &v,
+                     AttentionParams *out);
 
 } // namespace cleave::runtime

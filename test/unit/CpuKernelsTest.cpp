@@ -4203,15 +4203,18 @@ TEST_P(TrainingKernelTest, PoolBackwardValidation) {
 /// The gradients of softmax(scale q k^T, masked) v in doubles: dq, dk, dv.
 /// With `y` (the forward's output as the kernel reads it), each row's
 /// sum_j P dP is taken as rowsum(g * y), as the kernels compute it (equal
-/// for an exact y).
-std::vector<std::vector<double>> refAttentionBackward(const HostTensor &g, const HostTensor &q,
-                                                      const HostTensor &k, const HostTensor &v,
-                                                      bool causal, double scale,
-                                                      const HostTensor *y = nullptr) {
+/// for an exact y). With `squares`, the sums of the squares of each
+/// gradient element's terms (P g, scale dS q, scale dS k), in the same
+/// order.
+std::vector<std::vector<double>>
+refAttentionBackward(const HostTensor &g, const HostTensor &q, const HostTensor &k,
+                     const HostTensor &v, bool causal, double scale, const HostTensor *y = nullptr,
+                     std::vector<std::vector<double>> *squares = nullptr) {
   const Shape &qs = q.desc.shape;
   const int64_t heads = qs[0] * qs[1], sq = qs[2], d = qs[3];
   const int64_t sk = k.desc.shape[2], dv = v.desc.shape[3];
   std::vector<double> dq(heads * sq * d, 0.0), dk(heads * sk * d, 0.0), dvv(heads * sk * dv, 0.0);
+  std::vector<double> sqDq(dq.size(), 0.0), sqDk(dk.size(), 0.0), sqDv(dvv.size(), 0.0);
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < sq; ++i) {
       std::vector<double> p(sk, 0.0);
@@ -4251,14 +4254,23 @@ std::vector<std::vector<double>> refAttentionBackward(const HostTensor &g, const
       }
       for (int64_t j = 0; j < sk; ++j) {
         const double ds = p[j] * (dp[j] - rowDot);
-        for (int64_t c = 0; c < dv; ++c)
-          dvv[(h * sk + j) * dv + c] += p[j] * g.at((h * sq + i) * dv + c);
+        for (int64_t c = 0; c < dv; ++c) {
+          const double t = p[j] * g.at((h * sq + i) * dv + c);
+          dvv[(h * sk + j) * dv + c] += t;
+          sqDv[(h * sk + j) * dv + c] += t * t;
+        }
         for (int64_t c = 0; c < d; ++c) {
-          dq[(h * sq + i) * d + c] += scale * ds * k.at((h * sk + j) * d + c);
-          dk[(h * sk + j) * d + c] += scale * ds * q.at((h * sq + i) * d + c);
+          const double tq = scale * ds * k.at((h * sk + j) * d + c);
+          const double tk = scale * ds * q.at((h * sq + i) * d + c);
+          dq[(h * sq + i) * d + c] += tq;
+          dk[(h * sk + j) * d + c] += tk;
+          sqDq[(h * sq + i) * d + c] += tq * tq;
+          sqDk[(h * sk + j) * d + c] += tk * tk;
         }
       }
     }
+  if (squares)
+    *squares = {sqDq, sqDk, sqDv};
   return {dq, dk, dvv};
 }
 
@@ -4645,9 +4657,15 @@ TEST_P(TrainingKernelTest, AttentionBackwardTakesBf16OnCuda) {
     double scale;
   };
   // The f32 test's shapes: partial tiles, Sq != Sk both ways, rows that see
-  // no key, Dv != D, and heads of 128 and 256 (opted-in shared memory, the
-  // same bytes as f32: the tiles hold fp32).
+  // no key, Dv != D, and heads of 128 and 256. Heads up to 128 wide run on
+  // tensor cores (64 x 64 tiles, P = 64 or 128: the GPT-sized cases below
+  // span several tiles with a causal diagonal through them); 200 and 256
+  // take the fp32 kernels.
   const std::vector<Case> cases = {
+      {{2, 3, 256, 64}, {2, 3, 256, 64}, {2, 3, 256, 64}, true, 0.125},
+      {{1, 2, 200, 64}, {1, 2, 200, 64}, {1, 2, 200, 64}, false, 0.125},
+      {{1, 2, 77, 72}, {1, 2, 150, 72}, {1, 2, 150, 40}, true, 0.12},
+      {{1, 2, 150, 64}, {1, 2, 70, 64}, {1, 2, 70, 64}, true, 0.125}, // rows that see no key
       {{1, 1, 1, 1}, {1, 1, 1, 1}, {1, 1, 1, 1}, true, 1.0},
       {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, true, 0.25},
       {{2, 3, 37, 16}, {2, 3, 37, 16}, {2, 3, 37, 16}, false, 0.25},
@@ -4680,15 +4698,20 @@ TEST_P(TrainingKernelTest, AttentionBackwardTakesBf16OnCuda) {
     s.scratchBytes = attentionBackwardScratchBytes(c.q); // f32 statistics, whatever the dtype
     std::vector<HostTensor> grads;
     ASSERT_OK(runAll(s, {&g, &q, &k, &v, &y}, &grads));
+    std::vector<std::vector<double>> squares;
     std::vector<std::vector<double>> want =
-        refAttentionBackward(g, q, k, v, c.causal, c.scale, &y);
+        refAttentionBackward(g, q, k, v, c.causal, c.scale, &y, &squares);
     const std::string what = std::string(c.causal ? "causal " : "") +
                              "bf16 attention_backward q " + describe(c.q, bf16) + " k " +
                              describe(c.k, bf16);
-    // fp32 inside, as the f32 kernel (its 1e-4 tolerances), rounded once.
-    expectBf16Close(grads[0], want[0], {}, 1e-4, 1e-4, what + " dq");
-    expectBf16Close(grads[1], want[1], {}, 1e-4, 1e-4, what + " dk");
-    expectBf16Close(grads[2], want[2], {}, 1e-4, 1e-4, what + " dv");
+    // fp32 scores and sums (the f32 kernel's 1e-4 tolerances), each result
+    // rounded once; on tensor cores P and dS are also rounded to bf16
+    // before their products (2^-8 of each term, at most): the reduction's
+    // mass term covers that, as it does the library calls' partials.
+    const bool tensorCores = std::max(c.q[3], c.v[3]) <= 128;
+    for (int i = 0; i < 3; ++i)
+      expectBf16Close(grads[i], want[i], tensorCores ? rootOf(squares[i]) : std::vector<double>{},
+                      1e-4, 1e-4, what + (i == 0 ? " dq" : i == 1 ? " dk" : " dv"));
   }
   // Every float operand the same dtype.
   TensorDesc q = D(bf16, {2, 4, 8, 16});

@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/KernelParams.h"
+#include "runtime/cuda/kernels/AttentionTiles.cuh"
 #include "runtime/cuda/kernels/DeviceCommon.cuh"
 
 #include <mma.h>
@@ -61,30 +62,6 @@ template <int P> struct TileLayout {
                                   size_t(kBM) * ldO * sizeof(float) + 2 * kBM * sizeof(float);
 };
 
-/// dst[r][c] = src[r][c] for r < valid, c < cols; zero elsewhere in
-/// [rows][P]. `vec` (cols % 8 == 0, 16-byte aligned rows) copies 16 bytes
-/// at a time.
-template <int P>
-__device__ __forceinline__ void loadTile(bf16 *dst, int ld, const bf16 *src, int rows, int valid,
-                                         int64_t cols, bool vec) {
-  if (vec) {
-    constexpr int per = P / 8;
-    for (int idx = threadIdx.x; idx < rows * per; idx += blockDim.x) {
-      const int r = idx / per, c = (idx % per) * 8;
-      uint4 value = make_uint4(0, 0, 0, 0);
-      if (r < valid && c < cols)
-        value = *reinterpret_cast<const uint4 *>(src + r * cols + c);
-      *reinterpret_cast<uint4 *>(dst + r * ld + c) = value;
-    }
-  } else {
-    const bf16 zero = __float2bfloat16_rn(0.0f);
-    for (int idx = threadIdx.x; idx < rows * P; idx += blockDim.x) {
-      const int r = idx / P, c = idx % P;
-      dst[r * ld + c] = r < valid && c < cols ? src[r * cols + c] : zero;
-    }
-  }
-}
-
 template <int P>
 __global__ void __launch_bounds__(32 * kAttentionWarps)
     attentionWmmaKernel(const bf16 *__restrict__ q, const bf16 *__restrict__ k,
@@ -111,7 +88,7 @@ __global__ void __launch_bounds__(32 * kAttentionWarps)
   const bf16 *vb = v + head * a.sk * a.dv;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-  loadTile<P>(qs, L::ldQ, qb, kBM, validQ, a.d, vecQK);
+  loadBf16Tile<P>(qs, L::ldQ, qb, kBM, validQ, a.d, vecQK);
   for (int i = threadIdx.x; i < kBM * L::ldO; i += blockDim.x)
     os[i] = 0.0f;
   for (int i = threadIdx.x; i < kBM; i += blockDim.x) {
@@ -136,8 +113,8 @@ __global__ void __launch_bounds__(32 * kAttentionWarps)
     const int64_t k0 = t * kBN;
     const int validK = static_cast<int>(std::min<int64_t>(kBN, a.sk - k0));
     __syncthreads(); // every warp is done with the previous tile
-    loadTile<P>(ks, L::ldQ, kb + k0 * a.d, kBN, validK, a.d, vecQK);
-    loadTile<P>(vs, L::ldQ, vb + k0 * a.dv, kBN, validK, a.dv, vecV);
+    loadBf16Tile<P>(ks, L::ldQ, kb + k0 * a.d, kBN, validK, a.d, vecQK);
+    loadBf16Tile<P>(vs, L::ldQ, vb + k0 * a.dv, kBN, validK, a.dv, vecV);
     __syncthreads();
 
     // S = Q K^T for the warp's 16 rows.

@@ -16,7 +16,9 @@
 //     windows recompute their argmax (PyTorch's: the first in-bounds tap,
 //     then `v > max || isnan(v)` in scan order) rather than store it.
 //   attention_backward
-//     FlashAttention-2's backward in 32 x 32 tiles in shared memory, fp32,
+//     bf16 with head dims up to 128 runs on tensor cores (AttentionBackward.cu);
+//     f32 and wider bf16 heads: FlashAttention-2's backward in 32 x 32 tiles
+//     in shared memory, fp32,
 //     never an Sq x Sk buffer: a first kernel writes each query row's
 //     log-sum-exp and rowsum(g * y) into the instruction's scratch (the
 //     CPU's contract); then a block per (head, key tile) loops over the
@@ -38,6 +40,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/BackwardParams.h"
+#include "runtime/cuda/kernels/AttentionTiles.cuh"
 #include "runtime/cuda/kernels/DeviceCommon.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -592,6 +595,10 @@ Status makeAttentionBackward(const KernelSignature &sig, DeviceContext &ctx,
 Status buildAttentionBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
   AttentionParams p;
   CLEAVE_RETURN_IF_ERROR(parseAttentionBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  // bf16 heads up to 128 wide run on tensor cores (AttentionBackward.cu).
+  if (sig.inputs[1]->dtype == DType::BF16 &&
+      std::max(p.headDim, p.valueDim) <= kAttentionBackwardWmmaMaxDim)
+    return makeAttentionBackwardWmma(sig, ctx, p, fn);
   AttentionBackwardShape a;
   a.heads = p.heads;
   a.sq = p.queries;

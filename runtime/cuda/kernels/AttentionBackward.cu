@@ -14,7 +14,8 @@
 //      dP = g v^T, dS, and accumulates dQ += dS k.
 // Each warp owns 16 rows of its block's tile and its accumulators (16 x P
 // fragments in registers), so a warp only waits for the others when a new
-// tile is loaded. P and dS are rounded to bf16 before they enter the
+// tile is loaded. The streamed tiles are double-buffered: the next one is
+// copied in (cp.async) while the warps work on the current one. P and dS are rounded to bf16 before they enter the
 // tensor cores (as FlashAttention does); every sum is fp32, in a fixed
 // order, with no atomics: the results are deterministic.
 //
@@ -22,6 +23,7 @@
 
 #include "runtime/cuda/kernels/AttentionTiles.cuh"
 
+#include <cuda_pipeline.h>
 #include <mma.h>
 
 #include <limits>
@@ -50,10 +52,10 @@ using FragBCol = wmma::fragment<wmma::matrix_b, 16, 16, 16, bf16, wmma::col_majo
 using FragAcc = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
 
 /// Shared memory of the three passes, in order: `operands` bf16 tiles of
-/// kRows x P (q, g, k, v as the pass needs), two fp32 kRows x kRows score
-/// tiles (S and dP; after the last tile they stage the accumulators),
-/// `probabilities` bf16 kRows x kRows tiles (P, dS), and the tile's row
-/// statistics. Leading dims are padded against bank conflicts, multiples
+/// kRows x P (q, g, k, v as the pass needs, the streamed ones twice), two
+/// fp32 kRows x kRows score tiles (S and dP; after the last tile they stage
+/// the accumulators), `probabilities` bf16 kRows x kRows tiles (P, dS), and
+/// two buffers of the query rows' statistics (lse2, delta). Leading dims are padded against bank conflicts, multiples
 /// of 8 (bf16) and 4 (f32) as WMMA requires; every region is a multiple
 /// of 32 bytes, so every fragment pointer is 32-byte aligned.
 template <int P> struct Layout {
@@ -67,30 +69,67 @@ template <int P> struct Layout {
   static constexpr size_t probability = size_t(kRows) * ldP;
   static constexpr size_t bytes(int operands, int probabilities) {
     return operands * operand * sizeof(bf16) + scores * sizeof(float) +
-           probabilities * probability * sizeof(bf16) + 2 * kRows * sizeof(float);
+           probabilities * probability * sizeof(bf16) + 4 * kRows * sizeof(float);
   }
 };
 
 /// Carves the shared memory of Layout<P>.
 template <int P> struct Smem {
-  bf16 *operand[4];
+  bf16 *operand[6];
   float *s, *dp;
   bf16 *prob[2];
-  float *lse, *delta;
+  float *lse[2], *delta[2];
   __device__ Smem(unsigned char *base, int operands, int probabilities) {
     using L = Layout<P>;
     bf16 *b = reinterpret_cast<bf16 *>(base);
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < 6; ++i)
       operand[i] = b + (i < operands ? i : 0) * L::operand;
     s = reinterpret_cast<float *>(b + operands * L::operand);
     dp = s + kRows * L::ldS;
     bf16 *pb = reinterpret_cast<bf16 *>(s + L::scores);
     prob[0] = pb;
     prob[1] = pb + (probabilities > 1 ? L::probability : 0);
-    lse = reinterpret_cast<float *>(pb + probabilities * L::probability);
-    delta = lse + kRows;
+    lse[0] = reinterpret_cast<float *>(pb + probabilities * L::probability);
+    delta[0] = lse[0] + kRows;
+    lse[1] = delta[0] + kRows;
+    delta[1] = lse[1] + kRows;
   }
 };
+
+/// loadBf16Tile's copy started asynchronously where it can be (`vec`):
+/// 16-byte cp.async copies, zeros stored; the caller commits and waits
+/// (__pipeline_commit, __pipeline_wait_prior) before a __syncthreads.
+template <int P>
+__device__ __forceinline__ void loadBf16TileAsync(bf16 *dst, int ld, const bf16 *src, int valid,
+                                                  int64_t cols, bool vec) {
+  if (!vec) {
+    loadBf16Tile<P>(dst, ld, src, kRows, valid, cols, false);
+    return;
+  }
+  constexpr int per = P / 8;
+  for (int idx = threadIdx.x; idx < kRows * per; idx += blockDim.x) {
+    const int r = idx / per, c = (idx % per) * 8;
+    bf16 *to = dst + r * ld + c;
+    if (r < valid && c < cols)
+      __pipeline_memcpy_async(to, src + r * cols + c, 16);
+    else
+      *reinterpret_cast<uint4 *>(to) = make_uint4(0, 0, 0, 0);
+  }
+}
+
+/// The entries of a warp's 16 x 64 score tile that count, without 64-bit
+/// arithmetic per entry: entry (r, c) is visible when r < rows, c < cols
+/// and, causal, `sign` (c - r) <= reach (reach clamped: |c - r| < 64).
+struct Visible {
+  int rows, cols, reach, sign;
+  __device__ __forceinline__ bool operator()(int r, int c) const {
+    return r < rows && c < cols && sign * (c - r) <= reach;
+  }
+};
+
+__device__ __forceinline__ int clampTo(int64_t v, int64_t lo, int64_t hi) {
+  return static_cast<int>(std::min(hi, std::max(lo, v)));
+}
 
 /// out[16 x 64] = A[16 x P] B^T where A's rows start at `a` and B's 64
 /// rows at `b` (both row-major, leading dim ld): the warp's scores against
@@ -164,10 +203,9 @@ __device__ __forceinline__ int64_t keyEnd(const Geometry &a, int64_t q0, int64_t
 
 /// P and dS (x and y) of one entry from its score, its dP and its query's
 /// statistics (lse2 base 2, -inf for a row that sees no key: no gradient).
-__device__ __forceinline__ float2 probability(const Geometry &a, int64_t query, int64_t key,
-                                              float score, float dp, float lse2, float delta) {
-  const bool visible = query < a.sq && key < a.sk && (!a.causal || key <= query + a.offset) &&
-                       lse2 != -INFINITY;
+__device__ __forceinline__ float2 probability(const Geometry &a, bool visible, float score,
+                                              float dp, float lse2, float delta) {
+  visible = visible && lse2 != -INFINITY;
   const float p = visible ? exp2f(score * a.scaleLog2 - lse2) : 0.0f;
   return make_float2(p, visible ? p * (dp - delta) : 0.0f);
 }
@@ -182,12 +220,18 @@ __global__ void __launch_bounds__(kBlockThreads)
                    int64_t queryTiles, bool vecQK) {
   using L = Layout<P>;
   extern __shared__ __align__(128) unsigned char smem[];
-  Smem<P> m(smem, 2, 0);
-  bf16 *qs = m.operand[0], *ks = m.operand[1];
+  Smem<P> m(smem, 3, 0);
+  bf16 *qs = m.operand[0], *ks0 = m.operand[1], *ks1 = m.operand[2];
   const int64_t head = blockIdx.x / queryTiles, q0 = (blockIdx.x % queryTiles) * kRows;
   const int rows = static_cast<int>(std::min<int64_t>(kRows, a.sq - q0));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bf16 *kh = k + head * a.sk * a.d;
+  const int64_t end = keyEnd(a, q0, rows);
   loadBf16Tile<P>(qs, L::ld, q + (head * a.sq + q0) * a.d, kRows, rows, a.d, vecQK);
+  if (end > 0)
+    loadBf16TileAsync<P>(ks0, L::ld, kh, static_cast<int>(std::min<int64_t>(kRows, a.sk)), a.d,
+                         vecQK);
+  __pipeline_commit();
   __syncthreads();
   constexpr bool kHoist = P <= 64;
   FragA qf[P / 16];
@@ -199,23 +243,30 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int row = warp * 16 + lane / 2, half = lane % 2;
   const int64_t query = q0 + row;
   float rowMax = -INFINITY, rowSum = 0.0f;
-  const int64_t end = keyEnd(a, q0, rows);
-  for (int64_t k0 = 0; k0 < end; k0 += kRows) {
-    __syncthreads(); // every warp is done with the previous key tile
-    loadBf16Tile<P>(ks, L::ld, k + (head * a.sk + k0) * a.d, kRows,
-                    static_cast<int>(std::min<int64_t>(kRows, a.sk - k0)), a.d, vecQK);
-    __syncthreads();
-    rowsTimesTileT<P, kHoist>(qf, qs + warp * 16 * L::ld, ks, L::ld, m.s + warp * 16 * L::ldS,
-                              L::ldS);
+  int buf = 0;
+  for (int64_t k0 = 0; k0 < end; k0 += kRows, buf ^= 1) {
+    __pipeline_wait_prior(0);
+    __syncthreads(); // the tile is in; every warp is done with the other buffer
+    // (Selects, not an indexed array: that would live in local memory.)
+    const bf16 *ks = buf ? ks1 : ks0;
+    if (k0 + kRows < end)
+      loadBf16TileAsync<P>(buf ? ks0 : ks1, L::ld, kh + (k0 + kRows) * a.d,
+                           static_cast<int>(std::min<int64_t>(kRows, a.sk - k0 - kRows)), a.d,
+                           vecQK);
+    __pipeline_commit();
+    rowsTimesTileT<P, kHoist>(qf, qs + warp * 16 * L::ld, ks, L::ld,
+                              m.s + warp * 16 * L::ldS, L::ldS);
     __syncwarp();
+    // The lane's keys k0 + half * 32 + [0, limit) are the ones it sees.
+    const int64_t first = k0 + half * 32;
+    int limit = row < rows ? clampTo(a.sk - first, 0, 32) : 0;
+    if (a.causal)
+      limit = std::min(limit, clampTo(query + a.offset - first + 1, 0, 32));
     float s[32];
     float tileMax = -INFINITY;
 #pragma unroll
     for (int c = 0; c < 32; ++c) {
-      const int64_t key = k0 + half * 32 + c;
-      const bool visible =
-          query < a.sq && key < a.sk && (!a.causal || key <= query + a.offset);
-      s[c] = visible ? m.s[row * L::ldS + half * 32 + c] * a.scaleLog2 : -INFINITY;
+      s[c] = c < limit ? m.s[row * L::ldS + half * 32 + c] * a.scaleLog2 : -INFINITY;
       tileMax = fmaxf(tileMax, s[c]);
     }
     tileMax = fmaxf(tileMax, __shfl_xor_sync(0xffffffffu, tileMax, 1));
@@ -269,16 +320,28 @@ __global__ void __launch_bounds__(kBlockThreads)
                   bool vecQK, bool vecV) {
   using L = Layout<P>;
   extern __shared__ __align__(128) unsigned char smem[];
-  Smem<P> m(smem, 4, 2);
-  bf16 *ks = m.operand[0], *vs = m.operand[1], *qs = m.operand[2], *gs = m.operand[3];
+  Smem<P> m(smem, 6, 2);
+  bf16 *ks = m.operand[0], *vs = m.operand[1];
+  bf16 *qs0 = m.operand[2], *qs1 = m.operand[3], *gs0 = m.operand[4], *gs1 = m.operand[5];
   bf16 *ps = m.prob[0], *dss = m.prob[1];
   // Under a causal mask the first key tiles are seen by the most queries:
   // they start first.
   const int64_t head = blockIdx.x / keyTiles, k0 = (blockIdx.x % keyTiles) * kRows;
   const int keys = static_cast<int>(std::min<int64_t>(kRows, a.sk - k0));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // The first query that sees key k0 (causal).
+  const int64_t first = a.causal ? std::min(a.sq, std::max<int64_t>(0, k0 - a.offset)) : 0;
+  const int64_t start = first / kRows * kRows;
+  const bf16 *qh = q + head * a.sq * a.d, *gh = g + head * a.sq * a.dv;
   loadBf16Tile<P>(ks, L::ld, k + (head * a.sk + k0) * a.d, kRows, keys, a.d, vecQK);
   loadBf16Tile<P>(vs, L::ld, v + (head * a.sk + k0) * a.dv, kRows, keys, a.dv, vecV);
+  if (start < a.sq) {
+    const int rows = static_cast<int>(std::min<int64_t>(kRows, a.sq - start));
+    loadBf16TileAsync<P>(qs0, L::ld, qh + start * a.d, rows, a.d, vecQK);
+    loadBf16TileAsync<P>(gs0, L::ld, gh + start * a.dv, rows, a.dv, vecV);
+    loadStats(a, head, start, lseIn, deltaIn, m.lse[0], m.delta[0]);
+  }
+  __pipeline_commit();
   __syncthreads();
   constexpr bool kHoist = P <= 64;
   FragA kf[P / 16], vf[P / 16];
@@ -296,23 +359,35 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
   float *sw = m.s + warp * 16 * L::ldS, *dpw = m.dp + warp * 16 * L::ldS;
   bf16 *pw = ps + warp * 16 * L::ldP, *dsw = dss + warp * 16 * L::ldP;
-  // The first query that sees key k0 (causal).
-  const int64_t first = a.causal ? std::min(a.sq, std::max<int64_t>(0, k0 - a.offset)) : 0;
-  for (int64_t q0 = first / kRows * kRows; q0 < a.sq; q0 += kRows) {
-    const int rows = static_cast<int>(std::min<int64_t>(kRows, a.sq - q0));
-    __syncthreads(); // every warp is done with the previous query tile
-    loadBf16Tile<P>(qs, L::ld, q + (head * a.sq + q0) * a.d, kRows, rows, a.d, vecQK);
-    loadBf16Tile<P>(gs, L::ld, g + (head * a.sq + q0) * a.dv, kRows, rows, a.dv, vecV);
-    loadStats(a, head, q0, lseIn, deltaIn, m.lse, m.delta);
-    __syncthreads();
+  int buf = 0;
+  for (int64_t q0 = start; q0 < a.sq; q0 += kRows, buf ^= 1) {
+    __pipeline_wait_prior(0);
+    __syncthreads(); // the tiles are in; every warp is done with the other buffers
+    // (Selects, not indexed arrays: those would live in local memory.)
+    const bf16 *qs = buf ? qs1 : qs0, *gs = buf ? gs1 : gs0;
+    const float *lse = buf ? m.lse[1] : m.lse[0], *delta = buf ? m.delta[1] : m.delta[0];
+    const int64_t next = q0 + kRows;
+    if (next < a.sq) {
+      const int rows = static_cast<int>(std::min<int64_t>(kRows, a.sq - next));
+      loadBf16TileAsync<P>(buf ? qs0 : qs1, L::ld, qh + next * a.d, rows, a.d, vecQK);
+      loadBf16TileAsync<P>(buf ? gs0 : gs1, L::ld, gh + next * a.dv, rows, a.dv, vecV);
+      loadStats(a, head, next, lseIn, deltaIn, buf ? m.lse[0] : m.lse[1],
+                buf ? m.delta[0] : m.delta[1]);
+    }
+    __pipeline_commit();
     // S^T = k q^T and dP^T = v g^T for the warp's 16 keys.
     rowsTimesTileT<P, kHoist>(kf, ks + warp * 16 * L::ld, qs, L::ld, sw, L::ldS);
     rowsTimesTileT<P, kHoist>(vf, vs + warp * 16 * L::ld, gs, L::ld, dpw, L::ldS);
     __syncwarp();
+    // Key k0 + 16 w + r sees query q0 + c when r - c <= offset - (k0 + 16 w - q0).
+    const Visible visible{clampTo(keys - warp * 16, 0, 16),
+                          static_cast<int>(std::min<int64_t>(kRows, a.sq - q0)),
+                          a.causal ? clampTo(a.offset - (k0 + warp * 16 - q0), -128, 128) : 128,
+                          -1};
     for (int idx = lane; idx < 16 * kRows; idx += 32) {
       const int r = idx / kRows, c = idx % kRows; // key r of the warp, query c
-      const float2 pds = probability(a, q0 + c, k0 + warp * 16 + r, sw[r * L::ldS + c],
-                                     dpw[r * L::ldS + c], m.lse[c], m.delta[c]);
+      const float2 pds = probability(a, visible(r, c), sw[r * L::ldS + c], dpw[r * L::ldS + c],
+                                     lse[c], delta[c]);
       pw[r * L::ldP + c] = __float2bfloat16_rn(pds.x);
       dsw[r * L::ldP + c] = __float2bfloat16_rn(pds.y);
     }
@@ -322,7 +397,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
   __syncthreads(); // the staging area overlaps every warp's score rows
   float *stage = m.s + warp * 16 * L::ldO;
-  const int valid = std::max(0, std::min(16, keys - warp * 16));
+  const int valid = clampTo(keys - warp * 16, 0, 16);
   storeRows<P>(dkAcc, stage, dk + (head * a.sk + k0 + warp * 16) * a.d, valid, a.d, a.scale);
   storeRows<P>(dvAcc, stage, dv + (head * a.sk + k0 + warp * 16) * a.dv, valid, a.dv, 1.0f);
 }
@@ -337,16 +412,25 @@ __global__ void __launch_bounds__(kBlockThreads)
                     bf16 *__restrict__ dq, Geometry a, int64_t queryTiles, bool vecQK, bool vecV) {
   using L = Layout<P>;
   extern __shared__ __align__(128) unsigned char smem[];
-  Smem<P> m(smem, 4, 1);
-  bf16 *qs = m.operand[0], *gs = m.operand[1], *ks = m.operand[2], *vs = m.operand[3];
+  Smem<P> m(smem, 6, 1);
+  bf16 *qs = m.operand[0], *gs = m.operand[1];
+  bf16 *ks0 = m.operand[2], *ks1 = m.operand[3], *vs0 = m.operand[4], *vs1 = m.operand[5];
   bf16 *dss = m.prob[0];
   const int64_t head = blockIdx.x / queryTiles;
   const int64_t q0 = (queryTiles - 1 - blockIdx.x % queryTiles) * kRows;
   const int rows = static_cast<int>(std::min<int64_t>(kRows, a.sq - q0));
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const bf16 *kh = k + head * a.sk * a.d, *vh = v + head * a.sk * a.dv;
+  const int64_t end = keyEnd(a, q0, rows);
   loadBf16Tile<P>(qs, L::ld, q + (head * a.sq + q0) * a.d, kRows, rows, a.d, vecQK);
   loadBf16Tile<P>(gs, L::ld, g + (head * a.sq + q0) * a.dv, kRows, rows, a.dv, vecV);
-  loadStats(a, head, q0, lseIn, deltaIn, m.lse, m.delta);
+  loadStats(a, head, q0, lseIn, deltaIn, m.lse[0], m.delta[0]);
+  if (end > 0) {
+    const int keys = static_cast<int>(std::min<int64_t>(kRows, a.sk));
+    loadBf16TileAsync<P>(ks0, L::ld, kh, keys, a.d, vecQK);
+    loadBf16TileAsync<P>(vs0, L::ld, vh, keys, a.dv, vecV);
+  }
+  __pipeline_commit();
   __syncthreads();
   constexpr bool kHoist = P <= 64;
   FragA qf[P / 16], gf[P / 16];
@@ -362,21 +446,31 @@ __global__ void __launch_bounds__(kBlockThreads)
     wmma::fill_fragment(dqAcc[n], 0.0f);
   float *sw = m.s + warp * 16 * L::ldS, *dpw = m.dp + warp * 16 * L::ldS;
   bf16 *dsw = dss + warp * 16 * L::ldP;
-  const int64_t end = keyEnd(a, q0, rows);
-  for (int64_t k0 = 0; k0 < end; k0 += kRows) {
-    const int keys = static_cast<int>(std::min<int64_t>(kRows, a.sk - k0));
-    __syncthreads(); // every warp is done with the previous key tile
-    loadBf16Tile<P>(ks, L::ld, k + (head * a.sk + k0) * a.d, kRows, keys, a.d, vecQK);
-    loadBf16Tile<P>(vs, L::ld, v + (head * a.sk + k0) * a.dv, kRows, keys, a.dv, vecV);
-    __syncthreads();
+  const float *lse = m.lse[0] + warp * 16, *delta = m.delta[0] + warp * 16;
+  int buf = 0;
+  for (int64_t k0 = 0; k0 < end; k0 += kRows, buf ^= 1) {
+    __pipeline_wait_prior(0);
+    __syncthreads(); // the tiles are in; every warp is done with the other buffers
+    const bf16 *ks = buf ? ks1 : ks0, *vs = buf ? vs1 : vs0;
+    const int64_t next = k0 + kRows;
+    if (next < end) {
+      const int keys = static_cast<int>(std::min<int64_t>(kRows, a.sk - next));
+      loadBf16TileAsync<P>(buf ? ks0 : ks1, L::ld, kh + next * a.d, keys, a.d, vecQK);
+      loadBf16TileAsync<P>(buf ? vs0 : vs1, L::ld, vh + next * a.dv, keys, a.dv, vecV);
+    }
+    __pipeline_commit();
     rowsTimesTileT<P, kHoist>(qf, qs + warp * 16 * L::ld, ks, L::ld, sw, L::ldS);
     rowsTimesTileT<P, kHoist>(gf, gs + warp * 16 * L::ld, vs, L::ld, dpw, L::ldS);
     __syncwarp();
+    // Query q0 + 16 w + r sees key k0 + c when c - r <= offset - (k0 - q0 - 16 w).
+    const Visible visible{clampTo(rows - warp * 16, 0, 16),
+                          static_cast<int>(std::min<int64_t>(kRows, a.sk - k0)),
+                          a.causal ? clampTo(a.offset - (k0 - q0 - warp * 16), -128, 128) : 128,
+                          1};
     for (int idx = lane; idx < 16 * kRows; idx += 32) {
       const int r = idx / kRows, c = idx % kRows; // query r of the warp, key c
-      const float2 pds = probability(a, q0 + warp * 16 + r, k0 + c, sw[r * L::ldS + c],
-                                     dpw[r * L::ldS + c], m.lse[warp * 16 + r],
-                                     m.delta[warp * 16 + r]);
+      const float2 pds = probability(a, visible(r, c), sw[r * L::ldS + c], dpw[r * L::ldS + c],
+                                     lse[r], delta[r]);
       dsw[r * L::ldP + c] = __float2bfloat16_rn(pds.y);
     }
     __syncwarp();
@@ -384,14 +478,14 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
   __syncthreads(); // the staging area overlaps every warp's score rows
   float *stage = m.s + warp * 16 * L::ldO;
-  const int valid = std::max(0, std::min(16, rows - warp * 16));
+  const int valid = clampTo(rows - warp * 16, 0, 16);
   storeRows<P>(dqAcc, stage, dq + (head * a.sq + q0 + warp * 16) * a.d, valid, a.d, a.scale);
 }
 
 template <int P>
 Status make(const KernelSignature &sig, DeviceContext &ctx, const Geometry &a, KernelFn *fn) {
   using L = Layout<P>;
-  const size_t stats = L::bytes(2, 0), key = L::bytes(4, 2), query = L::bytes(4, 1);
+  const size_t stats = L::bytes(3, 0), key = L::bytes(6, 2), query = L::bytes(6, 1);
   int optin = 0;
   CLEAVE_CUDA_TRY(
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device));

@@ -131,6 +131,14 @@ __device__ __forceinline__ int clampTo(int64_t v, int64_t lo, int64_t hi) {
   return static_cast<int>(std::min(hi, std::max(lo, v)));
 }
 
+/// The warp's 16 rows of a kRows x P operand tile as A fragments.
+template <int P>
+__device__ __forceinline__ void loadWarpRows(FragA (&frags)[P / 16], const bf16 *tile, int warp) {
+#pragma unroll
+  for (int kk = 0; kk < P / 16; ++kk)
+    wmma::load_matrix_sync(frags[kk], tile + warp * 16 * Layout<P>::ld + kk * 16, Layout<P>::ld);
+}
+
 /// out[16 x 64] = A[16 x P] B^T where A's rows start at `a` and B's 64
 /// rows at `b` (both row-major, leading dim ld): the warp's scores against
 /// a whole tile. `aFrags` holds A's fragments when the caller hoisted them.
@@ -236,9 +244,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   constexpr bool kHoist = P <= 64;
   FragA qf[P / 16];
   if constexpr (kHoist)
-#pragma unroll
-    for (int kk = 0; kk < P / 16; ++kk)
-      wmma::load_matrix_sync(qf[kk], qs + warp * 16 * L::ld + kk * 16, L::ld);
+    loadWarpRows<P>(qf, qs, warp);
 
   const int row = warp * 16 + lane / 2, half = lane % 2;
   const int64_t query = q0 + row;
@@ -345,12 +351,10 @@ __global__ void __launch_bounds__(kBlockThreads)
   __syncthreads();
   constexpr bool kHoist = P <= 64;
   FragA kf[P / 16], vf[P / 16];
-  if constexpr (kHoist)
-#pragma unroll
-    for (int kk = 0; kk < P / 16; ++kk) {
-      wmma::load_matrix_sync(kf[kk], ks + warp * 16 * L::ld + kk * 16, L::ld);
-      wmma::load_matrix_sync(vf[kk], vs + warp * 16 * L::ld + kk * 16, L::ld);
-    }
+  if constexpr (kHoist) {
+    loadWarpRows<P>(kf, ks, warp);
+    loadWarpRows<P>(vf, vs, warp);
+  }
   FragAcc dkAcc[P / 16], dvAcc[P / 16];
 #pragma unroll
   for (int n = 0; n < P / 16; ++n) {
@@ -434,12 +438,10 @@ __global__ void __launch_bounds__(kBlockThreads)
   __syncthreads();
   constexpr bool kHoist = P <= 64;
   FragA qf[P / 16], gf[P / 16];
-  if constexpr (kHoist)
-#pragma unroll
-    for (int kk = 0; kk < P / 16; ++kk) {
-      wmma::load_matrix_sync(qf[kk], qs + warp * 16 * L::ld + kk * 16, L::ld);
-      wmma::load_matrix_sync(gf[kk], gs + warp * 16 * L::ld + kk * 16, L::ld);
-    }
+  if constexpr (kHoist) {
+    loadWarpRows<P>(qf, qs, warp);
+    loadWarpRows<P>(gf, gs, warp);
+  }
   FragAcc dqAcc[P / 16];
 #pragma unroll
   for (int n = 0; n < P / 16; ++n)

@@ -25,7 +25,7 @@ Two modes, as bench/cuda_gpt2.py:
 
   --plan DIR (on the GPU machine: only `cleave-runtime`, no compiler):
     python3 bench/cuda_train_gpt2.py --plan DIR --runtime PATH/cleave-runtime
-        [--backend cuda|cpu] [--steps N] [--warmup N] [--json OUT] [--profile]
+        [--backend cuda|cpu] [--steps N] [--warmup N] [--json OUT] [--profile] [--cleave-only]
   rebuilds the weights, trains with the runtime, then times PyTorch (skipped, with a message,
   when PyTorch sees no CUDA GPU). Exit status 1 when cleave's run fails or its first loss
   differs from PyTorch's by more than the bound.
@@ -226,7 +226,9 @@ def plan_mode(args):
     idx = data[names[0]][:batch]
     labels = data["labels"][:batch]
     torch_first = None
-    if cuda:
+    if cuda and args.cleave_only:
+        print("--cleave-only: PyTorch is not timed, and the loss is not compared")
+    elif cuda:
         torch.backends.cuda.matmul.allow_tf32 = True  # PyTorch at its best: f32 GEMMs may use TF32
         model = model.to("cuda").train()
         x, y = idx.to("cuda"), labels.to("cuda")
@@ -304,6 +306,9 @@ def main():
     p.add_argument("--backend", default="cuda", choices=["cuda", "cpu"],
                    help="--plan: the runtime's backend (default cuda)")
     p.add_argument("--json", metavar="OUT", help="--plan: also write the results as JSON")
+    p.add_argument("--cleave-only", action="store_true",
+                   help="--plan: train with cleave only, timing no PyTorch (under a profiler "
+                        "such as ncu, whose kernels are then all cleave's)")
     p.add_argument("--profile", action="store_true",
                    help="--plan: also print cleave's time per kernel in one step")
     args = p.parse_args()

@@ -142,6 +142,7 @@ def profile_cleave(args, plan, data_path, work):
         table = kernels if e.get("tid") == 1 else phases
         calls, seconds = table.get(e["name"], (0, 0.0))
         table[e["name"]] = (calls + 1, seconds + e["dur"] / 1e6)
+    gemm_rows = gemm_table(plan, events)
     total = sum(sec for _, sec in kernels.values())
     print("cleave, one step with each instruction waited for (--trace): "
           + ", ".join(f"{name} {sec * 1e3:.2f} ms" for name, (_, sec) in phases.items()))
@@ -150,7 +151,124 @@ def profile_cleave(args, plan, data_path, work):
     for name, (calls, sec) in sorted(kernels.items(), key=lambda kv: -kv[1][1])[:25]:
         print(f"| {name} | {calls} | {sec * 1e3:.2f} | {100 * sec / total:.1f} % |")
     print()
-    return {name: [calls, sec] for name, (calls, sec) in kernels.items()}
+    print_gemm_table(gemm_rows)
+    return {"kernels": {name: [calls, sec] for name, (calls, sec) in kernels.items()},
+            "gemms": gemm_rows}
+
+
+GEMM_KERNELS = ("linear", "matmul", "linear_backward_weight")
+
+
+def gemm_shape(kernel, shapes):
+    """(m, n, k) of a GEMM instruction from its operands' shapes: linear(x [.., k], w [n, k]),
+    matmul(a [.., m, k], b [k, n]) (a's leading dims folded into m: the plans' matmuls are 2-D
+    or batched over a shared b), linear_backward_weight(grad [.., n], input [.., k]) -> [n, k]
+    summed over the leading rows (m)."""
+    def rows(shape):
+        r = 1
+        for d in shape[:-1]:
+            r *= d
+        return r
+    if kernel == "linear":
+        return rows(shapes[0]), shapes[1][0], shapes[0][-1]
+    if kernel == "matmul":
+        return rows(shapes[0]), shapes[1][-1], shapes[0][-1]
+    return rows(shapes[0]), shapes[0][-1], shapes[1][-1]
+
+
+def gemm_table(plan, events):
+    """The traced step's GEMMs grouped by kernel and source line (layers folded together), with
+    their shapes from the plan's program: [{kernel, where, m, n, k, calls, seconds}]."""
+    import re
+    programs = sorted(os.listdir(os.path.join(plan, "programs")))
+    with open(os.path.join(plan, "programs", programs[0])) as f:
+        program = json.load(f)
+    buffers = {b["id"]: b for b in program["buffers"]}
+    shapes_at = {}  # (phase, kernel, loc) -> the operands' shapes, in program order
+    for phase in program["phases"]:
+        for ins in phase["instructions"]:
+            if ins["kernel"] in GEMM_KERNELS:
+                key = (phase["name"], ins["kernel"], ins.get("loc", ""))
+                shapes_at.setdefault(key, []).append(
+                    [buffers[i]["shape"] for i in ins["inputs"]])
+    seen, groups = {}, {}
+    for e in events:
+        if e.get("ph") != "X" or e.get("tid") != 1 or e["name"] not in GEMM_KERNELS:
+            continue
+        a = e.get("args", {})
+        key = (a.get("phase", ""), e["name"], a.get("loc", ""))
+        n = seen.get(key, 0)
+        seen[key] = n + 1
+        if key not in shapes_at:
+            continue
+        shapes = shapes_at[key][n % len(shapes_at[key])]
+        m, nn, k = gemm_shape(e["name"], shapes)
+        bias = e["name"] == "linear" and len(shapes) == 3
+        where = re.sub(r"blocks\.\d+\.", "blocks.*.", a.get("loc", "").split("(in ")[-1])
+        where = where.split(":")[0].rstrip(")").strip()
+        g = groups.setdefault((e["name"], where, m, nn, k, bias), [0, 0.0])
+        g[0] += 1
+        g[1] += e["dur"] / 1e6
+    return [{"kernel": kern, "where": where, "m": m, "n": n, "k": k, "bias": bias, "calls": c,
+             "seconds": sec}
+            for (kern, where, m, n, k, bias), (c, sec) in sorted(groups.items(),
+                                                                 key=lambda kv: -kv[1][1])]
+
+
+def torch_gemm_seconds(kernel, m, n, k, bias, iterations=10):
+    """PyTorch's (cuBLAS's) median time for the same bf16 GEMM on this GPU, CUDA events."""
+    import torch
+    dev, bf = "cuda", torch.bfloat16
+    if kernel == "linear":
+        a, b = torch.randn(m, k, device=dev, dtype=bf), torch.randn(n, k, device=dev, dtype=bf)
+        c = torch.randn(n, device=dev, dtype=bf) if bias else None
+        run = lambda: torch.nn.functional.linear(a, b, c)  # noqa: E731
+    elif kernel == "matmul":
+        a, b = torch.randn(m, k, device=dev, dtype=bf), torch.randn(k, n, device=dev, dtype=bf)
+        run = lambda: a @ b  # noqa: E731
+    else:
+        g, x = torch.randn(m, n, device=dev, dtype=bf), torch.randn(m, k, device=dev, dtype=bf)
+        run = lambda: g.t() @ x  # noqa: E731
+    for _ in range(3):
+        run()
+    times = []
+    for _ in range(iterations):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1000)
+    return statistics.median(times)
+
+
+def print_gemm_table(rows):
+    """cleave's GEMMs of the traced step against PyTorch's on the same shapes (when PyTorch
+    sees a GPU): where the GEMM time goes, and whether cleave's cuBLASLt calls are at fault or
+    the shapes are."""
+    if not rows:
+        return
+    import torch
+    cuda = torch.cuda.is_available()
+    print("cleave's GEMMs in the traced step, by source line, against PyTorch's GEMM of the same "
+          "shape (bf16, median of 10)" if cuda else "cleave's GEMMs in the traced step")
+    print("| kernel | where | m x n x k | calls | ms | TFLOP/s | PyTorch ms per call | "
+          "cleave / PyTorch |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        per = r["seconds"] / r["calls"]
+        tflops = 2 * r["m"] * r["n"] * r["k"] / per / 1e12
+        ref = ratio = "n/a"
+        if cuda:
+            try:
+                t = torch_gemm_seconds(r["kernel"], r["m"], r["n"], r["k"], r["bias"])
+                r["torch_seconds"] = t
+                ref, ratio = f"{t * 1e3:.3f}", f"{per / t:.2f}"
+            except RuntimeError as e:  # out of memory on a small GPU
+                ref = f"failed: {cuda_gpt2.first_line(e)}"
+        print(f"| {r['kernel']} | {r['where']} | {r['m']} x {r['n']} x {r['k']} | {r['calls']} | "
+              f"{r['seconds'] * 1e3:.2f} | {tflops:.1f} | {ref} | {ratio} |")
+    print()
 
 
 def torch_step(model, idx, labels):

@@ -64,9 +64,47 @@ Status buildLinearBackwardWeight(const KernelSignature &sig, DeviceContext &ctx,
   p.cols = n; // Y = g [rows, n], stored as row-major g, i.e. column-major g^T
   p.k = rows;
   p.transY = true;
+  const std::string kernel = sig.kernel;
+  const size_t esz = dtypeBytes(lp.dtype);
+  if (ColumnBlocks::wanted(n, rows, esz)) {
+    // g's rows are misaligned: blocks of its columns (dW's rows) are copied
+    // to aligned rows in the workspace, each block one whole-sum GEMM
+    // (ColumnBlocks), so the sum over the rows is still not split.
+    const ColumnBlocks st = ColumnBlocks::of(n, rows, esz);
+    const int64_t per = 16 / static_cast<int64_t>(esz);
+    std::shared_ptr<Gemm> full, tail;
+    for (int64_t cols : {st.chunk, n % st.chunk}) {
+      if (cols == 0)
+        continue;
+      GemmProblem q = p;
+      q.cols = cols;
+      q.ldY = (cols + per - 1) / per * per;
+      q.offsetsD = static_cast<uint64_t>(st.chunk * k) * esz;
+      auto g = std::make_shared<Gemm>();
+      CLEAVE_RETURN_IF_ERROR(g->init(q, ctx.tf32).prepend(sig.kernel));
+      (cols == st.chunk ? full : tail) = g;
+    }
+    void *unused = nullptr;
+    CLEAVE_RETURN_IF_ERROR(
+        ctx.sharedWorkspace(static_cast<size_t>(st.chunk * rows) * esz, &unused));
+    *fn = [c, full, tail, st, per, rows, n, k, esz, kernel](const KernelCall &call) -> Status {
+      const char *g = static_cast<const char *>(call.inputs[0]);
+      char *out = static_cast<char *>(call.outputs[0]);
+      for (int64_t n0 = 0; n0 < n; n0 += st.chunk) {
+        const int64_t cols = std::min(st.chunk, n - n0);
+        const int64_t ld = (cols + per - 1) / per * per;
+        CLEAVE_RETURN_IF_ERROR(copyRows(*c, c->workspace, ld, g + n0 * esz, n, cols, rows, esz));
+        Gemm &gemm = cols == st.chunk ? *full : *tail;
+        CLEAVE_RETURN_IF_ERROR(
+            gemm.run(*c, call.inputs[1], c->workspace, nullptr, out + n0 * k * esz)
+                .prepend(kernel));
+      }
+      return {};
+    };
+    return {};
+  }
   auto gemm = std::make_shared<Gemm>();
   CLEAVE_RETURN_IF_ERROR(gemm->init(p, ctx.tf32).prepend(sig.kernel));
-  const std::string kernel = sig.kernel;
   *fn = [c, gemm, kernel](const KernelCall &call) -> Status {
     return gemm->run(*c, call.inputs[1], call.inputs[0], nullptr, call.outputs[0]).prepend(kernel);
   };

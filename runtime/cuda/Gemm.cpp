@@ -15,6 +15,7 @@
 #include "runtime/KernelParams.h"
 #include "runtime/cuda/GemmCall.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -58,9 +59,9 @@ Status Gemm::init(const GemmProblem &p, bool tf32) {
   }
   uint64_t xRows = p.transX ? p.k : p.rows, xCols = p.transX ? p.rows : p.k;
   uint64_t yRows = p.transY ? p.cols : p.k, yCols = p.transY ? p.k : p.cols;
-  CLEAVE_RETURN_IF_ERROR(layout(&x_, xRows, xCols, p.strideX));
-  CLEAVE_RETURN_IF_ERROR(layout(&y_, yRows, yCols, p.strideY));
-  CLEAVE_RETURN_IF_ERROR(layout(&d_, p.rows, p.cols, p.strideD));
+  CLEAVE_RETURN_IF_ERROR(layout(&x_, xRows, xCols, p.strideX, p.ldX));
+  CLEAVE_RETURN_IF_ERROR(layout(&y_, yRows, yCols, p.strideY, p.ldY));
+  CLEAVE_RETURN_IF_ERROR(layout(&d_, p.rows, p.cols, p.strideD, p.ldD));
   return {};
 }
 
@@ -85,8 +86,10 @@ Status Gemm::run(DeviceContext &ctx, const void *x, const void *y, const void *b
   return {};
 }
 
-Status Gemm::layout(cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols, int64_t stride) {
-  CLEAVE_CUBLAS_TRY(cublasLtMatrixLayoutCreate(l, type_, rows, cols, static_cast<int64_t>(rows)));
+Status Gemm::layout(cublasLtMatrixLayout_t *l, uint64_t rows, uint64_t cols, int64_t stride,
+                    int64_t ld) {
+  CLEAVE_CUBLAS_TRY(
+      cublasLtMatrixLayoutCreate(l, type_, rows, cols, ld ? ld : static_cast<int64_t>(rows)));
   if (p_.batch > 1) {
     int32_t count = static_cast<int32_t>(p_.batch);
     CLEAVE_CUBLAS_TRY(cublasLtMatrixLayoutSetAttribute(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
@@ -130,6 +133,22 @@ Status Gemm::pick(DeviceContext &ctx, const uint32_t align[3]) {
                         ")");
   algo_ = result.algo;
   picked_ = true;
+  return {};
+}
+
+ColumnBlocks ColumnBlocks::of(int64_t rowElems, int64_t rows, size_t esz) {
+  ColumnBlocks s;
+  const int64_t per = 16 / static_cast<int64_t>(esz);
+  const int64_t fit = static_cast<int64_t>(kStageBytes / (rows * esz)) / per * per;
+  s.chunk = std::max<int64_t>(per, std::min(kMaxChunk, fit));
+  s.chunk = std::min(s.chunk, (rowElems + per - 1) / per * per);
+  return s;
+}
+
+Status copyRows(DeviceContext &ctx, void *dst, int64_t dpitch, const void *src, int64_t spitch,
+                int64_t width, int64_t rows, size_t esz) {
+  CLEAVE_CUDA_TRY(cudaMemcpy2DAsync(dst, dpitch * esz, src, spitch * esz, width * esz, rows,
+                                    cudaMemcpyDeviceToDevice, ctx.stream));
   return {};
 }
 

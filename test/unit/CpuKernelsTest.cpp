@@ -4519,6 +4519,72 @@ std::vector<double> rootOf(std::vector<double> squares) {
   return squares;
 }
 
+// Rows that are not a multiple of 16 bytes (GPT-2's vocabulary of 50257):
+// linear's output and matmul's lhs go to cuBLASLt's unaligned kernels as
+// they are; linear_backward_weight's grad is staged through the CUDA
+// backend's workspace in blocks of 2048 columns and a tail (ColumnBlocks,
+// runtime/cuda/GemmCall.h). The same numbers as any GEMM: f32 on every
+// backend, bf16 on the GPU.
+TEST_P(TrainingKernelTest, GemmsOfUnalignedRowsMatchReference) {
+  REQUIRE_KERNEL("linear_backward_weight");
+  for (DType dt : {f32, bf16}) {
+    if (dt == bf16 && GetParam() != "cuda")
+      continue; // kBf16OnCpu
+    auto typed = [&](const HostTensor &t) { return dt == bf16 ? toBf16(t) : t; };
+    auto check = [&](const HostTensor &got, const std::vector<double> &want,
+                     const std::vector<double> &squares, const std::string &what) {
+      if (dt == bf16)
+        expectBf16Close(got, want, rootOf(squares), 1e-4, 1e-4, "bf16 " + what);
+      else
+        expectClose(got, want, 1e-4, 1e-4, what);
+    };
+    {
+      const int64_t m = 2500, n = 1031, k = 40;
+      HostTensor x = typed(random({m, k})), w = typed(random({n, k})), b = typed(random({n}));
+      HostTensor y, z;
+      ASSERT_OK(run("linear", {&x, &w, &b}, D(dt, {m, n}), &y));
+      std::vector<double> want(m * n), squares(m * n, 0.0);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double s = b.at(j);
+          for (int64_t p = 0; p < k; ++p) {
+            const double t = x.at(i * k + p) * w.at(j * k + p);
+            s += t;
+            squares[i * n + j] += t * t;
+          }
+          want[i * n + j] = s;
+        }
+      check(y, want, squares, "linear 2500x40 by 1031x40");
+      // matmul(y [m, n], w [n, k]): the contraction runs along y's rows.
+      HostTensor a = typed(random({m, n}));
+      ASSERT_OK(run("matmul", {&a, &w}, D(dt, {m, k}), &z));
+      std::vector<double> wantZ(m * k, 0.0), squaresZ(m * k, 0.0);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t p = 0; p < n; ++p)
+          for (int64_t j = 0; j < k; ++j) {
+            const double t = a.at(i * n + p) * w.at(p * k + j);
+            wantZ[i * k + j] += t;
+            squaresZ[i * k + j] += t * t;
+          }
+      check(z, wantZ, squaresZ, "matmul 2500x1031 by 1031x40");
+    }
+    {
+      const int64_t rows = 300, n = 4999, k = 24;
+      HostTensor g = typed(random({rows, n})), x = typed(random({rows, k})), dw;
+      ASSERT_OK(run("linear_backward_weight", {&g, &x}, D(dt, {n, k}), &dw));
+      std::vector<double> want(n * k, 0.0), squares(n * k, 0.0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; ++i)
+          for (int64_t j = 0; j < k; ++j) {
+            const double t = g.at(r * n + i) * x.at(r * k + j);
+            want[i * k + j] += t;
+            squares[i * k + j] += t * t;
+          }
+      check(dw, want, squares, "linear_backward_weight 300x4999, 300x24");
+    }
+  }
+}
+
 TEST_P(TrainingKernelTest, LinearBackwardWeightTakesBf16OnCuda) {
   REQUIRE_KERNEL("linear_backward_weight");
   if (GetParam() != "cuda")

@@ -105,22 +105,27 @@ def run_cleave_train(runtime, plan, data, backend, steps, timeout, log):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def time_torch_steps(step, warmup, iterations):
-    """Median seconds of `step()` (CUDA events) after `warmup` calls, and the first loss."""
+def cuda_median_seconds(run, iterations):
+    """Median seconds of `run()` on the GPU, CUDA events around each call."""
     import torch
-    first = step().item()
-    for _ in range(max(0, warmup - 1)):
-        step()
     torch.cuda.synchronize()
     times = []
     for _ in range(iterations):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        step()
+        run()
         end.record()
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1000)
-    return statistics.median(times), first
+    return statistics.median(times)
+
+
+def time_torch_steps(step, warmup, iterations):
+    """Median seconds of `step()` (CUDA events) after `warmup` calls, and the first loss."""
+    first = step().item()
+    for _ in range(max(0, warmup - 1)):
+        step()
+    return cuda_median_seconds(step, iterations), first
 
 
 def profile_cleave(args, plan, data_path, work):
@@ -231,15 +236,7 @@ def torch_gemm_seconds(kernel, m, n, k, bias, iterations=10):
         run = lambda: g.t() @ x  # noqa: E731
     for _ in range(3):
         run()
-    times = []
-    for _ in range(iterations):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1000)
-    return statistics.median(times)
+    return cuda_median_seconds(run, iterations)
 
 
 def print_gemm_table(rows):

@@ -57,13 +57,7 @@ runtime=$bundle/bin/cleave-runtime
 export PATH=$bundle/bin:$PATH GTEST_COLOR=no
 # Open MPI as root in a container, ranks on this machine only.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-# cuDNN and NCCL: the system's, else the ones PyTorch's wheels carry.
-for lib in libcudnn.so.9 libnccl.so.2; do
-  if ! ldconfig -p 2>/dev/null | grep -q "$lib"; then
-    found=$(find / -xdev -name "$lib" -path '*site-packages*' 2>/dev/null | head -1)
-    [ -n "$found" ] && export LD_LIBRARY_PATH=$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  fi
-done
+. "$root/scripts/gpu/library-path.sh"
 compare="$py $root/test/e2e/compare_outputs.py"
 rows=()
 failed=0

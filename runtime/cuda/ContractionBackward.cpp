@@ -71,14 +71,13 @@ Status buildLinearBackwardWeight(const KernelSignature &sig, DeviceContext &ctx,
     // to aligned rows in the workspace, each block one whole-sum GEMM
     // (ColumnBlocks), so the sum over the rows is still not split.
     const ColumnBlocks st = ColumnBlocks::of(n, rows, esz);
-    const int64_t per = 16 / static_cast<int64_t>(esz);
     std::shared_ptr<Gemm> full, tail;
     for (int64_t cols : {st.chunk, n % st.chunk}) {
       if (cols == 0)
         continue;
       GemmProblem q = p;
       q.cols = cols;
-      q.ldY = (cols + per - 1) / per * per;
+      q.ldY = st.pitch(cols);
       q.offsetsD = static_cast<uint64_t>(st.chunk * k) * esz;
       auto g = std::make_shared<Gemm>();
       CLEAVE_RETURN_IF_ERROR(g->init(q, ctx.tf32).prepend(sig.kernel));
@@ -87,13 +86,14 @@ Status buildLinearBackwardWeight(const KernelSignature &sig, DeviceContext &ctx,
     void *unused = nullptr;
     CLEAVE_RETURN_IF_ERROR(
         ctx.sharedWorkspace(static_cast<size_t>(st.chunk * rows) * esz, &unused));
-    *fn = [c, full, tail, st, per, rows, n, k, esz, kernel](const KernelCall &call) -> Status {
+    *fn = [c, full, tail, st, rows, n, k, esz, kernel](const KernelCall &call) -> Status {
       const char *g = static_cast<const char *>(call.inputs[0]);
       char *out = static_cast<char *>(call.outputs[0]);
       for (int64_t n0 = 0; n0 < n; n0 += st.chunk) {
         const int64_t cols = std::min(st.chunk, n - n0);
-        const int64_t ld = (cols + per - 1) / per * per;
-        CLEAVE_RETURN_IF_ERROR(copyRows(*c, c->workspace, ld, g + n0 * esz, n, cols, rows, esz));
+        // The block, row by row, to aligned rows of the workspace.
+        CLEAVE_CUDA_TRY(cudaMemcpy2DAsync(c->workspace, st.pitch(cols) * esz, g + n0 * esz, n * esz,
+                                          cols * esz, rows, cudaMemcpyDeviceToDevice, c->stream));
         Gemm &gemm = cols == st.chunk ? *full : *tail;
         CLEAVE_RETURN_IF_ERROR(
             gemm.run(*c, call.inputs[1], c->workspace, nullptr, out + n0 * k * esz)

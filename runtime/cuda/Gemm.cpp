@@ -59,9 +59,9 @@ Status Gemm::init(const GemmProblem &p, bool tf32) {
   }
   uint64_t xRows = p.transX ? p.k : p.rows, xCols = p.transX ? p.rows : p.k;
   uint64_t yRows = p.transY ? p.cols : p.k, yCols = p.transY ? p.k : p.cols;
-  CLEAVE_RETURN_IF_ERROR(layout(&x_, xRows, xCols, p.strideX, p.ldX));
+  CLEAVE_RETURN_IF_ERROR(layout(&x_, xRows, xCols, p.strideX, 0));
   CLEAVE_RETURN_IF_ERROR(layout(&y_, yRows, yCols, p.strideY, p.ldY));
-  CLEAVE_RETURN_IF_ERROR(layout(&d_, p.rows, p.cols, p.strideD, p.ldD));
+  CLEAVE_RETURN_IF_ERROR(layout(&d_, p.rows, p.cols, p.strideD, 0));
   return {};
 }
 
@@ -138,18 +138,10 @@ Status Gemm::pick(DeviceContext &ctx, const uint32_t align[3]) {
 
 ColumnBlocks ColumnBlocks::of(int64_t rowElems, int64_t rows, size_t esz) {
   ColumnBlocks s;
-  const int64_t per = 16 / static_cast<int64_t>(esz);
-  const int64_t fit = static_cast<int64_t>(kStageBytes / (rows * esz)) / per * per;
-  s.chunk = std::max<int64_t>(per, std::min(kMaxChunk, fit));
-  s.chunk = std::min(s.chunk, (rowElems + per - 1) / per * per);
+  s.per = 16 / static_cast<int64_t>(esz);
+  const int64_t fit = static_cast<int64_t>(kStageBytes / (rows * esz)) / s.per * s.per;
+  s.chunk = std::min(std::max(s.per, std::min(kMaxChunk, fit)), s.pitch(rowElems));
   return s;
-}
-
-Status copyRows(DeviceContext &ctx, void *dst, int64_t dpitch, const void *src, int64_t spitch,
-                int64_t width, int64_t rows, size_t esz) {
-  CLEAVE_CUDA_TRY(cudaMemcpy2DAsync(dst, dpitch * esz, src, spitch * esz, width * esz, rows,
-                                    cudaMemcpyDeviceToDevice, ctx.stream));
-  return {};
 }
 
 namespace {

@@ -26,8 +26,8 @@ struct GemmProblem {
   /// bound the alignment the algorithm may assume.
   uint64_t offsetsX = 0, offsetsY = 0, offsetsD = 0;
   bool bias = false;
-  /// Leading dims of X, Y and D as stored (0: packed, their row count).
-  int64_t ldX = 0, ldY = 0, ldD = 0;
+  /// Y's leading dim as stored (0: packed, its row count).
+  int64_t ldY = 0;
   /// Split-K partial sums only in the compute type (fp32) or not at all:
   /// cuBLASLt's in-place and output-type reductions would round them to a
   /// bf16 D. For long reductions into bf16 (linear_backward_weight).
@@ -76,6 +76,9 @@ struct ColumnBlocks {
   static constexpr size_t kStageBytes = size_t(128) << 20;
   static constexpr int64_t kMaxChunk = 2048; // columns per block
   int64_t chunk = 0;
+  int64_t per = 0; // elements in 16 bytes
+  /// The leading dim of a staged block of `cols` columns.
+  int64_t pitch(int64_t cols) const { return (cols + per - 1) / per * per; }
   /// Worth it for `rows` rows of `rowElems` elements: misaligned rows, and
   /// both sizes large.
   static bool wanted(int64_t rowElems, int64_t rows, size_t esz) {
@@ -83,10 +86,5 @@ struct ColumnBlocks {
   }
   static ColumnBlocks of(int64_t rowElems, int64_t rows, size_t esz);
 };
-
-/// dst[r * dpitch + c] = src[r * spitch + c] for r < rows, c < width
-/// (elements of esz bytes), on ctx.stream.
-Status copyRows(DeviceContext &ctx, void *dst, int64_t dpitch, const void *src, int64_t spitch,
-                int64_t width, int64_t rows, size_t esz);
 
 } // namespace cleave::runtime::cuda

@@ -23,13 +23,7 @@ mkdir -p "$out" || exit 1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tar -C "$work" -xJf "$prep/bundle.tar.xz" || { echo "sanitize: error: cannot unpack $prep/bundle.tar.xz" >&2; exit 1; }
-# cuDNN and NCCL: the system's, else the ones PyTorch's wheels carry (as gpu-check.sh).
-for lib in libcudnn.so.9 libnccl.so.2; do
-  if ! ldconfig -p 2>/dev/null | grep -q "$lib"; then
-    found=$(find / -xdev -name "$lib" -path '*site-packages*' 2>/dev/null | head -1)
-    [ -n "$found" ] && export LD_LIBRARY_PATH=$(dirname "$found")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  fi
-done
+. "$root/scripts/gpu/library-path.sh"
 export GTEST_COLOR=no
 failed=0
 for tool in racecheck memcheck; do

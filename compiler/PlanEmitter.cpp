@@ -156,6 +156,8 @@ struct ProgramBuilder {
   /// Weights the program holds as the rank's ZeRO part (the file holds them
   /// whole): their part's bytes, which is what the runtime allocates.
   std::map<std::string, size_t> partBytes;
+  /// Weights kept in host memory (spilling, `cleave.pool = "host"`).
+  std::set<std::string> hostWeights;
   llvm::DenseMap<mlir::Value, int64_t> bufferOf;
   int64_t constants = 0;
   int64_t stages = 1; ///< pipeline stages: a chunk c runs on stage c % stages
@@ -180,6 +182,12 @@ struct ProgramBuilder {
 /// The "shard" entry of a buffer that `op` defines as the rank's ZeRO part
 /// (from its cleave.shard: group, ranks and the whole tensor's shape); null
 /// when the op holds the whole tensor.
+/// A param or state that spilling keeps in host memory.
+bool inHostPool(mlir::Operation *op) {
+  auto pool = op->getAttrOfType<mlir::StringAttr>(mlir::cleave::kPoolAttr);
+  return pool && pool.getValue() == mlir::cleave::kHostPool;
+}
+
 mlir::FailureOr<Json> shardEntry(mlir::Operation *op) {
   auto shard = op->getAttrOfType<mlir::DictionaryAttr>(mlir::cleave::kShardAttr);
   if (!shard)
@@ -280,6 +288,10 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         desc.shape = (*shard)["shape"].get<rt::Shape>();
         storage["shard"] = std::move(*shard);
       }
+      if (inHostPool(param)) {
+        storage["pool"] = mlir::cleave::kHostPool.str();
+        program.hostWeights.insert(name);
+      }
       program.addBuffer(param, path, std::move(storage));
       program.weightOfParameter.emplace(path, name);
       if (!program.weightNames.insert(name).second)
@@ -350,6 +362,8 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
         return mlir::failure();
       if (!shard->is_null())
         entry["shard"] = std::move(*shard);
+      if (inHostPool(state))
+        entry["pool"] = mlir::cleave::kHostPool.str();
       program.addBuffer(state, name, std::move(entry));
       continue;
     }
@@ -547,15 +561,19 @@ mlir::LogicalResult writePlanDirectory(mlir::Location loc, const std::string &di
   return mlir::success();
 }
 
-size_t weightBytesOf(const ProgramBuilder &program) {
+/// The bytes of the device's weights region, or with `host` of the host
+/// pool's weights (spilling).
+size_t weightBytesOf(const ProgramBuilder &program, bool host = false) {
   size_t bytes = 0;
   for (const rt::SafetensorsTensor &w : program.weights) {
-    if (program.partBytes.empty()) {
+    if (program.hostWeights.count(w.name) != size_t(host))
+      continue;
+    if (program.partBytes.empty() && program.hostWeights.empty()) {
       bytes += w.desc.bytes(); // the file's layout
       continue;
     }
-    // With ZeRO parts the runtime lays the weights out itself
-    // (rt::weightRegionBytes): each in a 64-byte aligned slot.
+    // With ZeRO parts or host weights the runtime lays the weights out
+    // itself (rt::weightRegionBytes): each in a 64-byte aligned slot.
     auto part = program.partBytes.find(w.name);
     bytes += rt::alignWeightSlot(part != program.partBytes.end() ? part->second : w.desc.bytes());
   }
@@ -717,6 +735,34 @@ mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
   return mlir::success();
 }
 
+/// What a spilling step keeps in host memory, by category: the spilled
+/// parameters, their gradients' host copies, their optimizer state; empty
+/// when nothing is spilled.
+Json hostMemory(mlir::func::FuncOp func) {
+  int64_t parameters = 0, gradients = 0, optimizer = 0;
+  std::set<std::string> seen;
+  func.walk([&](mlir::Operation *op) {
+    if (!inHostPool(op))
+      return;
+    auto type = op->getResult(0).getType();
+    int64_t bytes = static_cast<int64_t>(rt::alignWeightSlot(mlir::cleave::tensorBytes(type)));
+    if (auto param = llvm::dyn_cast<mlir::cleave::ParamOp>(op)) {
+      if (seen.insert("param:" + param.getName().str()).second)
+        parameters += bytes;
+    } else if (auto state = llvm::dyn_cast<mlir::cleave::StateOp>(op)) {
+      if (!seen.insert("state:" + state.getName().str()).second)
+        return;
+      (state.getName().starts_with("host_gradient.") ? gradients : optimizer) += bytes;
+    }
+  });
+  if (seen.empty())
+    return Json::object();
+  return Json{{"parameters", parameters},
+              {"gradients", gradients},
+              {"optimizer_state", optimizer},
+              {"total", parameters + gradients + optimizer}};
+}
+
 /// A training step's memory by what it holds: the weights as parameters
 /// and buffers, the state region as optimizer state (gradient accumulators
 /// count as gradients), the arena at its peak by the phase that computed
@@ -736,13 +782,19 @@ Json memoryByCategory(mlir::func::FuncOp func, int64_t weightBytes, int64_t para
     if (state.getName().starts_with("gradient_accumulator."))
       accumulatorBytes += static_cast<int64_t>(mlir::cleave::tensorBytes(state.getType()));
   });
-  return Json{{"parameters", parameterBytes},
-              {"buffers", weightBytes - parameterBytes},
-              {"optimizer_state", stateBytes - accumulatorBytes},
-              {"activations", activations},
-              {"gradients", peakPart("gradients") + accumulatorBytes},
-              {"temporaries", peakPart("temporaries")},
-              {"arena_unused", arenaBytes - peakLive}};
+  // Spilled parameters are in the host pool; their copies on the device
+  // are the arena's prefetched_parameters.
+  int64_t hostParameterBytes = hostMemory(func).value("parameters", int64_t(0));
+  Json categories{{"parameters", parameterBytes - hostParameterBytes},
+                  {"buffers", weightBytes - (parameterBytes - hostParameterBytes)},
+                  {"optimizer_state", stateBytes - accumulatorBytes},
+                  {"activations", activations},
+                  {"gradients", peakPart("gradients") + accumulatorBytes},
+                  {"temporaries", peakPart("temporaries")}};
+  if (int64_t prefetched = peakPart("prefetched_parameters"))
+    categories["prefetched_parameters"] = prefetched;
+  categories["arena_unused"] = arenaBytes - peakLive;
+  return categories;
 }
 
 } // namespace
@@ -811,6 +863,13 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
                       {"arena_bytes", arenaBytes.getInt()}};
   if (training)
     program.json["state_bytes"] = stateBytes;
+  // Spilling: the host pool holds the spilled weights (laid out by the
+  // runtime) and the host state region.
+  int64_t hostStateBytes = intAttr(func, "cleave.host_state_bytes");
+  int64_t hostBytes = static_cast<int64_t>(weightBytesOf(program.builder, /*host=*/true)) +
+                      hostStateBytes;
+  if (hostStateBytes > 0)
+    program.json["host_state_bytes"] = hostStateBytes;
   program.json.update(Json{{"inputs", phase.inputs},
                            {"outputs", phase.outputs},
                            {"buffers", program.builder.buffers},
@@ -824,6 +883,8 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
   Json memory{{"arena", arenaBytes.getInt()}, {"weights", weightBytes}};
   std::vector<ExtraWeights> extras;
   Json trainingJson;
+  if (hostBytes > 0)
+    programEntry["host_bytes"] = hostBytes;
   if (training) {
     programEntry["state_bytes"] = stateBytes;
     ExtraWeights extra;
@@ -838,6 +899,14 @@ mlir::LogicalResult emitSingleDevicePlan(mlir::ModuleOp module,
     memory["state"] = stateBytes;
     memory["total"] = arenaBytes.getInt() + weightBytes + stateBytes;
     memory["by_category"] = memoryByCategory(func, weightBytes, parameterBytes);
+    if (Json host = hostMemory(func); !host.empty()) {
+      if (host["total"].get<int64_t>() != hostBytes)
+        return func.emitError("host memory by category (")
+               << host["total"].get<int64_t>() << " bytes) differs from the host pool ("
+               << hostBytes << " bytes)";
+      memory["host"] = hostBytes;
+      memory["host_by_category"] = host;
+    }
   } else {
     memory["total"] = arenaBytes.getInt() + weightBytes;
   }

@@ -56,18 +56,25 @@ LogicalResult checkUpdates(func::FuncOp func) {
 
 /// Training state (optimizer moments, the step counter) gets its own region,
 /// laid out in program order: it lives across steps, so nothing shares it.
+/// States kept in host memory (`cleave.pool = "host"`, spilling) get a
+/// region of their own in the host pool, laid out the same way.
 void placeStates(func::FuncOp func) {
   Builder b(func.getContext());
   llvm::StringMap<int64_t> offsets;
-  int64_t bytes = 0;
+  int64_t bytes = 0, hostBytes = 0;
   for (StateOp state : func.front().getOps<StateOp>()) {
-    auto [it, added] = offsets.try_emplace(state.getName(), bytes);
+    auto pool = state->getAttrOfType<StringAttr>(kPoolAttr);
+    bool onHost = pool && pool.getValue() == kHostPool;
+    int64_t &end = onHost ? hostBytes : bytes;
+    auto [it, added] = offsets.try_emplace(state.getName(), end);
     if (added)
-      bytes += alignToArena(tensorBytes(state.getType()));
+      end += alignToArena(tensorBytes(state.getType()));
     state->setAttr("cleave.state_offset", b.getI64IntegerAttr(it->second));
   }
   if (bytes > 0)
     func->setAttr("cleave.state_bytes", b.getI64IntegerAttr(bytes));
+  if (hostBytes > 0)
+    func->setAttr("cleave.host_state_bytes", b.getI64IntegerAttr(hostBytes));
 }
 
 /// What the arena holds at its peak, by the phase that computed each live
@@ -93,14 +100,16 @@ void recordPeakByPhase(func::FuncOp func, const std::vector<BufferInterval> &int
       at = where;
     }
   }
-  int64_t activations = 0, gradients = 0, temporaries = 0;
+  int64_t activations = 0, gradients = 0, temporaries = 0, prefetched = 0;
   for (const BufferInterval &i : intervals) {
     if (i.start > at || i.end < at)
       continue;
     int64_t bytes = alignToArena(i.bytes);
     Operation *def = i.scratchOwner ? nullptr : i.value.getDefiningOp();
     StringRef phase = def ? phases[position.lookup(def)] : StringRef(kForwardPhase);
-    if (i.scratchOwner || phase == kOptimizerPhase)
+    if (def && isa<PrefetchOp>(def))
+      prefetched += bytes;
+    else if (i.scratchOwner || phase == kOptimizerPhase)
       temporaries += bytes;
     else if (phase == kBackwardPhase)
       gradients += bytes;
@@ -112,7 +121,9 @@ void recordPeakByPhase(func::FuncOp func, const std::vector<BufferInterval> &int
                 b.getDictionaryAttr({b.getNamedAttr("activations", b.getI64IntegerAttr(activations)),
                                      b.getNamedAttr("gradients", b.getI64IntegerAttr(gradients)),
                                      b.getNamedAttr("temporaries",
-                                                    b.getI64IntegerAttr(temporaries))}));
+                                                    b.getI64IntegerAttr(temporaries)),
+                                     b.getNamedAttr("prefetched_parameters",
+                                                    b.getI64IntegerAttr(prefetched))}));
 }
 
 struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {

@@ -11,6 +11,8 @@
 #include "mlir/Pass/Pass.h"
 
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace mlir::cleave {
 
@@ -89,6 +91,11 @@ struct TrainingOptions {
   /// Split into the stages' steps even for one stage and no tp group:
   /// recomputation runs in the backward slots that step has.
   bool partitioned = false;
+  /// Parameters kept in host memory with their gradients' copies and
+  /// optimizer state (-cleave-spill-to-host, after the optimizer); the
+  /// planner's choice. `spillAll`: every parameter.
+  std::vector<std::string> spillParameters;
+  bool spillAll = false;
 };
 
 /// Canonicalize and CSE: fold what the importer left.

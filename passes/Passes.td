@@ -491,6 +491,38 @@ def ShardParameters : Pass<"cleave-shard-parameters", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def SpillToHost : Pass<"cleave-spill-to-host", "mlir::func::FuncOp"> {
+  let summary = "Keep parameters, their gradients' copies and optimizer state in host memory";
+  let description = [{
+    Model spilling (Hydra) with the optimizer on the host (ZeRO-Offload), on
+    a training step after `-cleave-add-optimizer`. Each spilled parameter
+    (named in `parameters`, marked `cleave.spill`, or every parameter with
+    `all`) gets `cleave.pool = "host"`:
+    - every run of ops of one layer and phase that reads it reads a
+      `cleave.prefetch` of it instead, placed at the start of the layer run
+      before (one layer ahead, so the copy overlaps that layer's compute);
+    - its gradient is copied out by `cleave.spill` into
+      `cleave.state "host_gradient.<parameter>"` right after backward makes
+      it final, and every later reader (clipping, the update) reads that
+      host copy;
+    - its update (`cleave.adamw`, `cleave.sgd`) then runs on host tensors,
+      and its optimizer states move to the host too.
+    So the device holds a spilled parameter only from its prefetch to its
+    layer's last reader, and its gradient only until the copy. A gradient
+    accumulated over microbatches (a persistent accumulator) is refused.
+  }];
+  let options = [
+    ListOption<"parameters", "parameters", "std::string", "parameters to spill">,
+    Option<"all", "all", "bool", /*default=*/"false", "spill every parameter">,
+  ];
+  let statistics = [
+    Statistic<"parametersSpilled", "parameters", "parameters kept in host memory">,
+    Statistic<"prefetches", "prefetches", "cleave.prefetch ops inserted">,
+    Statistic<"gradientsSpilled", "gradients", "gradients copied to the host">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def AddOptimizer : Pass<"cleave-add-optimizer", "mlir::func::FuncOp"> {
   let summary = "Append the optimizer phase: clipping, the step counter and one update per parameter";
   let description = [{

@@ -90,8 +90,16 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
     shardParameters.ranks = options.dataParallel;
     pm.addNestedPass<func::FuncOp>(createShardParameters(shardParameters));
   }
+  auto spill = [&] {
+    if (options.spillParameters.empty() && !options.spillAll)
+      return;
+    SpillToHostOptions spillOptions;
+    spillOptions.parameters = options.spillParameters;
+    spillOptions.all = options.spillAll;
+    pm.addNestedPass<func::FuncOp>(createSpillToHost(spillOptions));
+  };
   if (options.optimizer == "none")
-    return;
+    return spill();
   AddOptimizerOptions optimizer;
   optimizer.optimizer = options.optimizer;
   optimizer.lr = options.lr;
@@ -109,6 +117,7 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
   optimizer.earlyUpdates = options.earlyUpdates;
   optimizer.gatherBytes = options.bucketBytes;
   pm.addNestedPass<func::FuncOp>(createAddOptimizer(optimizer));
+  spill();
 }
 
 void addSingleDevicePlanPipeline(OpPassManager &pm, const PrepareOptions &options) {

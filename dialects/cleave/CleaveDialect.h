@@ -28,6 +28,13 @@
 #include "cost/OpCost.h"
 
 namespace mlir::cleave {
+/// Where a `cleave.param` or `cleave.state` lives: absent on the device;
+/// "host" in host memory, read through `cleave.prefetch` and written by
+/// `cleave.spill` or by optimizer updates that run on the host
+/// (-cleave-spill-to-host, docs/training.md "Spilling").
+inline constexpr llvm::StringLiteral kPoolAttr = "cleave.pool";
+inline constexpr llvm::StringLiteral kHostPool = "host";
+
 /// The op's own attributes, for its kernel: everything but operand segment
 /// sizes and discardable (dotted) annotations.
 llvm::SmallVector<NamedAttribute> getDefaultKernelAttributes(Operation *op);

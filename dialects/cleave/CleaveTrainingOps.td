@@ -79,6 +79,53 @@ def Cleave_AssignOp : Cleave_UpdateOp<"assign", [AllTypesMatch<["target", "value
 }
 
 //===----------------------------------------------------------------------===//
+// Spilling: tensors held in host memory (-cleave-spill-to-host).
+//===----------------------------------------------------------------------===//
+
+def Cleave_PrefetchOp : Cleave_Op<"prefetch",
+    [MemoryEffects<[MemRead]>, AllTypesMatch<["source", "result"]>], [],
+    ["getCost", "getSavedForBackward"]> {
+  let summary = "copy a tensor held in host memory to the device";
+  let description = [{
+    Copies `source`, a `cleave.param` or `cleave.state` that the plan keeps in
+    host memory (`cleave.pool = "host"`), into a device buffer: the result,
+    which the ops of one layer and phase read instead. The runtime runs it on
+    a copy thread (CPU) or stream (CUDA), so placed a layer ahead of its
+    readers it overlaps with the compute in between. It reads memory, so two
+    prefetches of one tensor (forward and backward) stay two copies.
+
+    Example:
+
+    ```mlir
+    %w = cleave.param "blocks.3.fc.weight" {cleave.pool = "host"} : tensor<512x128xf32>
+    %d = cleave.prefetch %w : tensor<512x128xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$source);
+  let results = (outs Cleave_Tensor:$result);
+  let assemblyFormat = "$source attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Cleave_SpillOp : Cleave_UpdateOp<"spill", [AllTypesMatch<["target", "value"]>]> {
+  let summary = "copy a device tensor into a persistent tensor held in host memory";
+  let description = [{
+    Overwrites `target`, a `cleave.param` or `cleave.state` kept in host memory
+    (`cleave.pool = "host"`), with `value`, a device buffer, on the copy
+    thread or stream: a spilled layer's gradient leaves the device as soon as
+    backward computes it, and its optimizer step runs on the host copy.
+
+    Example:
+
+    ```mlir
+    cleave.spill %host_grad, %g : tensor<512x128xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_Tensor:$target, Cleave_Tensor:$value);
+  let assemblyFormat = "$target `,` $value attr-dict `:` type($target)";
+}
+
+//===----------------------------------------------------------------------===//
 // Training forms of forward ops.
 //===----------------------------------------------------------------------===//
 

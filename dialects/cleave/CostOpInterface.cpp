@@ -644,6 +644,17 @@ OpCost updateCost(Operation *op, double flopsPerElement) {
 
 OpCost AssignOp::getCost() { return updateCost(*this, 0); }
 void AssignOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+// Copies over the host link: passes/CostModel charges them to the link, not
+// to device bandwidth; the bytes are what moves.
+OpCost PrefetchOp::getCost() {
+  OpCost cost;
+  cost.opClass = OpClass::Elementwise;
+  cost.forward = {0, bytesOf(getSource()), bytesOf(getResult()), 1};
+  return cost;
+}
+void PrefetchOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
+OpCost SpillOp::getCost() { return updateCost(*this, 0); }
+void SpillOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 OpCost UpdateRunningStatsOp::getCost() { return updateCost(*this, 6); }
 void UpdateRunningStatsOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 // Decay, two moment updates, a square root, a division and the step.

@@ -98,6 +98,27 @@ LogicalResult StateOp::verify() {
 SmallVector<unsigned> AssignOp::getUpdatedOperands() { return {0}; }
 LogicalResult AssignOp::verify() { return requirePersistent(*this, getTarget(), "target"); }
 
+/// A param or state the plan keeps in host memory.
+LogicalResult requireHostPool(Operation *op, Value value, StringRef name) {
+  Operation *def = value.getDefiningOp();
+  auto pool = def ? def->getAttrOfType<StringAttr>(kPoolAttr) : StringAttr();
+  if (!isPersistent(value) || !pool || pool.getValue() != kHostPool)
+    return op->emitOpError() << name << " must be a cleave.param or cleave.state with "
+                             << kPoolAttr << " = \"" << kHostPool << "\"";
+  return success();
+}
+
+LogicalResult PrefetchOp::verify() { return requireHostPool(*this, getSource(), "source"); }
+
+SmallVector<unsigned> SpillOp::getUpdatedOperands() { return {0}; }
+LogicalResult SpillOp::verify() {
+  if (failed(requireHostPool(*this, getTarget(), "target")))
+    return failure();
+  if (isPersistent(getValue()))
+    return emitOpError("value must be a device buffer, not a persistent tensor");
+  return success();
+}
+
 SmallVector<unsigned> UpdateRunningStatsOp::getUpdatedOperands() { return {0, 1}; }
 LogicalResult UpdateRunningStatsOp::verify() {
   Type type = getRunningMean().getType();

@@ -12,4 +12,9 @@ Status Backend::copyRows(void *dst, size_t dstPitch, const void *src, size_t src
   return {};
 }
 
+Status Backend::createCopyQueue(std::unique_ptr<CopyQueue> *) {
+  return CLEAVE_ERROR("spilled plans (pool host) run on the CPU backend only for now: the ",
+                      name(), " backend has no queue for host copies");
+}
+
 } // namespace cleave::runtime

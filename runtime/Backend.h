@@ -9,11 +9,32 @@
 
 #include "runtime/Kernel.h"
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 namespace cleave::runtime {
+
+/// Copies between host memory and a backend's memory that run apart from
+/// the kernels, one after another in the order they were issued: a spilled
+/// plan's `prefetch` and `spill` instructions (docs/plan-format.md,
+/// "Spilling to host memory"). The executor orders them against the
+/// kernels; the queue only runs them and says which are done.
+class CopyQueue {
+public:
+  virtual ~CopyQueue() = default;
+  /// Issues a copy of `bytes` from `src` to `dst`, host to device
+  /// (`toDevice`) or device to host. Returns its ticket: 1 for the first
+  /// copy, each next one the previous plus 1.
+  virtual uint64_t issue(void *dst, const void *src, size_t bytes, bool toDevice) = 0;
+  /// Waits until copy `ticket` is done, and so every copy issued before it.
+  virtual Status wait(uint64_t ticket) = 0;
+  /// The highest ticket done so far, without waiting.
+  virtual uint64_t done() const = 0;
+  /// Seconds spent copying so far (the copy engine's busy time).
+  virtual double busySeconds() const = 0;
+};
 
 class Backend {
 public:
@@ -44,6 +65,11 @@ public:
   /// Bytes the backend holds for its kernels beyond a plan's arena and
   /// weights (the CPU backend's bf16 staging), once kernels are prepared.
   virtual size_t workspaceBytes() const { return 0; }
+  /// The queue a spilled plan's prefetch and spill instructions run on.
+  /// A backend that has one also runs every kernel on tensors in host
+  /// memory the executor allocates (the host pool, plain aligned memory).
+  /// The default: an error saying spilled plans need the CPU backend.
+  virtual Status createCopyQueue(std::unique_ptr<CopyQueue> *out);
 };
 
 /// The CPU backend: oneDNN GEMM and OpenMP loops.

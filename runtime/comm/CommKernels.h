@@ -64,6 +64,9 @@ public:
   Status synchronize() override { return compute_.synchronize(); }
   bool sharesHostMemory() const override { return compute_.sharesHostMemory(); }
   size_t workspaceBytes() const override { return compute_.workspaceBytes(); }
+  Status createCopyQueue(std::unique_ptr<CopyQueue> *out) override {
+    return compute_.createCopyQueue(out);
+  }
 
   /// Waits until every buffered send has left this rank.
   Status finishSends();

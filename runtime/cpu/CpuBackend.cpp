@@ -4,6 +4,7 @@
 #include "runtime/Backend.h"
 #include "runtime/KernelContract.h"
 #include "runtime/cpu/Common.h"
+#include "runtime/cpu/CopyQueue.h"
 #include "runtime/cpu/Registry.h"
 
 #include <cstdlib>
@@ -134,6 +135,11 @@ public:
   }
 
   Status synchronize() override { return {}; }
+
+  Status createCopyQueue(std::unique_ptr<CopyQueue> *out) override {
+    *out = cpu::createThreadCopyQueue();
+    return {};
+  }
 
 private:
   /// A kernel that computes in f32 runs a bf16 instruction widened: its bf16

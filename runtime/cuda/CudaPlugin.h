@@ -22,7 +22,7 @@ namespace cleave::runtime {
 
 struct CudaPluginApi {
   /// Changes whenever this table or the interfaces it passes change.
-  static constexpr int kAbi = 1;
+  static constexpr int kAbi = 2;
   int abi;
   /// GPUs this process can use; an error that names why there are none
   /// (no driver, driver too old, no device).

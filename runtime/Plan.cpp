@@ -15,6 +15,9 @@
 #include <tuple>
 
 namespace cleave::runtime {
+
+const char *poolName(Pool pool) { return pool == Pool::Host ? "host" : "device"; }
+
 namespace {
 
 using Json = nlohmann::json;
@@ -250,11 +253,35 @@ bool overlaps(size_t aBegin, size_t aBytes, size_t bBegin, size_t bBytes) {
   return aBytes && bBytes && aBegin < bBegin + bBytes && bBegin < aBegin + aBytes;
 }
 
+/// A buffer's "pool" (version 2, weights and states only): "device" (the
+/// default) or "host".
+Status parsePool(const Plan &plan, const ProgramSpec &program, const Node &item,
+                 const std::string &label, bool inArena, Pool *pool) {
+  *pool = Pool::Device;
+  if (!has(item, "pool"))
+    return {};
+  const Json &value = item.json["pool"];
+  if (plan.version < kTrainingPlanFormatVersion)
+    return CLEAVE_ERROR(program.file, ": ", label, ": 'pool' needs plan format version ",
+                        kTrainingPlanFormatVersion);
+  if (!value.is_string() || (value != "host" && value != "device"))
+    return CLEAVE_ERROR(program.file, ": ", label, ": pool ", jsonExcerpt(value),
+                        " is neither \"device\" nor \"host\"");
+  if (inArena)
+    return CLEAVE_ERROR(program.file, ": ", label,
+                        ": an arena buffer has no pool (only weights and states may live in "
+                        "the host pool)");
+  *pool = value == "host" ? Pool::Host : Pool::Device;
+  return {};
+}
+
 Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
   std::optional<Node> list;
   CLEAVE_RETURN_IF_ERROR(getArray(top, "buffers", &list));
-  std::map<std::string, int64_t> stateViews; // a state's first buffer
-  std::map<size_t, int64_t> stateRanges;     // offset -> buffer, of distinct non-empty states
+  std::map<std::string, int64_t> stateViews;  // a state's first buffer
+  std::map<std::string, int64_t> weightViews; // a weight's first buffer
+  // Per pool: offset -> buffer, of distinct non-empty states.
+  std::map<size_t, int64_t> stateRanges[2];
   for (size_t i = 0; i < list->json.size(); ++i) {
     Node item = list->element(i);
     BufferSpec buffer;
@@ -276,19 +303,36 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
       return CLEAVE_ERROR(item.where(), ": state buffers need plan format version ",
                           kTrainingPlanFormatVersion);
     std::string label = "buffer " + std::to_string(buffer.id) + " (" + buffer.name + ")";
+    CLEAVE_RETURN_IF_ERROR(parsePool(plan, *program, item, label, inArena, &buffer.pool));
+    // Every view of one weight or state is in the same pool.
+    auto samePool = [&](const BufferSpec &other, const char *what, const std::string &name) {
+      if (other.pool == buffer.pool)
+        return Status();
+      return CLEAVE_ERROR(program->file, ": ", label, " puts ", what, " '", name, "' in the ",
+                          poolName(buffer.pool), " pool, buffer ", other.id, " in the ",
+                          poolName(other.pool), " pool");
+    };
     if (isState) {
       std::string state;
       int64_t offset = 0;
       CLEAVE_RETURN_IF_ERROR(getString(item, "state", &state));
       CLEAVE_RETURN_IF_ERROR(getInt(item, "state_offset", &offset));
+      if (auto seen = stateViews.find(state); seen != stateViews.end())
+        CLEAVE_RETURN_IF_ERROR(samePool(program->buffers[seen->second], "state", state));
+      const bool host = buffer.onHost();
+      const size_t regionBytes = host ? program->hostStateBytes : program->stateBytes;
       if (!spanWithin(offset, static_cast<int64_t>(buffer.desc.bytes()),
-                      static_cast<int64_t>(program->stateBytes)))
-        return CLEAVE_ERROR(program->file, ": ", label, " spans state bytes [", offset, ", ",
-                            offset + buffer.desc.bytes(), "), past the state region's ",
-                            program->stateBytes, " bytes");
+                      static_cast<int64_t>(regionBytes)))
+        return CLEAVE_ERROR(program->file, ": ", label, " spans ", host ? "host " : "",
+                            "state bytes [", offset, ", ", offset + buffer.desc.bytes(),
+                            "), past the ", host ? "host state region's " : "state region's ",
+                            regionBytes, " bytes", host ? " (host_state_bytes)" : "");
       if (offset % std::max<size_t>(1, dtypeBytes(buffer.desc.dtype)) != 0)
         return CLEAVE_ERROR(program->file, ": ", label, ": state_offset ", offset,
                             " is not aligned to its element size");
+      if (host && offset % 64 != 0)
+        return CLEAVE_ERROR(program->file, ": ", label, ": state_offset ", offset,
+                            " of a host state is not 64-byte aligned");
       // Several buffers may view one state; distinct states never overlap.
       // Both are looked up, not scanned for: a program may list many states.
       if (auto seen = stateViews.find(state); seen != stateViews.end()) {
@@ -298,17 +342,18 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
           return CLEAVE_ERROR(program->file, ": ", label, " views state '", state,
                               "' unlike buffer ", other.id, " (offset, size or dtype differ)");
       } else if (size_t bytes = buffer.desc.bytes(); bytes > 0) {
-        // The states placed so far are disjoint and sorted by offset, so
-        // their ends are sorted too: only the last one that begins before
-        // this one ends can reach into it.
-        auto after = stateRanges.lower_bound(static_cast<size_t>(offset) + bytes);
-        if (after != stateRanges.begin()) {
+        // The states placed so far in this region are disjoint and sorted
+        // by offset, so their ends are sorted too: only the last one that
+        // begins before this one ends can reach into it.
+        std::map<size_t, int64_t> &ranges = stateRanges[host ? 1 : 0];
+        auto after = ranges.lower_bound(static_cast<size_t>(offset) + bytes);
+        if (after != ranges.begin()) {
           const BufferSpec &other = program->buffers[std::prev(after)->second];
           if (overlaps(*other.stateOffset, other.desc.bytes(), offset, bytes))
             return CLEAVE_ERROR(program->file, ": ", label, ": state '", state,
                                 "' overlaps state '", *other.state, "' (buffer ", other.id, ")");
         }
-        stateRanges.emplace(static_cast<size_t>(offset), buffer.id);
+        ranges.emplace(static_cast<size_t>(offset), buffer.id);
       }
       stateViews.emplace(state, buffer.id);
       buffer.state = state;
@@ -333,6 +378,11 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
                             "' is neither a parameter name nor NAME[split(DIM) PART/PARTS] "
                             "(numbers of at most 18 digits, PART < PARTS)");
       buffer.weight = weight;
+      if (auto seen = weightViews.find(weight); seen != weightViews.end())
+        CLEAVE_RETURN_IF_ERROR(samePool(program->buffers[seen->second], "weight", weight));
+      weightViews.emplace(weight, buffer.id);
+      if (buffer.onHost())
+        program->hostWeights.insert(weight);
       if (program->weightsFile.empty()) { // a plan without weights: nothing to check against
         program->buffers.push_back(std::move(buffer));
         continue;
@@ -376,6 +426,8 @@ Status parseBuffers(const Plan &plan, const Node &top, ProgramSpec *program) {
     }
     program->buffers.push_back(std::move(buffer));
   }
+  program->hostPool = std::any_of(program->buffers.begin(), program->buffers.end(),
+                                  [](const BufferSpec &b) { return b.onHost(); });
   return {};
 }
 
@@ -692,25 +744,30 @@ Status programPosition(const Plan &plan, const Node &entry, const Node &top,
   return {};
 }
 
-/// The weights region: the file's layout, or with ZeRO parts a 64-byte
-/// aligned slot per weight in file order, a part taking its part's bytes.
+/// The weights regions: the file's layout, or with ZeRO parts or host-pool
+/// weights a 64-byte aligned slot per weight in file order, a part taking
+/// its part's bytes, in the device weights region or the host one.
 void layOutWeights(const Plan &plan, ProgramSpec *program) {
   program->weightSlots.clear();
-  size_t offset = 0;
+  program->slottedWeights = !program->weightShards.empty() || !program->hostWeights.empty();
+  size_t offsets[2] = {0, 0}; // device, host
   for (const SafetensorsEntry &entry : program->weights.entries) {
-    if (program->weightShards.empty()) {
-      program->weightSlots[entry.name] = {entry.begin, entry.desc.bytes()};
+    if (!program->slottedWeights) {
+      program->weightSlots[entry.name] = {entry.begin, entry.desc.bytes(), false};
       continue;
     }
     size_t bytes = entry.desc.bytes();
     if (program->weightShard(entry.name)) // parseShard checked: over the plan's dp
       bytes = static_cast<size_t>((entry.desc.numel() + plan.dp - 1) / plan.dp) *
               dtypeBytes(entry.desc.dtype);
-    program->weightSlots[entry.name] = {offset, bytes};
+    const bool host = program->hostWeights.count(entry.name) != 0;
+    size_t &offset = offsets[host ? 1 : 0];
+    program->weightSlots[entry.name] = {offset, bytes, host};
     offset += alignWeightSlot(bytes);
   }
   program->weightRegionBytes =
-      program->weightShards.empty() ? program->weights.dataBytes : offset;
+      program->slottedWeights ? offsets[0] : program->weights.dataBytes;
+  program->hostWeightRegionBytes = offsets[1];
 }
 
 /// The arena and the state region are as large as what lies in them, rounded
@@ -719,12 +776,13 @@ void layOutWeights(const Plan &plan, ProgramSpec *program) {
 /// and is refused before anything is allocated for it.
 Status checkRegionSizes(const ProgramSpec &program) {
   constexpr size_t kAlignment = 64;
-  size_t arenaEnd = 0, stateEnd = 0;
+  size_t arenaEnd = 0, stateEnd = 0, hostStateEnd = 0;
   for (const BufferSpec &b : program.buffers) {
     if (b.arenaOffset)
       arenaEnd = std::max(arenaEnd, *b.arenaOffset + b.desc.bytes());
     if (b.stateOffset)
-      stateEnd = std::max(stateEnd, *b.stateOffset + b.desc.bytes());
+      (b.onHost() ? hostStateEnd : stateEnd) =
+          std::max(b.onHost() ? hostStateEnd : stateEnd, *b.stateOffset + b.desc.bytes());
   }
   for (const Phase &phase : program.phases)
     for (const InstructionSpec &inst : phase.instructions)
@@ -739,6 +797,10 @@ Status checkRegionSizes(const ProgramSpec &program) {
     return CLEAVE_ERROR(program.file, ": state_bytes ", program.stateBytes,
                         " is more than its state buffers reach (", stateEnd, " bytes, ",
                         aligned(stateEnd), " aligned)");
+  if (program.hostStateBytes > aligned(hostStateEnd))
+    return CLEAVE_ERROR(program.file, ": host_state_bytes ", program.hostStateBytes,
+                        " is more than its host state buffers reach (", hostStateEnd,
+                        " bytes, ", aligned(hostStateEnd), " aligned)");
   return {};
 }
 
@@ -779,6 +841,12 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
       return CLEAVE_ERROR("manifest.json: program '", name, "' predicts a state region of ",
                           predictedState, " bytes, ", program->file, " declares ", stateBytes);
     program->stateBytes = static_cast<size_t>(stateBytes);
+    int64_t hostStateBytes = 0;
+    CLEAVE_RETURN_IF_ERROR(getOptionalInt(top, "host_state_bytes", 0, &hostStateBytes));
+    program->hostStateBytes = static_cast<size_t>(hostStateBytes);
+  } else if (has(top, "host_state_bytes")) {
+    return CLEAVE_ERROR(program->file, ": host_state_bytes needs plan format version ",
+                        kTrainingPlanFormatVersion);
   }
 
   // The manifest's predicted memory must be what this program allocates.
@@ -798,7 +866,25 @@ Status loadProgram(const Plan &plan, const std::string &name, const Node &entry,
     return CLEAVE_ERROR("manifest.json: program '", name, "' predicts ", predictedWeights,
                         " weight bytes, ", program->weightsFile, " needs ",
                         program->weightRegionBytes,
-                        program->weightShards.empty() ? "" : " (ZeRO parts)");
+                        !program->hostWeights.empty() ? " (its device weights, in 64-byte slots)"
+                        : program->weightShards.empty() ? ""
+                                                         : " (ZeRO parts)");
+  // The host pool: host weights and host states, "host_bytes" (absent: 0).
+  int64_t predictedHost = 0;
+  CLEAVE_RETURN_IF_ERROR(getOptionalInt(entry, "host_bytes", 0, &predictedHost));
+  if (!plan.hasWeights) {
+    // Nothing to lay out: the host weights are what the manifest says.
+    if (static_cast<size_t>(predictedHost) < program->hostStateBytes)
+      return CLEAVE_ERROR("manifest.json: program '", name, "' predicts host_bytes ",
+                          predictedHost, ", less than its host_state_bytes ",
+                          program->hostStateBytes);
+    program->hostWeightRegionBytes = static_cast<size_t>(predictedHost) - program->hostStateBytes;
+  } else if (static_cast<size_t>(predictedHost) != program->hostBytes()) {
+    return CLEAVE_ERROR("manifest.json: program '", name, "' predicts host_bytes ",
+                        predictedHost, ", its host pool needs ", program->hostBytes(),
+                        " (host weights ", program->hostWeightRegionBytes,
+                        " + host_state_bytes ", program->hostStateBytes, ")");
+  }
   CLEAVE_RETURN_IF_ERROR(parsePhases(plan, top, program));
   CLEAVE_RETURN_IF_ERROR(checkRegionSizes(*program));
   for (const char *key : {"inputs", "outputs"}) {
@@ -1037,7 +1123,8 @@ Status parsePredicted(const Node &top, PredictedCost *predicted) {
     for (auto [key, out] : {std::pair{"arena", &predicted->arenaBytes},
                             {"weights", &predicted->weightBytes},
                             {"state", &predicted->stateBytes},
-                            {"total", &predicted->totalBytes}})
+                            {"total", &predicted->totalBytes},
+                            {"host", &predicted->hostBytes}})
       if (has(*memory, key)) {
         int64_t bytes = 0;
         CLEAVE_RETURN_IF_ERROR(getInt(*memory, key, &bytes));

@@ -23,6 +23,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,14 @@ void copyZeroPart(const void *data, size_t wholeBytes, int64_t index, void *part
 /// backward and optimizer phases). This runtime reads both.
 constexpr int kPlanFormatVersion = 1;
 constexpr int kTrainingPlanFormatVersion = 2;
+
+/// Where a weight or state lives (version 2, a buffer's "pool"): device
+/// memory, or the host pool, outside the device's budget, which `prefetch`
+/// copies into the arena before use and `spill` copies back into.
+enum class Pool : uint8_t { Device, Host };
+
+/// "device" or "host".
+const char *poolName(Pool pool);
 
 /// A tensor of a program: a region of the arena, or a weight (possibly seen
 /// with another shape of the same size).
@@ -64,9 +73,13 @@ struct BufferSpec {
   /// elements (k = this buffer's elements), of which rank r of the dp group
   /// holds [r*k, (r+1)*k).
   std::optional<Shape> shardOf;
+  /// A weight's or state's pool; arena buffers are always on the device.
+  /// Every buffer viewing one weight or state has the same pool.
+  Pool pool = Pool::Device;
 
   /// Weights and states outlive a step; arena buffers do not.
   bool persistent() const { return !arenaOffset; }
+  bool onHost() const { return pool == Pool::Host; }
 };
 
 struct InstructionSpec {
@@ -117,6 +130,9 @@ struct ProgramSpec {
   size_t arenaBytes = 0;
   /// The state region (version 2): zeroed when the program is loaded.
   size_t stateBytes = 0;
+  /// The host state region ("host_state_bytes"): the states in the host
+  /// pool, zeroed when the program is loaded, outside the device's memory.
+  size_t hostStateBytes = 0;
   /// The weights file's data bytes, or the manifest's weight_bytes when the
   /// plan has no weights.
   size_t weightBytes = 0;
@@ -130,15 +146,25 @@ struct ProgramSpec {
   /// on their buffers), by name: the whole tensor's shape, which is what
   /// the file holds.
   std::map<std::string, Shape> weightShards;
+  /// Weights in the host pool (a buffer's "pool": "host"), by name.
+  std::set<std::string> hostWeights;
   /// Where each weight lies in the weights region the runtime allocates,
   /// and its bytes there: the file's layout, unless the program holds ZeRO
-  /// parts (then every weight gets a 64-byte aligned slot, a part only its
-  /// part's bytes).
+  /// parts or host-pool weights (`slottedWeights`: then every weight gets a
+  /// 64-byte aligned slot in file order, a part only its part's bytes, in
+  /// the device weights region or, `host`, in the host weights region).
   struct WeightSlot {
     size_t offset = 0, bytes = 0;
+    bool host = false;
   };
   std::map<std::string, WeightSlot> weightSlots;
+  bool slottedWeights = false;
+  /// The device weights region (the manifest's weight_bytes, with weights)
+  /// and the host weights region.
   size_t weightRegionBytes = 0;
+  size_t hostWeightRegionBytes = 0;
+  /// True when some weight or state is in the host pool (a spilled plan).
+  bool hostPool = false;
   /// False for another rank's program under loadPlanForRank: only name,
   /// files, stage and tp are set.
   bool loaded = true;
@@ -149,8 +175,12 @@ struct ProgramSpec {
                          std::optional<int64_t> microbatch = std::nullopt) const;
   /// The index of the phase that runs `slot`, or -1.
   int64_t phaseIndex(const std::string &name, int64_t chunk, int64_t microbatch) const;
-  /// Bytes the runtime allocates for this program: arena, weights, state.
+  /// Bytes the runtime allocates for this program in device memory:
+  /// arena, device weights, device state.
   size_t predictedBytes() const { return arenaBytes + weightBytes + stateBytes; }
+  /// Bytes it allocates in host memory (the host pool, the manifest's
+  /// host_bytes): host weights and host state.
+  size_t hostBytes() const { return hostWeightRegionBytes + hostStateBytes; }
   /// The whole tensor's shape when the program holds weight `name` as the
   /// rank's ZeRO part.
   const Shape *weightShard(const std::string &name) const {
@@ -197,6 +227,9 @@ struct PredictedCost {
   /// temporaries, arena_unused), by name.
   std::optional<int64_t> stateBytes;
   std::vector<std::pair<std::string, int64_t>> byCategory;
+  /// A spilled plan's host pool (memory_bytes.host): host weights and host
+  /// state, outside `totalBytes`.
+  std::optional<int64_t> hostBytes;
 };
 
 /// One entry of the model's state_dict: the weight that holds it, or the

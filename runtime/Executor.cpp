@@ -1,6 +1,8 @@
 #include "runtime/Executor.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <set>
 
 namespace cleave::runtime {
@@ -14,7 +16,75 @@ std::string instructionLabel(const Phase &phase, size_t index, const Instruction
   return label;
 }
 
+/// "buffer 4 (fc1.weight), a host weight".
+std::string whatBuffer(const BufferSpec &b) {
+  std::string where = b.arenaOffset ? "an arena buffer"
+                      : b.state     ? std::string("a ") + poolName(b.pool) + " state"
+                                    : std::string("a ") + poolName(b.pool) + " weight";
+  return "buffer " + std::to_string(b.id) + " (" + b.name + "), " + where;
+}
+
+/// The contract of the copies (docs/plan-format.md, "Spilling to host
+/// memory"): `prefetch` copies a weight or state of the host pool into an
+/// arena buffer, `spill` an arena buffer into a weight or state of the host
+/// pool (updated in place); same shape and dtype, no attributes.
+Status checkCopy(const ProgramSpec &program, const InstructionSpec &inst) {
+  const bool prefetch = inst.kernel == "prefetch";
+  const std::string &k = inst.kernel;
+  if (inst.inputs.size() != 1 || !inst.inputs[0] || inst.outputs.size() != 1)
+    return CLEAVE_ERROR(k, ": expects 1 input and 1 output, got ", inst.inputs.size(), " and ",
+                        inst.outputs.size());
+  if (!inst.attrs.all().empty())
+    return CLEAVE_ERROR(k, ": takes no attributes, got '", inst.attrs.all().begin()->first, "'");
+  if (inst.scratchBytes)
+    return CLEAVE_ERROR(k, ": takes no scratch, got ", inst.scratchBytes, " bytes");
+  const BufferSpec &in = program.buffers[*inst.inputs[0]];
+  const BufferSpec &out = program.buffers[inst.outputs[0]];
+  if (prefetch && !in.onHost())
+    return CLEAVE_ERROR(k, ": input 0 (source) is ", whatBuffer(in),
+                        "; prefetch copies from a weight or state in the host pool");
+  if (prefetch && !out.arenaOffset)
+    return CLEAVE_ERROR(k, ": output 0 (destination) is ", whatBuffer(out),
+                        "; prefetch copies into an arena buffer");
+  if (!prefetch && !in.arenaOffset)
+    return CLEAVE_ERROR(k, ": input 0 (source) is ", whatBuffer(in),
+                        "; spill copies from an arena buffer");
+  if (!prefetch && !out.onHost())
+    return CLEAVE_ERROR(k, ": output 0 (destination) is ", whatBuffer(out),
+                        "; spill copies into a weight or state in the host pool");
+  if (in.desc != out.desc)
+    return CLEAVE_ERROR(k, ": output 0 (destination) ", whatBuffer(out), ", is ",
+                        describe(out.desc.shape, out.desc.dtype), " but input 0 (source) ",
+                        whatBuffer(in), ", is ", describe(in.desc.shape, in.desc.dtype),
+                        ": a copy keeps the shape and dtype");
+  return {};
+}
+
+/// Host memory of the host pool: 64-byte aligned, as the backend's.
+Status allocateHost(size_t bytes, void **out) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  if (rounded < bytes)
+    return CLEAVE_ERROR("cannot allocate ", bytes, " bytes of host memory: size overflows");
+  *out = std::aligned_alloc(64, rounded);
+  if (!*out)
+    return CLEAVE_ERROR("out of host memory allocating the host pool's ", bytes, " bytes");
+  return {};
+}
+
 } // namespace
+
+void Executor::FreeHost::operator()(void *p) const { std::free(p); }
+
+CopyStats CopyStats::operator-(const CopyStats &before) const {
+  CopyStats d;
+  d.prefetchBytes = prefetchBytes - before.prefetchBytes;
+  d.spillBytes = spillBytes - before.spillBytes;
+  d.prefetches = prefetches - before.prefetches;
+  d.spills = spills - before.spills;
+  d.copySeconds = copySeconds - before.copySeconds;
+  d.stallSeconds = stallSeconds - before.stallSeconds;
+  return d;
+}
 
 Status Executor::create(const ProgramSpec &program, Backend &backend,
                         std::unique_ptr<Executor> *out, int64_t dpIndex) {
@@ -27,12 +97,28 @@ Status Executor::createImpl(const ProgramSpec &program, Backend &backend,
                             std::unique_ptr<Executor> *out, int64_t dpIndex) {
   std::unique_ptr<Executor> executor(new Executor(program, backend));
 
+  // A spilled plan needs a backend with a copy queue whose kernels also
+  // run on host memory (the CPU's, for now): asked once, here.
+  bool copies = false;
+  for (const Phase &phase : program.phases)
+    for (const InstructionSpec &inst : phase.instructions)
+      copies |= isCopyKernel(inst.kernel);
+  if (program.hostPool || copies)
+    CLEAVE_RETURN_IF_ERROR(backend.createCopyQueue(&executor->copies_).prepend(program.file));
+
   // Validate every instruction before allocating or reading anything.
   for (const Phase &phase : program.phases) {
     std::vector<Prepared> prepared;
     for (size_t i = 0; i < phase.instructions.size(); ++i) {
       const InstructionSpec &inst = phase.instructions[i];
       std::string label = program.file + ": " + instructionLabel(phase, i, inst);
+      if (isCopyKernel(inst.kernel)) {
+        CLEAVE_RETURN_IF_ERROR(checkCopy(program, inst).prepend(label));
+        Prepared p{&inst, {}, {}};
+        p.copy = inst.kernel == "prefetch" ? Copy::Prefetch : Copy::Spill;
+        prepared.push_back(std::move(p));
+        continue;
+      }
       if (!backend.hasKernel(inst.kernel))
         return CLEAVE_ERROR(label, ": the ", backend.name(), " backend has no kernel '",
                             inst.kernel, "'");
@@ -60,9 +146,22 @@ Status Executor::createImpl(const ProgramSpec &program, Backend &backend,
     std::vector<char> zeros(program.stateBytes, 0);
     CLEAVE_RETURN_IF_ERROR(backend.copyToDevice(executor->state_, zeros.data(), zeros.size()));
   }
-  if (!program.weightShards.empty()) {
-    // ZeRO parts: the file read once, each weight into its slot, a part
-    // cut from the whole.
+  // The host pool: plain host memory, the host state zeroed as the state.
+  if (program.hostWeightRegionBytes > 0) {
+    void *p = nullptr;
+    CLEAVE_RETURN_IF_ERROR(allocateHost(program.hostWeightRegionBytes, &p).prepend(program.file));
+    executor->hostWeights_.reset(p);
+  }
+  if (program.hostStateBytes > 0) {
+    void *p = nullptr;
+    CLEAVE_RETURN_IF_ERROR(allocateHost(program.hostStateBytes, &p).prepend(program.file));
+    executor->hostState_.reset(p);
+    std::memset(p, 0, program.hostStateBytes);
+  }
+  if (program.slottedWeights) {
+    // ZeRO parts or host-pool weights: the file read once, each weight into
+    // its slot (of the device or the host weights), a part cut from the
+    // whole.
     std::vector<char> file(program.weights.dataBytes), part;
     CLEAVE_RETURN_IF_ERROR(readSafetensorsData(program.weights, file.data()));
     for (const SafetensorsEntry &entry : program.weights.entries) {
@@ -72,6 +171,12 @@ Status Executor::createImpl(const ProgramSpec &program, Backend &backend,
         part.resize(slot.bytes);
         copyZeroPart(from, entry.desc.bytes(), dpIndex, part.data(), part.size());
         from = part.data();
+      }
+      if (slot.host) {
+        if (slot.bytes)
+          std::memcpy(static_cast<char *>(executor->hostWeights_.get()) + slot.offset, from,
+                      slot.bytes);
+        continue;
       }
       CLEAVE_RETURN_IF_ERROR(backend.copyToDevice(static_cast<char *>(executor->weights_) +
                                                       slot.offset,
@@ -88,7 +193,8 @@ Status Executor::createImpl(const ProgramSpec &program, Backend &backend,
     }
   }
 
-  // Data pointers are fixed from here on: resolve them once.
+  // Data pointers are fixed from here on: resolve them once, and with a
+  // copy queue what each instruction touches, to order it after the copies.
   for (auto &[name, prepared] : executor->phases_)
     for (Prepared &p : prepared) {
       for (const std::optional<int64_t> &id : p.spec->inputs)
@@ -98,12 +204,30 @@ Status Executor::createImpl(const ProgramSpec &program, Backend &backend,
       p.call.scratch = p.spec->scratchBytes
                            ? static_cast<char *>(executor->arena_) + p.spec->scratchOffset
                            : nullptr;
+      if (!executor->copies_)
+        continue;
+      auto add = [&](const Span &span, bool write) {
+        if (span.begin == span.end)
+          return;
+        p.touches.push_back(span);
+        if (write)
+          p.writes.push_back(span);
+      };
+      for (const std::optional<int64_t> &id : p.spec->inputs)
+        if (id)
+          add(executor->bufferSpan(*id), false);
+      for (int64_t id : p.spec->outputs)
+        add(executor->bufferSpan(id), true);
+      add(Span{Region::Arena, p.spec->scratchOffset, p.spec->scratchOffset + p.spec->scratchBytes},
+          true);
     }
   *out = std::move(executor);
   return {};
 }
 
 Executor::~Executor() {
+  // The copy queue finishes what it was given before the memory goes.
+  copies_.reset();
   if (arena_)
     backend_.deallocate(arena_);
   if (weights_)
@@ -117,8 +241,21 @@ void *Executor::bufferData(int64_t id) const {
   if (buffer.arenaOffset)
     return static_cast<char *>(arena_) + *buffer.arenaOffset;
   if (buffer.stateOffset)
-    return static_cast<char *>(state_) + *buffer.stateOffset;
-  return static_cast<char *>(weights_) + program_.weightSlots.at(*buffer.weight).offset;
+    return static_cast<char *>(buffer.onHost() ? hostState_.get() : state_) + *buffer.stateOffset;
+  const ProgramSpec::WeightSlot &slot = program_.weightSlots.at(*buffer.weight);
+  return static_cast<char *>(slot.host ? hostWeights_.get() : weights_) + slot.offset;
+}
+
+Executor::Span Executor::bufferSpan(int64_t id) const {
+  const BufferSpec &buffer = program_.buffers[id];
+  const size_t bytes = buffer.desc.bytes();
+  if (buffer.arenaOffset)
+    return {Region::Arena, *buffer.arenaOffset, *buffer.arenaOffset + bytes};
+  if (buffer.stateOffset)
+    return {buffer.onHost() ? Region::HostState : Region::State, *buffer.stateOffset,
+            *buffer.stateOffset + bytes};
+  const ProgramSpec::WeightSlot &slot = program_.weightSlots.at(*buffer.weight);
+  return {slot.host ? Region::HostWeights : Region::Weights, slot.offset, slot.offset + bytes};
 }
 
 const Binding *Executor::findBinding(const std::vector<Binding> &list,
@@ -229,28 +366,97 @@ Status Executor::runPhase(size_t index) {
   if (index >= phases_.size())
     return CLEAVE_ERROR(program_.file, ": no phase ", index, " (the program has ", phases_.size(),
                         ")");
+  Status status = runInstructions(index);
+  // A phase ends with its copies done, failed or not: nothing copies into
+  // the executor's memory between phases.
+  if (lastTicket_ > 0) {
+    Status copied = awaitCopy(lastTicket_);
+    if (status.ok())
+      status = copied.prepend(program_.file + ": " + program_.phases[index].name);
+  }
+  CLEAVE_RETURN_IF_ERROR(status);
+  return backend_.synchronize();
+}
+
+Status Executor::runInstructions(size_t index) {
   std::vector<Prepared> &prepared = phases_[index].second;
   const Phase &phase = program_.phases[index];
   if (profiling_)
     seconds_.assign(prepared.size(), 0.0);
   for (size_t i = 0; i < prepared.size(); ++i) {
     auto start = std::chrono::steady_clock::now();
-    Status status = prepared[i].fn(prepared[i].call);
+    Prepared &p = prepared[i];
+    Status status;
+    if (p.copy != Copy::None) {
+      // Copies run in issue order on the queue: one needs no wait for the
+      // copies before it, and the kernels before it have finished.
+      const bool toDevice = p.copy == Copy::Prefetch;
+      const size_t bytes = program_.buffers[p.spec->outputs[0]].desc.bytes();
+      uint64_t ticket = copies_->issue(p.call.outputs[0], p.call.inputs[0], bytes, toDevice);
+      inFlight_.push_back({ticket, bufferSpan(*p.spec->inputs[0]), bufferSpan(p.spec->outputs[0])});
+      lastTicket_ = ticket;
+      (toDevice ? stats_.prefetchBytes : stats_.spillBytes) += bytes;
+      ++(toDevice ? stats_.prefetches : stats_.spills);
+    } else {
+      if (!inFlight_.empty())
+        status = awaitCopiesBefore(p);
+      if (status.ok())
+        status = p.fn(p.call);
+    }
     if (!status.ok())
-      return status.prepend(program_.file + ": " + instructionLabel(phase, i, *prepared[i].spec));
+      return status.prepend(program_.file + ": " + instructionLabel(phase, i, *p.spec));
     if (profiling_) {
       CLEAVE_RETURN_IF_ERROR(backend_.synchronize());
       seconds_[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
   }
-  return backend_.synchronize();
+  return {};
+}
+
+Status Executor::awaitCopiesBefore(const Prepared &p) {
+  // Forget the copies already done, then find the last one this
+  // instruction must follow: waiting for it waits for those before it.
+  const uint64_t done = copies_->done();
+  while (!inFlight_.empty() && inFlight_.front().ticket <= done)
+    inFlight_.pop_front();
+  uint64_t need = 0;
+  for (const InFlight &c : inFlight_) {
+    bool hazard = false;
+    for (const Span &s : p.touches)
+      hazard |= overlap(c.destination, s);
+    for (const Span &s : p.writes)
+      hazard |= overlap(c.source, s);
+    if (hazard)
+      need = c.ticket;
+  }
+  return need ? awaitCopy(need) : Status();
+}
+
+Status Executor::awaitCopy(uint64_t ticket) {
+  if (copies_->done() < ticket) {
+    auto start = std::chrono::steady_clock::now();
+    CLEAVE_RETURN_IF_ERROR(copies_->wait(ticket));
+    stats_.stallSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  while (!inFlight_.empty() && inFlight_.front().ticket <= ticket)
+    inFlight_.pop_front();
+  return {};
+}
+
+CopyStats Executor::copyStats() const {
+  CopyStats stats = stats_;
+  if (copies_)
+    stats.copySeconds = copies_->busySeconds();
+  return stats;
 }
 
 } // namespace cleave::runtime
 
 namespace cleave::runtime {
 
-Status Executor::persistent(bool state, const std::string &name, size_t bytes, void **ptr) const {
+Status Executor::persistent(bool state, const std::string &name, size_t bytes, void **ptr,
+                            bool *host) const {
   const char *what = state ? "state" : "weight";
   size_t size = 0;
   if (state) {
@@ -260,13 +466,15 @@ Status Executor::persistent(bool state, const std::string &name, size_t bytes, v
         found = &b;
     if (!found)
       return CLEAVE_ERROR(program_.file, ": no state '", name, "'");
-    *ptr = static_cast<char *>(state_) + *found->stateOffset;
+    *host = found->onHost();
+    *ptr = static_cast<char *>(*host ? hostState_.get() : state_) + *found->stateOffset;
     size = found->desc.bytes();
   } else {
     auto slot = program_.weightSlots.find(name);
     if (slot == program_.weightSlots.end())
       return CLEAVE_ERROR(program_.weightsFile, ": no weight '", name, "'");
-    *ptr = static_cast<char *>(weights_) + slot->second.offset;
+    *host = slot->second.host;
+    *ptr = static_cast<char *>(*host ? hostWeights_.get() : weights_) + slot->second.offset;
     size = slot->second.bytes; // a ZeRO part's, when the program holds one
   }
   if (size != bytes)
@@ -274,36 +482,68 @@ Status Executor::persistent(bool state, const std::string &name, size_t bytes, v
   return {};
 }
 
+// The host pool is host memory: read and written directly.
+
 Status Executor::readWeight(const std::string &name, void *data, size_t bytes) const {
   void *ptr = nullptr;
-  CLEAVE_RETURN_IF_ERROR(persistent(false, name, bytes, &ptr));
+  bool host = false;
+  CLEAVE_RETURN_IF_ERROR(persistent(false, name, bytes, &ptr, &host));
+  if (host) {
+    std::memcpy(data, ptr, bytes);
+    return {};
+  }
   return backend_.copyToHost(data, ptr, bytes);
 }
 
 Status Executor::writeWeight(const std::string &name, const void *data, size_t bytes) {
   void *ptr = nullptr;
-  CLEAVE_RETURN_IF_ERROR(persistent(false, name, bytes, &ptr));
+  bool host = false;
+  CLEAVE_RETURN_IF_ERROR(persistent(false, name, bytes, &ptr, &host));
+  if (host) {
+    std::memcpy(ptr, data, bytes);
+    return {};
+  }
   return backend_.copyToDevice(ptr, data, bytes);
 }
 
 Status Executor::readState(const std::string &name, void *data, size_t bytes) const {
   void *ptr = nullptr;
-  CLEAVE_RETURN_IF_ERROR(persistent(true, name, bytes, &ptr));
+  bool host = false;
+  CLEAVE_RETURN_IF_ERROR(persistent(true, name, bytes, &ptr, &host));
+  if (host) {
+    std::memcpy(data, ptr, bytes);
+    return {};
+  }
   return backend_.copyToHost(data, ptr, bytes);
 }
 
 Status Executor::writeState(const std::string &name, const void *data, size_t bytes) {
   void *ptr = nullptr;
-  CLEAVE_RETURN_IF_ERROR(persistent(true, name, bytes, &ptr));
+  bool host = false;
+  CLEAVE_RETURN_IF_ERROR(persistent(true, name, bytes, &ptr, &host));
+  if (host) {
+    std::memcpy(ptr, data, bytes);
+    return {};
+  }
   return backend_.copyToDevice(ptr, data, bytes);
 }
 
 Status Executor::readStateRegion(void *data) const {
-  return program_.stateBytes ? backend_.copyToHost(data, state_, program_.stateBytes) : Status();
+  if (program_.stateBytes)
+    CLEAVE_RETURN_IF_ERROR(backend_.copyToHost(data, state_, program_.stateBytes));
+  if (program_.hostStateBytes)
+    std::memcpy(static_cast<char *>(data) + program_.stateBytes, hostState_.get(),
+                program_.hostStateBytes);
+  return {};
 }
 
 Status Executor::writeStateRegion(const void *data) {
-  return program_.stateBytes ? backend_.copyToDevice(state_, data, program_.stateBytes) : Status();
+  if (program_.stateBytes)
+    CLEAVE_RETURN_IF_ERROR(backend_.copyToDevice(state_, data, program_.stateBytes));
+  if (program_.hostStateBytes)
+    std::memcpy(hostState_.get(), static_cast<const char *>(data) + program_.stateBytes,
+                program_.hostStateBytes);
+  return {};
 }
 
 } // namespace cleave::runtime

@@ -58,6 +58,13 @@ inline bool isCommKernel(std::string_view kernel) {
          std::end(kCommKernels);
 }
 
+/// The copies between the host pool and the arena of a spilled plan
+/// (docs/plan-format.md, "Spilling to host memory"): the executor issues
+/// them on the backend's CopyQueue, not as kernels.
+inline bool isCopyKernel(std::string_view kernel) {
+  return kernel == "prefetch" || kernel == "spill";
+}
+
 /// The collectives: every rank of the kernel's `group` ("tp" or "dp") runs
 /// them together.
 inline bool isCollective(std::string_view kernel) {

@@ -270,22 +270,44 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
     world->abortJob(1); // the others may wait on this rank forever
   }
   // Every rank's times and allocation, for the report (each allocation must
-  // be its program's prediction).
-  constexpr int kFields = 4;
+  // be its program's prediction), and a spilled plan's host pool and copies:
+  // three times, six counts, two times (a time's bits in an int64).
+  constexpr int kFields = 11;
   rt::RankMeasure measure = rt::measureOf(report);
-  int64_t mine[kFields] = {0, 0, 0, static_cast<int64_t>(measure.allocatedBytes)};
+  int64_t mine[kFields] = {0,
+                           0,
+                           0,
+                           static_cast<int64_t>(measure.allocatedBytes),
+                           static_cast<int64_t>(measure.hostBytes),
+                           static_cast<int64_t>(measure.copies.prefetchBytes),
+                           static_cast<int64_t>(measure.copies.spillBytes),
+                           static_cast<int64_t>(measure.copies.prefetches),
+                           static_cast<int64_t>(measure.copies.spills),
+                           0,
+                           0};
   double times[3] = {measure.stepSeconds, measure.computeSeconds, measure.communicationSeconds};
   std::memcpy(mine, times, sizeof(times));
+  double copyTimes[2] = {measure.copies.copySeconds, measure.copies.stallSeconds};
+  std::memcpy(&mine[9], copyTimes, sizeof(copyTimes));
   std::vector<int64_t> all(kFields * world->size());
   if (rt::Status s = world->allGather(mine, all.data(), kFields, rt::DType::I64); !s.ok())
     return fail(s);
   for (int r = 0; r < world->size(); ++r) {
     rt::RankMeasure m;
-    std::memcpy(times, &all[r * kFields], sizeof(times));
+    const int64_t *f = &all[r * kFields];
+    std::memcpy(times, f, sizeof(times));
     m.stepSeconds = times[0];
     m.computeSeconds = times[1];
     m.communicationSeconds = times[2];
-    m.allocatedBytes = static_cast<size_t>(all[r * kFields + 3]);
+    m.allocatedBytes = static_cast<size_t>(f[3]);
+    m.hostBytes = static_cast<size_t>(f[4]);
+    m.copies.prefetchBytes = static_cast<uint64_t>(f[5]);
+    m.copies.spillBytes = static_cast<uint64_t>(f[6]);
+    m.copies.prefetches = static_cast<uint64_t>(f[7]);
+    m.copies.spills = static_cast<uint64_t>(f[8]);
+    std::memcpy(copyTimes, &f[9], sizeof(copyTimes));
+    m.copies.copySeconds = copyTimes[0];
+    m.copies.stallSeconds = copyTimes[1];
     report.ranks.push_back(m);
   }
   std::vector<std::vector<rt::TraceEvent>> traces;

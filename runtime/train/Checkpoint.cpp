@@ -500,6 +500,8 @@ Status writeCheckpoint(const std::string &root, const Plan &plan, const ProgramS
                       {"program", program.name},
                       {"weight_bytes", program.weightRegionBytes},
                       {"state_bytes", program.stateBytes}};
+  if (program.hostBytes()) // informative: states and weights resume by name, any pool
+    json["plan"]["host_bytes"] = program.hostBytes();
   json["files"] = files;
   Status s = writeFileAtomically(temp + "/" + kInfoFile, json.dump(1) + "\n");
   if (s.ok())

@@ -280,6 +280,9 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     report->allocatedBytes = executor->allocatedBytes();
     report->predictedBytes = program.predictedBytes();
     report->workspaceBytes = backend.workspaceBytes();
+    report->spilled = std::any_of(plan.programs.begin(), plan.programs.end(),
+                                  [](const auto &p) { return p.second.hostPool; });
+    report->hostBytes = executor->hostBytes();
 
     if (!options.resumePath.empty()) {
       CheckpointInfo info;
@@ -324,6 +327,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   report->loadSeconds = since(loadStart);
   report->firstStep = done + 1;
   report->stepping = true;
+  const CopyStats copiesBefore = executor->copyStats();
 
   for (int64_t step = done + 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
@@ -414,6 +418,7 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
       CLEAVE_RETURN_IF_ERROR(
           options.shareLoss(&loss).prepend("step " + std::to_string(step)));
     }
+    report->copies = executor->copyStats() - copiesBefore;
     record.step = step;
     record.loss = microbatches > 1 && !pipelined ? loss / static_cast<double>(microbatches) : loss;
     record.seconds = since(start);
@@ -552,6 +557,8 @@ std::string chromeTrace(const Plan &plan, const std::vector<std::vector<TraceEve
 RankMeasure measureOf(const TrainReport &report) {
   RankMeasure m;
   m.allocatedBytes = report.allocatedBytes;
+  m.hostBytes = report.hostBytes;
+  m.copies = report.copies;
   // The first step warms caches; the means leave it out when there are more.
   size_t first = report.steps.size() > 1 ? 1 : 0;
   size_t n = report.steps.size() - first;
@@ -568,16 +575,35 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
   Json steps = Json::array();
   for (const StepRecord &r : report.steps)
     steps.push_back(Json{{"step", r.step}, {"loss", r.loss}, {"seconds", r.seconds}});
+  // Device memory: the plan's regions (arena, device weights, device
+  // state) and the backend's workspace, against the planner's budget; the
+  // host pool apart.
   Json memory{{"allocated", report.allocatedBytes},
               {"predicted", report.predictedBytes},
-              {"backend_workspace", report.workspaceBytes}};
+              {"backend_workspace", report.workspaceBytes},
+              {"device_total", report.allocatedBytes + report.workspaceBytes},
+              {"host", report.hostBytes}};
+  if (plan.predicted.memoryBudgetBytes)
+    memory["budget"] = *plan.predicted.memoryBudgetBytes;
   if (plan.predicted.totalBytes)
     memory["predicted_total"] = *plan.predicted.totalBytes;
+  if (plan.predicted.hostBytes)
+    memory["predicted_host"] = *plan.predicted.hostBytes;
   Json byCategory = Json::object();
   for (const auto &[name, bytes] : plan.predicted.byCategory)
     byCategory[name] = bytes;
   memory["predicted_by_category"] = byCategory;
   RankMeasure mine = measureOf(report);
+  // A spilled plan's host pool and copies, summed over the steps run.
+  auto spill = [](const RankMeasure &m) {
+    return Json{{"host_bytes", m.hostBytes},
+                {"device_bytes", m.allocatedBytes},
+                {"prefetch_bytes", m.copies.prefetchBytes},
+                {"spill_bytes", m.copies.spillBytes},
+                {"copy_seconds", m.copies.copySeconds},
+                {"stall_seconds", m.copies.stallSeconds},
+                {"overlap", m.copies.overlap()}};
+  };
   Json ranks = Json::array();
   std::vector<size_t> perRank;
   for (size_t r = 0; r < report.ranks.size(); ++r) {
@@ -587,6 +613,8 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
                          {"compute_seconds", m.computeSeconds},
                          {"communication_seconds", m.communicationSeconds},
                          {"allocated_bytes", m.allocatedBytes}});
+    if (report.spilled)
+      ranks.back()["spill"] = spill(m);
     perRank.push_back(m.allocatedBytes);
   }
   if (!perRank.empty())
@@ -611,6 +639,8 @@ std::string trainReportJson(const Plan &plan, const TrainOptions &options,
             {"checkpoints", report.checkpoints},
             {"resumed_from", report.resumedFrom.empty() ? Json(nullptr)
                                                         : Json(report.resumedFrom)}};
+  if (report.spilled)
+    json["spill"] = spill(mine);
   return json.dump(1) + "\n";
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "runtime/Backend.h"
+#include "runtime/Executor.h"
 #include "runtime/Plan.h"
 #include "runtime/Status.h"
 #include "runtime/train/Checkpoint.h"
@@ -89,6 +90,9 @@ struct TraceEvent {
 struct RankMeasure {
   double stepSeconds = 0, computeSeconds = 0, communicationSeconds = 0;
   size_t allocatedBytes = 0;
+  /// A spilled plan's host pool and its copies, summed over the steps run.
+  size_t hostBytes = 0;
+  CopyStats copies;
 };
 
 struct TrainReport {
@@ -96,9 +100,15 @@ struct TrainReport {
   std::vector<StepRecord> steps;
   std::vector<std::string> checkpoints;
   std::string resumedFrom;
-  /// What the executor allocated, and what the plan predicted.
+  /// What the executor allocated in device memory, and what the plan
+  /// predicted.
   size_t allocatedBytes = 0, predictedBytes = 0;
   size_t workspaceBytes = 0;
+  /// A spilled plan (a host pool, ProgramSpec::hostPool): what the executor
+  /// allocated in host memory, and its copies summed over the steps run.
+  bool spilled = false;
+  size_t hostBytes = 0;
+  CopyStats copies;
   double loadSeconds = 0;
   /// Set once the first step began: a failure after it may leave other
   /// ranks waiting in a collective, so a job must be ended, not agreed on.

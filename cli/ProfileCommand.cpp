@@ -31,9 +31,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -49,8 +52,11 @@ constexpr const char *kProfileUsage = R"(usage: cleave profile [-o SPEC.json] [o
 Measures this machine and writes a cluster spec calibrated to it
 (docs/cluster-spec.md): GEMM throughput at several shapes, dense, grouped and
 depthwise convolutions, elementwise and reduction kernels, memory bandwidth and
-per-kernel overhead, all through the CPU runtime's own kernels, and collectives
-and send/recv over MPI between local ranks. Progress goes to stderr.
+per-kernel overhead, all through the CPU runtime's own kernels, the host link
+(one copy thread's memcpy bandwidth and hand-off latency) and host memory
+(capacity, and bandwidth: the devices' memory bandwidth together), and
+collectives and send/recv over MPI between local ranks. Progress goes to
+stderr.
 
 options:
   -o SPEC.json    where to write the spec (default: stdout)
@@ -109,13 +115,13 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-/// Copy bandwidth (bytes read + written per second) of `threads` threads each
-/// copying its share of a buffer far larger than any cache; best of a few runs.
-double measureCopyBandwidth(int threads, bool quick) {
-  size_t bytes = (quick ? 64 : 256) << 20;
+/// Bytes copied per second by `threads` threads each memcpy-ing its share of
+/// a `bytes` buffer; best of `runs`. Each byte copied is read and written, so
+/// the memory moves twice this.
+double measureCopyBandwidth(int threads, size_t bytes, int runs) {
   std::vector<char> src(bytes, 1), dst(bytes, 0);
   double best = 0;
-  for (int rep = 0; rep < (quick ? 3 : 8); ++rep) {
+  for (int rep = 0; rep < runs; ++rep) {
     auto start = Clock::now();
     std::vector<std::thread> pool;
     size_t chunk = bytes / threads;
@@ -126,9 +132,55 @@ double measureCopyBandwidth(int threads, bool quick) {
     for (auto &th : pool)
       th.join();
     double s = std::chrono::duration<double>(Clock::now() - start).count();
-    best = std::max(best, 2.0 * chunk * threads / s);
+    best = std::max(best, double(chunk) * threads / s);
   }
   return best;
+}
+
+/// Median time to hand a small copy to a waiting copy thread and wait until
+/// it is done: the latency of one spilling copy on a CPU device, whose host
+/// memory is its own and whose copies run on one copy thread.
+double measureCopyHandOff(int handOffs) {
+  std::mutex mutex;
+  std::condition_variable wake;
+  int posted = 0, done = 0;
+  bool stop = false;
+  std::array<char, 256> from{}, to{};
+  std::thread copier([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      wake.wait(lock, [&] { return stop || posted > done; });
+      if (stop)
+        return;
+      std::memcpy(to.data(), from.data(), from.size());
+      ++done;
+      wake.notify_all();
+    }
+  });
+  std::vector<double> times;
+  for (int i = 0; i < handOffs + 10; ++i) {
+    auto start = Clock::now();
+    std::unique_lock<std::mutex> lock(mutex);
+    ++posted;
+    wake.notify_all();
+    wake.wait(lock, [&] { return done == posted; });
+    lock.unlock();
+    if (i >= 10) // the first hand-offs warm the thread up
+      times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stop = true;
+  }
+  wake.notify_all();
+  copier.join();
+  return median(times);
+}
+
+/// Physical memory of this machine: the host memory spilled state lives in.
+double physicalMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  return pages > 0 && pageSize > 0 ? double(pages) * double(pageSize) : 0;
 }
 
 /// Compiles `mlir` (a @forward of one computing op) to a plan in `workDir`,
@@ -445,12 +497,23 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   int64_t big = options.quick ? 1 << 16 : 1 << 22;
   Progress progress;
   progress.total =
-      1 + gemms.size() + convs.size() + groupedConvs.size() + addSizes.size() + 1 + 5 + 1;
+      2 + gemms.size() + convs.size() + groupedConvs.size() + addSizes.size() + 1 + 5 + 1;
 
-  // Memory bandwidth.
-  double bandwidth = measureCopyBandwidth(threads, options.quick);
+  // Memory bandwidth: bytes read and written per second.
+  double bandwidth = 2 * measureCopyBandwidth(threads, size_t(options.quick ? 64 : 256) << 20,
+                                              options.quick ? 3 : 8);
   progress.step(llvm::formatv("memory bandwidth (copy, {0} threads): {1:f1} GB/s", threads,
                               bandwidth / 1e9));
+  // The host link: a CPU device's host memory is its own memory, and a
+  // spilling copy is one copy thread's memcpy, handed to it and waited for.
+  constexpr size_t kHostCopyBytes = size_t(64) << 20;
+  double hostBandwidth = measureCopyBandwidth(1, kHostCopyBytes, options.quick ? 3 : 8);
+  double hostLatency = measureCopyHandOff(options.quick ? 200 : 2000);
+  spec.hostLink = {hostBandwidth, hostLatency};
+  spec.hostMemoryBytes = physicalMemoryBytes();
+  progress.step(llvm::formatv("host link (1 copy thread, {0}): {1:f1} GB/s, {2} per hand-off",
+                              cost::humanBytes(kHostCopyBytes), hostBandwidth / 1e9,
+                              cost::humanSeconds(hostLatency)));
 
   // Past the last-level caches of today's CPUs (and a GPU's L2).
   int64_t sweep = options.quick ? 0 : int64_t(1) << 24;
@@ -460,6 +523,10 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   nlohmann::json record = nlohmann::json::object();
   record["threads"] = threads;
   record["copy_bandwidth"] = bandwidth;
+  record["host_copy"] = {{"threads", 1},
+                         {"bytes", kHostCopyBytes},
+                         {"bandwidth", hostBandwidth},
+                         {"hand_off_seconds", hostLatency}};
 
   // GEMMs.
   std::vector<cost::GemmSample> samples;
@@ -520,6 +587,9 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
     progress.step(llvm::formatv("{0} chained adds of {1} elements: {2:f1} GB/s", kAdds, elements,
                                 device.memoryBandwidth / 1e9));
   }
+  // Host memory is this machine's memory: each of the node's devices streams
+  // it at the rate just measured.
+  spec.hostMemoryBandwidth = device.memoryBandwidth * options.ranks;
   for (cost::Efficiency &e : device.efficiency)
     e.memory = 1.0;
 
@@ -622,7 +692,8 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   spec.source = llvm::formatv(
       "measured by cleave profile on {0}: f32 peak = best GEMM measured; efficiencies are "
       "what the runtime's kernels achieved; links fitted from MPI collectives over {1} "
-      "local ranks (inter-node = intra-node: not measured, one machine)",
+      "local ranks (inter-node = intra-node: not measured, one machine); host link = one "
+      "copy thread's memcpy of 64 MiB and the hand-off of a copy to it",
       host, commRanks);
   spec.nodes = 1;
   spec.devicesPerNode = options.ranks;

@@ -266,22 +266,46 @@ Status parseDevice(const Node &top, DeviceSpec &spec) {
   return parseGemmSamples(*device, spec);
 }
 
-Status parseLink(const Node &top, const std::string &key, const char *bandwidthKey, LinkSpec &link,
-                 int *nics) {
-  std::optional<Node> node;
-  CLEAVE_RETURN_IF_ERROR(getObject(top, key, &node));
-  if (nics)
+/// A link object: `bandwidthKey` (> 0), `latency_s` (>= 0) and an optional
+/// `efficiency` in (0, 1]; `known` lists every key the object may hold.
+Status parseLink(const Node &node, const char *bandwidthKey,
+                 std::initializer_list<const char *> known, LinkSpec &link) {
+  CLEAVE_RETURN_IF_ERROR(checkKeys(node, known));
+  CLEAVE_RETURN_IF_ERROR(getNumber(node, bandwidthKey, Range::Positive, &link.bandwidth));
+  if (node.has("efficiency"))
+    CLEAVE_RETURN_IF_ERROR(getNumber(node, "efficiency", Range::Fraction, &link.efficiency));
+  return getNumber(node, "latency_s", Range::NonNegative, &link.latency);
+}
+
+Status parseLinks(const Node &top, ClusterSpec &spec) {
+  std::optional<Node> intra, inter;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "intra_node", &intra));
+  CLEAVE_RETURN_IF_ERROR(
+      parseLink(*intra, "bandwidth", {"bandwidth", "latency_s", "efficiency", "nvls_bus_bandwidth"},
+                spec.intraNode));
+  if (intra->has("nvls_bus_bandwidth"))
     CLEAVE_RETURN_IF_ERROR(
-        checkKeys(*node, {bandwidthKey, "nics_per_node", "latency_s", "efficiency"}));
-  else
+        getNumber(*intra, "nvls_bus_bandwidth", Range::Positive, &spec.nvlsBusBandwidth));
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "inter_node", &inter));
+  CLEAVE_RETURN_IF_ERROR(
+      parseLink(*inter, "bandwidth_per_nic",
+                {"bandwidth_per_nic", "nics_per_node", "latency_s", "efficiency"}, spec.interNode));
+  CLEAVE_RETURN_IF_ERROR(getInt(*inter, "nics_per_node", 1, &spec.nicsPerNode));
+  // Host memory and the host link are optional: specs written before model
+  // spilling have none of them.
+  if (top.has("host_memory_bytes"))
     CLEAVE_RETURN_IF_ERROR(
-        checkKeys(*node, {bandwidthKey, "latency_s", "efficiency", "nvls_bus_bandwidth"}));
-  CLEAVE_RETURN_IF_ERROR(getNumber(*node, bandwidthKey, Range::Positive, &link.bandwidth));
-  if (node->has("efficiency"))
-    CLEAVE_RETURN_IF_ERROR(getNumber(*node, "efficiency", Range::Fraction, &link.efficiency));
-  if (nics)
-    CLEAVE_RETURN_IF_ERROR(getInt(*node, "nics_per_node", 1, nics));
-  return getNumber(*node, "latency_s", Range::NonNegative, &link.latency);
+        getNumber(top, "host_memory_bytes", Range::Positive, &spec.hostMemoryBytes));
+  if (top.has("host_memory_bandwidth"))
+    CLEAVE_RETURN_IF_ERROR(
+        getNumber(top, "host_memory_bandwidth", Range::Positive, &spec.hostMemoryBandwidth));
+  if (top.has("host_link")) {
+    std::optional<Node> host;
+    CLEAVE_RETURN_IF_ERROR(getObject(top, "host_link", &host));
+    CLEAVE_RETURN_IF_ERROR(
+        parseLink(*host, "bandwidth", {"bandwidth", "latency_s", "efficiency"}, spec.hostLink));
+  }
+  return {};
 }
 
 Status parseTop(const Node &top, ClusterSpec &spec) {
@@ -289,7 +313,9 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
     return CLEAVE_ERROR(top.origin, ": expected a JSON object");
   CLEAVE_RETURN_IF_ERROR(
       checkKeys(top, {"format", "version", "name", "description", "source", "nodes",
-                      "devices_per_node", "device", "intra_node", "inter_node", "measurements"}));
+                      "devices_per_node", "device", "intra_node", "inter_node",
+                      "host_memory_bytes", "host_memory_bandwidth", "host_link",
+                      "measurements"}));
   std::string format;
   CLEAVE_RETURN_IF_ERROR(getString(top, "format", &format));
   if (format != kFormat)
@@ -306,12 +332,7 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
   CLEAVE_RETURN_IF_ERROR(getInt(top, "nodes", 1, &spec.nodes));
   CLEAVE_RETURN_IF_ERROR(getInt(top, "devices_per_node", 1, &spec.devicesPerNode));
   CLEAVE_RETURN_IF_ERROR(parseDevice(top, spec.device));
-  CLEAVE_RETURN_IF_ERROR(parseLink(top, "intra_node", "bandwidth", spec.intraNode, nullptr));
-  if (Node intra = top.child("intra_node"); intra.has("nvls_bus_bandwidth"))
-    CLEAVE_RETURN_IF_ERROR(
-        getNumber(intra, "nvls_bus_bandwidth", Range::Positive, &spec.nvlsBusBandwidth));
-  CLEAVE_RETURN_IF_ERROR(
-      parseLink(top, "inter_node", "bandwidth_per_nic", spec.interNode, &spec.nicsPerNode));
+  CLEAVE_RETURN_IF_ERROR(parseLinks(top, spec));
   if (top.has("measurements")) {
     std::optional<Node> measurements;
     CLEAVE_RETURN_IF_ERROR(getObject(top, "measurements", &measurements));
@@ -413,6 +434,16 @@ std::string formatClusterSpec(const ClusterSpec &spec) {
     top["intra_node"]["nvls_bus_bandwidth"] = spec.nvlsBusBandwidth;
   if (spec.interNode.efficiency != 1)
     top["inter_node"]["efficiency"] = spec.interNode.efficiency;
+  if (spec.hostMemoryBytes > 0)
+    top["host_memory_bytes"] = spec.hostMemoryBytes;
+  if (spec.hostMemoryBandwidth > 0)
+    top["host_memory_bandwidth"] = spec.hostMemoryBandwidth;
+  if (spec.hasHostLink()) {
+    top["host_link"] = {{"bandwidth", spec.hostLink.bandwidth},
+                        {"latency_s", spec.hostLink.latency}};
+    if (spec.hostLink.efficiency != 1)
+      top["host_link"]["efficiency"] = spec.hostLink.efficiency;
+  }
   if (!spec.measurementsJson.empty())
     top["measurements"] = Json::parse(spec.measurementsJson, nullptr, false);
   return top.dump(2) + "\n";

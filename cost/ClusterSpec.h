@@ -2,10 +2,12 @@
 //
 // A cluster spec (docs/cluster-spec.md) describes nodes of identical devices:
 // each device's memory, peak FLOP/s per dtype, achievable efficiency per op
-// class, memory bandwidth and per-kernel overhead, and the links inside a node
-// and between nodes. All quantities are in SI base units: bytes, bytes/s,
-// FLOP/s, seconds. Specs are shipped for known machines (examples/clusters/)
-// or measured on this machine by `cleave profile`.
+// class, memory bandwidth and per-kernel overhead, the links inside a node
+// and between nodes, and optionally each node's host memory and the link
+// between it and a device (for spilling). All quantities are in SI base
+// units: bytes, bytes/s, FLOP/s, seconds. Specs are shipped for known
+// machines (examples/clusters/) or measured on this machine by `cleave
+// profile`.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -66,8 +68,9 @@ struct DeviceSpec {
 struct LinkSpec {
   double bandwidth = 0; // bytes/s: the line rate, or what a profile measured
   double latency = 0;   // seconds
-  /// The fraction of `bandwidth` collectives move payload at: a datasheet's
-  /// line rate less the protocol's overhead. 1 for measured bandwidths.
+  /// The fraction of `bandwidth` collectives and copies move payload at: a
+  /// datasheet's line rate less the protocol's overhead. 1 for measured
+  /// bandwidths.
   double efficiency = 1;
   /// Payload bytes/s.
   double effectiveBandwidth() const { return bandwidth * efficiency; }
@@ -86,11 +89,24 @@ struct ClusterSpec {
   /// All-reduce bus bandwidth inside a node with in-switch reduction (NVLink
   /// SHARP), as NCCL's tests report it; 0: the switch does not reduce.
   double nvlsBusBandwidth = 0;
+  /// Host memory of one node, where spilled parameters, gradients and
+  /// optimizer state live; 0: the spec does not say.
+  double hostMemoryBytes = 0;
+  /// Bandwidth of one node's host memory, all its channels together
+  /// (bytes/s), which its devices share: what a host-side optimizer step
+  /// over spilled state streams at; 0: the spec does not say.
+  double hostMemoryBandwidth = 0;
+  /// One device's own link to host memory (PCIe, NVLink-C2C; the same memory
+  /// for a CPU device), per direction; bandwidth 0: the spec does not say.
+  /// Its latency is that of one copy (a cudaMemcpyAsync, a copy thread's
+  /// hand-off).
+  LinkSpec hostLink;
   /// The optional "measurements" object as compact JSON text ("" if absent):
   /// raw profile data for people, kept verbatim and never interpreted.
   std::string measurementsJson;
 
   int deviceCount() const { return nodes * devicesPerNode; }
+  bool hasHostLink() const { return hostLink.bandwidth > 0; }
 };
 
 /// Reads and validates a spec; every error names the file and the field.

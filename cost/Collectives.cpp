@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <map>
 
 namespace cleave::cost {
@@ -188,6 +189,14 @@ CommEstimate estimateCollective(const ClusterSpec &spec, Collective collective,
       best = CommEstimate{*t, algorithm};
   }
   return *best; // every collective has at least one algorithm
+}
+
+double hostTransferSeconds(const ClusterSpec &spec, double bytes) {
+  if (bytes <= 0)
+    return 0;
+  if (!spec.hasHostLink())
+    return std::numeric_limits<double>::infinity();
+  return spec.hostLink.latency + bytes / spec.hostLink.effectiveBandwidth();
 }
 
 } // namespace cleave::cost

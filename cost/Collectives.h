@@ -12,6 +12,9 @@
 //   all-to-all      one rank's whole send buffer (split evenly over the group)
 //   send/recv       the message
 //
+// The same model prices a copy between host memory and a device over the
+// spec's host link (model spilling): hostTransferSeconds.
+//
 //===----------------------------------------------------------------------===//
 #pragma once
 
@@ -72,5 +75,12 @@ std::optional<double> collectiveTime(const ClusterSpec &spec, Collective collect
 /// ring, tree, hierarchical, nvls).
 CommEstimate estimateCollective(const ClusterSpec &spec, Collective collective,
                                 const CommGroup &group, double bytes);
+
+/// Time to copy `bytes` one way between host memory and one device over the
+/// spec's host link, as a device copying alone sees it (the two directions
+/// do not share it): latency + bytes / (bandwidth × efficiency). Zero bytes
+/// cost 0; a spec without a host link (!spec.hasHostLink()) has no way to the
+/// host, and any bytes cost +infinity.
+double hostTransferSeconds(const ClusterSpec &spec, double bytes);
 
 } // namespace cleave::cost

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <unistd.h>
 
 using namespace cleave::cost;
@@ -177,14 +178,82 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"/node", "2",
                 "dgx.json: node: unknown field (expected one of format, version, name, "
                 "description, source, nodes, devices_per_node, device, intra_node, "
-                "inter_node, measurements)"},
+                "inter_node, host_memory_bytes, host_memory_bandwidth, host_link, "
+                "measurements)"},
         BadSpec{"/device/memory_bandwith", "1e12",
                 "dgx.json: device.memory_bandwith: unknown field (expected one of name, kind, "
                 "memory_bytes, memory_reserve_bytes, peak_flops, memory_bandwidth, "
                 "kernel_overhead_s, efficiency, gemm_samples)"},
+        BadSpec{"/host_memory_bytes", "0", "dgx.json: host_memory_bytes: must be positive, got 0"},
+        BadSpec{"/host_memory_bytes", "\"2TB\"",
+                "dgx.json: host_memory_bytes: expected a number, got \"2TB\""},
+        BadSpec{"/host_memory_bandwidth", "-4e11",
+                "dgx.json: host_memory_bandwidth: must be positive, got -4e+11"},
+        BadSpec{"/host_link/bandwidth", "-1",
+                "dgx.json: host_link.bandwidth: must be positive, got -1"},
+        BadSpec{"/host_link/bandwidth", nullptr, "dgx.json: host_link.bandwidth: missing"},
+        BadSpec{"/host_link/latency_s", "-1e-6",
+                "dgx.json: host_link.latency_s: must be non-negative, got -1e-06"},
+        BadSpec{"/host_link/efficiency", "1.5",
+                "dgx.json: host_link.efficiency: must be in (0, 1], got 1.5"},
+        BadSpec{"/host_link/latency", "1e-5",
+                "dgx.json: host_link.latency: unknown field (expected one of bandwidth, "
+                "latency_s, efficiency)"},
+        BadSpec{"/host_link", "6.3e10",
+                "dgx.json: host_link: expected an object, got 63000000000.0"},
         BadSpec{"/measurements", "[1]", "dgx.json: measurements: expected an object, got [1]"},
         BadSpec{"/intra_node", "300e9",
                 "dgx.json: intra_node: expected an object, got 300000000000.0"}));
+
+TEST(ClusterSpecTest, HostMemoryAndLinkAreOptional) {
+  Json json = Json::parse(a100Text());
+  ClusterSpec spec;
+  Status s = parseClusterSpec(json.dump(), "a.json", spec);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(spec.hostMemoryBytes, 2199023255552.0); // 2 TiB
+  EXPECT_EQ(spec.hostMemoryBandwidth, 4.096e11);      // 2 x 8 channels of DDR4-3200
+  ASSERT_TRUE(spec.hasHostLink());
+  EXPECT_EQ(spec.hostLink.bandwidth, 3.15e10); // PCIe 4.0 x16
+  EXPECT_EQ(spec.hostLink.efficiency, 0.8);
+  EXPECT_EQ(spec.hostLink.latency, 1e-5);
+
+  // Formatted and read back: the same figures.
+  spec.hostLink.latency = 1.0 / 3.0 * 1e-5; // needs all 17 digits
+  std::string text = formatClusterSpec(spec);
+  Json written = Json::parse(text);
+  EXPECT_EQ(written["host_memory_bytes"], 2199023255552.0);
+  EXPECT_EQ(written["host_memory_bandwidth"], 4.096e11);
+  EXPECT_EQ(written["host_link"]["bandwidth"], 3.15e10);
+  EXPECT_EQ(written["host_link"]["efficiency"], 0.8);
+  ClusterSpec back;
+  s = parseClusterSpec(text, "b.json", back);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(back.hostMemoryBytes, spec.hostMemoryBytes);
+  EXPECT_EQ(back.hostMemoryBandwidth, spec.hostMemoryBandwidth);
+  EXPECT_EQ(back.hostLink.bandwidth, spec.hostLink.bandwidth);
+  EXPECT_EQ(back.hostLink.efficiency, spec.hostLink.efficiency);
+  EXPECT_EQ(back.hostLink.latency, spec.hostLink.latency);
+  EXPECT_EQ(formatClusterSpec(back), text);
+
+  // A measured link (efficiency 1) is written without an efficiency.
+  back.hostLink.efficiency = 1;
+  written = Json::parse(formatClusterSpec(back));
+  EXPECT_FALSE(written["host_link"].contains("efficiency"));
+
+  // A spec written before spilling has neither, and none is written back.
+  json.erase("host_memory_bytes");
+  json.erase("host_memory_bandwidth");
+  json.erase("host_link");
+  s = parseClusterSpec(json.dump(), "old.json", spec);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(spec.hostMemoryBytes, 0);
+  EXPECT_EQ(spec.hostMemoryBandwidth, 0);
+  EXPECT_FALSE(spec.hasHostLink());
+  written = Json::parse(formatClusterSpec(spec));
+  EXPECT_FALSE(written.contains("host_memory_bytes"));
+  EXPECT_FALSE(written.contains("host_memory_bandwidth"));
+  EXPECT_FALSE(written.contains("host_link"));
+}
 
 TEST(ClusterSpecTest, RejectsTextThatIsNotAnObject) {
   ClusterSpec spec;
@@ -247,6 +316,11 @@ TEST(ClusterSpecTest, ExampleSpecsLoad) {
     EXPECT_EQ(spec.name, entry.path().stem().string());
     EXPECT_EQ(spec.nodes, 1);
     EXPECT_FALSE(spec.source.empty());
+    // Every shipped spec says where spilled state lives and how fast it
+    // moves: at least one device's memory, its bandwidth, and a host link.
+    EXPECT_GE(spec.hostMemoryBytes, spec.device.memoryBytes) << spec.name;
+    EXPECT_GT(spec.hostMemoryBandwidth, 0) << spec.name;
+    EXPECT_TRUE(spec.hasHostLink()) << spec.name;
     ++count;
   }
   EXPECT_GE(count, 4);
@@ -439,6 +513,26 @@ TEST(CollectivesTest, ConcurrentGroupsShareTheNics) {
   double a = time(spec, Collective::AllReduce, Algorithm::Ring, alone, 1e9);
   double b = time(spec, Collective::AllReduce, Algorithm::Ring, shared, 1e9);
   EXPECT_NEAR(b / a, 8, 0.1);
+}
+
+TEST(HostTransferTest, LatencyPlusBytesOverEffectiveBandwidth) {
+  ClusterSpec spec = toyCluster();
+  // No host link: nothing is free but nothing.
+  EXPECT_FALSE(spec.hasHostLink());
+  EXPECT_EQ(hostTransferSeconds(spec, 0), 0);
+  EXPECT_EQ(hostTransferSeconds(spec, 1e6), std::numeric_limits<double>::infinity());
+
+  spec.hostLink = {2e10, 1e-5, 0.8};
+  ASSERT_TRUE(spec.hasHostLink());
+  EXPECT_EQ(hostTransferSeconds(spec, 0), 0);
+  EXPECT_DOUBLE_EQ(hostTransferSeconds(spec, 1.6e9), 1e-5 + 1.6e9 / 1.6e10);
+  EXPECT_DOUBLE_EQ(hostTransferSeconds(spec, 1), 1e-5 + 1 / 1.6e10);
+
+  // 1 GiB over a DGX H100's PCIe 5.0 x16: 10 us + 2^30 / (0.85 · 63e9), about 20 ms.
+  ClusterSpec h100 = loadExample("dgx-h100.json");
+  double gib = double(1 << 30);
+  EXPECT_DOUBLE_EQ(hostTransferSeconds(h100, gib), 1e-5 + gib / (0.85 * 6.3e10));
+  EXPECT_NEAR(hostTransferSeconds(h100, gib), 20.06e-3, 0.01e-3);
 }
 
 //===----------------------------------------------------------------------===//

@@ -61,6 +61,11 @@ options:
   --recompute auto|none|full
                             which layers recompute activations (default auto:
                             as few as the budget needs)
+  --spill auto|none|all     train layers whose parameters, gradients and
+                            optimizer state live in host memory, copied in a
+                            layer ahead of use (default auto: only where a
+                            candidate does not fit otherwise; needs the spec's
+                            host_link)
   --sequence-parallel auto|off
                             auto (default): a tp split may reduce-scatter a
                             partial sum and run what follows on a part of it
@@ -84,6 +89,13 @@ options:
 exit status: 0 a plan was found; 1 bad arguments, spec or model; 2 the model
 uses ops cleave cannot import; 3 no plan fits in the memory budget.
 )";
+
+int layerCount(const std::vector<std::pair<int, int>> &chunks) {
+  int n = 0;
+  for (auto [begin, end] : chunks)
+    n += end - begin;
+  return n;
+}
 
 std::string layerRange(const mlir::cleave::PlannerResult &plan,
                        const std::vector<std::pair<int, int>> &chunks) {
@@ -136,6 +148,27 @@ void printPlan(const PlanCliOptions &options, const cost::ClusterSpec &spec,
                         humanSeconds(stage.forwardSeconds), humanSeconds(stage.backwardSeconds),
                         humanSeconds(stage.tpCommSeconds), humanSeconds(stage.p2pSeconds),
                         humanBytes(stage.memory.total()));
+  for (auto [s, stage] : llvm::enumerate(c.stages)) {
+    if (stage.spilled.empty())
+      continue;
+    std::string names;
+    for (int l : stage.spilled)
+      names += (names.empty() ? "" : ", ") + plan.layers[l].name;
+    // What the stage would hold with everything on the device: the host's
+    // share back, the prefetch buffers gone.
+    double resident = stage.memory.total() - stage.memory.prefetched + stage.memory.host;
+    os << llvm::formatv(
+        "\nspilled to host memory on stage {0}: {1} of {2} layers ({3})\n"
+        "  why: with everything on the device the stage needs {4}, {5} over the budget; "
+        "spilled, the host holds {6} (parameters, gradient copies, optimizer state) and the "
+        "device {7} for the layer computing, the one prefetched and a gradient on its way out\n"
+        "  cost: copies not hidden behind compute {8} per microbatch; the spilled layers' "
+        "optimizer on the host {9} per step\n",
+        s, stage.spilled.size(), layerCount(stage.chunks), names, humanBytes(resident),
+        humanBytes(std::max(0.0, resident - search.memoryBudget)), humanBytes(stage.memory.host),
+        humanBytes(stage.memory.prefetched), humanSeconds(stage.spillSeconds),
+        humanSeconds(stage.hostOptimizerSeconds));
+  }
 
   if (c.tp > 1) {
     os << llvm::formatv("\ntensor parallel, tp={0}:\n", c.tp);
@@ -216,6 +249,9 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
       firstRecompute = std::max(firstRecompute, s.recomputeSeconds * first.microbatches);
     if (recompute > firstRecompute * 1.01 + 1e-6)
       add("recomputation " + humanSeconds(recompute) + " vs " + humanSeconds(firstRecompute));
+    if (c.spillSeconds > first.spillSeconds * 1.01 + 1e-6)
+      add("spilling's exposed copies " + humanSeconds(c.spillSeconds) + " vs " +
+          humanSeconds(first.spillSeconds));
     if (reasons.empty() && c.microbatchSize != first.microbatchSize)
       add(llvm::formatv("microbatch {0} vs {1}: kernel launches and collective latency are "
                         "paid per microbatch",

@@ -38,11 +38,14 @@ std::optional<double> parseBytes(llvm::StringRef text) {
 }
 
 std::string memoryLine(const cost::MemoryBreakdown &m) {
+  std::string prefetched =
+      m.prefetched > 0 ? ", prefetched " + humanBytes(m.prefetched) : std::string();
+  std::string host = m.host > 0 ? " (host: " + humanBytes(m.host) + ")" : std::string();
   return llvm::formatv("parameters {0}, gradients {1}, optimizer {2}, activations {3}, comm "
-                       "buffers {4} = {5}",
+                       "buffers {4}{5} = {6}{7}",
                        humanBytes(m.parameters), humanBytes(m.gradients),
                        humanBytes(m.optimizerState), humanBytes(m.activations),
-                       humanBytes(m.commBuffers), humanBytes(m.total()))
+                       humanBytes(m.commBuffers), prefetched, humanBytes(m.total()), host)
       .str();
 }
 
@@ -153,6 +156,16 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
         search.recompute = planner::RecomputeMode::Full;
       else
         return usageError("--recompute must be auto, none or full", usage);
+    } else if (optionValue(argc, argv, i, "--spill", &value)) {
+      std::string r = value ? value : "";
+      if (r == "auto")
+        search.spill = planner::SpillMode::Auto;
+      else if (r == "none")
+        search.spill = planner::SpillMode::None;
+      else if (r == "all")
+        search.spill = planner::SpillMode::All;
+      else
+        return usageError("--spill must be auto, none or all", usage);
     } else if (optionValue(argc, argv, i, "--sequence-parallel", &value)) {
       std::string mode = value ? value : "";
       if (mode != "auto" && mode != "off")
@@ -196,6 +209,10 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
   if (search.virtualStages && *search.virtualStages > 1 && search.schedule &&
       *search.schedule != cost::Schedule::Interleaved)
     return usageError("--virtual-stages above 1 needs --schedule interleaved", usage);
+  if (!o.isTraining() && search.spill == planner::SpillMode::All)
+    return usageError("--spill all applies to --mode train: spilling keeps training state "
+                      "(parameters, gradients, optimizer state) in host memory",
+                      usage);
   if (!o.isTraining() && search.objective == planner::Objective::StepTime)
     search.objective = planner::Objective::Latency;
   return -1;
@@ -216,7 +233,7 @@ int reportNothingFits(const CompileRequest &options, const mlir::cleave::Planner
     llvm::errs() << "cleave: note: " << memoryLine(least->memory) << "\n";
   }
   llvm::errs() << "cleave: note: more devices, a larger --mem-per-device, or fewer pins "
-                  "(--recompute, --zero, --tp, --pp) may make a plan fit\n";
+                  "(--recompute, --zero, --tp, --pp, --spill) may make a plan fit\n";
   return 3;
 }
 

@@ -277,8 +277,16 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
     dataParallel.zero = std::string(cost::shardingLevelName(chosen.sharding));
   dataParallel.strategyJson = plan.strategyJson;
   dataParallel.predicted = predictedStep(plan, search.memoryBudget);
+  // The layers the planner spills, by their parameters' names (the step is
+  // imported again below).
+  CompileRequest spilling = request;
+  for (const planner::StagePlan &stage : chosen.stages)
+    for (int l : stage.spilled)
+      for (mlir::Operation *op : plan.planner.layers[l].params)
+        if (auto param = llvm::cast<mlir::cleave::ParamOp>(op); !param.getBuffer())
+          spilling.training.spillParameters.push_back(param.getName().str());
   CompileResult compiled;
-  if (DriverStatus s = compileForOneDevice(context, request, compiled, dataParallel,
+  if (DriverStatus s = compileForOneDevice(context, spilling, compiled, dataParallel,
                                            chosen.microbatchSize);
       !s.ok())
     return s;

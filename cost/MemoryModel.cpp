@@ -89,6 +89,10 @@ std::string memoryBreakdownJson(const MemoryBreakdown &m) {
                       {"optimizer_state", m.optimizerState}, {"activations", m.activations},
                       {"comm_buffers", m.commBuffers}, {"workspace", m.workspace},
                       {"total", m.total()}};
+  if (m.prefetched > 0 || m.host > 0) {
+    j["prefetched"] = m.prefetched;
+    j["host"] = m.host;
+  }
   return j.dump();
 }
 

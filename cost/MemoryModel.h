@@ -87,9 +87,16 @@ struct MemoryBreakdown {
   double activations = 0;
   double commBuffers = 0;
   double workspace = 0;
+  /// Spilling: device copies of host-held parameters (the layer computing
+  /// and the one prefetched) and a gradient on its way to the host.
+  double prefetched = 0;
+  /// Spilling: what host memory holds (parameters, their gradients' copies
+  /// and optimizer state of the spilled layers); not in total().
+  double host = 0;
 
   double total() const {
-    return parameters + gradients + optimizerState + activations + commBuffers + workspace;
+    return parameters + gradients + optimizerState + activations + commBuffers + workspace +
+           prefetched;
   }
 };
 

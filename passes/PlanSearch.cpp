@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <sstream>
 #include <tuple>
@@ -32,6 +33,8 @@ std::string Candidate::label() const {
   if (schedule == Schedule::Interleaved)
     os << "(v=" << virtualStages << ")";
   os << " zero=" << cost::shardingLevelName(sharding);
+  if (spilledLayers > 0)
+    os << " spill=" << spilledLayers << (spilledLayers == 1 ? " layer" : " layers");
   return os.str();
 }
 
@@ -90,6 +93,8 @@ struct Config {
   Schedule schedule;
   ShardingLevel sharding;
   double lowerBound;
+  /// Layers may spill to host memory (SearchOptions::spill).
+  bool spill = false;
 };
 
 class Searcher {
@@ -113,6 +118,17 @@ private:
   double dpCommSeconds(const Config &c, double parameters) const;
   double optimizerSeconds(const Config &c, double parameters) const;
   std::vector<int> recomputeOrder(int tp, int64_t mb);
+  /// Host DRAM bandwidth one device's host-side optimizer gets: the spec's
+  /// host memory bandwidth shared by the node's devices; a CPU device's
+  /// own memory bandwidth when the spec gives none; 0 when unknown.
+  double hostMemoryBandwidth() const;
+  /// Why spilling cannot be considered at all, or "" when it can.
+  std::string spillUnavailable() const;
+  /// Spills layers of the stage (all of them with `all`, else in order of
+  /// least exposed copy time per byte saved until `memory` fits), updating
+  /// the plan's spill fields; `memory` recomputes the stage's memory.
+  void spillLayers(const Config &c, const std::vector<std::pair<int, int>> &chunks, bool all,
+                   StagePlan &plan, const std::function<cost::MemoryBreakdown()> &memory);
   /// Evaluates a config: stage boundaries and recomputation. With
   /// `ignoreBudget`, the partition balances time only and every layer
   /// recomputes where allowed (the least memory the config can take).
@@ -204,6 +220,71 @@ double Searcher::dpCommSeconds(const Config &c, double parameters) const {
   return 0;
 }
 
+double Searcher::hostMemoryBandwidth() const {
+  if (cluster.hostMemoryBandwidth > 0)
+    return cluster.hostMemoryBandwidth / double(std::max(1, cluster.devicesPerNode));
+  return cluster.device.kind == "cpu" ? cluster.device.memoryBandwidth : 0;
+}
+
+std::string Searcher::spillUnavailable() const {
+  if (!options.training)
+    return "spilling keeps training state in host memory: it plans training only";
+  if (!cluster.hasHostLink())
+    return "the cluster spec gives no host_link (host-device bandwidth and latency), which "
+           "spilling needs";
+  if (hostMemoryBandwidth() <= 0)
+    return "the cluster spec gives no host_memory_bandwidth, which the optimizer of spilled "
+           "layers runs at";
+  return "";
+}
+
+void Searcher::spillLayers(const Config &c, const std::vector<std::pair<int, int>> &chunks,
+                           bool all, StagePlan &plan,
+                           const std::function<cost::MemoryBreakdown()> &memory) {
+  double paramBytes = double(runtime::dtypeBytes(options.paramDType));
+  std::vector<int> order;
+  std::vector<double> exposed(layers, 0), forward(layers, 0), backward(layers, 0);
+  for (auto [begin, end] : chunks)
+    for (int l = begin; l < end; ++l) {
+      const LayerTime &t = layerTime(c.tp, model.layerKind[l], c.mb);
+      forward[l] = t.forward;
+      backward[l] = t.backward;
+    }
+  // A layer's parameters are copied in a layer ahead of its forward and of
+  // its backward, and its gradient copied out right after: each copy hides
+  // behind the neighbouring layer's compute (docs/planner.md, "Spilling").
+  for (auto [begin, end] : chunks)
+    for (int l = begin; l < end; ++l) {
+      const LayerTime &t = layerTime(c.tp, model.layerKind[l], c.mb);
+      if (t.parameters <= 0)
+        continue;
+      double in = cost::hostTransferSeconds(cluster, t.parameters * paramBytes);
+      double out = cost::hostTransferSeconds(cluster, t.parameters * paramBytes);
+      double before = l > begin ? forward[l - 1] : 0;
+      double after = l + 1 < end ? backward[l + 1] : 0;
+      exposed[l] = std::max(0.0, in - before) + std::max(0.0, in + out - after);
+      order.push_back(l);
+    }
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    double pa = layerTime(c.tp, model.layerKind[a], c.mb).parameters;
+    double pb = layerTime(c.tp, model.layerKind[b], c.mb).parameters;
+    if (exposed[a] / pa != exposed[b] / pb)
+      return exposed[a] / pa < exposed[b] / pb;
+    return pa > pb;
+  });
+  for (int l : order) {
+    if (!all && memory().total() <= options.memoryBudget)
+      break;
+    plan.spilled.push_back(l);
+    plan.spilledParameters += layerTime(c.tp, model.layerKind[l], c.mb).parameters;
+    plan.spillSeconds += exposed[l];
+  }
+  std::sort(plan.spilled.begin(), plan.spilled.end());
+  // AdamW on the host reads and writes the master weight and both moments
+  // and reads the gradient: 28 bytes per parameter.
+  plan.hostOptimizerSeconds = plan.spilledParameters * 28.0 / hostMemoryBandwidth();
+}
+
 double Searcher::optimizerSeconds(const Config &c, double parameters) const {
   if (!options.training)
     return 0;
@@ -281,14 +362,38 @@ bool Searcher::fillStage(const Config &c, int stage,
     return ignoreBudget || plan.memory.total() <= options.memoryBudget;
   }
 
+  const double residentParameters = plan.parameters;
   auto memoryWith = [&](double kept, double checkpoints, double work) {
     in.activationBytesPerMicrobatch = kept;
     in.checkpointBytesPerMicrobatch = checkpoints;
     in.recomputeWorkingBytes = work;
+    in.parameters = int64_t(residentParameters - plan.spilledParameters);
     cost::MemoryBreakdown m = cost::predictMemory(in);
     m.parameters += buffers;
+    if (!plan.spilled.empty()) {
+      // The layer computing and the one prefetched, and a gradient on its
+      // way out; on the host, the spilled layers' whole training state.
+      double largest = 0;
+      for (int l : plan.spilled)
+        largest = std::max(largest, layerTime(c.tp, model.layerKind[l], c.mb).parameters);
+      m.prefetched = 3 * largest * paramBytes;
+      cost::MemoryInputs spilled = in;
+      spilled.parameters = int64_t(plan.spilledParameters);
+      spilled.activationBytesPerMicrobatch = spilled.checkpointBytesPerMicrobatch = 0;
+      spilled.recomputeWorkingBytes = 0;
+      cost::MemoryBreakdown h = cost::predictMemory(spilled);
+      m.host = h.parameters + h.gradients + h.optimizerState;
+    }
     return m;
   };
+  if (c.spill) {
+    // Spilling alone: its plans run on one device's step, which
+    // recomputation (a partitioned step) does not take yet.
+    spillLayers(c, chunks, ignoreBudget || options.spill == SpillMode::All, plan,
+                [&] { return memoryWith(activation, 0, 0); });
+    plan.memory = memoryWith(activation, 0, 0);
+    return ignoreBudget || plan.memory.total() <= options.memoryBudget;
+  }
   // ZeRO-3's per-slot gathers with recomputation do not train yet.
   const bool mayRecompute = options.untrainedCombinations || c.dp == 1 ||
                             c.sharding != ShardingLevel::Parameters;
@@ -303,7 +408,10 @@ bool Searcher::fillStage(const Config &c, int stage,
       return ignoreBudget || plan.memory.total() <= options.memoryBudget;
   }
   // Recompute the layers that save the most memory per extra second until
-  // the stage fits.
+  // the stage fits. (Where no layer saves anything by recomputing, the
+  // stage keeps every activation.)
+  if (recomputeAll)
+    plan.memory = memoryWith(activation, 0, 0);
   double kept = activation, checkpoints = 0, work = 0;
   std::vector<int> take(kindCount.size(), 0);
   double inFlight = cost::inFlightMicrobatches(c.schedule, c.pp, stage, in.microbatches, c.v);
@@ -499,7 +607,16 @@ bool Searcher::evaluate(const Config &c, Candidate &out, bool ignoreBudget) {
   out.bubbleFraction = out.pipelineSeconds > 0 ? 1.0 - busy / out.pipelineSeconds : 0;
   out.tpCommSeconds = double(c.m) * maxTp;
   out.dpCommSeconds = dpCommSeconds(c, maxParams);
-  out.optimizerSeconds = optimizerSeconds(c, maxParams);
+  // Spilling runs on one stage (pp = 1): the spilled layers' updates run on
+  // the host, the rest on the device.
+  double spilledParams = 0, hostOptimizer = 0;
+  for (const StagePlan &stage : out.stages) {
+    spilledParams = std::max(spilledParams, stage.spilledParameters);
+    hostOptimizer = std::max(hostOptimizer, stage.hostOptimizerSeconds);
+    out.spillSeconds = std::max(out.spillSeconds, double(c.m) * stage.spillSeconds);
+    out.spilledLayers = std::max(out.spilledLayers, int(stage.spilled.size()));
+  }
+  out.optimizerSeconds = optimizerSeconds(c, maxParams - spilledParams) + hostOptimizer;
   out.stepSeconds = out.pipelineSeconds + out.dpCommSeconds + out.optimizerSeconds;
   out.objective = out.stepSeconds;
   if (!options.training && options.objective == Objective::Throughput)
@@ -522,6 +639,7 @@ bool Searcher::run(SearchResult &result, std::string &error) {
   // When nothing is left, the reason given is the one from the deepest
   // filter any combination reached: the most specific.
   std::string why = "no tp degree divides both the devices per node and the device count";
+  const std::string spillWhy = options.spill == SpillMode::None ? "" : spillUnavailable();
   int whyDepth = 0;
   auto reject = [&](int depth, std::string reason) {
     if (depth > whyDepth) {
@@ -604,6 +722,14 @@ bool Searcher::run(SearchResult &result, std::string &error) {
                           "microbatch count that is a multiple of pp");
             continue;
           }
+          // Spilling runs on one replica's whole step, one microbatch, no
+          // ZeRO (SearchOptions::spill).
+          const bool spillable = spillWhy.empty() && tp == 1 && pp == 1 && dp == 1 && m == 1;
+          if (options.spill == SpillMode::All && !spillable)
+            reject(7, spillWhy.empty()
+                          ? "--spill all spills one device's whole step: it needs tp=1, pp=1, "
+                            "dp=1 and one microbatch, which no candidate left"
+                          : "--spill all: " + spillWhy);
           std::vector<ShardingLevel> levels = {ShardingLevel::None};
           if (options.training && dp > 1)
             levels = {ShardingLevel::None, ShardingLevel::OptimizerState,
@@ -625,6 +751,10 @@ bool Searcher::run(SearchResult &result, std::string &error) {
               continue;
             }
             Config c{tp, int(pp), dp, v, mb, m, schedule, level, 0};
+            const bool spillHere = spillable && level == ShardingLevel::None;
+            if (options.spill == SpillMode::All && !spillHere)
+              continue;
+            c.spill = spillHere && options.spill == SpillMode::All;
             // Lower bound: stages perfectly balanced, nothing recomputed.
             double sum = 0;
             for (int k = 0; k < int(kindCount.size()); ++k)
@@ -641,6 +771,12 @@ bool Searcher::run(SearchResult &result, std::string &error) {
             double params = totalParams / double(tp * pp);
             c.lowerBound = pipe + dpCommSeconds(c, params) + optimizerSeconds(c, params);
             configs.push_back(c);
+            // Auto: the same config with spilling, for when it does not fit
+            // otherwise (spilling only adds time, so the bound holds).
+            if (spillHere && options.spill == SpillMode::Auto) {
+              c.spill = true;
+              configs.push_back(c);
+            }
           }
         }
       }
@@ -669,6 +805,9 @@ bool Searcher::run(SearchResult &result, std::string &error) {
     // this config needs, for the error and for --explain. (Should the
     // least-memory placement fit after all, it is a plan like any other.)
     if (!evaluate(c, cand, false) && !evaluate(c, cand, true))
+      continue;
+    // Auto's spilling twin of a config that fits without spilling.
+    if (c.spill && options.spill == SpillMode::Auto && cand.fits && cand.spilledLayers == 0)
       continue;
     if (!cand.fits) {
       auto key = std::make_pair(c.tp, c.pp);

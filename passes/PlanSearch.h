@@ -68,6 +68,10 @@ struct ModelProfile {
 
 enum class Objective { StepTime, Latency, Throughput };
 enum class RecomputeMode { Auto, None, Full };
+/// Model spilling (docs/planner.md): Auto spills layers to host memory only
+/// where a candidate does not fit otherwise; All spills every layer with
+/// parameters; None never.
+enum class SpillMode { Auto, None, All };
 
 struct SearchOptions {
   int devices = 1;
@@ -81,6 +85,10 @@ struct SearchOptions {
   bool mixedPrecision = true;
   runtime::DType paramDType = runtime::DType::BF16;
   RecomputeMode recompute = RecomputeMode::Auto;
+  /// Spilling needs the spec's host link. The runtime spills on one
+  /// replica's whole step: candidates with pp = tp = 1, one microbatch and
+  /// no ZeRO.
+  SpillMode spill = SpillMode::Auto;
   // Pins the search must respect.
   std::optional<int> tp, pp, dp, virtualStages;
   std::optional<int64_t> microbatchSize;
@@ -104,12 +112,21 @@ struct SearchOptions {
 struct StagePlan {
   std::vector<std::pair<int, int>> chunks; // [begin, end) layer ranges (v of them)
   std::vector<int> recomputed;             // layers that recompute
+  /// Layers whose parameters, gradients' copies and optimizer state live in
+  /// host memory, prefetched a layer ahead (docs/planner.md, "Spilling").
+  std::vector<int> spilled;
+  double spilledParameters = 0;
+  /// Per microbatch: the copies' time not hidden behind compute.
+  double spillSeconds = 0;
+  /// Per step: the spilled layers' optimizer updates on the host.
+  double hostOptimizerSeconds = 0;
   double forwardSeconds = 0, backwardSeconds = 0, recomputeSeconds = 0; // per microbatch
   double tpCommSeconds = 0, p2pSeconds = 0;                             // per microbatch
   double parameters = 0;
   cost::MemoryBreakdown memory;
   double seconds() const {
-    return forwardSeconds + backwardSeconds + recomputeSeconds + tpCommSeconds + p2pSeconds;
+    return forwardSeconds + backwardSeconds + recomputeSeconds + tpCommSeconds + p2pSeconds +
+           spillSeconds;
   }
 };
 
@@ -125,6 +142,10 @@ struct Candidate {
   double bubbleFraction = 0;  // idle share of pipelineSeconds
   double tpCommSeconds = 0;   // per step, on the slowest stage
   double dpCommSeconds = 0, optimizerSeconds = 0;
+  /// Spilling, on the stage with the most memory: its copies' exposed time
+  /// per step, and the layers spilled (their count, for the label).
+  double spillSeconds = 0;
+  int spilledLayers = 0;
   bool fits = true;
   int worstStage = 0; // the stage with the most memory
   cost::MemoryBreakdown memory; // of worstStage

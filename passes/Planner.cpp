@@ -335,17 +335,22 @@ std::string strategyJson(const PlannerResult &plan, const Candidate &c,
     }
     for (int l : stage.recomputed)
       recompute.push_back(plan.layers[l].name);
+    nlohmann::json spilled = nlohmann::json::array();
+    for (int l : stage.spilled)
+      spilled.push_back(plan.layers[l].name);
     stages.push_back({{"stage", s},
                       {"chunks", chunks},
                       {"layers", layers},
                       {"recompute", recompute},
+                      {"spilled", spilled},
                       {"parameters", stage.parameters},
                       {"per_microbatch_seconds",
                        {{"forward", stage.forwardSeconds},
                         {"backward", stage.backwardSeconds},
                         {"recompute", stage.recomputeSeconds},
                         {"tp_comm", stage.tpCommSeconds},
-                        {"p2p", stage.p2pSeconds}}},
+                        {"p2p", stage.p2pSeconds},
+                        {"spill", stage.spillSeconds}}},
                       {"memory", memoryJson(stage.memory)}});
   }
   j["stages"] = stages;
@@ -397,6 +402,7 @@ std::string strategyJson(const PlannerResult &plan, const Candidate &c,
                     {"tp_comm_seconds", c.tpCommSeconds},
                     {"dp_comm_seconds", c.dpCommSeconds},
                     {"optimizer_seconds", c.optimizerSeconds},
+                    {"spill_seconds", c.spillSeconds},
                     {"worst_stage", c.worstStage},
                     {"memory", memoryJson(c.memory)}};
   j["search"] = {{"candidates_considered", plan.search.candidatesConsidered},

@@ -644,8 +644,9 @@ OpCost updateCost(Operation *op, double flopsPerElement) {
 
 OpCost AssignOp::getCost() { return updateCost(*this, 0); }
 void AssignOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
-// Copies over the host link: passes/CostModel charges them to the link, not
-// to device bandwidth; the bytes are what moves.
+// Copies over the host link, the bytes being what moves. They appear only
+// after planning (-cleave-spill-to-host): the planner costs spilling with
+// the link itself (passes/PlanSearch.cpp), not op by op.
 OpCost PrefetchOp::getCost() {
   OpCost cost;
   cost.opClass = OpClass::Elementwise;

@@ -783,8 +783,14 @@ Json memoryByCategory(mlir::func::FuncOp func, int64_t weightBytes, int64_t para
       accumulatorBytes += static_cast<int64_t>(mlir::cleave::tensorBytes(state.getType()));
   });
   // Spilled parameters are in the host pool; their copies on the device
-  // are the arena's prefetched_parameters.
-  int64_t hostParameterBytes = hostMemory(func).value("parameters", int64_t(0));
+  // are the arena's prefetched_parameters. (The device's weight slots are
+  // then 64-byte aligned: the padding counts as buffers.)
+  int64_t hostParameterBytes = 0;
+  std::set<std::string> hostParams;
+  func.walk([&](mlir::cleave::ParamOp param) {
+    if (inHostPool(param) && hostParams.insert(param.getName().str()).second)
+      hostParameterBytes += mlir::cleave::tensorBytes(param.getType());
+  });
   Json categories{{"parameters", parameterBytes - hostParameterBytes},
                   {"buffers", weightBytes - (parameterBytes - hostParameterBytes)},
                   {"optimizer_state", stateBytes - accumulatorBytes},

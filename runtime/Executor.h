@@ -21,6 +21,7 @@
 #include "runtime/Plan.h"
 
 #include <deque>
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,8 +38,12 @@ struct CopyStats {
   double copySeconds = 0, stallSeconds = 0;
 
   /// 1 - stall / copy: the share of the copying hidden behind the kernels
-  /// (1 when nothing was copied).
-  double overlap() const { return copySeconds > 0 ? 1 - stallSeconds / copySeconds : 1; }
+  /// (1 when nothing was copied). The stall also counts the copy thread's
+  /// wake-up, so it can exceed the copying itself: then nothing was hidden
+  /// (0), and stallSeconds says by how much.
+  double overlap() const {
+    return copySeconds > 0 ? std::clamp(1 - stallSeconds / copySeconds, 0.0, 1.0) : 1;
+  }
   CopyStats operator-(const CopyStats &before) const;
 };
 

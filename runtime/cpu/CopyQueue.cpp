@@ -4,7 +4,10 @@
 // prefetch and spill are memcpy; they still run on a thread of their own,
 // first in first out, so that a copy overlaps the kernels that run
 // meanwhile as it would on a GPU's copy engine. The executor decides what
-// waits for what (runtime/Executor.cpp); this only copies and counts.
+// waits for what (runtime/Executor.cpp); this only copies and counts. A
+// caller that must wait for a copy the thread has not started runs it
+// itself: the kernels' threads may keep the copy thread off the cores (two
+// of them here), and a waiting caller has nothing else to do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +19,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <thread>
 
 namespace cleave::runtime::cpu {
@@ -53,6 +57,16 @@ public:
     if (ticket > issued_)
       return CLEAVE_ERROR("copy queue: waiting for copy ", ticket, ", only ", issued_,
                           " were issued");
+    // Run the copies up to `ticket` that the thread has not taken; then
+    // wait for the ones it is running.
+    while (!jobs_.empty() && jobs_.front().ticket <= ticket) {
+      Job job = jobs_.front();
+      jobs_.pop_front();
+      lock.unlock();
+      run(job);
+      lock.lock();
+      finish(job.ticket);
+    }
     finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) >= ticket; });
     return {};
   }
@@ -82,27 +96,39 @@ private:
         job = jobs_.front();
         jobs_.pop_front();
       }
-      auto start = std::chrono::steady_clock::now();
-      if (delay_ > 0)
-        std::this_thread::sleep_for(std::chrono::duration<double>(delay_));
-      if (job.bytes)
-        std::memcpy(job.dst, job.src, job.bytes);
-      busyNanoseconds_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now() - start)
-                                     .count(),
-                                 std::memory_order_relaxed);
-      {
-        // Under the lock: a waiter checks and sleeps atomically.
-        std::lock_guard<std::mutex> lock(mutex_);
-        done_.store(job.ticket, std::memory_order_release);
-      }
-      finished_.notify_all();
+      run(job);
+      std::lock_guard<std::mutex> lock(mutex_);
+      finish(job.ticket);
     }
+  }
+
+  void run(const Job &job) {
+    auto start = std::chrono::steady_clock::now();
+    if (delay_ > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(delay_));
+    if (job.bytes)
+      std::memcpy(job.dst, job.src, job.bytes);
+    busyNanoseconds_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count(),
+                               std::memory_order_relaxed);
+  }
+
+  /// Marks `ticket` copied (under the lock): `done_` is the last ticket
+  /// whose every predecessor has finished too, whichever thread ran them.
+  void finish(uint64_t ticket) {
+    finishedOutOfOrder_.insert(ticket);
+    uint64_t done = done_.load(std::memory_order_relaxed);
+    while (finishedOutOfOrder_.erase(done + 1))
+      ++done;
+    done_.store(done, std::memory_order_release);
+    finished_.notify_all();
   }
 
   std::mutex mutex_;
   std::condition_variable work_, finished_;
   std::deque<Job> jobs_;
+  std::set<uint64_t> finishedOutOfOrder_;
   uint64_t issued_ = 0;
   bool stopping_ = false;
   std::atomic<uint64_t> done_{0};

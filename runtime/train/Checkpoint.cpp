@@ -58,10 +58,12 @@ std::vector<const BufferSpec *> statesOf(const ProgramSpec &program) {
   std::set<std::string> seen;
   // Gradient accumulators are zero between steps (and absent from a plan
   // without microbatches), ZeRO's copy of a rank's part of a parameter is
-  // taken from the parameter each step, and the sample offset is set before
-  // each microbatch: nothing to keep.
+  // taken from the parameter each step, a spilled gradient's host copy is
+  // written by backward before the update reads it, and the sample offset
+  // is set before each microbatch: nothing to keep.
   auto transient = [](const std::string &name) {
     return name.rfind("gradient_accumulator.", 0) == 0 ||
+           name.rfind("host_gradient.", 0) == 0 ||
            name.rfind("zero.param_shard.", 0) == 0 || name == "sample_offset";
   };
   for (const BufferSpec &b : program.buffers)

@@ -81,6 +81,10 @@ SPECS = {
         "tiny": (dict(in_features=16, hidden=32, out_features=4), dict(batch=2)),
         "small": (dict(in_features=64, hidden=128, out_features=10), dict(batch=8)),
     }, _features),
+    "deep_mlp": Spec(models.DeepMLP, {
+        "tiny": (dict(in_features=16, hidden=64, depth=8, out_features=4), dict(batch=4)),
+        "small": (dict(in_features=64, hidden=256, depth=16, out_features=10), dict(batch=8)),
+    }, _features),
     "gpt": Spec(models.GPT, {
         "tiny": (dict(vocab_size=128, block_size=16, n_layer=2, n_head=4, d_model=32),
                  dict(batch=2, seq=8)),

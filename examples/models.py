@@ -35,6 +35,24 @@ class MLP(nn.Module):
         return self.fc3(x)
 
 
+class DeepMLP(nn.Module):
+    """Equal Linear + ReLU blocks between an input and an output layer: a model whose training
+    state is many times one layer's and whose activations are small (spilling's test case)."""
+
+    def __init__(self, in_features=64, hidden=256, depth=16, out_features=10, device=None):
+        super().__init__()
+        self.inp = nn.Linear(in_features, hidden, device=device)
+        self.blocks = nn.ModuleList([nn.Linear(hidden, hidden, device=device)
+                                     for _ in range(depth)])
+        self.head = nn.Linear(hidden, out_features, device=device)
+
+    def forward(self, x):
+        x = F.relu(self.inp(x))
+        for block in self.blocks:
+            x = F.relu(block(x))
+        return self.head(x)
+
+
 # --- GPT (nanoGPT / GPT-2 / Megatron GPT) -------------------------------------------------------
 
 class CausalSelfAttention(nn.Module):

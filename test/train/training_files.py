@@ -27,6 +27,11 @@ usage:
       a pipelined training plan's schedule: every slot once, backwards after forwards, the
       optimizer last; the microbatches each stage holds (1F1B: at most pp - stage); with
       OTHER_PLAN_DIR, each stage's arena against it
+  training_files.py spill REPORT.json PLAN_DIR BUDGET RATIO
+      a spilled plan and its `cleave train --report`: the measured device memory within BUDGET
+      bytes, a training state (parameters, gradients, optimizer state, on the device and the
+      host) at least RATIO x BUDGET, prefetch and spill instructions that moved bytes, the host
+      pool as predicted, an overlap that is a fraction
   training_files.py recompute PLAN_DIR KEPT_PLAN_DIR
       a plan that recomputes layers in backward against the same plan that keeps every
       activation: its backward runs forward ops again (ops marked cleave.recompute in a backward
@@ -519,6 +524,43 @@ def recompute(plan_dir, kept_dir):
     print(f"forward ops run again in backward; arenas smaller than when kept: ok")
 
 
+def spill(report_path, plan_dir, budget, ratio):
+    """A spilled plan and its training report: the device within the budget, a training state
+    at least `ratio` times the budget, the copies run, the host pool as predicted."""
+    budget, ratio = int(budget), float(ratio)
+    with open(report_path) as f:
+        report = json.load(f)
+    with open(os.path.join(plan_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    memory = manifest["predicted"]["memory_bytes"]
+    host = memory.get("host_by_category")
+    if not host:
+        fail(f"{plan_dir}: nothing spilled (no host_by_category)")
+    device = memory["by_category"]
+    state = (host["parameters"] + host["gradients"] + host["optimizer_state"] +
+             device["parameters"] + device["optimizer_state"] + device["gradients"])
+    if state < ratio * budget:
+        fail(f"the training state is {state} bytes, less than {ratio} x the budget {budget}")
+    m = report["memory_bytes"]
+    if m["device_total"] > budget:
+        fail(f"the device held {m['device_total']} bytes, over the budget {budget}")
+    if m["host"] != memory["host"]:
+        fail(f"the host pool is {m['host']} bytes, the plan predicts {memory['host']}")
+    _, program = program_of(plan_dir)
+    kernels = [i["kernel"] for phase in program["phases"] for i in phase["instructions"]]
+    spilled = report["spill"]
+    for kernel, moved in (("prefetch", "prefetch_bytes"), ("spill", "spill_bytes")):
+        if kernels.count(kernel) == 0:
+            fail(f"{plan_dir}: no {kernel} instruction")
+        if not spilled[moved] > 0:
+            fail(f"the report moved no bytes by {kernel}")
+    if not 0 <= spilled["overlap"] <= 1:
+        fail(f"overlap {spilled['overlap']} is not a fraction")
+    print(f"training state {state / budget:.1f}x the budget, device {m['device_total']} <= "
+          f"{budget} bytes, {kernels.count('prefetch')} prefetches and {kernels.count('spill')} "
+          f"spills run: ok")
+
+
 def inspect(path):
     """cleave inspect --json of a training plan: the categories next to the allocation."""
     with open(path) as f:
@@ -544,7 +586,7 @@ def main():
     {"bad-data": bad_data, "damage": damage, "same-losses": same_losses, "trace": trace, "same-slots": same_slots,
      "same-tensors": same_tensors, "memory": memory, "inspect": inspect, "zero": zero,
      "whole-states": whole_states, "pipeline": pipeline, "parts": parts, "tp-split": tp_split,
-     "tp-parts": tp_parts, "recompute": recompute}[command](*args)
+     "tp-parts": tp_parts, "recompute": recompute, "spill": spill}[command](*args)
 
 
 if __name__ == "__main__":

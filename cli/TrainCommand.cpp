@@ -13,6 +13,7 @@
 #include "runtime/comm/CommKernels.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/comm/RankRunner.h"
+#include "runtime/train/Job.h"
 #include "runtime/train/Trainer.h"
 
 #include <chrono>
@@ -31,6 +32,8 @@ constexpr const char *kTrainUsage =
     R"(usage: cleave train PLAN_DIR --data DATA.safetensors --steps N [options]
        mpirun -np N cleave train PLAN_DIR ...   (a plan for N ranks)
        cleave train --local N PLAN_DIR ...      (the same, N ranks started here)
+       cleave train --job JOB_DIR --out RUN_DIR [--local N] [--report FILE] [-q]
+                                                (a multi-model job plan)
 
 Trains a plan compiled with 'cleave compile --mode train': on one device, or
 on the ranks of a plan compiled with --cluster: each data-parallel rank on
@@ -74,6 +77,20 @@ options:
                          predicted one
   -q, --quiet            no per-step lines
   -h, --help             show this help
+
+multi-model jobs (docs/training.md, "Multi-model jobs: running"):
+  --job DIR              run the job plan directory DIR (job.json and
+                         models/<name>/, one-device training plans): its
+                         rounds in order, each device (rank) training its
+                         slice of a model, a barrier between rounds; one
+                         line per slice. Takes --local N (N = job.json's
+                         devices; or mpirun -np N), --report, --threads,
+                         --backend and -q, none of the options of one plan
+  --out DIR              the run directory (must not exist or be empty):
+                         checkpoints/<name>/, and once the job succeeded
+                         logs/<name>.jsonl and weights/<name>.safetensors
+  --report FILE          (with --job) the measured makespan next to
+                         job.json's prediction, per model, device and round
 
 Outputs (--log, --save-weights, --report) appear complete when training
 succeeds and not at all when it fails; checkpoints written before a failure
@@ -335,6 +352,145 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   return 0;
 }
 
+/// One line per slice of a job ("round 2/4  device 1  gpt  steps 6..10  loss ...  s").
+void printSlice(const rt::JobPlan &job, const rt::JobSliceResult &r) {
+  const rt::JobSlice &s = r.slice;
+  std::printf("round %zu/%zu  device %lld  %s  steps %lld..%lld/%lld  loss %s  %.3f s\n",
+              r.round + 1, job.rounds.size(), static_cast<long long>(s.device),
+              job.models[s.model].name.c_str(), static_cast<long long>(s.firstStep),
+              static_cast<long long>(s.lastStep),
+              static_cast<long long>(job.models[s.model].steps), lossText(r.lastLoss).c_str(),
+              r.seconds);
+  std::fflush(stdout);
+}
+
+/// After a job: the report, and the summary line.
+int finishJob(const rt::JobPlan &job, const rt::JobReport &report, const std::string &runDir,
+              const std::string &reportPath, const char *device, bool quiet) {
+  if (!reportPath.empty())
+    if (rt::Status s = rt::writeFileAtomically(reportPath, rt::jobReportJson(job, report));
+        !s.ok())
+      return fail(s);
+  if (!quiet) {
+    double sequential = 0;
+    for (const rt::JobSliceResult &r : report.slices)
+      sequential += r.seconds;
+    std::printf("cleave train: job of %zu model%s on %lld device%s (%s), %zu round%s in %.3f s",
+                job.models.size(), job.models.size() == 1 ? "" : "s",
+                static_cast<long long>(job.devices), job.devices == 1 ? "" : "s", device,
+                job.rounds.size(), job.rounds.size() == 1 ? "" : "s", report.makespanSeconds);
+    if (job.predictedMakespanSeconds)
+      std::printf(" (predicted %.3f s)", *job.predictedMakespanSeconds);
+    std::printf(", the slices one after another %.3f s; outputs in %s\n", sequential,
+                runDir.c_str());
+  }
+  return 0;
+}
+
+/// The job and its models, checked before any rank starts (once, here,
+/// rather than by every rank after mpirun's start-up).
+rt::Status checkJob(const std::string &jobDir, const std::string &runDir, rt::JobPlan *job) {
+  CLEAVE_RETURN_IF_ERROR(rt::loadJobPlan(jobDir, job));
+  CLEAVE_RETURN_IF_ERROR(rt::checkJobModels(*job));
+  return rt::checkRunDir(runDir);
+}
+
+/// One rank of a job under mpirun: rank r runs device r's slices.
+int jobRank(const std::string &jobDir, const std::string &runDir, const std::string &reportPath,
+            rt::BackendChoice choice, int threads, bool quiet) {
+  std::unique_ptr<rt::Communicator> world;
+  if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
+    return fail(s);
+  const int rank = world->rank();
+  auto agreed = [&](const rt::Status &s) {
+    if (rank == 0)
+      fail(s);
+    return 1;
+  };
+  // Every rank reads job.json; rank 0 checks the models' plans too.
+  rt::JobPlan job;
+  rt::Status loaded = rt::loadJobPlan(jobDir, &job);
+  if (loaded.ok() && rank == 0)
+    loaded = rt::checkJobModels(job);
+  if (loaded.ok() && job.devices != world->size())
+    loaded = CLEAVE_ERROR(job.file, ": the job has ", job.devices, " devices, the run ",
+                          world->size(), " ranks: run it with mpirun -np ", job.devices,
+                          " or cleave train --job ... --local ", job.devices);
+  if (rt::Status s = rt::agreeAcrossRanks(*world, loaded); !s.ok())
+    return agreed(s);
+  if (threads == 0 && !std::getenv("OMP_NUM_THREADS"))
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / localRanks());
+  rt::setCpuThreads(threads);
+  std::unique_ptr<rt::Backend> compute;
+  rt::Status created = rt::createBackend(choice, localRank(), localRanks(), {}, &compute);
+  if (rt::Status s = rt::agreeAcrossRanks(*world, created); !s.ok())
+    return agreed(s);
+
+  rt::JobRanks ranks;
+  ranks.rank = rank;
+  ranks.size = world->size();
+  ranks.agree = [&](const rt::Status &s) { return rt::agreeAcrossRanks(*world, s); };
+  ranks.allGather = [&](const double *mine, double *all, size_t count) {
+    // Doubles travel as their bits: a gather only moves bytes.
+    return world->allGather(mine, all, count, rt::DType::I64);
+  };
+  rt::JobOptions options;
+  options.runDir = runDir;
+  rt::JobReport report;
+  auto onSlice = [&](const rt::JobSliceResult &r) {
+    if (!quiet)
+      printSlice(job, r);
+  };
+  if (rt::Status s = rt::runJob(job, *compute, options, ranks, &report, onSlice); !s.ok())
+    return agreed(s);
+  if (rank != 0)
+    return 0;
+  return finishJob(job, report, runDir, reportPath, compute->name(), quiet);
+}
+
+/// `cleave train --job`: checks the job once, then runs it here (one
+/// device), under mpirun (a rank), or on --local N ranks.
+int runJobCommand(const std::string &jobDir, const std::string &runDir,
+                  const std::string &reportPath, int64_t local,
+                  const std::vector<std::string> &rankArgs, rt::BackendChoice choice, int threads,
+                  bool quiet) {
+  if (launchedAsRanks()) {
+    if (local > 0)
+      return usageError("--local starts ranks itself; under mpirun leave it out", kTrainUsage);
+    return jobRank(jobDir, runDir, reportPath, choice, threads, quiet);
+  }
+  rt::JobPlan job;
+  if (rt::Status s = checkJob(jobDir, runDir, &job); !s.ok())
+    return fail(s);
+  if (local > 0) {
+    if (local != job.devices)
+      return fail(CLEAVE_ERROR(job.file, ": the job has ", job.devices, " devices; --local ",
+                               local, " would start ", local, " ranks"));
+    std::vector<std::string> args = {"train"};
+    args.insert(args.end(), rankArgs.begin(), rankArgs.end());
+    return launchLocal(static_cast<int>(local), args);
+  }
+  if (job.devices != 1)
+    return fail(CLEAVE_ERROR(job.file, ": the job has ", job.devices,
+                             " devices: run it with cleave train --job ", jobDir, " --out ",
+                             runDir, " --local ", job.devices, " (or mpirun -np ", job.devices,
+                             ")"));
+  rt::setCpuThreads(threads);
+  std::unique_ptr<rt::Backend> compute;
+  if (rt::Status s = rt::createBackend(choice, 0, 1, {}, &compute); !s.ok())
+    return fail(s);
+  rt::JobOptions options;
+  options.runDir = runDir;
+  rt::JobReport report;
+  auto onSlice = [&](const rt::JobSliceResult &r) {
+    if (!quiet)
+      printSlice(job, r);
+  };
+  if (rt::Status s = rt::runJob(job, *compute, options, {}, &report, onSlice); !s.ok())
+    return fail(s);
+  return finishJob(job, report, runDir, reportPath, compute->name(), quiet);
+}
+
 } // namespace
 
 int runTrain(int argc, char **argv) {
@@ -345,6 +501,8 @@ int runTrain(int argc, char **argv) {
   int64_t local = 0;
   std::vector<std::string> rankArgs; // what --local passes on to every rank
   bool quiet = false, haveSteps = false;
+  std::string jobDir, runDir;
+  std::vector<std::string> planOptions; // those a job does not take
   rt::BackendChoice backend = rt::BackendChoice::Cpu;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -357,9 +515,17 @@ int runTrain(int argc, char **argv) {
       return -1;
     };
     int status = -1;
+    for (const char *option : {"--data", "--steps", "--log", "--save-weights", "--checkpoint",
+                               "--checkpoint-every", "--resume", "--shuffle", "--trace"})
+      if (arg == option || arg.rfind(std::string(option) + "=", 0) == 0)
+        planOptions.push_back(option);
     if (arg == "-h" || arg == "--help") {
       std::fputs(kTrainUsage, stdout);
       return 0;
+    } else if (optionValue(argc, argv, i, "--job", &value)) {
+      status = file("--job", jobDir);
+    } else if (optionValue(argc, argv, i, "--out", &value)) {
+      status = file("--out", runDir);
     } else if (optionValue(argc, argv, i, "--data", &value)) {
       status = file("--data", options.dataPath);
     } else if (optionValue(argc, argv, i, "--steps", &value)) {
@@ -416,6 +582,24 @@ int runTrain(int argc, char **argv) {
     for (int k = first; k <= i; ++k)
       rankArgs.push_back(argv[k]);
   }
+  if (!jobDir.empty()) {
+    if (!planDir.empty())
+      return usageError("--job runs a job plan directory; a plan directory ('" + planDir +
+                            "') cannot be given with it",
+                        kTrainUsage);
+    if (!planOptions.empty())
+      return usageError(planOptions.front() +
+                            " is an option of one plan; a job's models, data and steps are "
+                            "in its job.json (--job takes --out, --local, --report, --threads, "
+                            "--backend and -q)",
+                        kTrainUsage);
+    if (runDir.empty())
+      return usageError("--job needs --out RUN_DIR (a directory that does not exist or is empty)",
+                        kTrainUsage);
+    return runJobCommand(jobDir, runDir, reportPath, local, rankArgs, backend, threads, quiet);
+  }
+  if (!runDir.empty())
+    return usageError("--out is the run directory of --job", kTrainUsage);
   if (planDir.empty())
     return usageError("no plan directory given", kTrainUsage);
   if (options.dataPath.empty())

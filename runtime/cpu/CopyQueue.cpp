@@ -7,7 +7,9 @@
 // waits for what (runtime/Executor.cpp); this only copies and counts. A
 // caller that must wait for a copy the thread has not started runs it
 // itself: the kernels' threads may keep the copy thread off the cores (two
-// of them here), and a waiting caller has nothing else to do.
+// of them here), and a waiting caller has nothing else to do. Either way
+// one copy runs at a time, in issue order: the executor counts on it (a
+// copy never waits for the copies before it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,7 +21,6 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <set>
 #include <thread>
 
 namespace cleave::runtime::cpu {
@@ -57,17 +58,15 @@ public:
     if (ticket > issued_)
       return CLEAVE_ERROR("copy queue: waiting for copy ", ticket, ", only ", issued_,
                           " were issued");
-    // Run the copies up to `ticket` that the thread has not taken; then
-    // wait for the ones it is running.
-    while (!jobs_.empty() && jobs_.front().ticket <= ticket) {
-      Job job = jobs_.front();
-      jobs_.pop_front();
-      lock.unlock();
-      run(job);
-      lock.lock();
-      finish(job.ticket);
+    // Run the next copy whenever none is running (the thread may not get
+    // a core), else wait for the one that is: never two at once, never
+    // out of order.
+    while (done_.load(std::memory_order_acquire) < ticket) {
+      if (!running_ && !jobs_.empty())
+        runFront(lock);
+      else
+        finished_.wait(lock);
     }
-    finished_.wait(lock, [&] { return done_.load(std::memory_order_acquire) >= ticket; });
     return {};
   }
 
@@ -86,23 +85,23 @@ private:
   };
 
   void loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      Job job;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        work_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
-        if (jobs_.empty())
-          return; // stopping, and nothing left
-        job = jobs_.front();
-        jobs_.pop_front();
-      }
-      run(job);
-      std::lock_guard<std::mutex> lock(mutex_);
-      finish(job.ticket);
+      work_.wait(lock, [&] { return (!jobs_.empty() && !running_) || (stopping_ && jobs_.empty()); });
+      if (jobs_.empty())
+        return; // stopping, and nothing left
+      runFront(lock);
     }
   }
 
-  void run(const Job &job) {
+  /// Runs the first queued copy; `lock` is held on entry and on return,
+  /// released while copying. Only one caller at a time gets here with a
+  /// copy to run (`running_`), so copies finish in ticket order.
+  void runFront(std::unique_lock<std::mutex> &lock) {
+    Job job = jobs_.front();
+    jobs_.pop_front();
+    running_ = true;
+    lock.unlock();
     auto start = std::chrono::steady_clock::now();
     if (delay_ > 0)
       std::this_thread::sleep_for(std::chrono::duration<double>(delay_));
@@ -112,23 +111,17 @@ private:
                                    std::chrono::steady_clock::now() - start)
                                    .count(),
                                std::memory_order_relaxed);
-  }
-
-  /// Marks `ticket` copied (under the lock): `done_` is the last ticket
-  /// whose every predecessor has finished too, whichever thread ran them.
-  void finish(uint64_t ticket) {
-    finishedOutOfOrder_.insert(ticket);
-    uint64_t done = done_.load(std::memory_order_relaxed);
-    while (finishedOutOfOrder_.erase(done + 1))
-      ++done;
-    done_.store(done, std::memory_order_release);
+    lock.lock();
+    running_ = false;
+    done_.store(job.ticket, std::memory_order_release);
     finished_.notify_all();
+    work_.notify_one(); // the thread, if a waiting caller ran this one
   }
 
   std::mutex mutex_;
   std::condition_variable work_, finished_;
   std::deque<Job> jobs_;
-  std::set<uint64_t> finishedOutOfOrder_;
+  bool running_ = false; // a copy is running, on the thread or a waiting caller
   uint64_t issued_ = 0;
   bool stopping_ = false;
   std::atomic<uint64_t> done_{0};

@@ -34,6 +34,11 @@ int runBench(int argc, char **argv, const char *argv0);
 int runBenchWorker(int argc, char **argv);
 int runVerify(int argc, char **argv);
 int runInspect(int argc, char **argv);
+/// Multi-model jobs: `cleave plan --job`, `cleave compile --job`
+/// (cli/JobCommand.cpp); isJobCommand says whether the arguments name one.
+bool isJobCommand(int argc, char **argv);
+int runJobPlan(int argc, char **argv);
+int runJobCompile(int argc, char **argv);
 
 /// Writes `text` to `path` through a temporary file and a rename, so a
 /// failed write never leaves a truncated output.

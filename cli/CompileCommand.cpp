@@ -262,6 +262,8 @@ int runPartitionedCompile(int argc, char **argv) {
 } // namespace
 
 int runCompile(int argc, char **argv) {
+  if (isJobCommand(argc, argv))
+    return runJobCompile(argc, argv);
   for (int i = 0; i < argc; ++i)
     if (llvm::StringRef(argv[i]).starts_with("--cluster"))
       return runPartitionedCompile(argc, argv);

@@ -326,6 +326,8 @@ int parseArguments(int argc, char **argv, PlanCliOptions &o) {
 } // namespace
 
 int runPlan(int argc, char **argv) {
+  if (isJobCommand(argc, argv))
+    return runJobPlan(argc, argv);
   PlanCliOptions options;
   if (int status = parseArguments(argc, argv, options); status >= 0)
     return status;

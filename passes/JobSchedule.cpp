@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 namespace cleave::planner {
@@ -16,8 +17,12 @@ JobSchedule scheduleJob(const std::vector<JobModelTime> &models, int devices,
   double work = 0;
   for (const JobModelTime &m : models)
     work += double(m.steps) * m.stepSeconds;
+  // With a device for every model nothing needs sharing: one round, each
+  // model whole on its device. Otherwise rounds of an eighth of each
+  // device's share of the work.
   if (sliceSeconds <= 0)
-    sliceSeconds = work / double(devices) / 8;
+    sliceSeconds = models.size() <= size_t(devices) ? std::numeric_limits<double>::infinity()
+                                                    : work / double(devices) / 8;
   std::vector<int64_t> done(models.size(), 0);
   std::vector<int> lastDevice(models.size(), -1);
   auto remaining = [&](size_t m) { return double(models[m].steps - done[m]) * models[m].stepSeconds; };
@@ -55,9 +60,10 @@ JobSchedule scheduleJob(const std::vector<JobModelTime> &models, int devices,
         taken[next] = true;
       }
       const JobModelTime &model = models[m];
-      int64_t steps = model.stepSeconds > 0
-                          ? std::max<int64_t>(1, std::llround(sliceSeconds / model.stepSeconds))
-                          : model.steps;
+      int64_t steps = model.steps - done[m];
+      if (model.stepSeconds > 0 && std::isfinite(sliceSeconds))
+        steps = std::max<int64_t>(
+            1, std::llround(std::min(sliceSeconds / model.stepSeconds, double(steps))));
       steps = std::min(steps, model.steps - done[m]);
       round.push_back(JobSlice{deviceOf[i], int(m), done[m] + 1, done[m] + steps});
       done[m] += steps;

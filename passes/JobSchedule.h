@@ -43,8 +43,9 @@ struct JobSchedule {
   double makespanSeconds = 0;
 };
 
-/// LRTF rounds of about `sliceSeconds` each (0: an eighth of the job's
-/// work per device, so every device sees several rounds). A model runs
+/// LRTF rounds of about `sliceSeconds` each (0: one round of whole models
+/// when there is a device for each, else an eighth of each device's share
+/// of the work, so every device sees several rounds). A model runs
 /// max(1, round(sliceSeconds / its step time)) steps per round (fewer at
 /// its end); a model keeps the device it ran on when it runs in the next
 /// round too, so checkpoints move only when they must. Every model's steps

@@ -18,10 +18,13 @@ namespace {
 constexpr const char *kUsage =
     R"(usage: cleave-runtime run PLAN_DIR --inputs IN --outputs OUT [options]
        cleave-runtime train PLAN_DIR --data DATA [options]
+       cleave-runtime train --job JOB_DIR --out RUN_DIR [--local N] [options]
 
 The runtime of cleave without its compiler: runs the forward phase of a
 compiled plan (`run`) or trains it (`train`), on CPUs or NVIDIA GPUs, one rank
-or many (--local N, or under mpirun). `cleave-runtime COMMAND --help` lists a
+or many (--local N, or under mpirun); `train --job` trains the models of a
+multi-model job plan (`cleave compile --job`) round by round, one rank per
+device. `cleave-runtime COMMAND --help` lists a
 command's options; they are those of `cleave run` and `cleave train`.
 )";
 

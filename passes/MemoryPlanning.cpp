@@ -117,13 +117,14 @@ void recordPeakByPhase(func::FuncOp func, const std::vector<BufferInterval> &int
       activations += bytes;
   }
   Builder b(func.getContext());
-  func->setAttr("cleave.arena_peak",
-                b.getDictionaryAttr({b.getNamedAttr("activations", b.getI64IntegerAttr(activations)),
-                                     b.getNamedAttr("gradients", b.getI64IntegerAttr(gradients)),
-                                     b.getNamedAttr("temporaries",
-                                                    b.getI64IntegerAttr(temporaries)),
-                                     b.getNamedAttr("prefetched_parameters",
-                                                    b.getI64IntegerAttr(prefetched))}));
+  SmallVector<NamedAttribute> categories = {
+      b.getNamedAttr("activations", b.getI64IntegerAttr(activations)),
+      b.getNamedAttr("gradients", b.getI64IntegerAttr(gradients)),
+      b.getNamedAttr("temporaries", b.getI64IntegerAttr(temporaries))};
+  // Spilling: device copies of host parameters (-cleave-spill-to-host).
+  if (prefetched > 0)
+    categories.push_back(b.getNamedAttr("prefetched_parameters", b.getI64IntegerAttr(prefetched)));
+  func->setAttr("cleave.arena_peak", b.getDictionaryAttr(categories));
 }
 
 struct PlanMemoryPass : impl::PlanMemoryBase<PlanMemoryPass> {

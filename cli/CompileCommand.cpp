@@ -234,12 +234,18 @@ int runPartitionedCompile(int argc, char **argv) {
     llvm::outs() << llvm::formatv(
         "cleave: wrote {0}: {1} data-parallel rank(s){9}, training step ({2}, loss {3}) on {4} "
         "microbatch(es) of {5} samples per rank, arena {6:f2} MiB, weights {7:f2} MiB, state "
-        "{8:f2} MiB per rank\n",
+        "{8:f2} MiB per rank{10}\n",
         output, chosen.dp, o.training.optimizer, o.training.loss, chosen.microbatches,
         chosen.microbatchSize, result.arenaBytes / 1048576.0, result.weightBytes / 1048576.0,
         result.stateBytes / 1048576.0,
         chosen.dp > 1 && chosen.sharding != cost::ShardingLevel::None
             ? " with ZeRO (" + std::string(cost::shardingLevelName(chosen.sharding)) + ")"
+            : std::string(),
+        chosen.spilledLayers > 0
+            ? llvm::formatv("; {0} layer(s) spilled to host memory (their parameters, gradient "
+                            "copies and optimizer state; `cleave plan` says why)",
+                            chosen.spilledLayers)
+                  .str()
             : std::string());
     if (timing)
       printTiming("compile", secondsSince(start));

@@ -9,7 +9,7 @@ spilled plan the bytes its copies moved, their time and the overlap achieved
 (docs/training.md, "Spilling"); then the step-time ratio of the two, measured in this one run.
 
 usage: /usr/bin/python3 bench/spill_train.py [--model deep_mlp --config small]
-           [--budget 4MiB] [--steps 30] [--repeats 5]
+           [--batch 8] [--budget 4MiB] [--steps 30] [--repeats 5]
 """
 import argparse
 import json
@@ -28,6 +28,7 @@ def main():
     p.add_argument("--model", default="deep_mlp")
     p.add_argument("--config", default="small")
     p.add_argument("--budget", default="4MiB", help="the spilled plan's --mem-per-device")
+    p.add_argument("--batch", type=int, default=8, help="samples per step")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--cleave", default=os.path.join(ROOT, "build", "bin", "cleave"))
@@ -37,10 +38,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         model, data = os.path.join(tmp, "m.pt"), os.path.join(tmp, "m.safetensors")
         timed_run([sys.executable, os.path.join(ROOT, "examples", "export.py"), a.model,
-                   "--config", a.config, "--train", "-o", model, "--data", data,
-                   "--samples", "16", "--labels", "cross_entropy"])
+                   "--config", a.config, "--train", "--batch", str(a.batch), "-o", model,
+                   "--data", data, "--samples", str(2 * a.batch), "--labels", "cross_entropy"])
         common = [a.cleave, "compile", model, "--cluster", a.cluster, "--devices", "1",
-                  "--global-batch", "8", "--mode", "train", "--loss", "cross_entropy",
+                  "--global-batch", str(a.batch), "--mode", "train", "--loss", "cross_entropy",
                   "--lr", "0.01", "--precision", "fp32"]
         plans = {"spilled": os.path.join(tmp, "spilled"), "resident": os.path.join(tmp, "resident")}
         timed_run(common + ["--mem-per-device", a.budget, "-o", plans["spilled"]])
@@ -59,7 +60,7 @@ def main():
                 steps[name].append(statistics.median(times))
 
     print(f"machine: {machine(load=True)}")
-    print(f"model: {a.model} --config {a.config}, one CPU device ({os.path.basename(a.cluster)}), "
+    print(f"model: {a.model} --config {a.config}, batch {a.batch}, budget {a.budget}, one CPU device ({os.path.basename(a.cluster)}), "
           f"{a.steps} steps x {a.repeats} runs per plan, alternating")
     for name in plans:
         r = reports[name]

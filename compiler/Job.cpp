@@ -131,6 +131,23 @@ runtime::Status parseModel(const std::string &where, const Json &entry, JobModel
 
 double stepOf(const planner::Candidate &c) { return c.stepSeconds; }
 
+/// What compiling one model of the job asks of the driver: its training
+/// step on the job's cluster.
+CompileRequest compileRequestOf(const JobModel &model, const JobRequest &request) {
+  CompileRequest r;
+  r.model = model.model;
+  r.mode = CompileMode::Train;
+  r.training = model.training;
+  r.seed = model.seed;
+  r.dtype = model.dtype;
+  r.mixed = model.dtype == "bf16";
+  r.cluster = request.cluster;
+  r.memory = request.memory;
+  r.planner.search.globalBatch = model.globalBatch;
+  r.planner.search.spill = request.spill;
+  return r;
+}
+
 } // namespace
 
 runtime::Status loadJob(const std::string &path, Job &job) {
@@ -229,17 +246,7 @@ DriverStatus planJob(mlir::MLIRContext &context, const JobRequest &request, JobP
   };
   std::vector<planner::JobModelTime> times;
   for (const JobModel &model : plan.job.models) {
-    CompileRequest r;
-    r.model = model.model;
-    r.mode = CompileMode::Train;
-    r.training = model.training;
-    r.seed = model.seed;
-    r.dtype = model.dtype;
-    r.mixed = model.dtype == "bf16";
-    r.cluster = request.cluster;
-    r.memory = request.memory;
-    r.planner.search.globalBatch = model.globalBatch;
-    r.planner.search.spill = request.spill;
+    CompileRequest r = compileRequestOf(model, request);
     // What the runtime trains: no combination it does not run yet.
     r.planner.search.untrainedCombinations = false;
     LoadedModel loaded;
@@ -310,18 +317,8 @@ DriverStatus compileJob(mlir::MLIRContext &context, const JobRequest &request, J
     return DriverStatus::failure();
   }
   for (const JobModel &model : plan.job.models) {
-    CompileRequest r;
-    r.model = model.model;
-    r.mode = CompileMode::Train;
-    r.training = model.training;
-    r.seed = model.seed;
-    r.dtype = model.dtype;
-    r.mixed = model.dtype == "bf16";
-    r.cluster = request.cluster;
+    CompileRequest r = compileRequestOf(model, request);
     r.devices = 1;
-    r.memory = request.memory;
-    r.planner.search.globalBatch = model.globalBatch;
-    r.planner.search.spill = request.spill;
     r.output = temporary + "/models/" + model.name;
     cost::ClusterSpec spec;
     if (DriverStatus s = setUpCluster(context, r, spec); !s.ok()) {

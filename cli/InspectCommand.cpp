@@ -6,11 +6,14 @@
 // Chrome trace of the predicted timeline, or the differences from another
 // plan. Reads the manifest (runtime loadPlan) and, when present, the
 // planner's strategy.json; single-device plans have no strategy and inspect
-// from the manifest alone.
+// from the manifest alone. A spilled plan adds what each program keeps in
+// host memory and copies; a job plan directory (job.json) is described as
+// its predicted joint schedule. Both come from runtime/Inspect.h.
 //
 //===----------------------------------------------------------------------===//
 
 #include "cli/Commands.h"
+#include "runtime/Inspect.h"
 #include "runtime/Plan.h"
 #include "runtime/JsonFile.h"
 
@@ -33,25 +36,36 @@ namespace rt = cleave::runtime;
 using Json = nlohmann::json;
 
 constexpr const char *kInspectUsage = R"(usage: cleave inspect PLAN_DIR [options]
+       cleave inspect JOBDIR [--json] [--trace FILE]
 
 Describes a plan: mesh and schedule; each stage's layers and programs; memory
 per program (its dp ranks share it) by the planner's categories and as the plan
 allocates it (arena and weights), against the memory budget; the predicted step
 time split into compute, communication and bubble. Reads PLAN_DIR/manifest.json
 and, when present, PLAN_DIR/strategy.json (the planner's output); single-device
-plans have no strategy and are described from the manifest alone.
+plans have no strategy and are described from the manifest alone. A spilled
+training plan also shows, per program, the device regions against the budget,
+the host pool, the spilled parameters by layer and each phase's prefetches and
+spills.
+
+A job plan directory (JOBDIR/job.json, from cleave compile --job) is described
+as its predicted joint schedule: each model's steps, step time, devices and
+memory (resident or spilled), each round's slices and length, each device's
+models and busy time, the predicted makespan; --trace writes that schedule.
 
 options:
   --json            print the same facts as one JSON object
   --dot FILE        write a Graphviz graph: a cluster per stage listing its layers,
                     an edge per tensor sent between chunks (tag, shape, scope)
   --trace FILE      write the predicted timeline as Chrome trace events (one
-                    process per rank; needs strategy.json's per-stage times)
+                    process per rank; needs strategy.json's per-stage times);
+                    for a job, one process per device, an event per slice
   --diff OTHER_DIR  print what differs from plan OTHER_DIR (mesh, schedule,
                     stages, memory, predicted times) and the predicted effect
   -h, --help        show this help
 
-exit status: 0 success, 1 bad arguments or a plan or strategy that cannot be read.
+exit status: 0 success, 1 bad arguments or a plan, strategy or job.json that
+cannot be read.
 )";
 
 /// Memory categories of the planner's stage memory (docs/planner.md).
@@ -104,6 +118,12 @@ struct Facts {
   /// reduction, per step (strategy.json predicted; 0 when absent).
   double optimizerSeconds = 0, dpCommSeconds = 0;
   std::vector<Transfer> transfers;
+  /// What each program (facts.programs' order) keeps in host memory and
+  /// copies, when some program spills (runtime/Inspect.h); the manifest's
+  /// predicted host pool by category.
+  std::vector<rt::ProgramSpill> spills;
+  std::vector<std::pair<std::string, int64_t>> hostByCategory;
+  bool spilled() const { return !spills.empty(); }
 
   int64_t largestProgramBytes() const {
     int64_t most = 0;
@@ -433,6 +453,19 @@ bool gatherFacts(const std::string &dir, Facts &facts, std::string *error) {
   std::sort(facts.transfers.begin(), facts.transfers.end(),
             [](const Transfer &a, const Transfer &b) { return a.tag < b.tag; });
 
+  // Spilling: said only of plans that spill, so others read as before.
+  std::vector<rt::ProgramSpill> spills;
+  for (const ProgramFacts &p : facts.programs)
+    spills.push_back(rt::describeSpill(plan.programs.at(p.name)));
+  if (std::any_of(spills.begin(), spills.end(),
+                  [](const rt::ProgramSpill &s) { return s.spilled(); })) {
+    facts.spills = std::move(spills);
+    if (rt::Status s = rt::readHostByCategory(dir, &facts.hostByCategory); !s.ok()) {
+      *error = s.message();
+      return false;
+    }
+  }
+
   const rt::PredictedCost &pc = plan.predicted;
   if (pc.memoryBudgetBytes)
     facts.budget = *pc.memoryBudgetBytes;
@@ -478,6 +511,7 @@ std::string predictedText(const Predicted &p) {
 }
 
 void printTrainingMemory(const Facts &facts, llvm::raw_ostream &os);
+void printSpill(const Facts &facts, llvm::raw_ostream &os);
 
 void printText(const Facts &facts, llvm::raw_ostream &os) {
   const rt::Plan &plan = facts.plan;
@@ -535,6 +569,8 @@ void printText(const Facts &facts, llvm::raw_ostream &os) {
   }
   if (training)
     printTrainingMemory(facts, os);
+  if (facts.spilled())
+    printSpill(facts, os);
   if (facts.predicted)
     os << predictedText(*facts.predicted) << "\n";
   else
@@ -580,6 +616,114 @@ void printTrainingMemory(const Facts &facts, llvm::raw_ostream &os) {
   row("temporaries", get("temporaries"), "", 0);
   row("arena_unused", get("arena_unused"), "", 0);
   row("total", sum, "total", p.total());
+}
+
+/// "fc1.weight, fc1.bias" or "12 parameters": a layer's spilled parameters.
+std::string parametersText(const std::vector<std::string> &names) {
+  if (names.size() > 4)
+    return std::to_string(names.size()) + " parameters";
+  return formatList(names);
+}
+
+/// "forward", or "forward chunk 1 mb 0" where a program has phases per
+/// chunk or microbatch.
+std::string phaseText(const rt::PhaseCopies &c, bool chunks) {
+  std::string text = c.name;
+  if (chunks)
+    text += " chunk " + std::to_string(c.chunk);
+  if (c.microbatch)
+    text += " mb " + std::to_string(*c.microbatch);
+  return text;
+}
+
+/// A spilled plan: per program what stays on the device (against the
+/// budget) and what lives in the host pool, the spilled parameters by
+/// layer, and the copies each phase issues.
+void printSpill(const Facts &facts, llvm::raw_ostream &os) {
+  os << "spilled to host memory"
+     << (facts.budget ? " (device budget " + formatBytes(*facts.budget) + ")" : "") << ":\n";
+  for (const rt::ProgramSpill &s : facts.spills) {
+    os << "  program " << s.program << ": device " << formatBytes(s.deviceBytes());
+    if (facts.budget && *facts.budget > 0)
+      os << llvm::formatv(" ({0:f1}% of the budget)",
+                          100.0 * static_cast<double>(s.deviceBytes()) / *facts.budget);
+    os << " = arena " << formatBytes(s.arenaBytes) << " + weights " << formatBytes(s.weightBytes)
+       << " + state " << formatBytes(s.stateBytes) << "; host " << formatBytes(s.hostBytes())
+       << " = weights " << formatBytes(s.hostWeightBytes) << " + state "
+       << formatBytes(s.hostStateBytes) << "\n";
+    if (!s.parameters.empty()) {
+      size_t bytes = 0;
+      for (const rt::SpilledParameter &p : s.parameters)
+        bytes += p.bytes;
+      os << "    spilled parameters: " << s.parameters.size() << " in " << s.layers.size()
+         << " layer" << (s.layers.size() == 1 ? "" : "s") << ", " << formatBytes(bytes) << "\n";
+      size_t width = 5;
+      for (const rt::SpilledLayer &l : s.layers)
+        width = std::max(width, l.layer.size());
+      for (const rt::SpilledLayer &l : s.layers)
+        os << "      " << l.layer << std::string(width - l.layer.size(), ' ')
+           << llvm::formatv(" {0,10}  host state {1,10}  ", formatBytes(l.parameterBytes),
+                            formatBytes(l.hostStateBytes))
+           << parametersText(l.parameters) << "\n";
+    }
+    bool chunks = false;
+    for (const rt::PhaseCopies &c : s.phases)
+      chunks |= c.chunk != s.phases.front().chunk;
+    os << "    copies per phase:";
+    for (const rt::PhaseCopies &c : s.phases) {
+      os << " " << phaseText(c, chunks) << " " << c.prefetches << " prefetch"
+         << (c.prefetches == 1 ? "" : "es");
+      if (c.prefetches)
+        os << " (" << formatBytes(c.prefetchBytes) << ")";
+      os << ", " << c.spills << " spill" << (c.spills == 1 ? "" : "s");
+      if (c.spills)
+        os << " (" << formatBytes(c.spillBytes) << ")";
+      os << (&c == &s.phases.back() ? "" : ";");
+    }
+    os << "\n";
+  }
+  if (!facts.hostByCategory.empty()) {
+    os << "  predicted host pool by category:";
+    std::string list;
+    for (const auto &[category, bytes] : facts.hostByCategory)
+      if (category != "total")
+        list += (list.empty() ? " " : ", ") + category + " " + formatBytes(bytes);
+    for (const auto &[category, bytes] : facts.hostByCategory)
+      if (category == "total")
+        list += " (total " + formatBytes(bytes) + ")";
+    os << list << "\n";
+  }
+}
+
+/// The plan-level `spill`: the programs' host pools and copies summed,
+/// their spilled parameters and layers together (each with its program).
+Json planSpillJson(const Facts &facts) {
+  Json byCategory = Json::object();
+  for (const auto &[category, bytes] : facts.hostByCategory)
+    byCategory[category] = bytes;
+  int64_t host = 0, prefetches = 0, spills = 0;
+  Json parameters = Json::array(), layers = Json::array();
+  for (const rt::ProgramSpill &s : facts.spills) {
+    host += static_cast<int64_t>(s.hostBytes());
+    prefetches += s.prefetches;
+    spills += s.spills;
+    Json j = rt::spillJson(s);
+    for (Json &p : j["spilled_parameters"]) {
+      p["program"] = s.program;
+      parameters.push_back(p);
+    }
+    for (Json &l : j["spilled_layers"]) {
+      l["program"] = s.program;
+      layers.push_back(l);
+    }
+  }
+  return {{"host_bytes", host},
+          {"host_by_category", byCategory},
+          {"memory_budget_bytes", facts.budget ? Json(*facts.budget) : Json()},
+          {"spilled_parameters", parameters},
+          {"spilled_layers", layers},
+          {"prefetches", prefetches},
+          {"spills", spills}};
 }
 
 Json toJson(const Facts &facts) {
@@ -628,9 +772,13 @@ Json toJson(const Facts &facts) {
       program["planned_memory"] = facts.stages[p.stage].plannedMemory;
     if (facts.budget && *facts.budget > 0)
       program["budget_fraction"] = static_cast<double>(p.total()) / *facts.budget;
+    if (facts.spilled())
+      program["spill"] = rt::spillJson(facts.spills[j["programs"].size()]);
     j["programs"].push_back(program);
   }
   j["memory_budget_bytes"] = facts.budget ? Json(*facts.budget) : Json();
+  if (facts.spilled())
+    j["spill"] = planSpillJson(facts);
   if (plan.training) {
     const rt::TrainingSpec &t = *plan.training;
     Json byCategory = Json::object();
@@ -956,6 +1104,127 @@ Json diffJson(const Facts &a, const Facts &b) {
   return {{"plan", a.dir}, {"other", b.dir}, {"differences", list}, {"effect", effect(a, b)}};
 }
 
+//===--------------------------------------------------------------------===//
+// Job plan directories.
+//===--------------------------------------------------------------------===//
+
+std::string optionalSeconds(const std::optional<double> &seconds) {
+  return seconds ? formatSeconds(*seconds) : std::string("-");
+}
+
+/// "device 250.0 KiB of 384.0 KiB, host 300.0 KiB: spilled (blocks.0 .. blocks.3 (4))"
+std::string modelMemoryText(const rt::JobModelFacts &m) {
+  std::string text = "device " + formatBytes(static_cast<double>(m.memory.deviceBytes()));
+  if (m.budgetBytes)
+    text += " of " + formatBytes(static_cast<double>(*m.budgetBytes));
+  if (!m.spilled())
+    return text + ": resident";
+  std::vector<std::string> layers;
+  for (const rt::SpilledLayer &l : m.memory.layers)
+    layers.push_back(l.layer);
+  return text + ", host " + formatBytes(static_cast<double>(m.memory.hostBytes())) +
+         ": spilled (" + (layers.empty() ? std::string("host states only") : formatLayers(layers)) +
+         ")";
+}
+
+void printJob(const rt::JobFacts &facts, llvm::raw_ostream &os) {
+  const rt::JobPlan &job = facts.job;
+  os << "job " << job.dir << ": " << job.models.size() << " model"
+     << (job.models.size() == 1 ? "" : "s") << " on " << job.devices << " device"
+     << (job.devices == 1 ? "" : "s") << ", " << job.rounds.size() << " round"
+     << (job.rounds.size() == 1 ? "" : "s") << " (planned slices of " << job.sliceSteps
+     << " step" << (job.sliceSteps == 1 ? "" : "s") << ")\n";
+
+  os << "models:\n";
+  size_t width = 5;
+  for (const rt::JobModel &m : job.models)
+    width = std::max(width, m.name.size());
+  os << "  " << "model" << std::string(width - 5, ' ')
+     << llvm::formatv(" {0,6} {1,10} {2,10}  {3,-8} {4}\n", "steps", "step", "all steps",
+                      "devices", "memory");
+  for (size_t i = 0; i < job.models.size(); ++i) {
+    const rt::JobModel &m = job.models[i];
+    const rt::JobModelFacts &f = facts.models[i];
+    std::optional<double> all;
+    if (f.stepSeconds)
+      all = *f.stepSeconds * static_cast<double>(m.steps);
+    os << "  " << m.name << std::string(width - m.name.size(), ' ')
+       << llvm::formatv(" {0,6} {1,10} {2,10}  {3,-8} {4}\n", m.steps,
+                        optionalSeconds(f.stepSeconds), optionalSeconds(all),
+                        formatRanks(f.devices), modelMemoryText(f));
+  }
+
+  os << "rounds (predicted: a slice takes its steps x its model's step time, a round its "
+        "longest slice):\n";
+  for (size_t r = 0; r < facts.rounds.size(); ++r) {
+    const rt::JobRoundFacts &round = facts.rounds[r];
+    os << llvm::formatv("  round {0,-3} at {1,10}  {2,10}:", r,
+                        optionalSeconds(round.startSeconds), optionalSeconds(round.seconds));
+    if (round.slices.empty())
+      os << " (empty: a barrier)";
+    for (const rt::JobSliceFacts &s : round.slices)
+      os << "  d" << s.slice.device << " " << job.models[s.slice.model].name << " ["
+         << s.slice.firstStep << ".." << s.slice.lastStep << "] " << optionalSeconds(s.seconds)
+         << (&s == &round.slices.back() ? "" : ";");
+    os << "\n";
+  }
+
+  os << "devices:\n";
+  for (const rt::JobDeviceFacts &d : facts.devices) {
+    os << "  device " << d.device << ": " << d.slices << " slice" << (d.slices == 1 ? "" : "s");
+    if (d.busySeconds) {
+      os << ", busy " << formatSeconds(*d.busySeconds);
+      if (facts.roundsSeconds && *facts.roundsSeconds > 0)
+        os << llvm::formatv(" of {0} ({1:f1}%)", formatSeconds(*facts.roundsSeconds),
+                            100.0 * *d.busySeconds / *facts.roundsSeconds);
+    }
+    if (!d.models.empty())
+      os << "; at most " << formatBytes(static_cast<double>(d.peakDeviceBytes))
+         << " on the device, " << formatBytes(static_cast<double>(d.peakHostBytes))
+         << " in host memory";
+    os << "\n";
+    for (size_t m : d.models)
+      os << "    " << job.models[m].name << ": " << modelMemoryText(facts.models[m]) << "\n";
+  }
+
+  os << "predicted makespan " << optionalSeconds(facts.makespanSeconds) << " (job.json; the rounds "
+     << "end to end: " << optionalSeconds(facts.roundsSeconds) << "); the models one after "
+     << "another on all " << job.devices << " device" << (job.devices == 1 ? "" : "s") << ": "
+     << optionalSeconds(facts.sequentialSeconds);
+  if (facts.makespanSeconds && facts.sequentialSeconds && *facts.makespanSeconds > 0)
+    os << llvm::formatv(" ({0:f2}x the joint schedule)",
+                        *facts.sequentialSeconds / *facts.makespanSeconds);
+  os << "\n";
+}
+
+/// `cleave inspect JOBDIR`: the joint schedule, text or JSON, and the trace.
+int inspectJobDir(const std::string &dir, bool json, const std::string &tracePath) {
+  rt::JobFacts facts;
+  if (rt::Status s = rt::inspectJob(dir, &facts); !s.ok())
+    return fail(s.message());
+  Json events;
+  if (!tracePath.empty())
+    if (rt::Status s = rt::jobTrace(facts, &events); !s.ok())
+      return fail(s.message());
+  if (json)
+    llvm::outs() << rt::jobJson(facts).dump(2) << "\n";
+  else
+    printJob(facts, llvm::outs());
+  if (tracePath.empty())
+    return 0;
+  Json other = {{"job", dir},
+                {"makespan_seconds", facts.roundsSeconds ? Json(*facts.roundsSeconds) : Json()}};
+  // One event per line, as the plans' traces.
+  bool written = writeAtomically(tracePath, [&](llvm::raw_ostream &os) {
+    os << "{\"displayTimeUnit\": \"ms\", \"otherData\": " << other.dump()
+       << ",\n \"traceEvents\": [\n";
+    for (size_t i = 0; i < events.size(); ++i)
+      os << "  " << events[i].dump() << (i + 1 < events.size() ? ",\n" : "\n");
+    os << "]}\n";
+  });
+  return written ? 0 : 1;
+}
+
 } // namespace
 
 int runInspect(int argc, char **argv) {
@@ -992,6 +1261,13 @@ int runInspect(int argc, char **argv) {
   }
   if (planDir.empty())
     return usageError("no plan directory given", kInspectUsage);
+  if (rt::isJobPlanDir(planDir)) {
+    if (!dotPath.empty() || !otherDir.empty())
+      return usageError(std::string(dotPath.empty() ? "--diff" : "--dot") +
+                            " describes a plan, not a job plan directory ('" + planDir + "')",
+                        kInspectUsage);
+    return inspectJobDir(planDir, json, tracePath);
+  }
 
   Facts facts;
   std::string error;

@@ -149,25 +149,32 @@ void printPlan(const PlanCliOptions &options, const cost::ClusterSpec &spec,
                         humanSeconds(stage.tpCommSeconds), humanSeconds(stage.p2pSeconds),
                         humanBytes(stage.memory.total()));
   for (auto [s, stage] : llvm::enumerate(c.stages)) {
-    if (stage.spilled.empty())
+    if (stage.spilled.empty() && stage.activationsSpilled.empty())
       continue;
-    std::string names;
+    std::string names, activations;
     for (int l : stage.spilled)
       names += (names.empty() ? "" : ", ") + plan.layers[l].name;
+    for (int l : stage.activationsSpilled)
+      activations += (activations.empty() ? "" : ", ") + plan.layers[l].name;
     // What the stage would hold with everything on the device: the host's
     // share back, the prefetch buffers gone.
     double resident = stage.memory.total() - stage.memory.prefetched + stage.memory.host;
     os << llvm::formatv(
-        "\nspilled to host memory on stage {0}: {1} of {2} layers ({3})\n"
+        "\nspilled to host memory on stage {0}: the parameters of {1} of {2} layers ({3}){10}\n"
         "  why: with everything on the device the stage needs {4}, {5} over the budget; "
-        "spilled, the host holds {6} (parameters, gradient copies, optimizer state) and the "
-        "device {7} for the layer computing, the one prefetched and a gradient on its way out\n"
+        "spilled, the host holds {6} (parameters, gradient copies, optimizer state, activations) "
+        "and the device {7} of copies: the layer computing, the one prefetched, a gradient or "
+        "activation on its way out\n"
         "  cost: copies not hidden behind compute {8} per microbatch; the spilled layers' "
         "optimizer on the host {9} per step\n",
         s, stage.spilled.size(), layerCount(stage.chunks), names, humanBytes(resident),
         humanBytes(std::max(0.0, resident - search.memoryBudget)), humanBytes(stage.memory.host),
         humanBytes(stage.memory.prefetched), humanSeconds(stage.spillSeconds),
-        humanSeconds(stage.hostOptimizerSeconds));
+        humanSeconds(stage.hostOptimizerSeconds),
+        activations.empty() ? std::string()
+                            : "; the saved activations of " +
+                                  std::to_string(stage.activationsSpilled.size()) + " (" +
+                                  activations + ")");
   }
 
   if (c.tp > 1) {

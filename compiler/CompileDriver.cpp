@@ -285,6 +285,9 @@ DriverStatus compileDataParallelTraining(mlir::MLIRContext &context, const Compi
       for (mlir::Operation *op : plan.planner.layers[l].params)
         if (auto param = llvm::cast<mlir::cleave::ParamOp>(op); !param.getBuffer())
           spilling.training.spillParameters.push_back(param.getName().str());
+  for (const planner::StagePlan &stage : chosen.stages)
+    for (int l : stage.activationsSpilled)
+      spilling.training.spillActivationLayers.push_back(plan.planner.layers[l].name);
   CompileResult compiled;
   if (DriverStatus s = compileForOneDevice(context, spilling, compiled, dataParallel,
                                            chosen.microbatchSize);

@@ -739,7 +739,7 @@ mlir::LogicalResult trainingManifest(llvm::ArrayRef<mlir::func::FuncOp> funcs,
 /// parameters, their gradients' host copies, their optimizer state; empty
 /// when nothing is spilled.
 Json hostMemory(mlir::func::FuncOp func) {
-  int64_t parameters = 0, gradients = 0, optimizer = 0;
+  int64_t parameters = 0, gradients = 0, optimizer = 0, activations = 0;
   std::set<std::string> seen;
   func.walk([&](mlir::Operation *op) {
     if (!inHostPool(op))
@@ -752,7 +752,10 @@ Json hostMemory(mlir::func::FuncOp func) {
     } else if (auto state = llvm::dyn_cast<mlir::cleave::StateOp>(op)) {
       if (!seen.insert("state:" + state.getName().str()).second)
         return;
-      (state.getName().starts_with("host_gradient.") ? gradients : optimizer) += bytes;
+      llvm::StringRef name = state.getName();
+      (name.starts_with("host_gradient.")     ? gradients
+       : name.starts_with("host_activation.") ? activations
+                                              : optimizer) += bytes;
     }
   });
   if (seen.empty())
@@ -760,7 +763,8 @@ Json hostMemory(mlir::func::FuncOp func) {
   return Json{{"parameters", parameters},
               {"gradients", gradients},
               {"optimizer_state", optimizer},
-              {"total", parameters + gradients + optimizer}};
+              {"activations", activations},
+              {"total", parameters + gradients + optimizer + activations}};
 }
 
 /// A training step's memory by what it holds: the weights as parameters
@@ -783,7 +787,7 @@ Json memoryByCategory(mlir::func::FuncOp func, int64_t weightBytes, int64_t para
       accumulatorBytes += static_cast<int64_t>(mlir::cleave::tensorBytes(state.getType()));
   });
   // Spilled parameters are in the host pool; their copies on the device
-  // are the arena's prefetched_parameters. (The device's weight slots are
+  // (and those of spilled activations) are the arena's `prefetched`. (The device's weight slots are
   // then 64-byte aligned: the padding counts as buffers.)
   int64_t hostParameterBytes = 0;
   std::set<std::string> hostParams;
@@ -797,8 +801,8 @@ Json memoryByCategory(mlir::func::FuncOp func, int64_t weightBytes, int64_t para
                   {"activations", activations},
                   {"gradients", peakPart("gradients") + accumulatorBytes},
                   {"temporaries", peakPart("temporaries")}};
-  if (int64_t prefetched = peakPart("prefetched_parameters"))
-    categories["prefetched_parameters"] = prefetched;
+  if (int64_t prefetched = peakPart("prefetched"))
+    categories["prefetched"] = prefetched;
   categories["arena_unused"] = arenaBytes - peakLive;
   return categories;
 }

@@ -123,7 +123,7 @@ void recordPeakByPhase(func::FuncOp func, const std::vector<BufferInterval> &int
       b.getNamedAttr("temporaries", b.getI64IntegerAttr(temporaries))};
   // Spilling: device copies of host parameters (-cleave-spill-to-host).
   if (prefetched > 0)
-    categories.push_back(b.getNamedAttr("prefetched_parameters", b.getI64IntegerAttr(prefetched)));
+    categories.push_back(b.getNamedAttr("prefetched", b.getI64IntegerAttr(prefetched)));
   func->setAttr("cleave.arena_peak", b.getDictionaryAttr(categories));
 }
 

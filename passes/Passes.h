@@ -96,6 +96,8 @@ struct TrainingOptions {
   /// planner's choice. `spillAll`: every parameter.
   std::vector<std::string> spillParameters;
   bool spillAll = false;
+  /// Layers whose saved activations are kept in host memory.
+  std::vector<std::string> spillActivationLayers;
 };
 
 /// Canonicalize and CSE: fold what the importer left.

@@ -510,15 +510,24 @@ def SpillToHost : Pass<"cleave-spill-to-host", "mlir::func::FuncOp"> {
     So the device holds a spilled parameter only from its prefetch to its
     layer's last reader, and its gradient only until the copy. A gradient
     accumulated over microbatches (a persistent accumulator) is refused.
+
+    The saved activations of the layers in `activation-layers` (forward
+    values of at least 4 KiB that the layer's backward reads and that are
+    not returned) are spilled after forward computes them, into
+    `cleave.state "host_activation.<layer>.<n>"`, and prefetched back a
+    run ahead of each backward run that reads them.
   }];
   let options = [
     ListOption<"parameters", "parameters", "std::string", "parameters to spill">,
+    ListOption<"activationLayers", "activation-layers", "std::string",
+               "layers whose saved activations spill">,
     Option<"all", "all", "bool", /*default=*/"false", "spill every parameter">,
   ];
   let statistics = [
     Statistic<"parametersSpilled", "parameters", "parameters kept in host memory">,
     Statistic<"prefetches", "prefetches", "cleave.prefetch ops inserted">,
     Statistic<"gradientsSpilled", "gradients", "gradients copied to the host">,
+    Statistic<"activationsSpilled", "activations", "saved activations copied to the host">,
   ];
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }

@@ -91,10 +91,12 @@ void addTrainingPipeline(OpPassManager &pm, const TrainingOptions &options) {
     pm.addNestedPass<func::FuncOp>(createShardParameters(shardParameters));
   }
   auto spill = [&] {
-    if (options.spillParameters.empty() && !options.spillAll)
+    if (options.spillParameters.empty() && !options.spillAll &&
+        options.spillActivationLayers.empty())
       return;
     SpillToHostOptions spillOptions;
     spillOptions.parameters = options.spillParameters;
+    spillOptions.activationLayers = options.spillActivationLayers;
     spillOptions.all = options.spillAll;
     pm.addNestedPass<func::FuncOp>(createSpillToHost(spillOptions));
   };

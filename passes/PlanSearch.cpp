@@ -242,44 +242,70 @@ void Searcher::spillLayers(const Config &c, const std::vector<std::pair<int, int
                            bool all, StagePlan &plan,
                            const std::function<cost::MemoryBreakdown()> &memory) {
   double paramBytes = double(runtime::dtypeBytes(options.paramDType));
-  std::vector<int> order;
-  std::vector<double> exposed(layers, 0), forward(layers, 0), backward(layers, 0);
+  std::vector<double> forward(layers, 0), backward(layers, 0);
   for (auto [begin, end] : chunks)
     for (int l = begin; l < end; ++l) {
       const LayerTime &t = layerTime(c.tp, model.layerKind[l], c.mb);
       forward[l] = t.forward;
       backward[l] = t.backward;
     }
-  // A layer's parameters are copied in a layer ahead of its forward and of
-  // its backward, and its gradient copied out right after: each copy hides
-  // behind the neighbouring layer's compute (docs/planner.md, "Spilling").
+  // What may move to the host: a layer's parameters (with their gradient
+  // and optimizer state), or its saved activations. Each copy hides behind
+  // the neighbouring layer's compute (docs/planner.md, "Spilling"):
+  // parameters are copied in a layer ahead of the layer's forward and of its
+  // backward and the gradient out right after; activations out while the
+  // next layer runs forward and back in while it runs backward.
+  struct Item {
+    int layer;
+    bool activations;
+    double bytes, exposed;
+  };
+  std::vector<Item> items;
   for (auto [begin, end] : chunks)
     for (int l = begin; l < end; ++l) {
       const LayerTime &t = layerTime(c.tp, model.layerKind[l], c.mb);
-      if (t.parameters <= 0)
-        continue;
-      double in = cost::hostTransferSeconds(cluster, t.parameters * paramBytes);
-      double out = cost::hostTransferSeconds(cluster, t.parameters * paramBytes);
       double before = l > begin ? forward[l - 1] : 0;
+      double next = l + 1 < end ? forward[l + 1] : 0;
       double after = l + 1 < end ? backward[l + 1] : 0;
-      exposed[l] = std::max(0.0, in - before) + std::max(0.0, in + out - after);
-      order.push_back(l);
+      if (t.parameters > 0) {
+        double copy = cost::hostTransferSeconds(cluster, t.parameters * paramBytes);
+        items.push_back({l, false, 4 * t.parameters * paramBytes,
+                         std::max(0.0, copy - before) + std::max(0.0, 2 * copy - after)});
+      }
+      // The pass spills what a layer's backward reads by the layer's name:
+      // a name that recurs (`(root)`, `name#2`) would not say which run.
+      const std::string &name = model.layerNames[l];
+      if (t.activation >= 4096 && name.find('#') == std::string::npos && name != "(root)") {
+        double copy = cost::hostTransferSeconds(cluster, t.activation);
+        items.push_back({l, true, t.activation,
+                         std::max(0.0, copy - next) + std::max(0.0, copy - after)});
+      }
     }
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-    double pa = layerTime(c.tp, model.layerKind[a], c.mb).parameters;
-    double pb = layerTime(c.tp, model.layerKind[b], c.mb).parameters;
-    if (exposed[a] / pa != exposed[b] / pb)
-      return exposed[a] / pa < exposed[b] / pb;
-    return pa > pb;
+  // Least exposed time per byte saved first; parameters before activations
+  // (`all` spills every layer's parameters, activations only as needed).
+  std::stable_sort(items.begin(), items.end(), [&](const Item &a, const Item &b) {
+    if (all && a.activations != b.activations)
+      return !a.activations;
+    if (a.exposed / a.bytes != b.exposed / b.bytes)
+      return a.exposed / a.bytes < b.exposed / b.bytes;
+    return a.bytes > b.bytes;
   });
-  for (int l : order) {
-    if (!all && memory().total() <= options.memoryBudget)
+  for (const Item &item : items) {
+    if (!(all && !item.activations) && memory().total() <= options.memoryBudget)
       break;
-    plan.spilled.push_back(l);
-    plan.spilledParameters += layerTime(c.tp, model.layerKind[l], c.mb).parameters;
-    plan.spillSeconds += exposed[l];
+    const LayerTime &t = layerTime(c.tp, model.layerKind[item.layer], c.mb);
+    if (item.activations) {
+      plan.activationsSpilled.push_back(item.layer);
+      plan.spilledActivationBytes += t.activation;
+      plan.largestSpilledActivation = std::max(plan.largestSpilledActivation, t.activation);
+    } else {
+      plan.spilled.push_back(item.layer);
+      plan.spilledParameters += t.parameters;
+    }
+    plan.spillSeconds += item.exposed;
   }
   std::sort(plan.spilled.begin(), plan.spilled.end());
+  std::sort(plan.activationsSpilled.begin(), plan.activationsSpilled.end());
   // AdamW on the host reads and writes the master weight and both moments
   // and reads the gradient: 28 bytes per parameter.
   plan.hostOptimizerSeconds = plan.spilledParameters * 28.0 / hostMemoryBandwidth();
@@ -370,28 +396,33 @@ bool Searcher::fillStage(const Config &c, int stage,
     in.parameters = int64_t(residentParameters - plan.spilledParameters);
     cost::MemoryBreakdown m = cost::predictMemory(in);
     m.parameters += buffers;
+    if (!plan.activationsSpilled.empty()) {
+      // One spilled activation on its way out, one prefetched for backward.
+      m.prefetched += 2 * plan.largestSpilledActivation;
+      m.host += plan.spilledActivationBytes;
+    }
     if (!plan.spilled.empty()) {
       // The layer computing and the one prefetched, and a gradient on its
       // way out; on the host, the spilled layers' whole training state.
       double largest = 0;
       for (int l : plan.spilled)
         largest = std::max(largest, layerTime(c.tp, model.layerKind[l], c.mb).parameters);
-      m.prefetched = 3 * largest * paramBytes;
+      m.prefetched += 3 * largest * paramBytes;
       cost::MemoryInputs spilled = in;
       spilled.parameters = int64_t(plan.spilledParameters);
       spilled.activationBytesPerMicrobatch = spilled.checkpointBytesPerMicrobatch = 0;
       spilled.recomputeWorkingBytes = 0;
       cost::MemoryBreakdown h = cost::predictMemory(spilled);
-      m.host = h.parameters + h.gradients + h.optimizerState;
+      m.host += h.parameters + h.gradients + h.optimizerState;
     }
     return m;
   };
   if (c.spill) {
     // Spilling alone: its plans run on one device's step, which
     // recomputation (a partitioned step) does not take yet.
-    spillLayers(c, chunks, ignoreBudget || options.spill == SpillMode::All, plan,
-                [&] { return memoryWith(activation, 0, 0); });
-    plan.memory = memoryWith(activation, 0, 0);
+    auto kept = [&] { return memoryWith(activation - plan.spilledActivationBytes, 0, 0); };
+    spillLayers(c, chunks, ignoreBudget || options.spill == SpillMode::All, plan, kept);
+    plan.memory = kept();
     return ignoreBudget || plan.memory.total() <= options.memoryBudget;
   }
   // ZeRO-3's per-slot gathers with recomputation do not train yet.
@@ -614,7 +645,11 @@ bool Searcher::evaluate(const Config &c, Candidate &out, bool ignoreBudget) {
     spilledParams = std::max(spilledParams, stage.spilledParameters);
     hostOptimizer = std::max(hostOptimizer, stage.hostOptimizerSeconds);
     out.spillSeconds = std::max(out.spillSeconds, double(c.m) * stage.spillSeconds);
-    out.spilledLayers = std::max(out.spilledLayers, int(stage.spilled.size()));
+    std::vector<int> any = stage.spilled;
+    any.insert(any.end(), stage.activationsSpilled.begin(), stage.activationsSpilled.end());
+    std::sort(any.begin(), any.end());
+    any.erase(std::unique(any.begin(), any.end()), any.end());
+    out.spilledLayers = std::max(out.spilledLayers, int(any.size()));
   }
   out.optimizerSeconds = optimizerSeconds(c, maxParams - spilledParams) + hostOptimizer;
   out.stepSeconds = out.pipelineSeconds + out.dpCommSeconds + out.optimizerSeconds;

@@ -116,6 +116,10 @@ struct StagePlan {
   /// host memory, prefetched a layer ahead (docs/planner.md, "Spilling").
   std::vector<int> spilled;
   double spilledParameters = 0;
+  /// Layers whose saved activations live in host memory, copied out in
+  /// forward and back a layer ahead of their backward.
+  std::vector<int> activationsSpilled;
+  double spilledActivationBytes = 0, largestSpilledActivation = 0;
   /// Per microbatch: the copies' time not hidden behind compute.
   double spillSeconds = 0;
   /// Per step: the spilled layers' optimizer updates on the host.
@@ -143,7 +147,8 @@ struct Candidate {
   double tpCommSeconds = 0;   // per step, on the slowest stage
   double dpCommSeconds = 0, optimizerSeconds = 0;
   /// Spilling, on the stage with the most memory: its copies' exposed time
-  /// per step, and the layers spilled (their count, for the label).
+  /// per step, and the layers spilled (parameters or activations; their
+  /// count, for the label).
   double spillSeconds = 0;
   int spilledLayers = 0;
   bool fits = true;

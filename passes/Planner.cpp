@@ -335,14 +335,17 @@ std::string strategyJson(const PlannerResult &plan, const Candidate &c,
     }
     for (int l : stage.recomputed)
       recompute.push_back(plan.layers[l].name);
-    nlohmann::json spilled = nlohmann::json::array();
+    nlohmann::json spilled = nlohmann::json::array(), spilledActivations = nlohmann::json::array();
     for (int l : stage.spilled)
       spilled.push_back(plan.layers[l].name);
+    for (int l : stage.activationsSpilled)
+      spilledActivations.push_back(plan.layers[l].name);
     stages.push_back({{"stage", s},
                       {"chunks", chunks},
                       {"layers", layers},
                       {"recompute", recompute},
                       {"spilled", spilled},
+                      {"spilled_activations", spilledActivations},
                       {"parameters", stage.parameters},
                       {"per_microbatch_seconds",
                        {{"forward", stage.forwardSeconds},

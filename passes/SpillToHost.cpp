@@ -15,6 +15,7 @@
 #include "passes/Training.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -32,21 +33,23 @@ struct Runs {
   llvm::DenseMap<Operation *, int64_t> runOf;
   std::vector<Operation *> firstOp; // per run
   std::vector<size_t> slot;         // per run: its phase slot
+  std::vector<StringRef> phase;     // per run: its phase's name
+  std::vector<std::string> layer;   // per run: its layer
 
   explicit Runs(Block &body) {
     std::vector<size_t> slotOfOp;
-    phaseSlotsOf(body, slotOfOp);
-    std::string layer;
+    std::vector<PhaseSlot> slots = phaseSlotsOf(body, slotOfOp);
     size_t index = 0;
     for (Operation &op : body) {
       size_t s = slotOfOp[index++];
       if (isa<ParamOp, StateOp, ConstantOp>(op) || op.hasTrait<OpTrait::IsTerminator>())
         continue;
       std::string here = layerOfScope(moduleScope(op.getLoc()));
-      if (firstOp.empty() || slot.back() != s || here != layer) {
+      if (firstOp.empty() || slot.back() != s || here != layer.back()) {
         firstOp.push_back(&op);
         slot.push_back(s);
-        layer = here;
+        phase.push_back(slots[s].name);
+        layer.push_back(here);
       }
       runOf[&op] = int64_t(firstOp.size()) - 1;
     }
@@ -59,6 +62,22 @@ struct Runs {
       return firstOp[run - 1];
     return firstOp[run];
   }
+
+  /// A prefetch of `source` for the readers in run `run`; it takes over
+  /// the phase (slot) mark of the op it is placed before.
+  PrefetchOp prefetch(int64_t run, Value source, Location loc) const {
+    Operation *point = prefetchPoint(run);
+    OpBuilder builder(point);
+    if (auto state = source.getDefiningOp<StateOp>())
+      source = reloadState(builder, state); // read again after its spill
+    auto prefetch = builder.create<PrefetchOp>(loc, source);
+    for (StringRef mark : {kPhaseAttr, kPhaseChunkAttr, kPhaseMicrobatchAttr})
+      if (Attribute value = point->getAttr(mark)) {
+        prefetch->setAttr(mark, value);
+        point->removeAttr(mark);
+      }
+    return prefetch;
+  }
 };
 
 /// The update op (adamw, sgd) that steps `param`, if any.
@@ -68,6 +87,10 @@ Operation *updateOf(ParamOp param) {
       return user;
   return nullptr;
 }
+
+/// Smaller saved values stay on the device: a copy's latency costs more
+/// than their bytes save.
+constexpr int64_t kMinSpilledActivationBytes = 4096;
 
 struct SpillToHostPass : impl::SpillToHostBase<SpillToHostPass> {
   using SpillToHostBase::SpillToHostBase;
@@ -101,9 +124,6 @@ struct SpillToHostPass : impl::SpillToHostBase<SpillToHostPass> {
       func.emitError("no parameter '") << missing.getKey() << "' to spill";
       return signalPassFailure();
     }
-    if (spilled.empty())
-      return;
-
     Runs runs(body);
     llvm::StringSet<> hostStates;
     for (ParamOp param : spilled) {
@@ -130,15 +150,7 @@ struct SpillToHostPass : impl::SpillToHostBase<SpillToHostPass> {
         readers[run->second].push_back(&use);
       }
       for (auto &[run, uses] : readers) {
-        Operation *point = runs.prefetchPoint(run);
-        OpBuilder builder(point);
-        auto prefetch = builder.create<PrefetchOp>(param.getLoc(), param.getResult());
-        // The prefetch now opens the phase (slot) its point opened.
-        for (StringRef mark : {kPhaseAttr, kPhaseChunkAttr, kPhaseMicrobatchAttr})
-          if (Attribute value = point->getAttr(mark)) {
-            prefetch->setAttr(mark, value);
-            point->removeAttr(mark);
-          }
+        PrefetchOp prefetch = runs.prefetch(run, param.getResult(), param.getLoc());
         ++prefetches;
         for (OpOperand *use : uses)
           use->set(prefetch.getResult());
@@ -195,6 +207,76 @@ struct SpillToHostPass : impl::SpillToHostBase<SpillToHostPass> {
       if (hostStates.contains(state.getName()))
         state->setAttr(kPoolAttr, host);
     parametersSpilled += spilled.size();
+    if (failed(spillActivations(func, runs)))
+      return signalPassFailure();
+  }
+
+  /// The saved activations of the layers named in `activationLayers`: each
+  /// forward value their backward reads (what their ops saved for backward)
+  /// leaves the device right after forward computes it, into `cleave.state
+  /// "host_activation.<layer>.<n>"`, and comes back a run ahead of each
+  /// backward run that reads it.
+  LogicalResult spillActivations(func::FuncOp func, Runs &runs) {
+    llvm::StringSet<> layers;
+    for (const std::string &name : activationLayers)
+      layers.insert(name);
+    if (layers.empty())
+      return success();
+    auto host = StringAttr::get(func.getContext(), kHostPool);
+    auto phaseOf = [&](Operation *op) -> StringRef {
+      auto run = op ? runs.runOf.find(op) : runs.runOf.end();
+      return run == runs.runOf.end() ? StringRef() : runs.phase[run->second];
+    };
+    // The values, in program order of their readers, with the layer that
+    // reads them first.
+    SmallVector<std::pair<Value, std::string>> saved;
+    llvm::DenseSet<Value> seen;
+    for (Operation &op : func.front()) {
+      auto run = runs.runOf.find(&op);
+      if (run == runs.runOf.end() || runs.phase[run->second] != kBackwardPhase ||
+          !layers.contains(runs.layer[run->second]))
+        continue;
+      for (Value operand : op.getOperands()) {
+        auto type = dyn_cast<RankedTensorType>(operand.getType());
+        Operation *def = operand.getDefiningOp();
+        if (!type || tensorBytes(type) < kMinSpilledActivationBytes || phaseOf(def) != kForwardPhase)
+          continue;
+        if (seen.insert(operand).second)
+          saved.push_back({operand, runs.layer[run->second]});
+      }
+    }
+    llvm::StringMap<int64_t> counter;
+    for (auto &[value, layer] : saved) {
+      // Backward's readers, by run; a returned value stays on the device.
+      std::map<int64_t, SmallVector<OpOperand *>> readers;
+      bool returned = false;
+      for (OpOperand &use : value.getUses()) {
+        returned |= isa<func::ReturnOp>(use.getOwner());
+        auto run = runs.runOf.find(use.getOwner());
+        if (run != runs.runOf.end() && runs.phase[run->second] == kBackwardPhase)
+          readers[run->second].push_back(&use);
+      }
+      if (returned)
+        continue;
+      auto type = cast<RankedTensorType>(value.getType());
+      std::string name = "host_activation." + layer + "." + std::to_string(counter[layer]++);
+      StateOp state = getOrCreateState(func, name, type);
+      if (!state)
+        return failure();
+      state->setAttr(kPoolAttr, host);
+      Operation *def = value.getDefiningOp();
+      OpBuilder builder(def->getContext());
+      builder.setInsertionPointAfter(def);
+      builder.create<SpillOp>(def->getLoc(), state.getResult(), value);
+      for (auto &[run, uses] : readers) {
+        PrefetchOp prefetch = runs.prefetch(run, state.getResult(), def->getLoc());
+        for (OpOperand *use : uses)
+          use->set(prefetch.getResult());
+        ++prefetches;
+      }
+      ++activationsSpilled;
+    }
+    return success();
   }
 };
 

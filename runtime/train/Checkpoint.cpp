@@ -63,7 +63,7 @@ std::vector<const BufferSpec *> statesOf(const ProgramSpec &program) {
   // is set before each microbatch: nothing to keep.
   auto transient = [](const std::string &name) {
     return name.rfind("gradient_accumulator.", 0) == 0 ||
-           name.rfind("host_gradient.", 0) == 0 ||
+           name.rfind("host_gradient.", 0) == 0 || name.rfind("host_activation.", 0) == 0 ||
            name.rfind("zero.param_shard.", 0) == 0 || name == "sample_offset";
   };
   for (const BufferSpec &b : program.buffers)

@@ -20,6 +20,7 @@
 #include <climits>
 #include <cstring>
 #include <cstdio>
+#include <functional>
 #include <thread>
 #include <unistd.h>
 
@@ -190,6 +191,31 @@ rt::Status gatherTraces(rt::Communicator &world, const std::vector<rt::TraceEven
   return {};
 }
 
+/// An error that every rank met alike, agreed on across the ranks: rank 0
+/// prints it, once. Returns the rank's exit status.
+int failAgreed(const rt::Communicator &world, const rt::Status &status) {
+  if (world.rank() == 0)
+    fail(status);
+  return 1;
+}
+
+/// The start of a rank under mpirun: joins the MPI world (`*world`), runs
+/// `load` (reading what the ranks run, once the world is joined) and agrees
+/// on its status across the ranks, then sets the CPU threads (--threads,
+/// else OMP_NUM_THREADS, else this machine's cores shared among the ranks
+/// on it). Returns -1 to go on, else the rank's exit status.
+int startRank(std::unique_ptr<rt::Communicator> *world, int threads,
+              const std::function<rt::Status()> &load) {
+  if (rt::Status s = rt::createMpiWorld(world); !s.ok())
+    return fail(s);
+  if (rt::Status s = rt::agreeAcrossRanks(**world, load()); !s.ok())
+    return failAgreed(**world, s);
+  if (threads == 0 && !std::getenv("OMP_NUM_THREADS"))
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / localRanks());
+  rt::setCpuThreads(threads);
+  return -1;
+}
+
 /// One rank of a data-parallel training job under mpirun. Errors that every
 /// rank meets alike (the plan, the data, a checkpoint, the world size) are
 /// agreed on and printed once by rank 0; a rank that fails mid-run prints
@@ -199,16 +225,8 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
               const std::string &reportPath, const std::string &tracePath,
               rt::BackendChoice choice, int threads, bool quiet) {
   std::unique_ptr<rt::Communicator> world;
-  if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
-    return fail(s);
-  const int rank = world->rank();
-  auto agreed = [&](const rt::Status &s) {
-    if (rank == 0)
-      fail(s);
-    return 1;
-  };
   rt::Plan plan;
-  rt::Status loaded = [&]() -> rt::Status {
+  auto load = [&]() -> rt::Status {
     int64_t devices = 0;
     CLEAVE_RETURN_IF_ERROR(rt::readPlanDeviceCount(planDir, &devices));
     if (devices != world->size())
@@ -220,12 +238,10 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
       return CLEAVE_ERROR(planDir, ": not a training plan (schedule '", plan.schedule,
                           "'); compile it with 'cleave compile --mode train'");
     return {};
-  }();
-  if (rt::Status s = rt::agreeAcrossRanks(*world, loaded); !s.ok())
-    return agreed(s);
-  if (threads == 0 && !std::getenv("OMP_NUM_THREADS"))
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / localRanks());
-  rt::setCpuThreads(threads);
+  };
+  if (int exit = startRank(&world, threads, load); exit >= 0)
+    return exit;
+  const int rank = world->rank();
   std::unique_ptr<rt::Backend> compute;
   std::string why;
   rt::Status created = rt::createBackend(choice, localRank(), localRanks(), {}, &compute, &why);
@@ -234,7 +250,7 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
                            "cpu); ",
                            compute->name(), " ranks are not supported yet");
   if (rt::Status s = rt::agreeAcrossRanks(*world, created); !s.ok())
-    return agreed(s);
+    return failAgreed(*world, s);
 
   // The dp group: the ranks of this stage and tp index (all of them
   // without a pipeline or tensor splits); the tp group: the ranks of this
@@ -281,7 +297,7 @@ int trainRank(const std::string &planDir, rt::TrainOptions options,
   rt::Status status = rt::train(plan, backend, options, &report, onStep);
   if (!status.ok()) {
     if (!report.stepping)
-      return agreed(status);
+      return failAgreed(*world, status);
     fail(status.prepend("rank " + std::to_string(rank)));
     std::fflush(stderr);
     world->abortJob(1); // the others may wait on this rank forever
@@ -364,6 +380,19 @@ void printSlice(const rt::JobPlan &job, const rt::JobSliceResult &r) {
   std::fflush(stdout);
 }
 
+/// Runs this rank's slices of the job (`ranks`: empty on one device), into
+/// the run directory; a line per slice unless `quiet`.
+rt::Status runSlices(const rt::JobPlan &job, rt::Backend &compute, const std::string &runDir,
+                     const rt::JobRanks &ranks, bool quiet, rt::JobReport *report) {
+  rt::JobOptions options;
+  options.runDir = runDir;
+  auto onSlice = [&](const rt::JobSliceResult &r) {
+    if (!quiet)
+      printSlice(job, r);
+  };
+  return rt::runJob(job, compute, options, ranks, report, onSlice);
+}
+
 /// After a job: the report, and the summary line.
 int finishJob(const rt::JobPlan &job, const rt::JobReport &report, const std::string &runDir,
               const std::string &reportPath, const char *device, bool quiet) {
@@ -399,32 +428,25 @@ rt::Status checkJob(const std::string &jobDir, const std::string &runDir, rt::Jo
 int jobRank(const std::string &jobDir, const std::string &runDir, const std::string &reportPath,
             rt::BackendChoice choice, int threads, bool quiet) {
   std::unique_ptr<rt::Communicator> world;
-  if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
-    return fail(s);
-  const int rank = world->rank();
-  auto agreed = [&](const rt::Status &s) {
-    if (rank == 0)
-      fail(s);
-    return 1;
-  };
   // Every rank reads job.json; rank 0 checks the models' plans too.
   rt::JobPlan job;
-  rt::Status loaded = rt::loadJobPlan(jobDir, &job);
-  if (loaded.ok() && rank == 0)
-    loaded = rt::checkJobModels(job);
-  if (loaded.ok() && job.devices != world->size())
-    loaded = CLEAVE_ERROR(job.file, ": the job has ", job.devices, " devices, the run ",
+  auto load = [&]() -> rt::Status {
+    CLEAVE_RETURN_IF_ERROR(rt::loadJobPlan(jobDir, &job));
+    if (world->rank() == 0)
+      CLEAVE_RETURN_IF_ERROR(rt::checkJobModels(job));
+    if (job.devices != world->size())
+      return CLEAVE_ERROR(job.file, ": the job has ", job.devices, " devices, the run ",
                           world->size(), " ranks: run it with mpirun -np ", job.devices,
                           " or cleave train --job ... --local ", job.devices);
-  if (rt::Status s = rt::agreeAcrossRanks(*world, loaded); !s.ok())
-    return agreed(s);
-  if (threads == 0 && !std::getenv("OMP_NUM_THREADS"))
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / localRanks());
-  rt::setCpuThreads(threads);
+    return {};
+  };
+  if (int exit = startRank(&world, threads, load); exit >= 0)
+    return exit;
+  const int rank = world->rank();
   std::unique_ptr<rt::Backend> compute;
   rt::Status created = rt::createBackend(choice, localRank(), localRanks(), {}, &compute);
   if (rt::Status s = rt::agreeAcrossRanks(*world, created); !s.ok())
-    return agreed(s);
+    return failAgreed(*world, s);
 
   rt::JobRanks ranks;
   ranks.rank = rank;
@@ -434,15 +456,9 @@ int jobRank(const std::string &jobDir, const std::string &runDir, const std::str
     // Doubles travel as their bits: a gather only moves bytes.
     return world->allGather(mine, all, count, rt::DType::I64);
   };
-  rt::JobOptions options;
-  options.runDir = runDir;
   rt::JobReport report;
-  auto onSlice = [&](const rt::JobSliceResult &r) {
-    if (!quiet)
-      printSlice(job, r);
-  };
-  if (rt::Status s = rt::runJob(job, *compute, options, ranks, &report, onSlice); !s.ok())
-    return agreed(s);
+  if (rt::Status s = runSlices(job, *compute, runDir, ranks, quiet, &report); !s.ok())
+    return failAgreed(*world, s);
   if (rank != 0)
     return 0;
   return finishJob(job, report, runDir, reportPath, compute->name(), quiet);
@@ -479,14 +495,8 @@ int runJobCommand(const std::string &jobDir, const std::string &runDir,
   std::unique_ptr<rt::Backend> compute;
   if (rt::Status s = rt::createBackend(choice, 0, 1, {}, &compute); !s.ok())
     return fail(s);
-  rt::JobOptions options;
-  options.runDir = runDir;
   rt::JobReport report;
-  auto onSlice = [&](const rt::JobSliceResult &r) {
-    if (!quiet)
-      printSlice(job, r);
-  };
-  if (rt::Status s = rt::runJob(job, *compute, options, {}, &report, onSlice); !s.ok())
+  if (rt::Status s = runSlices(job, *compute, runDir, {}, quiet, &report); !s.ok())
     return fail(s);
   return finishJob(job, report, runDir, reportPath, compute->name(), quiet);
 }

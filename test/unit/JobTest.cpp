@@ -16,6 +16,8 @@
 #include "runtime/train/Job.h"
 #include "runtime/train/Trainer.h"
 
+#include "HandWrittenPlans.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -29,21 +31,10 @@
 #include <thread>
 
 using namespace cleave::runtime;
-using Json = nlohmann::json;
+using namespace cleave::testplan;
 namespace fs = std::filesystem;
 
 namespace {
-
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    Status s_ = (expr);                                                        \
-    ASSERT_TRUE(s_.ok()) << s_.message();                                      \
-  } while (0)
-
-void expectError(const Status &status, const std::string &part) {
-  ASSERT_FALSE(status.ok()) << "expected an error mentioning '" << part << "'";
-  EXPECT_NE(status.message().find(part), std::string::npos) << status.message();
-}
 
 /// A valid job: models a (10 steps), b (6), c (5) on 2 devices; a moves
 /// from device 0 to device 1.
@@ -373,86 +364,16 @@ private:
 class JobRun : public ::testing::Test {
 protected:
   void SetUp() override {
-    dir = (fs::temp_directory_path() /
-           ("cleave-job-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-              .string();
-    fs::remove_all(dir);
-    writePlan(dir + "/job/models/p");
+    dir = testDir("job");
+    // Plan p is "w += x" (w 2x3, 1..6; loss sum(w + x), batch 2).
+    Status s = writeWPlusXPlan(dir + "/job/models/p");
+    EXPECT_TRUE(s.ok()) << s.message();
     // Rows i = (i, i, i), 6 samples: batches wrap after 3 steps.
-    std::vector<float> x;
-    for (int i = 0; i < 6; ++i)
-      x.insert(x.end(), 3, static_cast<float>(i));
-    Status s = writeSafetensors(dir + "/job/data.safetensors",
-                                {{"x", TensorDesc{DType::F32, {6, 3}}, x.data()}});
+    s = writeWPlusXData(dir + "/job/data.safetensors", 6);
     ASSERT_TRUE(s.ok()) << s.message();
     runDir = dir + "/run";
   }
   void TearDown() override { fs::remove_all(dir); }
-
-  /// w (2x3, 1..6) += x each step; loss = sum(w + x), batch 2.
-  static void writePlan(const std::string &planDir) {
-    fs::create_directories(planDir + "/programs");
-    fs::create_directories(planDir + "/weights");
-    Json manifest{
-        {"format", "cleave-plan"},
-        {"version", 2},
-        {"model", {{"source", "handwritten"}}},
-        {"inputs", Json::array({{{"name", "x"}, {"shape", {2, 3}}, {"dtype", "f32"}}})},
-        {"outputs", Json::array({{{"name", "loss"}, {"shape", Json::array()}, {"dtype", "f32"}}})},
-        {"mesh", {{"pp", 1}, {"tp", 1}, {"dp", 1}}},
-        {"schedule", {{"kind", "train"}, {"microbatches", 1}}},
-        {"devices", Json::array({{{"rank", 0}, {"backend", "cpu"}, {"stage", 0}, {"tp", 0},
-                                  {"dp", 0}, {"program", "stage0_tp0"}}})},
-        {"programs",
-         {{"stage0_tp0",
-           {{"file", "programs/stage0_tp0.json"}, {"weights", "weights/stage0_tp0.safetensors"},
-            {"arena_bytes", 192}, {"weight_bytes", 24}, {"state_bytes", 128}}}}},
-        {"training",
-         {{"loss", "model"}, {"labels", nullptr}, {"batch_size", 2}, {"dtype", "f32"},
-          {"seed", 5}, {"optimizer", {{"kind", "none"}}}, {"parameters", {"w"}},
-          {"state_dict", Json::array({{{"name", "w"}, {"tensor", "w"}}})}}},
-        {"predicted", {{"memory_bytes", {{"arena", 192}, {"weights", 24}, {"state", 128},
-                                         {"total", 344}}}}}};
-    Json program{
-        {"format", "cleave-program"},
-        {"version", 2},
-        {"name", "stage0_tp0"},
-        {"arena_bytes", 192},
-        {"state_bytes", 128},
-        {"inputs", Json::array({{{"name", "x"}, {"buffer", 0}}})},
-        {"outputs", Json::array({{{"name", "loss"}, {"buffer", 3}}})},
-        {"buffers",
-         Json::array({
-             {{"id", 0}, {"name", "x"}, {"shape", {2, 3}}, {"dtype", "f32"}, {"arena_offset", 0}},
-             {{"id", 1}, {"name", "w"}, {"shape", {2, 3}}, {"dtype", "f32"}, {"weight", "w"}},
-             {{"id", 2}, {"name", "moment"}, {"shape", {2, 3}}, {"dtype", "f32"},
-              {"state", "moment"}, {"state_offset", 0}},
-             {{"id", 3}, {"name", "loss"}, {"shape", Json::array()}, {"dtype", "f32"},
-              {"arena_offset", 64}},
-             {{"id", 4}, {"name", "sum"}, {"shape", {2, 3}}, {"dtype", "f32"},
-              {"arena_offset", 128}},
-             {{"id", 5}, {"name", "step"}, {"shape", Json::array()}, {"dtype", "i64"},
-              {"state", "step"}, {"state_offset", 64}},
-         })},
-        {"phases",
-         Json::array({
-             {{"name", "forward"},
-              {"instructions",
-               Json::array({{{"kernel", "add"}, {"inputs", {0, 1}}, {"outputs", {4}}},
-                            {{"kernel", "reduce_sum"}, {"inputs", {4}}, {"outputs", {3}},
-                             {"attrs", {{"dims", {0, 1}}}}}})}},
-             {{"name", "optimizer"},
-              {"instructions",
-               Json::array({{{"kernel", "assign"}, {"inputs", {4}}, {"outputs", {1}}}})}},
-         })}};
-    std::ofstream(planDir + "/manifest.json") << manifest.dump(1);
-    std::ofstream(planDir + "/programs/stage0_tp0.json") << program.dump(1);
-    std::vector<float> w = {1, 2, 3, 4, 5, 6};
-    Status s = writeSafetensors(planDir + "/weights/stage0_tp0.safetensors",
-                                {{"w", TensorDesc{DType::F32, {2, 3}}, w.data()}});
-    EXPECT_TRUE(s.ok()) << s.message();
-  }
 
   /// Writes job.json: models a (6 steps) and b (4 steps, shuffled), both
   /// the plan p, on `devices` devices in `rounds`.
@@ -514,6 +435,20 @@ protected:
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
+  }
+
+  /// Runs `job` on two ranks, threads of this process exchanging through a
+  /// ThreadWorld, each on its own CPU backend: rank r's status and report.
+  void runOnTwoRanks(const JobPlan &job, Status statuses[2], JobReport reports[2]) {
+    ThreadWorld world(2);
+    std::vector<std::thread> threads;
+    for (int rank = 0; rank < 2; ++rank)
+      threads.emplace_back([&, rank] {
+        std::unique_ptr<Backend> cpu = createCpuBackend();
+        statuses[rank] = runJob(job, *cpu, {runDir}, world.ranks(rank), &reports[rank]);
+      });
+    for (std::thread &t : threads)
+      t.join();
   }
 
   /// Both models' logs and weights equal uninterrupted runs'.
@@ -592,17 +527,9 @@ TEST_F(JobRun, TwoRanksHandAModelOverBetweenRounds) {
                            Json::array({slice(1, "a", 4, 6), slice(0, "b", 3, 4)})}));
   JobPlan job;
   ASSERT_OK(loadJobPlan(dir + "/job", &job));
-  ThreadWorld world(2);
   Status statuses[2];
   JobReport reports[2];
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank)
-    threads.emplace_back([&, rank] {
-      std::unique_ptr<Backend> cpu = createCpuBackend();
-      statuses[rank] = runJob(job, *cpu, {runDir}, world.ranks(rank), &reports[rank]);
-    });
-  for (std::thread &t : threads)
-    t.join();
+  runOnTwoRanks(job, statuses, reports);
   ASSERT_OK(statuses[0]);
   ASSERT_OK(statuses[1]);
   expectSameAsUninterrupted();
@@ -631,17 +558,9 @@ TEST_F(JobRun, AFailingSliceStopsEveryRankAndWritesNoOutputs) {
   JobPlan job;
   ASSERT_OK(loadJobPlan(dir + "/job", &job));
   expectError(checkJobModels(job), "model 'b': data " + dir + "/job/missing.safetensors: no such file");
-  ThreadWorld world(2);
   Status statuses[2];
   JobReport reports[2];
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank)
-    threads.emplace_back([&, rank] {
-      std::unique_ptr<Backend> cpu = createCpuBackend();
-      statuses[rank] = runJob(job, *cpu, {runDir}, world.ranks(rank), &reports[rank]);
-    });
-  for (std::thread &t : threads)
-    t.join();
+  runOnTwoRanks(job, statuses, reports);
   for (const Status &s : statuses)
     expectError(s, "rank 1: rounds[0]: model 'b' on device 1, steps 1..2: training data: ");
   EXPECT_EQ(statuses[0].message(), statuses[1].message());

@@ -23,6 +23,8 @@
 #include "runtime/train/Checkpoint.h"
 #include "runtime/train/Trainer.h"
 
+#include "HandWrittenPlans.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -32,21 +34,10 @@
 #include <fstream>
 
 using namespace cleave::runtime;
-using Json = nlohmann::json;
+using namespace cleave::testplan;
 namespace fs = std::filesystem;
 
 namespace {
-
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    Status s_ = (expr);                                                        \
-    ASSERT_TRUE(s_.ok()) << s_.message();                                      \
-  } while (0)
-
-void expectError(const Status &status, const std::string &part) {
-  ASSERT_FALSE(status.ok()) << "expected an error mentioning '" << part << "'";
-  EXPECT_NE(status.message().find(part), std::string::npos) << status.message();
-}
 
 /// The CPU backend with another copy queue: none (as a backend without
 /// one, the CUDA backend today, answers) or one whose copies each take
@@ -87,16 +78,8 @@ private:
   double delay_;
 };
 
-std::string tempDir(const std::string &what) {
-  std::string dir = (fs::temp_directory_path() /
-                     ("cleave-spill-" + std::to_string(::getpid()) + "-" + what + "-" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-                        .string();
-  fs::remove_all(dir);
-  fs::create_directories(dir + "/programs");
-  fs::create_directories(dir + "/weights");
-  return dir;
-}
+/// A new directory for the running test: cleave-spill-<what>-<pid>-<test name>.
+std::string tempDir(const std::string &what) { return testDir("spill-" + what); }
 
 Json adamwSpec() {
   return Json{{"kind", "adamw"}, {"lr", 0.01},          {"betas", {0.9, 0.999}},
@@ -108,39 +91,6 @@ Json adamwAttrs() {
   return Json{{"lr", 0.01},          {"beta1", 0.9},          {"beta2", 0.999},
               {"eps", 1e-8},         {"weight_decay", 0.01},  {"schedule", "constant"},
               {"warmup_steps", 0},   {"decay_steps", 0}};
-}
-
-Json buffer(int64_t id, const std::string &name, Shape shape, const std::string &dtype) {
-  return Json{{"id", id}, {"name", name}, {"shape", shape}, {"dtype", dtype}};
-}
-Json arena(int64_t id, const std::string &name, Shape shape, size_t offset,
-           const std::string &dtype = "f32") {
-  Json b = buffer(id, name, std::move(shape), dtype);
-  b["arena_offset"] = offset;
-  return b;
-}
-Json weight(int64_t id, const std::string &name, Shape shape, bool host,
-            const std::string &dtype = "f32") {
-  Json b = buffer(id, name, std::move(shape), dtype);
-  b["weight"] = name;
-  if (host)
-    b["pool"] = "host";
-  return b;
-}
-Json state(int64_t id, const std::string &name, Shape shape, size_t offset, bool host,
-           const std::string &dtype = "f32") {
-  Json b = buffer(id, name, std::move(shape), dtype);
-  b["state"] = name;
-  b["state_offset"] = offset;
-  if (host)
-    b["pool"] = "host";
-  return b;
-}
-Json inst(const std::string &kernel, Json inputs, Json outputs, Json attrs = nullptr) {
-  Json i{{"kernel", kernel}, {"inputs", std::move(inputs)}, {"outputs", std::move(outputs)}};
-  if (!attrs.is_null())
-    i["attrs"] = std::move(attrs);
-  return i;
 }
 
 //===----------------------------------------------------------------------===//
@@ -179,43 +129,18 @@ protected:
                                  inst(spilled ? "spill" : "assign", {6}, {7})});
     Json optimizer = Json::array({inst("add", {10, 11}, {12}), inst("assign", {12}, {10}),
                                   inst("adamw", {7, 10}, {1, 8, 9}, adamwAttrs())});
-    program = Json{{"format", "cleave-program"},
-                   {"version", 2},
-                   {"name", "stage0_tp0"},
-                   {"arena_bytes", 768},
-                   {"state_bytes", spilled ? 64 : 640},
-                   {"inputs", Json::array({{{"name", "x"}, {"buffer", 0}}})},
-                   {"outputs", Json::array({{{"name", "loss"}, {"buffer", 5}}})},
-                   {"buffers", buffers},
-                   {"phases", Json::array({{{"name", "forward"}, {"instructions", forward}},
-                                           {{"name", "backward"}, {"instructions", backward}},
-                                           {{"name", "optimizer"}, {"instructions", optimizer}}})}};
+    program = trainingProgram(768, spilled ? 64 : 640, 5, buffers,
+                              Json::array({phase("forward", forward), phase("backward", backward),
+                                           phase("optimizer", optimizer)}));
     if (spilled)
       program["host_state_bytes"] = 576;
-    Json entry{{"file", "programs/stage0_tp0.json"},
-               {"weights", "weights/stage0_tp0.safetensors"},
-               {"arena_bytes", 768},
-               {"weight_bytes", spilled ? 128 : 224}, // slots: b 64, one 64; the file: 192 + 24 + 8
-               {"state_bytes", spilled ? 64 : 640}};
+    // weight_bytes: the slots of b and one, 64 each; the file: 192 + 24 + 8.
+    Json entry = programEntry(768, spilled ? 128 : 224, spilled ? 64 : 640);
     if (spilled)
       entry["host_bytes"] = 192 + 576; // W's slot, host_state_bytes
-    manifest = Json{
-        {"format", "cleave-plan"},
-        {"version", 2},
-        {"model", {{"source", "handwritten"}}},
-        {"inputs", Json::array({{{"name", "x"}, {"shape", {4, 8}}, {"dtype", "f32"}}})},
-        {"outputs", Json::array({{{"name", "loss"}, {"shape", Json::array()}, {"dtype", "f32"}}})},
-        {"mesh", {{"pp", 1}, {"tp", 1}, {"dp", 1}}},
-        {"schedule", {{"kind", "train"}, {"microbatches", 1}}},
-        {"devices", Json::array({{{"rank", 0}, {"backend", "cpu"}, {"stage", 0}, {"tp", 0},
-                                  {"dp", 0}, {"program", "stage0_tp0"}}})},
-        {"programs", {{"stage0_tp0", entry}}},
-        {"training",
-         {{"loss", "model"}, {"labels", nullptr}, {"batch_size", 4}, {"dtype", "f32"},
-          {"seed", 0}, {"optimizer", adamwSpec()}, {"parameters", {"W"}},
-          {"state_dict",
-           Json::array({{{"name", "W"}, {"tensor", "W"}}, {{"name", "b"}, {"tensor", "b"}}})}}},
-        {"predicted", {{"memory_budget_bytes", 4096}}}};
+    manifest = trainingManifest({4, 8}, {}, entry,
+                                trainingSection(4, 0, adamwSpec(), {"W"}, {"W", "b"}));
+    manifest["predicted"] = {{"memory_budget_bytes", 4096}};
     if (spilled)
       manifest["predicted"]["memory_bytes"] = {{"host", 768}};
   }
@@ -231,18 +156,16 @@ protected:
   std::string write(const std::string &what = "plan") {
     std::string dir = tempDir(what);
     dirs.push_back(dir);
-    std::ofstream(dir + "/manifest.json") << manifest.dump(1);
-    std::ofstream(dir + "/programs/stage0_tp0.json") << program.dump(1);
     std::vector<float> w(48), b(6);
     for (size_t i = 0; i < w.size(); ++i)
       w[i] = 0.05f * static_cast<float>(static_cast<int>(i % 13) - 6);
     for (size_t i = 0; i < b.size(); ++i)
       b[i] = 0.1f * static_cast<float>(i);
     int64_t one = 1;
-    Status s = writeSafetensors(dir + "/weights/stage0_tp0.safetensors",
-                                {{"W", TensorDesc{DType::F32, {6, 8}}, w.data()},
-                                 {"b", TensorDesc{DType::F32, {6}}, b.data()},
-                                 {"one", TensorDesc{DType::I64, {}}, &one}});
+    Status s = writePlanFiles(dir, manifest, program,
+                              {{"W", TensorDesc{DType::F32, {6, 8}}, w.data()},
+                               {"b", TensorDesc{DType::F32, {6}}, b.data()},
+                               {"one", TensorDesc{DType::I64, {}}, &one}});
     EXPECT_TRUE(s.ok()) << s.message();
     return dir;
   }
@@ -662,45 +585,21 @@ protected:
         inst("spill", {5}, {10}),   // 9: H3 <- D
         inst("add", {10, 0}, {6}),  // 10: a kernel reads a host state being spilled into: F = D + x
     });
-    Json program{{"format", "cleave-program"},
-                 {"version", 2},
-                 {"name", "stage0_tp0"},
-                 {"arena_bytes", 7 * kBytes},
-                 {"state_bytes", 0},
-                 {"host_state_bytes", 3 * kBytes},
-                 {"inputs", Json::array({{{"name", "x"}, {"buffer", 0}}})},
-                 {"outputs", Json::array({{{"name", "loss"}, {"buffer", 6}}})},
-                 {"buffers", buffers},
-                 {"phases", Json::array({{{"name", "forward"}, {"instructions", steps}}})}};
-    Json manifest{
-        {"format", "cleave-plan"},
-        {"version", 2},
-        {"model", {{"source", "handwritten"}}},
-        {"inputs", Json::array({{{"name", "x"}, {"shape", {kN}}, {"dtype", "f32"}}})},
-        {"outputs", Json::array({{{"name", "loss"}, {"shape", {kN}}, {"dtype", "f32"}}})},
-        {"mesh", {{"pp", 1}, {"tp", 1}, {"dp", 1}}},
-        {"schedule", {{"kind", "train"}, {"microbatches", 1}}},
-        {"devices", Json::array({{{"rank", 0}, {"backend", "cpu"}, {"stage", 0}, {"tp", 0},
-                                  {"dp", 0}, {"program", "stage0_tp0"}}})},
-        {"programs",
-         {{"stage0_tp0",
-           {{"file", "programs/stage0_tp0.json"}, {"weights", "weights/stage0_tp0.safetensors"},
-            {"arena_bytes", 7 * kBytes}, {"weight_bytes", 0}, {"state_bytes", 0},
-            {"host_bytes", 4 * kBytes}}}}},
-        {"training",
-         {{"loss", "model"}, {"labels", nullptr}, {"batch_size", kN}, {"dtype", "f32"},
-          {"seed", 0}, {"optimizer", {{"kind", "none"}}}, {"parameters", {"HW"}},
-          {"state_dict", Json::array({{{"name", "HW"}, {"tensor", "HW"}}})}}}};
-    std::ofstream(dir + "/manifest.json") << manifest.dump(1);
-    std::ofstream(dir + "/programs/stage0_tp0.json") << program.dump(1);
+    Json program = trainingProgram(7 * kBytes, 0, 6, buffers,
+                                   Json::array({phase("forward", steps)}));
+    program["host_state_bytes"] = 3 * kBytes;
+    Json entry = programEntry(7 * kBytes, 0, 0);
+    entry["host_bytes"] = 4 * kBytes;
+    Json manifest = trainingManifest({kN}, {kN}, entry,
+                                     trainingSection(kN, 0, {{"kind", "none"}}, {"HW"}, {"HW"}));
     hw.resize(kN);
     x.resize(kN);
     for (int64_t i = 0; i < kN; ++i) {
       hw[i] = static_cast<float>(1000 + i);
       x[i] = static_cast<float>(i % 17) - 8;
     }
-    ASSERT_OK(writeSafetensors(dir + "/weights/stage0_tp0.safetensors",
-                               {{"HW", TensorDesc{DType::F32, {kN}}, hw.data()}}));
+    ASSERT_OK(writePlanFiles(dir, manifest, program,
+                             {{"HW", TensorDesc{DType::F32, {kN}}, hw.data()}}));
   }
   void TearDown() override { fs::remove_all(dir); }
 

@@ -16,6 +16,8 @@
 #include "runtime/train/Trainer.h"
 #include "runtime/train/TrainingData.h"
 
+#include "HandWrittenPlans.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -26,105 +28,29 @@
 #include <set>
 
 using namespace cleave::runtime;
-using Json = nlohmann::json;
+using namespace cleave::testplan;
 namespace fs = std::filesystem;
 
 namespace {
 
-#define ASSERT_OK(expr)                                                        \
-  do {                                                                         \
-    Status s_ = (expr);                                                        \
-    ASSERT_TRUE(s_.ok()) << s_.message();                                      \
-  } while (0)
-
-void expectError(const Status &status, const std::string &part) {
-  ASSERT_FALSE(status.ok()) << "expected an error mentioning '" << part << "'";
-  EXPECT_NE(status.message().find(part), std::string::npos) << status.message();
-}
-
 class TrainingPlan : public ::testing::Test {
 protected:
   void SetUp() override {
-    dir = (fs::temp_directory_path() /
-           ("cleave-training-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name()))
-              .string();
-    fs::remove_all(dir);
-    fs::create_directories(dir + "/programs");
-    fs::create_directories(dir + "/weights");
-    manifest = Json{
-        {"format", "cleave-plan"},
-        {"version", 2},
-        {"model", {{"source", "handwritten"}}},
-        {"inputs", Json::array({{{"name", "x"}, {"shape", {2, 3}}, {"dtype", "f32"}}})},
-        {"outputs", Json::array({{{"name", "loss"}, {"shape", Json::array()}, {"dtype", "f32"}}})},
-        {"mesh", {{"pp", 1}, {"tp", 1}, {"dp", 1}}},
-        {"schedule", {{"kind", "train"}, {"microbatches", 1}}},
-        {"devices", Json::array({{{"rank", 0}, {"backend", "cpu"}, {"stage", 0}, {"tp", 0},
-                                  {"dp", 0}, {"program", "stage0_tp0"}}})},
-        {"programs",
-         {{"stage0_tp0",
-           {{"file", "programs/stage0_tp0.json"}, {"weights", "weights/stage0_tp0.safetensors"},
-            {"arena_bytes", 192}, {"weight_bytes", 24}, {"state_bytes", 128}}}}},
-        {"training",
-         {{"loss", "model"}, {"labels", nullptr}, {"batch_size", 2}, {"dtype", "f32"},
-          {"seed", 5}, {"optimizer", {{"kind", "none"}}}, {"parameters", {"w"}},
-          {"state_dict", Json::array({{{"name", "w"}, {"tensor", "w"}}})}}},
-        {"predicted", {{"memory_bytes", {{"arena", 192}, {"weights", 24}, {"state", 128},
-                                         {"total", 344}}}}}};
-    program = Json{
-        {"format", "cleave-program"},
-        {"version", 2},
-        {"name", "stage0_tp0"},
-        {"arena_bytes", 192},
-        {"state_bytes", 128},
-        {"inputs", Json::array({{{"name", "x"}, {"buffer", 0}}})},
-        {"outputs", Json::array({{{"name", "loss"}, {"buffer", 3}}})},
-        {"buffers",
-         Json::array({
-             {{"id", 0}, {"name", "x"}, {"shape", {2, 3}}, {"dtype", "f32"}, {"arena_offset", 0}},
-             {{"id", 1}, {"name", "w"}, {"shape", {2, 3}}, {"dtype", "f32"}, {"weight", "w"}},
-             {{"id", 2}, {"name", "moment"}, {"shape", {2, 3}}, {"dtype", "f32"},
-              {"state", "moment"}, {"state_offset", 0}},
-             {{"id", 3}, {"name", "loss"}, {"shape", Json::array()}, {"dtype", "f32"},
-              {"arena_offset", 64}},
-             {{"id", 4}, {"name", "sum"}, {"shape", {2, 3}}, {"dtype", "f32"},
-              {"arena_offset", 128}},
-             {{"id", 5}, {"name", "step"}, {"shape", Json::array()}, {"dtype", "i64"},
-              {"state", "step"}, {"state_offset", 64}},
-         })},
-        {"phases",
-         Json::array({
-             {{"name", "forward"},
-              {"instructions",
-               Json::array({{{"kernel", "add"}, {"inputs", {0, 1}}, {"outputs", {4}}},
-                            {{"kernel", "reduce_sum"}, {"inputs", {4}}, {"outputs", {3}},
-                             {"attrs", {{"dims", {0, 1}}}}}})}},
-             {{"name", "optimizer"},
-              {"instructions",
-               Json::array({{{"kernel", "assign"}, {"inputs", {4}}, {"outputs", {1}}}})}},
-         })}};
+    dir = testDir("training");
+    manifest = wPlusXManifest();
+    program = wPlusXProgram();
   }
   void TearDown() override { fs::remove_all(dir); }
 
-  void write() {
-    std::ofstream(dir + "/manifest.json") << manifest.dump(1);
-    std::ofstream(dir + "/programs/stage0_tp0.json") << program.dump(1);
-    std::vector<float> w = {1, 2, 3, 4, 5, 6};
-    ASSERT_OK(writeSafetensors(dir + "/weights/stage0_tp0.safetensors",
-                               {{"w", TensorDesc{DType::F32, {2, 3}}, w.data()}}));
-  }
+  void write() { ASSERT_OK(writeWPlusXPlan(dir, manifest, program)); }
   Status load(Plan *plan) {
     write();
     return loadPlan(dir, plan);
   }
   /// A data file of `samples` rows of x: row i is (i, i, i).
   std::string data(int64_t samples) {
-    std::vector<float> x;
-    for (int64_t i = 0; i < samples; ++i)
-      x.insert(x.end(), 3, static_cast<float>(i));
     std::string path = dir + "/data.safetensors";
-    Status s = writeSafetensors(path, {{"x", TensorDesc{DType::F32, {samples, 3}}, x.data()}});
+    Status s = writeWPlusXData(path, samples);
     EXPECT_TRUE(s.ok()) << s.message();
     return path;
   }

@@ -26,17 +26,6 @@ bool numeric(const std::string &part) {
                                       [](char c) { return c >= '0' && c <= '9'; });
 }
 
-Status readText(const std::string &path, std::string *out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return CLEAVE_ERROR(path, ": cannot read: ", std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    return CLEAVE_ERROR(path, ": cannot read: ", std::strerror(errno));
-  *out = text.str();
-  return {};
-}
 
 Json optionalNumber(const std::optional<double> &v) { return v ? Json(*v) : Json(); }
 
@@ -151,7 +140,7 @@ Status readHostByCategory(const std::string &planDir,
   out->clear();
   const std::string file = planDir + "/manifest.json";
   std::string text;
-  CLEAVE_RETURN_IF_ERROR(readText(file, &text));
+  CLEAVE_RETURN_IF_ERROR(readTextFile(file, &text));
   Json root;
   CLEAVE_RETURN_IF_ERROR(parseJson(text, file, &root));
   const Json *node = &root;

@@ -1,7 +1,24 @@
 #include "runtime/JsonFile.h"
 #include "runtime/Checked.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
 namespace cleave::runtime {
+
+Status readTextFile(const std::string &path, std::string *out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return CLEAVE_ERROR(path, ": cannot read: ", std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    return CLEAVE_ERROR(path, ": cannot read: ", std::strerror(errno));
+  *out = text.str();
+  return {};
+}
 
 Status parseJson(std::string_view text, const std::string &where, nlohmann::json *out) {
   // One pass over the text: the depth of brackets outside strings.

@@ -26,6 +26,10 @@ constexpr int kMaxJsonDepth = 32;
 /// byte offset of nesting past kMaxJsonDepth, or says the text is not JSON.
 Status parseJson(std::string_view text, const std::string &where, nlohmann::json *out);
 
+/// The whole of the file at `path` (a job.json, a checkpoint's `latest`):
+/// an error names the file and the system's reason.
+Status readTextFile(const std::string &path, std::string *out);
+
 /// A bounded excerpt of `value`'s JSON text, for error messages.
 std::string jsonExcerpt(const nlohmann::json &value, size_t limit = 80);
 

@@ -107,15 +107,6 @@ std::vector<const SafetensorsEntry *> modelWeightsOf(const Plan &plan,
   return kept;
 }
 
-Status readText(const std::string &path, std::string *text) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return CLEAVE_ERROR(path, ": cannot open: ", std::strerror(errno));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  *text = buffer.str();
-  return {};
-}
 
 } // namespace
 
@@ -544,7 +535,7 @@ Status loadCheckpointImpl(const std::string &path, const Plan &plan, Executor &e
     if (!fs::exists(path + "/latest", ec))
       return CLEAVE_ERROR(path, ": not a checkpoint (neither ", kInfoFile,
                           " nor a 'latest' file naming one)");
-    CLEAVE_RETURN_IF_ERROR(readText(path + "/latest", &latest));
+    CLEAVE_RETURN_IF_ERROR(readTextFile(path + "/latest", &latest));
     while (!latest.empty() && (latest.back() == '\n' || latest.back() == ' '))
       latest.pop_back();
     if (latest.empty() || latest.find('/') != std::string::npos ||
@@ -556,7 +547,7 @@ Status loadCheckpointImpl(const std::string &path, const Plan &plan, Executor &e
       return CLEAVE_ERROR(path, "/latest names ", latest, ", which has no ", kInfoFile);
   }
   std::string text;
-  CLEAVE_RETURN_IF_ERROR(readText(dir + "/" + kInfoFile, &text));
+  CLEAVE_RETURN_IF_ERROR(readTextFile(dir + "/" + kInfoFile, &text));
   std::string infoPath = dir + "/" + kInfoFile;
   Json json;
   if (Status parsed = parseJson(text, infoPath, &json); !parsed.ok())

@@ -118,17 +118,6 @@ std::string stepsText(int64_t first, int64_t last) {
                        : "steps " + std::to_string(first) + ".." + std::to_string(last);
 }
 
-Status readText(const std::string &path, std::string *out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return CLEAVE_ERROR(path, ": cannot read: ", std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad())
-    return CLEAVE_ERROR(path, ": cannot read: ", std::strerror(errno));
-  *out = text.str();
-  return {};
-}
 
 /// Where a slice's pieces wait until the job is over.
 std::string partialDir(const std::string &runDir) { return runDir + "/.partial"; }
@@ -186,7 +175,7 @@ Status runSlice(const JobPlan &job, const JobSlice &slice, Backend &backend,
     // The previous slice's checkpoint, whichever device wrote it.
     const std::string latest = options.checkpointDir + "/latest";
     std::string text;
-    CLEAVE_RETURN_IF_ERROR(readText(latest, &text).prepend(
+    CLEAVE_RETURN_IF_ERROR(readTextFile(latest, &text).prepend(
         "no checkpoint to resume from (the slice before should have written it)"));
     while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
       text.pop_back();
@@ -234,7 +223,7 @@ Status finishOutputs(const JobPlan &job, const std::string &runDir) {
         if (s.model != m)
           continue;
         std::string part;
-        CLEAVE_RETURN_IF_ERROR(readText(sliceLogPath(runDir, model, s), &part));
+        CLEAVE_RETURN_IF_ERROR(readTextFile(sliceLogPath(runDir, model, s), &part));
         log += part;
       }
     CLEAVE_RETURN_IF_ERROR(writeFileAtomically(runDir + "/logs/" + model.name + ".jsonl", log));
@@ -462,7 +451,7 @@ Status loadJobPlan(const std::string &dir, JobPlan *out) {
   if (!fs::exists(file, ec))
     return CLEAVE_ERROR(dir, ": not a job plan directory (no job.json)");
   std::string text;
-  CLEAVE_RETURN_IF_ERROR(readText(file, &text));
+  CLEAVE_RETURN_IF_ERROR(readTextFile(file, &text));
   return parseJobPlan(text, dir, file, out);
 }
 

@@ -3,9 +3,9 @@
 #include "compiler/Job.h"
 
 #include "runtime/JsonFile.h"
+#include "runtime/train/Job.h"
 
 #include "mlir/IR/Diagnostics.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
@@ -25,13 +25,6 @@ using Json = nlohmann::json;
 
 runtime::Status fail(const std::string &where, const std::string &message) {
   return CLEAVE_ERROR(where, ": ", message);
-}
-
-bool safeName(const std::string &name) {
-  return !name.empty() && name != "." && name != ".." &&
-         std::all_of(name.begin(), name.end(), [](char c) {
-           return llvm::isAlnum(c) || c == '_' || c == '.' || c == '-';
-         });
 }
 
 /// A path of the job file: as given when absolute, else beside the file.
@@ -83,7 +76,7 @@ runtime::Status parseModel(const std::string &where, const Json &entry, JobModel
     return {};
   };
   CLEAVE_RETURN_IF_ERROR(string("name", m.name, true));
-  if (!safeName(m.name))
+  if (!runtime::isJobModelName(m.name))
     return fail(where + ".name", "'" + m.name + "' must be letters, digits, '_', '.' or '-'");
   CLEAVE_RETURN_IF_ERROR(string("model", m.model, true));
   CLEAVE_RETURN_IF_ERROR(string("data", m.data, true));
@@ -151,13 +144,10 @@ CompileRequest compileRequestOf(const JobModel &model, const JobRequest &request
 } // namespace
 
 runtime::Status loadJob(const std::string &path, Job &job) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail(path, "cannot read the job file");
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text;
+  CLEAVE_RETURN_IF_ERROR(runtime::readTextFile(path, &text));
   Json json;
-  CLEAVE_RETURN_IF_ERROR(runtime::parseJson(text.str(), path, &json));
+  CLEAVE_RETURN_IF_ERROR(runtime::parseJson(text, path, &json));
   if (!json.is_object())
     return fail(path, "a job file is a JSON object");
   for (auto it = json.begin(); it != json.end(); ++it)
@@ -342,6 +332,17 @@ DriverStatus compileJob(mlir::MLIRContext &context, const JobRequest &request, J
       cleanup();
       return DriverStatus::failure();
     }
+  }
+  // What cleave train --job will check, checked before the directory
+  // appears (as plans are verified before theirs).
+  runtime::JobPlan written;
+  runtime::Status loaded = runtime::loadJobPlan(temporary, &written);
+  if (loaded.ok())
+    loaded = runtime::checkJobModels(written);
+  if (!loaded.ok()) {
+    error() << "the compiled job plan does not load: " << loaded.message();
+    cleanup();
+    return DriverStatus::failure();
   }
   (void)llvm::sys::fs::remove_directories(request.output);
   if (std::error_code ec = llvm::sys::fs::rename(temporary, request.output)) {

@@ -98,7 +98,9 @@ private:
   std::string file_;
 };
 
-bool safeName(const std::string &name) {
+} // namespace
+
+bool isJobModelName(const std::string &name) {
   if (name.empty() || name.size() > kMaxNameLength || name == "." || name == "..")
     return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
@@ -106,6 +108,8 @@ bool safeName(const std::string &name) {
            c == '_' || c == '.' || c == '-';
   });
 }
+
+namespace {
 
 std::string joinPath(const std::string &dir, const std::string &path) {
   if (!path.empty() && path[0] == '/')
@@ -308,7 +312,7 @@ Status parseJobPlan(const std::string &text, const std::string &dir, const std::
       const std::string field = at + ".";
       JobModel model;
       CLEAVE_RETURN_IF_ERROR(f.string(entry, field, "name", &model.name));
-      if (!safeName(model.name))
+      if (!isJobModelName(model.name))
         return f.error(field + "name",
                        "'" + model.name.substr(0, 80) +
                            "' is not a safe file name (letters, digits, '_', '.' and '-', "

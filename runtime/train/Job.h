@@ -87,6 +87,9 @@ struct JobPlan {
 /// ignored.
 Status parseJobPlan(const std::string &text, const std::string &dir, const std::string &file,
                     JobPlan *out);
+/// A model's name in a job: letters, digits, '_', '.', '-' (a file name
+/// under models/, logs/ and weights/), not "." or "..", at most 200.
+bool isJobModelName(const std::string &name);
 /// Reads DIR/job.json and parses it.
 Status loadJobPlan(const std::string &dir, JobPlan *out);
 

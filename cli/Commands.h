@@ -30,6 +30,8 @@ int runTrainTool(int argc, char **argv);
 int runPlan(int argc, char **argv);
 int runCost(int argc, char **argv);
 int runProfile(int argc, char **argv, const char *argv0);
+/// Load for `cleave profile`'s contention measurement (not for users).
+int runProfileLoadWorker(int argc, char **argv);
 int runBench(int argc, char **argv, const char *argv0);
 int runBenchWorker(int argc, char **argv);
 int runVerify(int argc, char **argv);

@@ -27,6 +27,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 
 #include <nlohmann/json.hpp>
 
@@ -36,7 +37,10 @@
 #include <condition_variable>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <sstream>
 #include <random>
 #include <thread>
 #include <unistd.h>
@@ -229,10 +233,17 @@ int insertCacheSweep(mlir::ModuleOp module, int64_t elements, bool warmInputs) {
 /// --profile` reports it, or the wall time of the program, dispatch included.
 enum class Timing { Kernels, Wall };
 
+/// A measurement that runs as load for another: `warm` is called once the
+/// kernel has run twice, and it goes on while `keepRunning` says so.
+struct LoadControl {
+  std::function<void()> warm;
+  std::function<bool()> keepRunning;
+};
+
 rt::Status measureOp(mlir::MLIRContext &context, const std::string &mlir,
                      const std::string &workDir, double minSeconds, Measured &out,
                      int expectedKernels = 1, int64_t sweepElements = 0,
-                     Timing timing = Timing::Kernels) {
+                     Timing timing = Timing::Kernels, const LoadControl *load = nullptr) {
   auto module = mlir::parseSourceString<mlir::ModuleOp>(mlir, &context);
   if (!module)
     return CLEAVE_ERROR("internal: profile kernel does not parse:\n", mlir);
@@ -294,11 +305,18 @@ rt::Status measureOp(mlir::MLIRContext &context, const std::string &mlir,
   executor->setProfiling(perKernel);
   for (int i = 0; i < 2; ++i)
     CLEAVE_RETURN_IF_ERROR(executor->run());
+  if (load)
+    load->warm();
   std::vector<double> times;
   auto start = Clock::now();
-  while (times.size() < 5 ||
-         (std::chrono::duration<double>(Clock::now() - start).count() < minSeconds &&
-          times.size() < 20000)) {
+  auto more = [&] {
+    if (load)
+      return load->keepRunning();
+    return times.size() < 5 ||
+           (std::chrono::duration<double>(Clock::now() - start).count() < minSeconds &&
+            times.size() < 20000);
+  };
+  while (more()) {
     auto runStart = Clock::now();
     CLEAVE_RETURN_IF_ERROR(executor->run());
     double total = std::chrono::duration<double>(Clock::now() - runStart).count();
@@ -442,6 +460,156 @@ std::vector<GemmCase> gemmCases(bool quick) {
           {96, 128, 128, 64},    {96, 128, 64, 128}};
 }
 
+/// A kernel every device of a node runs at once to measure contention:
+/// "memory", the chain of adds the bandwidth comes from, or "gemm", a
+/// 1024^3 GEMM (256^3 with --quick).
+struct ContentionKernel {
+  std::string mlir;
+  int kernels = 1;
+};
+std::optional<ContentionKernel> contentionKernel(const std::string &kind, bool quick) {
+  if (kind == "memory")
+    return ContentionKernel{addChainKernel(quick ? 1 << 14 : 1 << 20, 16, /*ownInputs=*/true), 16};
+  if (kind == "gemm") {
+    int64_t n = quick ? 256 : 1024;
+    return ContentionKernel{linearKernel(n, n, n), 1};
+  }
+  return std::nullopt;
+}
+
+int64_t cacheSweepElements(bool quick) { return quick ? 0 : int64_t(1) << 24; }
+
+/// Measures `kind` on this process while `others` processes of this binary
+/// (`cleave profile-load-worker`) run the same kernel with the same threads:
+/// the rate one device keeps when `others` + 1 devices of the node are busy.
+/// Workers start, warm up and say so through a file; they stop when the stop
+/// file appears, and any that outlive it by 30 s are killed.
+rt::Status measureContended(mlir::MLIRContext &context, const std::string &workDir,
+                            const std::string &self, const std::string &kind, int threads,
+                            bool quick, int others, double minSeconds, Measured &out) {
+  std::optional<ContentionKernel> kernel = contentionKernel(kind, quick);
+  if (!kernel)
+    return CLEAVE_ERROR("internal: unknown contention kernel '", kind, "'");
+  std::string stop = workDir + "/stop-" + kind;
+  llvm::sys::fs::remove(stop);
+  struct Worker {
+    llvm::sys::ProcessInfo process;
+    std::string ready, log;
+    bool done = false;
+  };
+  std::vector<Worker> workers(others);
+  auto stopAll = [&](unsigned graceSeconds) {
+    std::ofstream(stop).flush();
+    for (Worker &w : workers)
+      if (!w.done && w.process.Pid > 0) {
+        llvm::sys::Wait(w.process, graceSeconds);
+        w.done = true;
+      }
+  };
+  struct Stopper {
+    std::function<void()> f;
+    ~Stopper() { f(); }
+  } stopper{[&] { stopAll(30); }};
+  std::string threadsText = std::to_string(threads);
+  for (int i = 0; i < others; ++i) {
+    Worker &w = workers[i];
+    w.ready = workDir + "/ready-" + kind + "-" + std::to_string(i);
+    w.log = workDir + "/load-" + kind + "-" + std::to_string(i) + ".log";
+    llvm::sys::fs::remove(w.ready);
+    std::vector<llvm::StringRef> args = {self, "profile-load-worker", kind, threadsText, w.ready,
+                                         stop};
+    if (quick)
+      args.push_back("--quick");
+    std::optional<llvm::StringRef> redirects[] = {llvm::StringRef(""), llvm::StringRef(w.log),
+                                                  llvm::StringRef(w.log)};
+    std::string error;
+    bool failed = false;
+    w.process = llvm::sys::ExecuteNoWait(self, args, std::nullopt, redirects, 0, &error, &failed);
+    if (failed)
+      return CLEAVE_ERROR("cannot start a contention worker (", self, "): ", error);
+  }
+  auto logOf = [](const Worker &w) {
+    std::ifstream in(w.log);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  auto deadline = Clock::now() + std::chrono::seconds(120);
+  for (Worker &w : workers)
+    while (!llvm::sys::fs::exists(w.ready)) {
+      llvm::sys::ProcessInfo polled =
+          llvm::sys::Wait(w.process, 0, nullptr, nullptr, /*Polling=*/true);
+      if (polled.Pid != 0) {
+        w.done = true;
+        return CLEAVE_ERROR("a contention worker (", kind, ") ended before it was ready: ",
+                            logOf(w));
+      }
+      if (Clock::now() > deadline)
+        return CLEAVE_ERROR("contention workers (", kind, ") not ready after 120 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  CLEAVE_RETURN_IF_ERROR(measureOp(context, kernel->mlir, workDir, minSeconds, out,
+                                   kernel->kernels, cacheSweepElements(quick)));
+  stopAll(30);
+  return {};
+}
+
+} // namespace
+
+/// `cleave profile-load-worker KIND THREADS READY STOP [--quick]`: runs
+/// KIND's contention kernel on THREADS threads, creates READY once warm, and
+/// stops when STOP exists (or after 600 s, or when its parent is gone).
+int runProfileLoadWorker(int argc, char **argv) {
+  if (argc < 4 || argc > 5 || (argc == 5 && std::string(argv[4]) != "--quick")) {
+    llvm::errs() << "usage: cleave profile-load-worker KIND THREADS READY STOP [--quick] "
+                    "(started by cleave profile)\n";
+    return 1;
+  }
+  std::string kind = argv[0], ready = argv[2], stop = argv[3];
+  bool quick = argc == 5;
+  int threads = 0;
+  if (!parseCount(argv[1], threads, 1, 4096)) {
+    llvm::errs() << "cleave profile-load-worker: error: THREADS must be a count, got '"
+                 << argv[1] << "'\n";
+    return 1;
+  }
+  std::optional<ContentionKernel> kernel = contentionKernel(kind, quick);
+  if (!kernel) {
+    llvm::errs() << "cleave profile-load-worker: error: unknown KIND '" << kind
+                 << "' (memory or gemm)\n";
+    return 1;
+  }
+  rt::setCpuThreads(threads);
+  mlir::MLIRContext context;
+  context.disableMultithreading();
+  context.loadDialect<mlir::cleave::CleaveDialect, mlir::func::FuncDialect>();
+  CliDiagnostics diagnostics(context);
+  llvm::SmallString<128> workDir;
+  if (llvm::sys::fs::createUniqueDirectory("cleave-profile-load", workDir)) {
+    llvm::errs() << "cleave profile-load-worker: error: cannot create a temporary directory\n";
+    return 1;
+  }
+  std::string dir = workDir.str().str();
+  pid_t parent = getppid();
+  auto start = Clock::now();
+  LoadControl load{[&] { std::ofstream(ready).flush(); },
+                   [&] {
+                     return !llvm::sys::fs::exists(stop) && getppid() == parent &&
+                            Clock::now() - start < std::chrono::seconds(600);
+                   }};
+  Measured m;
+  rt::Status status = measureOp(context, kernel->mlir, dir, 0, m, kernel->kernels,
+                                cacheSweepElements(quick), Timing::Kernels, &load);
+  llvm::sys::fs::remove_directories(dir);
+  if (!status.ok()) {
+    llvm::errs() << "cleave profile-load-worker: error: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+namespace {
+
 rt::Status profile(const ProfileOptions &options, const char *argv0, cost::ClusterSpec &spec) {
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int threads = options.threads > 0 ? options.threads : std::max(1, cores / options.ranks);
@@ -496,8 +664,8 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
                                                 : std::vector<int64_t>{1 << 16, 1 << 20, 1 << 24};
   int64_t big = options.quick ? 1 << 16 : 1 << 22;
   Progress progress;
-  progress.total =
-      2 + gemms.size() + convs.size() + groupedConvs.size() + addSizes.size() + 1 + 5 + 1;
+  progress.total = 2 + gemms.size() + convs.size() + groupedConvs.size() + addSizes.size() + 1 +
+                   5 + 1 + (options.ranks > 1 ? 2 : 0);
 
   // Memory bandwidth: bytes read and written per second.
   double bandwidth = 2 * measureCopyBandwidth(threads, size_t(options.quick ? 64 : 256) << 20,
@@ -666,6 +834,42 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   // No fused attention kernel on the CPU: attention runs as GEMMs.
   device.efficiency[int(cost::OpClass::Attention)] =
       device.efficiency[int(cost::OpClass::Gemm)];
+
+  // Contention: the node's devices (cores of this machine) share its memory
+  // channels, last-level cache and clocks. Each kernel runs alone, then with
+  // every other device running it at once; the ratios scale the figures
+  // above (what one device keeps of them when all are busy).
+  if (options.ranks > 1) {
+    nlohmann::json contention = nlohmann::json::object();
+    contention["devices"] = options.ranks;
+    spec.contention.devices = options.ranks;
+    for (const char *kind : {"memory", "gemm"}) {
+      Measured alone, loaded;
+      CLEAVE_RETURN_IF_ERROR(measureContended(context, workDir.str().str(), argv0, kind, threads,
+                                              options.quick, 0, minSeconds, alone));
+      CLEAVE_RETURN_IF_ERROR(measureContended(context, workDir.str().str(), argv0, kind, threads,
+                                              options.quick, options.ranks - 1, minSeconds,
+                                              loaded));
+      // A busy node is never faster than an idle one: a ratio above 1 is noise.
+      double ratio = std::min(1.0, alone.seconds / loaded.seconds);
+      bool memory = std::string(kind) == "memory";
+      double work = memory ? 16 * (alone.cost.forward.bytesRead + alone.cost.forward.bytesWritten)
+                           : alone.cost.forward.flops;
+      contention[kind] = {{"alone_per_s", work / alone.seconds},
+                          {"all_busy_per_s", work / loaded.seconds},
+                          {"ratio", ratio}};
+      if (memory)
+        spec.contention.memoryBandwidth = device.memoryBandwidth * ratio;
+      else
+        spec.contention.computeScale = ratio;
+      progress.step(llvm::formatv(
+          "{0} with {1} devices busy: {2:f1} {3} each, {4:f1} alone ({5:f2}x)",
+          memory ? "memory bandwidth (16 chained adds)" : "gemm (square)", options.ranks,
+          work / loaded.seconds / 1e9, memory ? "GB/s" : "GFLOP/s", work / alone.seconds / 1e9,
+          ratio));
+    }
+    record["contention"] = contention;
+  }
 
   // Collectives between local ranks.
   CommProfile comm;

@@ -69,6 +69,8 @@ static int runTool(int argc, char **argv) {
     return runProfile(argc - 2, argv + 2, argv[0]);
   if (command == "bench-worker")
     return runBenchWorker(argc - 2, argv + 2);
+  if (command == "profile-load-worker")
+    return runProfileLoadWorker(argc - 2, argv + 2);
   if (command == "profile-comm-worker")
     return runProfileCommWorker(argc - 2, argv + 2);
   llvm::errs() << "cleave: error: unknown command '" << command << "'\n\n" << kUsage;

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -308,6 +309,23 @@ Status parseLinks(const Node &top, ClusterSpec &spec) {
   return {};
 }
 
+/// "contention": {"devices": N >= 2, at most devices_per_node,
+/// "memory_bandwidth": > 0, "compute_scale": in (0, 1]}.
+Status parseContention(const Node &top, ClusterSpec &spec) {
+  if (!top.has("contention"))
+    return {};
+  std::optional<Node> node;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "contention", &node));
+  CLEAVE_RETURN_IF_ERROR(checkKeys(*node, {"devices", "memory_bandwidth", "compute_scale"}));
+  NodeContention &c = spec.contention;
+  CLEAVE_RETURN_IF_ERROR(getInt(*node, "devices", 2, &c.devices));
+  if (c.devices > spec.devicesPerNode)
+    return CLEAVE_ERROR(node->where("devices"), ": more than devices_per_node (",
+                        spec.devicesPerNode, "), got ", c.devices);
+  CLEAVE_RETURN_IF_ERROR(getNumber(*node, "memory_bandwidth", Range::Positive, &c.memoryBandwidth));
+  return getNumber(*node, "compute_scale", Range::Fraction, &c.computeScale);
+}
+
 Status parseTop(const Node &top, ClusterSpec &spec) {
   if (!top.json.is_object())
     return CLEAVE_ERROR(top.origin, ": expected a JSON object");
@@ -315,7 +333,7 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
       checkKeys(top, {"format", "version", "name", "description", "source", "nodes",
                       "devices_per_node", "device", "intra_node", "inter_node",
                       "host_memory_bytes", "host_memory_bandwidth", "host_link",
-                      "measurements"}));
+                      "contention", "measurements"}));
   std::string format;
   CLEAVE_RETURN_IF_ERROR(getString(top, "format", &format));
   if (format != kFormat)
@@ -333,6 +351,7 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
   CLEAVE_RETURN_IF_ERROR(getInt(top, "devices_per_node", 1, &spec.devicesPerNode));
   CLEAVE_RETURN_IF_ERROR(parseDevice(top, spec.device));
   CLEAVE_RETURN_IF_ERROR(parseLinks(top, spec));
+  CLEAVE_RETURN_IF_ERROR(parseContention(top, spec));
   if (top.has("measurements")) {
     std::optional<Node> measurements;
     CLEAVE_RETURN_IF_ERROR(getObject(top, "measurements", &measurements));
@@ -444,9 +463,33 @@ std::string formatClusterSpec(const ClusterSpec &spec) {
     if (spec.hostLink.efficiency != 1)
       top["host_link"]["efficiency"] = spec.hostLink.efficiency;
   }
+  if (spec.contention.measured())
+    top["contention"] = {{"devices", spec.contention.devices},
+                         {"memory_bandwidth", spec.contention.memoryBandwidth},
+                         {"compute_scale", spec.contention.computeScale}};
   if (!spec.measurementsJson.empty())
     top["measurements"] = Json::parse(spec.measurementsJson, nullptr, false);
   return top.dump(2) + "\n";
+}
+
+DeviceSpec deviceSharingNode(const ClusterSpec &spec, int activeDevices) {
+  DeviceSpec device = spec.device;
+  const NodeContention &c = spec.contention;
+  if (!c.measured() || activeDevices < 2)
+    return device;
+  int active = std::min(activeDevices, std::max(spec.devicesPerNode, c.devices));
+  // The node's memory moved c.devices * c.memoryBandwidth with all busy;
+  // fewer busy devices share the same channels, each no faster than alone.
+  double nodeBandwidth = c.devices * c.memoryBandwidth;
+  device.memoryBandwidth = std::min(device.memoryBandwidth, nodeBandwidth / active);
+  // Compute slows with each busy neighbour, to the measured scale with all.
+  double fraction = std::min(1.0, double(active - 1) / double(c.devices - 1));
+  double scale = 1.0 - (1.0 - c.computeScale) * fraction;
+  for (auto &[dtype, flops] : device.peakFlops)
+    flops *= scale;
+  for (GemmSample &sample : device.gemmSamples)
+    sample.flopsPerSecond *= scale;
+  return device;
 }
 
 Status saveClusterSpec(const ClusterSpec &spec, const std::string &path) {

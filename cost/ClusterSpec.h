@@ -76,6 +76,18 @@ struct LinkSpec {
   double effectiveBandwidth() const { return bandwidth * efficiency; }
 };
 
+/// What the devices of one node lose when they run at once: CPU devices
+/// (cores of one machine) share its memory channels and last-level cache, and
+/// may clock lower with every core busy. Measured by `cleave profile --ranks
+/// N` with all N devices running the same kernel; GPUs with their own memory
+/// have none (devices 0).
+struct NodeContention {
+  int devices = 0;            // how many ran at once (the node's devices)
+  double memoryBandwidth = 0; // bytes/s each of them streamed
+  double computeScale = 1;    // each one's GEMM rate over its rate alone, in (0, 1]
+  bool measured() const { return devices >= 2; }
+};
+
 struct ClusterSpec {
   std::string name;
   std::string description;
@@ -101,6 +113,8 @@ struct ClusterSpec {
   /// Its latency is that of one copy (a cudaMemcpyAsync, a copy thread's
   /// hand-off).
   LinkSpec hostLink;
+  /// Optional: the slowdown of devices that run at once on one node.
+  NodeContention contention;
   /// The optional "measurements" object as compact JSON text ("" if absent):
   /// raw profile data for people, kept verbatim and never interpreted.
   std::string measurementsJson;
@@ -108,6 +122,15 @@ struct ClusterSpec {
   int deviceCount() const { return nodes * devicesPerNode; }
   bool hasHostLink() const { return hostLink.bandwidth > 0; }
 };
+
+/// The device as it runs with `activeDevices` of its node's devices busy at
+/// once (a plan's devices compute together: data and tensor parallel ranks,
+/// pipeline stages in their steady state): memory bandwidth shared as the
+/// spec's contention measured it (the node's total divided among them, never
+/// above the device's own), FLOP rates scaled between 1 (alone) and the
+/// measured scale (all devices). The device unchanged when the spec has no
+/// contention or one device is busy.
+DeviceSpec deviceSharingNode(const ClusterSpec &spec, int activeDevices);
 
 /// Reads and validates a spec; every error names the file and the field.
 /// `nodesOverride` > 0 replaces the spec's node count (`--nodes N`); 0 keeps

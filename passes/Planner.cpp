@@ -43,17 +43,19 @@ FailureOr<int64_t> tracedBatch(func::FuncOp func, int batchDim) {
 } // namespace
 
 std::string useDevices(::cleave::cost::ClusterSpec &spec, int devices) {
-  if (devices <= 0)
-    return "";
-  if (devices < spec.devicesPerNode) {
+  if (devices > 0 && devices < spec.devicesPerNode) {
     spec.devicesPerNode = devices;
     spec.nodes = 1;
-    return "";
+  } else if (devices > 0) {
+    if (devices % spec.devicesPerNode != 0)
+      return "--devices " + std::to_string(devices) + " is not a whole number of " +
+             std::to_string(spec.devicesPerNode) + "-device nodes of " + spec.name;
+    spec.nodes = devices / spec.devicesPerNode;
   }
-  if (devices % spec.devicesPerNode != 0)
-    return "--devices " + std::to_string(devices) + " is not a whole number of " +
-           std::to_string(spec.devicesPerNode) + "-device nodes of " + spec.name;
-  spec.nodes = devices / spec.devicesPerNode;
+  // A plan's devices compute at once, so those on one node share it (memory
+  // channels, caches, clocks). Applied once: the device's figures now hold it.
+  spec.device = ::cleave::cost::deviceSharingNode(spec, spec.devicesPerNode);
+  spec.contention = {};
   return "";
 }
 

@@ -45,7 +45,9 @@ struct PlannerResult {
 };
 
 /// Sizes `spec` to `devices` devices: fewer than a node makes one smaller
-/// node; more must be whole nodes. Returns the error, or "".
+/// node; more must be whole nodes (`devices` <= 0: the spec's own). The
+/// device then carries the node's contention (cost::deviceSharingNode) for
+/// the devices of a node that run at once. Returns the error, or "".
 std::string useDevices(::cleave::cost::ClusterSpec &spec, int devices);
 
 /// The default memory budget per device: its capacity minus the spec's

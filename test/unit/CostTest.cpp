@@ -179,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "dgx.json: node: unknown field (expected one of format, version, name, "
                 "description, source, nodes, devices_per_node, device, intra_node, "
                 "inter_node, host_memory_bytes, host_memory_bandwidth, host_link, "
-                "measurements)"},
+                "contention, measurements)"},
         BadSpec{"/device/memory_bandwith", "1e12",
                 "dgx.json: device.memory_bandwith: unknown field (expected one of name, kind, "
                 "memory_bytes, memory_reserve_bytes, peak_flops, memory_bandwidth, "
@@ -201,6 +201,19 @@ INSTANTIATE_TEST_SUITE_P(
                 "latency_s, efficiency)"},
         BadSpec{"/host_link", "6.3e10",
                 "dgx.json: host_link: expected an object, got 63000000000.0"},
+        BadSpec{"/contention", R"({"devices": 1, "memory_bandwidth": 1e12, "compute_scale": 0.9})",
+                "dgx.json: contention.devices: must be at least 2, got 1"},
+        BadSpec{"/contention", R"({"devices": 16, "memory_bandwidth": 1e12, "compute_scale": 0.9})",
+                "dgx.json: contention.devices: more than devices_per_node (8), got 16"},
+        BadSpec{"/contention", R"({"devices": 8, "memory_bandwidth": 0, "compute_scale": 0.9})",
+                "dgx.json: contention.memory_bandwidth: must be positive, got 0"},
+        BadSpec{"/contention", R"({"devices": 8, "memory_bandwidth": 1e12, "compute_scale": 1.2})",
+                "dgx.json: contention.compute_scale: must be in (0, 1], got 1.2"},
+        BadSpec{"/contention", R"({"devices": 8, "memory_bandwidth": 1e12})",
+                "dgx.json: contention.compute_scale: missing"},
+        BadSpec{"/contention", R"({"devices": 8, "bandwidth": 1e12, "compute_scale": 1})",
+                "dgx.json: contention.bandwidth: unknown field (expected one of devices, "
+                "memory_bandwidth, compute_scale)"},
         BadSpec{"/measurements", "[1]", "dgx.json: measurements: expected an object, got [1]"},
         BadSpec{"/intra_node", "300e9",
                 "dgx.json: intra_node: expected an object, got 300000000000.0"}));
@@ -253,6 +266,56 @@ TEST(ClusterSpecTest, HostMemoryAndLinkAreOptional) {
   EXPECT_FALSE(written.contains("host_memory_bytes"));
   EXPECT_FALSE(written.contains("host_memory_bandwidth"));
   EXPECT_FALSE(written.contains("host_link"));
+}
+
+TEST(ClusterSpecTest, ContentionSharesTheNodeAmongBusyDevices) {
+  Json json = Json::parse(a100Text());
+  ClusterSpec spec;
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "a.json", spec).ok());
+  EXPECT_FALSE(spec.contention.measured()); // GPUs with their own memory: none
+  DeviceSpec alone = deviceSharingNode(spec, 8);
+  EXPECT_EQ(alone.memoryBandwidth, spec.device.memoryBandwidth);
+  EXPECT_EQ(alone.peakFlopsOf(DType::BF16), spec.device.peakFlopsOf(DType::BF16));
+
+  // Four devices that each streamed 25 GB/s with all four busy (100 GB/s
+  // for the node) and kept 0.7 of their GEMM rate; alone each did 40 GB/s.
+  json["devices_per_node"] = 4;
+  json["device"]["memory_bandwidth"] = 40e9;
+  json["device"]["gemm_samples"] = Json::parse(
+      R"([{"batch": 1, "m": 1024, "n": 1024, "k": 1024, "dtype": "f32", "flops_per_s": 1e11}])");
+  json["contention"] = Json::parse(
+      R"({"devices": 4, "memory_bandwidth": 25e9, "compute_scale": 0.7})");
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "c.json", spec).ok());
+  ASSERT_TRUE(spec.contention.measured());
+  double f32 = spec.device.peakFlopsOf(DType::F32);
+
+  DeviceSpec one = deviceSharingNode(spec, 1);
+  EXPECT_EQ(one.memoryBandwidth, 40e9);
+  EXPECT_EQ(one.peakFlopsOf(DType::F32), f32);
+  // Two busy: 100 GB/s over two is 50, more than one device alone moves.
+  DeviceSpec two = deviceSharingNode(spec, 2);
+  EXPECT_EQ(two.memoryBandwidth, 40e9);
+  EXPECT_NEAR(two.peakFlopsOf(DType::F32), f32 * 0.9, f32 * 1e-12);
+  EXPECT_NEAR(two.gemmSamples[0].flopsPerSecond, 1e11 * 0.9, 1);
+  // Four busy: what was measured.
+  DeviceSpec four = deviceSharingNode(spec, 4);
+  EXPECT_DOUBLE_EQ(four.memoryBandwidth, 25e9);
+  EXPECT_NEAR(four.peakFlopsOf(DType::F32), f32 * 0.7, f32 * 1e-12);
+  EXPECT_NEAR(four.peakFlopsOf(DType::BF16), spec.device.peakFlopsOf(DType::BF16) * 0.7,
+              spec.device.peakFlopsOf(DType::BF16) * 1e-12);
+  // GEMM efficiency (a fraction of peak) is unchanged: the rate scales.
+  GemmShape shape{1, 1024, 1024, 1024};
+  EXPECT_NEAR(gemmEfficiency(four, shape, DType::F32, OpClass::Gemm),
+              gemmEfficiency(spec.device, shape, DType::F32, OpClass::Gemm), 1e-12);
+
+  // Written and read back.
+  std::string text = formatClusterSpec(spec);
+  ClusterSpec back;
+  ASSERT_TRUE(parseClusterSpec(text, "b.json", back).ok());
+  EXPECT_EQ(back.contention.devices, 4);
+  EXPECT_EQ(back.contention.memoryBandwidth, 25e9);
+  EXPECT_EQ(back.contention.computeScale, 0.7);
+  EXPECT_EQ(formatClusterSpec(back), text);
 }
 
 TEST(ClusterSpecTest, RejectsTextThatIsNotAnObject) {

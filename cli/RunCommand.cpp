@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cli/Args.h"
+#include "runtime/AtomicFile.h"
 #include "runtime/Executor.h"
 #include "runtime/Plan.h"
 #include "runtime/Safetensors.h"
@@ -63,6 +64,10 @@ options:
                     else the cores divided among the ranks on this machine)
   --repeat N        run the plan N times on the same inputs (outputs are from the
                     last run; times are the mean)
+  --report-json FILE
+                    multi-device: write the same as JSON to FILE (plan mesh,
+                    predicted step by component, each rank's measured step by
+                    component and memory; docs/cli.md)
   --report          multi-device: print, per rank, measured time by category and
                     memory next to the plan's prediction
   --timing          print load and run times and peak memory to stderr
@@ -140,7 +145,7 @@ rt::Status makeBackend(const Devices &devices, int rank, std::unique_ptr<rt::Bac
 /// fails mid-run prints its own and ends the job.
 int runRank(const std::string &planDir, const std::string &inputsPath,
             const std::string &outputsPath, const Devices &devices, int threads, int repeat,
-            bool report, bool timing) {
+            bool report, bool timing, const std::string &reportJson) {
   auto start = std::chrono::steady_clock::now();
   std::unique_ptr<rt::Communicator> world;
   if (rt::Status s = rt::createMpiWorld(&world); !s.ok())
@@ -179,11 +184,16 @@ int runRank(const std::string &planDir, const std::string &inputsPath,
   if (rt::Status s = runner->writeOutputs(outputsPath); !s.ok())
     return agreedFailure(s);
   std::vector<rt::RankReport> reports;
-  if (report || timing)
+  if (report || timing || !reportJson.empty())
     if (rt::Status s = runner->gatherReports(&reports); !s.ok())
       return fail(s);
   if (printer && report)
     printReport(runner->plan(), repeat, reports);
+  if (printer && !reportJson.empty())
+    if (rt::Status s = rt::writeFileAtomically(
+            reportJson, rt::formatRunReport(runner->plan(), planDir, repeat, reports));
+        !s.ok())
+      return fail(s);
   if (printer && timing) {
     double slowest = 0;
     for (const rt::RankReport &r : reports)
@@ -203,6 +213,7 @@ int runRun(int argc, char **argv) {
   std::string planDir, inputsPath, outputsPath;
   int threads = 0, repeat = 1, local = 0;
   bool timing = false, profile = false, report = false;
+  std::string reportJson;
   Devices where;
   std::vector<std::string> rankArgs; // what --local passes on to every rank
   for (int i = 0; i < argc; ++i) {
@@ -218,6 +229,10 @@ int runRun(int argc, char **argv) {
       continue;
     } else if (arg == "--report") {
       report = true;
+    } else if (optionValue(argc, argv, i, "--report-json", &value)) {
+      if (!value || !*value)
+        return usageError("--report-json needs a file", kRunUsage);
+      reportJson = value;
     } else if (optionValue(argc, argv, i, "--backend", &value)) {
       if (!value)
         return usageError("--backend needs cpu, cuda or auto", kRunUsage);
@@ -277,7 +292,8 @@ int runRun(int argc, char **argv) {
   if (devices > 1 || launchedAsRanks()) {
     if (profile)
       return usageError("--profile is for single-device plans; use --report", kRunUsage);
-    return runRank(planDir, inputsPath, outputsPath, where, threads, repeat, report, timing);
+    return runRank(planDir, inputsPath, outputsPath, where, threads, repeat, report, timing,
+                   reportJson);
   }
 
   auto start = std::chrono::steady_clock::now();
@@ -287,9 +303,10 @@ int runRun(int argc, char **argv) {
   // A plan compiled for a cluster of one device still splits its batch
   // into microbatches: the rank runner follows its schedule.
   if (plan.hasBatch)
-    return runRank(planDir, inputsPath, outputsPath, where, threads, repeat, report, timing);
-  if (report)
-    return usageError("--report is for compiled-for-a-cluster plans (use "
+    return runRank(planDir, inputsPath, outputsPath, where, threads, repeat, report, timing,
+                   reportJson);
+  if (report || !reportJson.empty())
+    return usageError("--report and --report-json are for compiled-for-a-cluster plans (use "
                       "--timing or --profile)",
                       kRunUsage);
   rt::SafetensorsIndex inputs;

@@ -7,6 +7,8 @@
 
 #include <sys/resource.h>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -323,6 +325,43 @@ Status RankRunner::writeOutputs(const std::string &path) {
   if (rank_ == 0)
     status = writeSafetensors(path, tensors);
   return agreeAcrossRanks(*world_, status);
+}
+
+std::string formatRunReport(const Plan &plan, const std::string &planDir, int repeat,
+                            const std::vector<RankReport> &reports) {
+  using Json = nlohmann::ordered_json;
+  auto predicted = [](const std::optional<double> &v) { return v ? Json(*v) : Json(nullptr); };
+  Json ranks = Json::array();
+  double slowest = 0;
+  for (const RankReport &r : reports) {
+    slowest = std::max(slowest, r.measured.step);
+    ranks.push_back(Json{{"rank", r.rank},
+                         {"stage", r.stage},
+                         {"tp", r.tp},
+                         {"dp", r.dp},
+                         {"step_seconds", r.measured.step},
+                         {"compute_seconds", r.measured.compute},
+                         {"communication_seconds", r.measured.communication},
+                         {"waiting_seconds", r.measured.waiting},
+                         {"plan_bytes", r.planBytes},
+                         {"comm_bytes", r.commBytes},
+                         {"peak_resident_bytes", r.peakResidentBytes}});
+  }
+  Json json{{"plan", planDir},
+            {"mesh", Json{{"pp", plan.pp}, {"tp", plan.tp}, {"dp", plan.dp}}},
+            {"schedule", plan.schedule},
+            {"microbatches", plan.microbatches},
+            {"microbatch_size", plan.microbatchSize},
+            {"steps", repeat},
+            {"measured_steps", repeat > 1 ? repeat - 1 : 1},
+            {"step_seconds", slowest},
+            {"predicted", Json{{"step_seconds", predicted(plan.predicted.stepSeconds)},
+                               {"compute_seconds", predicted(plan.predicted.computeSeconds)},
+                               {"communication_seconds",
+                                predicted(plan.predicted.communicationSeconds)},
+                               {"bubble_seconds", predicted(plan.predicted.bubbleSeconds)}}},
+            {"ranks", ranks}};
+  return json.dump(1) + "\n";
 }
 
 Status RankRunner::gatherReports(std::vector<RankReport> *reports) {

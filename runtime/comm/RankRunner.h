@@ -40,6 +40,13 @@ struct RankReport {
   int64_t peakResidentBytes = 0; // the process's peak resident set (getrusage)
 };
 
+/// The report of a forward run (`cleave run --report-json`): the plan's mesh
+/// and schedule, its predicted step by component, and each rank's measured
+/// step by component (the mean of `repeat` - 1 steps after a warm-up one, or
+/// the only one), with its memory. JSON text.
+std::string formatRunReport(const Plan &plan, const std::string &planDir, int repeat,
+                            const std::vector<RankReport> &reports);
+
 /// One status for every rank of `world`: ok if all are, else the failed
 /// ranks' messages (identical ones once, with their ranks). Collective.
 Status agreeAcrossRanks(Communicator &world, const Status &mine);

@@ -13,6 +13,7 @@
 #include "cli/ProfileComm.h"
 #include "compiler/PlanEmitter.h"
 #include "cost/ClusterSpec.h"
+#include "cost/Collectives.h"
 #include "cost/Format.h"
 #include "cost/OpTime.h"
 #include "dialects/cleave/CleaveDialect.h"
@@ -34,10 +35,12 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -86,6 +89,16 @@ struct Progress {
 struct Measured {
   cost::OpCost cost;
   double seconds = 0; // median kernel time
+};
+
+/// A measured kernel the spec's model is then asked to predict. A GEMM or
+/// grouped-convolution sample is predicted from the other samples (left out
+/// of its own interpolation), so its error is that of an unseen shape.
+struct Term {
+  std::string termClass; // "gemm", "convolution", "grouped_convolution", "memory", "kernel"
+  std::string label;
+  Measured measured;
+  int sample = -1; // its index in device.gemmSamples, or -1
 };
 
 std::string cpuModelName() {
@@ -610,6 +623,94 @@ int runProfileLoadWorker(int argc, char **argv) {
 
 namespace {
 
+/// Every measured term next to what the finished spec predicts for it
+/// (printed, and returned for the spec's measurements): kernels through the
+/// op-time model (GEMM and grouped samples left out of their own
+/// interpolation; kernel time only, no dispatch overhead), collectives
+/// through the collective formulas on the spec's one fitted link. Terms the
+/// spec's figures are defined by (the peak GEMM, gelu, the chain of adds)
+/// are not listed: they are exact by construction.
+std::string signedPercent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%+.1f %%", 100 * fraction);
+  return text;
+}
+
+nlohmann::json predictedAgainstMeasured(const cost::ClusterSpec &spec,
+                                        const std::vector<Term> &terms,
+                                        const CommProfile &comm) {
+  struct Row {
+    std::string termClass, label;
+    double measured = 0, predicted = 0;
+  };
+  std::vector<Row> rows;
+  for (const Term &t : terms) {
+    cost::DeviceSpec device = spec.device;
+    if (t.sample >= 0 && t.sample < int(device.gemmSamples.size()))
+      device.gemmSamples.erase(device.gemmSamples.begin() + t.sample);
+    cost::PassTime time =
+        cost::predictPass(device, t.measured.cost, t.measured.cost.forward, rt::DType::F32);
+    rows.push_back({t.termClass, t.label, t.measured.seconds, std::max(time.compute, time.memory)});
+  }
+  const std::pair<const char *, cost::Collective> kinds[] = {
+      {"all-reduce", cost::Collective::AllReduce},
+      {"all-gather", cost::Collective::AllGather},
+      {"reduce-scatter", cost::Collective::ReduceScatter},
+      {"all-to-all", cost::Collective::AllToAll},
+      {"send-recv", cost::Collective::SendRecv}};
+  for (const CollectiveSample &sample : comm.samples)
+    for (const auto &[name, kind] : kinds)
+      if (sample.collective == name) {
+        std::vector<int> ranks(sample.ranks);
+        for (int r = 0; r < sample.ranks; ++r)
+          ranks[r] = r;
+        cost::CommGroup group = cost::groupOfRanks(ranks, std::max(spec.devicesPerNode, sample.ranks));
+        rows.push_back({"collective",
+                        llvm::formatv("{0} on {1} ranks, {2}", name, sample.ranks,
+                                      cost::humanBytes(sample.bytes)),
+                        sample.seconds,
+                        cost::estimateCollective(spec, kind, group, sample.bytes).seconds});
+      }
+
+  llvm::errs() << "predicted against measured (error = predicted / measured - 1):\n";
+  nlohmann::json list = nlohmann::json::array();
+  std::map<std::string, std::vector<double>> errors;
+  std::vector<std::string> order;
+  for (const Row &r : rows) {
+    double error = r.measured > 0 ? r.predicted / r.measured - 1 : 0;
+    if (!errors.count(r.termClass))
+      order.push_back(r.termClass);
+    errors[r.termClass].push_back(error);
+    llvm::errs() << llvm::formatv("  {0,-20} {1,-52} measured {2,10}, predicted {3,10} ({4})\n",
+                                  r.termClass, r.label, cost::humanSeconds(r.measured),
+                                  cost::humanSeconds(r.predicted), signedPercent(error));
+    list.push_back({{"class", r.termClass},
+                    {"term", r.label},
+                    {"measured_seconds", r.measured},
+                    {"predicted_seconds", r.predicted},
+                    {"error", error}});
+  }
+  nlohmann::json summary = nlohmann::json::object();
+  for (const std::string &c : order) {
+    const std::vector<double> &e = errors[c];
+    double sumAbs = 0, sum = 0, worst = 0;
+    for (double x : e) {
+      sumAbs += std::abs(x);
+      sum += x;
+      worst = std::max(worst, std::abs(x));
+    }
+    summary[c] = {{"terms", e.size()},
+                  {"mean_abs_error", sumAbs / e.size()},
+                  {"max_abs_error", worst},
+                  {"mean_signed_error", sum / e.size()}};
+    llvm::errs() << llvm::formatv("  {0,-20} {1} terms: mean |error| {2:f1} %, max {3:f1} %, "
+                                  "mean signed {4}\n",
+                                  c, e.size(), 100 * sumAbs / e.size(), 100 * worst,
+                                  signedPercent(sum / e.size()));
+  }
+  return {{"terms", list}, {"summary", summary}};
+}
+
 rt::Status profile(const ProfileOptions &options, const char *argv0, cost::ClusterSpec &spec) {
   int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int threads = options.threads > 0 ? options.threads : std::max(1, cores / options.ranks);
@@ -697,6 +798,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
                          {"hand_off_seconds", hostLatency}};
 
   // GEMMs.
+  std::vector<Term> terms;
   std::vector<cost::GemmSample> samples;
   for (const GemmCase &g : gemms) {
     Measured m;
@@ -708,6 +810,8 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
     sample.dtype = rt::DType::F32;
     sample.flopsPerSecond = m.cost.forward.flops / m.seconds;
     samples.push_back(sample);
+    terms.push_back({"gemm", llvm::formatv("gemm {0}x{1}x{2}x{3}", g.batch, g.m, g.n, g.k), m,
+                     int(samples.size()) - 1});
     progress.step(llvm::formatv("gemm {0}x{1}x{2}x{3} (batch x m x n x k): {4:f1} GFLOP/s",
                                 g.batch, g.m, g.n, g.k, sample.flopsPerSecond / 1e9));
   }
@@ -739,6 +843,9 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
     CLEAVE_RETURN_IF_ERROR(run(addKernel(n), m));
     double bytes = m.cost.forward.bytesRead + m.cost.forward.bytesWritten;
     addRecord.push_back({{"bytes", bytes}, {"seconds", m.seconds}});
+    terms.push_back({"memory", llvm::formatv("add of {0} ({1} elements), alone",
+                                             cost::humanBytes(bytes), n),
+                     m});
     progress.step(llvm::formatv("add of {0} elements ({1}), alone: {2:f1} GB/s", n,
                                 cost::humanBytes(bytes), bytes / m.seconds / 1e9));
   }
@@ -778,7 +885,10 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
                               layerNorm.cost.forward.flops / layerNorm.seconds / 1e9));
   device.efficiency[int(cost::OpClass::Reduction)].compute =
       median({computeEfficiency(softmax), computeEfficiency(layerNorm)});
+  terms.push_back({"kernel", llvm::formatv("softmax of {0}x256", big / 256), softmax});
+  terms.push_back({"kernel", llvm::formatv("layer_norm of {0}x512", big / 512), layerNorm});
   CLEAVE_RETURN_IF_ERROR(run(permuteKernel(options.quick ? 2 : 8, 256, 8, 64), permute));
+  terms.push_back({"kernel", "permute (attention heads)", permute});
   progress.step(llvm::formatv("permute (attention heads): {0:f1} GB/s",
                               (permute.cost.forward.bytesRead + permute.cost.forward.bytesWritten) /
                                   permute.seconds / 1e9));
@@ -803,6 +913,10 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
     double asGemm =
         cost::gemmEfficiency(device, *m.cost.gemm, rt::DType::F32, cost::OpClass::Gemm) * peak;
     convRatios.push_back(achieved / asGemm);
+    terms.push_back({"convolution",
+                     llvm::formatv("conv2d {0}x{1}x{2}x{2} -> {3}, {4}x{4}/{5}", c.n, c.c, c.hw,
+                                   c.oc, c.kernel, c.stride),
+                     m});
     progress.step(llvm::formatv("conv2d {0}x{1}x{2}x{2} -> {3}, {4}x{4}/{5}: {6:f1} GFLOP/s "
                                 "({7:f2} of a GEMM of its shape)",
                                 c.n, c.c, c.hw, c.oc, c.kernel, c.stride, achieved / 1e9,
@@ -823,6 +937,10 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
     sample.flopsPerSecond = m.cost.forward.flops / m.seconds;
     sample.opClass = cost::OpClass::GroupedConvolution;
     device.gemmSamples.push_back(sample);
+    terms.push_back({"grouped_convolution",
+                     llvm::formatv("conv2d {0}x{1}x{2}x{2} -> {3}, {4}x{4}/{5}, {6} groups", c.n,
+                                   c.c, c.hw, c.oc, c.kernel, c.stride, c.groups),
+                     m, int(device.gemmSamples.size()) - 1});
     progress.step(llvm::formatv("conv2d {0}x{1}x{2}x{2} -> {3}, {4}x{4}/{5}, {6} groups: "
                                 "{7:f1} GFLOP/s",
                                 c.n, c.c, c.hw, c.oc, c.kernel, c.stride, c.groups,
@@ -907,6 +1025,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
       {"kernel_overhead_seconds", device.kernelOverhead}, {"conv_vs_gemm", convRatios},
       {"grouped_conv_efficiency", groupedEfficiencies}};
   record["collectives"] = nlohmann::json::parse(comm.toJson());
+  record["predicted_vs_measured"] = predictedAgainstMeasured(spec, terms, comm);
   spec.measurementsJson = record.dump();
   return {};
 }

@@ -658,19 +658,26 @@ nlohmann::json predictedAgainstMeasured(const cost::ClusterSpec &spec,
       {"reduce-scatter", cost::Collective::ReduceScatter},
       {"all-to-all", cost::Collective::AllToAll},
       {"send-recv", cost::Collective::SendRecv}};
-  for (const CollectiveSample &sample : comm.samples)
+  for (size_t i = 0; i < comm.samples.size(); ++i) {
+    const CollectiveSample &sample = comm.samples[i];
+    // Predicted from the other sizes (and the fitted link past them).
+    cost::ClusterSpec others = spec;
+    others.devicesPerNode = std::max(spec.devicesPerNode, sample.ranks);
+    if (i < others.measuredCollectives.size())
+      others.measuredCollectives.erase(others.measuredCollectives.begin() + i);
     for (const auto &[name, kind] : kinds)
       if (sample.collective == name) {
         std::vector<int> ranks(sample.ranks);
         for (int r = 0; r < sample.ranks; ++r)
           ranks[r] = r;
-        cost::CommGroup group = cost::groupOfRanks(ranks, std::max(spec.devicesPerNode, sample.ranks));
+        cost::CommGroup group = cost::groupOfRanks(ranks, others.devicesPerNode);
         rows.push_back({"collective",
                         llvm::formatv("{0} on {1} ranks, {2}", name, sample.ranks,
                                       cost::humanBytes(sample.bytes)),
                         sample.seconds,
-                        cost::estimateCollective(spec, kind, group, sample.bytes).seconds});
+                        cost::estimateCollective(others, kind, group, sample.bytes).seconds});
       }
+  }
 
   llvm::errs() << "predicted against measured (error = predicted / measured - 1):\n";
   nlohmann::json list = nlohmann::json::array();
@@ -735,9 +742,12 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   };
   std::vector<ConvCase> convs =
       options.quick ? std::vector<ConvCase>{{1, 16, 16, 16, 3, 1}}
-                    : std::vector<ConvCase>{{8, 64, 56, 64, 3, 1},   {8, 256, 56, 64, 1, 1},
-                                            {8, 128, 28, 128, 3, 1}, {8, 3, 224, 64, 7, 2},
-                                            {8, 512, 7, 512, 3, 1},  {8, 1024, 14, 256, 1, 1}};
+                    : std::vector<ConvCase>{{8, 64, 56, 64, 3, 1},    {8, 256, 56, 64, 1, 1},
+                                            {8, 128, 28, 128, 3, 1},  {8, 3, 224, 64, 7, 2},
+                                            {8, 512, 7, 512, 3, 1},   {8, 1024, 14, 256, 1, 1},
+                                            {8, 256, 14, 256, 3, 1},  {8, 64, 56, 128, 3, 2},
+                                            {8, 128, 28, 256, 3, 2},  {8, 64, 56, 128, 1, 2},
+                                            {8, 32, 112, 64, 3, 1},   {8, 2048, 7, 512, 1, 1}};
   // Grouped convolutions, a class of their own with samples by shape:
   // depthwise 3x3 (MobileNet) from 112x112x32 to 7x7x960, 5x5 (MnasNet,
   // EfficientNet) and 7x7 (ConvNeXt); groups of 4 to 32 channels (ResNeXt,
@@ -906,6 +916,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   // Convolutions run as implicit GEMMs; their class efficiency is relative
   // to the GEMM samples at the same implicit shape.
   std::vector<double> convRatios;
+  std::vector<cost::GemmSample> convSamples;
   for (const ConvCase &c : convs) {
     Measured m;
     CLEAVE_RETURN_IF_ERROR(run(convKernel(c.n, c.c, c.hw, c.oc, c.kernel, c.stride), m));
@@ -913,10 +924,11 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
     double asGemm =
         cost::gemmEfficiency(device, *m.cost.gemm, rt::DType::F32, cost::OpClass::Gemm) * peak;
     convRatios.push_back(achieved / asGemm);
+    convSamples.push_back({*m.cost.gemm, rt::DType::F32, achieved, cost::OpClass::Convolution});
     terms.push_back({"convolution",
                      llvm::formatv("conv2d {0}x{1}x{2}x{2} -> {3}, {4}x{4}/{5}", c.n, c.c, c.hw,
                                    c.oc, c.kernel, c.stride),
-                     m});
+                     m, int(device.gemmSamples.size() + convSamples.size()) - 1});
     progress.step(llvm::formatv("conv2d {0}x{1}x{2}x{2} -> {3}, {4}x{4}/{5}: {6:f1} GFLOP/s "
                                 "({7:f2} of a GEMM of its shape)",
                                 c.n, c.c, c.hw, c.oc, c.kernel, c.stride, achieved / 1e9,
@@ -925,6 +937,9 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   double gemmClass = device.efficiency[int(cost::OpClass::Gemm)].compute;
   device.efficiency[int(cost::OpClass::Convolution)].compute =
       std::clamp(gemmClass * median(convRatios), 1e-4, 1.0);
+  // Each layer is also a sample of its own class, which dense convolutions
+  // interpolate by shape (the class figure stays for specs read without them).
+  device.gemmSamples.insert(device.gemmSamples.end(), convSamples.begin(), convSamples.end());
   std::vector<double> groupedEfficiencies;
   for (const ConvCase &c : groupedConvs) {
     Measured m;
@@ -1001,6 +1016,11 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   progress.step(llvm::formatv("collectives over {0} MPI ranks: link {1:f2} GB/s, {2}", commRanks,
                               comm.linkBandwidth / 1e9, cost::humanSeconds(comm.linkLatency)));
   spec.intraNode = {comm.linkBandwidth, comm.linkLatency};
+  // Each collective by size, as measured: one latency and bandwidth cannot
+  // follow messages that stay in cache and those that stream from memory.
+  for (const CollectiveSample &sample : comm.samples)
+    spec.measuredCollectives.push_back(
+        {sample.collective, sample.ranks, sample.bytes, sample.seconds});
   // One machine: nothing crosses nodes. The inter-node link is the same
   // shared memory, recorded so multi-node what-ifs have a figure to start from.
   spec.interNode = spec.intraNode;

@@ -225,9 +225,10 @@ Status parseGemmSamples(const Node &device, DeviceSpec &spec) {
     if (item.has("op_class")) {
       std::string name;
       CLEAVE_RETURN_IF_ERROR(getString(item, "op_class", &name));
-      if (name != "gemm" && name != "grouped_convolution")
-        return CLEAVE_ERROR(item.where("op_class"), ": expected gemm or grouped_convolution, got '",
-                            name, "'");
+      if (name != "gemm" && name != "convolution" && name != "grouped_convolution")
+        return CLEAVE_ERROR(item.where("op_class"),
+                            ": expected gemm, convolution or grouped_convolution, got '", name,
+                            "'");
       sample.opClass = *parseOpClass(name);
     }
     CLEAVE_RETURN_IF_ERROR(getInt(item, "batch", 1, &sample.shape.batch));
@@ -326,6 +327,36 @@ Status parseContention(const Node &top, ClusterSpec &spec) {
   return getNumber(*node, "compute_scale", Range::Fraction, &c.computeScale);
 }
 
+/// "collective_samples": [{"collective": NAME, "ranks": >= 2, "bytes": > 0,
+/// "seconds": > 0}, ...].
+Status parseMeasuredCollectives(const Node &top, ClusterSpec &spec) {
+  if (!top.has("collective_samples"))
+    return {};
+  Node list = top.child("collective_samples");
+  if (!list.json.is_array())
+    return CLEAVE_ERROR(list.where(), ": expected a list, got ", describe(list.json));
+  for (size_t i = 0; i < list.json.size(); ++i) {
+    Node item = list.element(i);
+    if (!item.json.is_object())
+      return CLEAVE_ERROR(item.where(), ": expected an object, got ", describe(item.json));
+    CLEAVE_RETURN_IF_ERROR(checkKeys(item, {"collective", "ranks", "bytes", "seconds"}));
+    MeasuredCollective sample;
+    CLEAVE_RETURN_IF_ERROR(getString(item, "collective", &sample.collective));
+    static const char *const kKnown[] = {"all-reduce", "all-gather", "reduce-scatter",
+                                         "all-to-all", "send-recv"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), sample.collective) == std::end(kKnown))
+      return CLEAVE_ERROR(item.where("collective"),
+                          ": expected all-reduce, all-gather, reduce-scatter, all-to-all or "
+                          "send-recv, got '",
+                          sample.collective, "'");
+    CLEAVE_RETURN_IF_ERROR(getInt(item, "ranks", 2, &sample.ranks));
+    CLEAVE_RETURN_IF_ERROR(getNumber(item, "bytes", Range::Positive, &sample.bytes));
+    CLEAVE_RETURN_IF_ERROR(getNumber(item, "seconds", Range::Positive, &sample.seconds));
+    spec.measuredCollectives.push_back(sample);
+  }
+  return {};
+}
+
 Status parseTop(const Node &top, ClusterSpec &spec) {
   if (!top.json.is_object())
     return CLEAVE_ERROR(top.origin, ": expected a JSON object");
@@ -333,7 +364,7 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
       checkKeys(top, {"format", "version", "name", "description", "source", "nodes",
                       "devices_per_node", "device", "intra_node", "inter_node",
                       "host_memory_bytes", "host_memory_bandwidth", "host_link",
-                      "contention", "measurements"}));
+                      "contention", "collective_samples", "measurements"}));
   std::string format;
   CLEAVE_RETURN_IF_ERROR(getString(top, "format", &format));
   if (format != kFormat)
@@ -352,6 +383,7 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
   CLEAVE_RETURN_IF_ERROR(parseDevice(top, spec.device));
   CLEAVE_RETURN_IF_ERROR(parseLinks(top, spec));
   CLEAVE_RETURN_IF_ERROR(parseContention(top, spec));
+  CLEAVE_RETURN_IF_ERROR(parseMeasuredCollectives(top, spec));
   if (top.has("measurements")) {
     std::optional<Node> measurements;
     CLEAVE_RETURN_IF_ERROR(getObject(top, "measurements", &measurements));
@@ -467,6 +499,15 @@ std::string formatClusterSpec(const ClusterSpec &spec) {
     top["contention"] = {{"devices", spec.contention.devices},
                          {"memory_bandwidth", spec.contention.memoryBandwidth},
                          {"compute_scale", spec.contention.computeScale}};
+  if (!spec.measuredCollectives.empty()) {
+    Json samples = Json::array();
+    for (const MeasuredCollective &c : spec.measuredCollectives)
+      samples.push_back(Json{{"collective", c.collective},
+                             {"ranks", c.ranks},
+                             {"bytes", c.bytes},
+                             {"seconds", c.seconds}});
+    top["collective_samples"] = samples;
+  }
   if (!spec.measurementsJson.empty())
     top["measurements"] = Json::parse(spec.measurementsJson, nullptr, false);
   return top.dump(2) + "\n";

@@ -38,9 +38,10 @@ struct GemmSample {
   GemmShape shape;
   runtime::DType dtype = runtime::DType::F32;
   double flopsPerSecond = 0;
-  /// Gemm, or GroupedConvolution: a grouped or depthwise conv2d measured at
-  /// its implicit-GEMM shape (batch = groups), which only grouped convolutions
-  /// interpolate.
+  /// Gemm; Convolution, a dense conv2d measured at its implicit-GEMM shape,
+  /// which only dense convolutions interpolate; or GroupedConvolution, a
+  /// grouped or depthwise conv2d at its implicit-GEMM shape (batch = groups),
+  /// which only grouped convolutions interpolate.
   OpClass opClass = OpClass::Gemm;
 };
 
@@ -88,6 +89,17 @@ struct NodeContention {
   bool measured() const { return devices >= 2; }
 };
 
+/// One collective measured inside a node: `ranks` ranks, S = `bytes` as the
+/// collective formulas count it, the median time. `cleave profile` records
+/// them by size; the cost model interpolates between them for a group of
+/// that many ranks inside one node.
+struct MeasuredCollective {
+  std::string collective; // "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv"
+  int ranks = 2;
+  double bytes = 0;
+  double seconds = 0;
+};
+
 struct ClusterSpec {
   std::string name;
   std::string description;
@@ -115,6 +127,8 @@ struct ClusterSpec {
   LinkSpec hostLink;
   /// Optional: the slowdown of devices that run at once on one node.
   NodeContention contention;
+  /// Optional: collectives measured inside a node, by size.
+  std::vector<MeasuredCollective> measuredCollectives;
   /// The optional "measurements" object as compact JSON text ("" if absent):
   /// raw profile data for people, kept verbatim and never interpreted.
   std::string measurementsJson;

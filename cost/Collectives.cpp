@@ -1,6 +1,7 @@
 #include "cost/Collectives.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cassert>
 #include <limits>
 #include <map>
@@ -178,8 +179,40 @@ std::optional<double> collectiveTime(const ClusterSpec &spec, Collective collect
   return std::nullopt;
 }
 
+std::optional<double> measuredCollectiveTime(const ClusterSpec &spec, Collective collective,
+                                             int ranks, double bytes) {
+  std::vector<std::pair<double, double>> points; // (bytes, seconds)
+  for (const MeasuredCollective &m : spec.measuredCollectives)
+    if (m.ranks == ranks && m.collective == collectiveName(collective))
+      points.push_back({m.bytes, m.seconds});
+  if (points.empty())
+    return std::nullopt;
+  std::sort(points.begin(), points.end());
+  if (bytes < points.front().first || bytes > points.back().first)
+    return std::nullopt;
+  for (size_t i = 0; i + 1 < points.size(); ++i) {
+    auto [b0, t0] = points[i];
+    auto [b1, t1] = points[i + 1];
+    if (bytes > b1)
+      continue;
+    if (b1 <= b0)
+      return t0;
+    // Straight between neighbours on log-log axes: latency-bound sizes
+    // stay flat, bandwidth-bound ones grow linearly, and the bend between
+    // (caches, protocol switches) is followed as measured.
+    double exponent = std::log(t1 / t0) / std::log(b1 / b0);
+    return t0 * std::pow(bytes / b0, exponent);
+  }
+  return points.back().second;
+}
+
 CommEstimate estimateCollective(const ClusterSpec &spec, Collective collective,
                                 const CommGroup &group, double bytes) {
+  if (group.size > 1 && bytes > 0 && group.nodesSpanned == 1 && group.concurrentGroups <= 1)
+    if (auto t = measuredCollectiveTime(spec, collective, group.size, bytes)) {
+      bool pointToPoint = collective == Collective::AllToAll || collective == Collective::SendRecv;
+      return {*t, pointToPoint ? Algorithm::Direct : Algorithm::Ring};
+    }
   std::optional<CommEstimate> best;
   for (Algorithm algorithm :
        {Algorithm::Ring, Algorithm::Tree, Algorithm::Hierarchical, Algorithm::Nvls,

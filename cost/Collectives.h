@@ -71,8 +71,16 @@ struct CommEstimate {
 std::optional<double> collectiveTime(const ClusterSpec &spec, Collective collective,
                                      Algorithm algorithm, const CommGroup &group, double bytes);
 
+/// The time of `collective` on `ranks` ranks inside one node interpolated
+/// from the spec's measured samples (log-log between the two sizes around
+/// `bytes`); nullopt without samples of that collective and group size, or
+/// outside their sizes.
+std::optional<double> measuredCollectiveTime(const ClusterSpec &spec, Collective collective,
+                                             int ranks, double bytes);
+
 /// The fastest applicable algorithm and its time (ties go to the earlier of
-/// ring, tree, hierarchical, nvls).
+/// ring, tree, hierarchical, nvls). A lone group inside one node takes the
+/// measured time where the spec has samples of its size around `bytes`.
 CommEstimate estimateCollective(const ClusterSpec &spec, Collective collective,
                                 const CommGroup &group, double bytes);
 

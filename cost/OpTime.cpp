@@ -61,6 +61,12 @@ double gemmEfficiency(const DeviceSpec &device, const GemmShape &shape,
       return device.efficiencyOf(opClass).compute;
     opClass = OpClass::Convolution;
   }
+  // Dense convolutions measured at their implicit-GEMM shapes: a 3x3 over a
+  // 7x7 map runs further from a GEMM of its shape than one over 56x56 does,
+  // which one class ratio cannot follow.
+  if (opClass == OpClass::Convolution)
+    if (auto own = interpolateSamples(device, shape, dtype, OpClass::Convolution))
+      return std::min(*own, 1.0);
   double classEfficiency = device.efficiencyOf(opClass).compute;
   auto efficiency = interpolateSamples(device, shape, dtype, OpClass::Gemm);
   if (!efficiency)

@@ -127,8 +127,33 @@ struct OpInfo {
   DType dtype;
   double byteScale;
   /// Per rank, run whole or with a factor split over the group.
-  ::cleave::cost::PassTime wholeForward, wholeBackward, splitForward, splitBackward;
+  ::cleave::cost::PassTime wholeForward, wholeBackward;
+  /// Per strategy (strategies[0], whole, included): the split op's GEMM is
+  /// smaller in the split dim, and its efficiency is that shape's.
+  std::vector<std::pair<::cleave::cost::PassTime, ::cleave::cost::PassTime>> strategyTimes;
 };
+
+/// The GEMM a rank runs when the factor of `factorSize` is split `tp` ways:
+/// the dim that is that factor (n for output features or channels, k for
+/// input ones, m for tokens, batch for heads) divided by tp, else the first
+/// dim made of it with others (m = batch x tokens, k = channels x kernel
+/// window). A shape no dim of which holds the factor stays whole.
+::cleave::cost::GemmShape splitGemmShape(::cleave::cost::GemmShape shape, int64_t factorSize,
+                                         int tp) {
+  int64_t *exact[] = {&shape.n, &shape.k, &shape.m, &shape.batch};
+  for (int64_t *dim : exact)
+    if (*dim == factorSize && *dim % tp == 0) {
+      *dim /= tp;
+      return shape;
+    }
+  int64_t *within[] = {&shape.batch, &shape.m, &shape.k, &shape.n};
+  for (int64_t *dim : within)
+    if (factorSize > 1 && *dim % factorSize == 0 && *dim % tp == 0) {
+      *dim /= tp;
+      return shape;
+    }
+  return shape;
+}
 
 struct State {
   std::vector<uint32_t> layout; // per tracked value
@@ -189,6 +214,18 @@ public:
 
 private:
   void analyze();
+  /// One pass of `info`'s op with its work divided `divide` ways, as `cost`
+  /// (the op's, or its split GEMM's) runs it.
+  ::cleave::cost::PassTime passTime(const OpInfo &info, const ::cleave::cost::PassCost &pass,
+                                    double divide, const ::cleave::cost::OpCost &cost) const {
+    if (&pass == &info.cost.backward && !options.training)
+      return ::cleave::cost::PassTime();
+    ::cleave::cost::PassCost scaled = pass;
+    scaled.flops /= divide;
+    scaled.bytesRead *= info.byteScale / divide;
+    scaled.bytesWritten *= info.byteScale / divide;
+    return ::cleave::cost::predictPass(cluster.device, cost, scaled, info.dtype);
+  }
   double apply(size_t p, Strategy st, std::vector<uint32_t> &layout, LayerSplit *out);
   double finish(std::vector<uint32_t> &layout, LayerSplit *out);
   double reshard(Value value, TensorSharding from, TensorSharding to, Operation *before,
@@ -238,7 +275,7 @@ void LayerSplitter::analyze() {
   };
   std::vector<int> lastUse;
   for (auto [p, op] : llvm::enumerate(layer.ops)) {
-    OpInfo info{op, {}, {}, {}, {}, {}, DType::F32, 1.0, {}, {}, {}, {}};
+    OpInfo info{op, {}, {}, {}, {}, {}, DType::F32, 1.0, {}, {}, {}};
     info.rule = cast<ShardingOpInterface>(op).getShardingRule();
     auto costly = cast<CostOpInterface>(op);
     info.cost = options.training ? costly.getTrainingCost() : costly.getCost();
@@ -275,19 +312,8 @@ void LayerSplitter::analyze() {
         floatValue = v;
     info.dtype = floatValue ? options.computeDType : DType::F32;
     info.byteScale = floatValue ? floatScale(floatValue) : 1.0;
-    auto passTime = [&](const ::cleave::cost::PassCost &pass, double divide) {
-      if (&pass == &info.cost.backward && !options.training)
-        return ::cleave::cost::PassTime();
-      ::cleave::cost::PassCost scaled = pass;
-      scaled.flops /= divide;
-      scaled.bytesRead *= info.byteScale / divide;
-      scaled.bytesWritten *= info.byteScale / divide;
-      return ::cleave::cost::predictPass(cluster.device, info.cost, scaled, info.dtype);
-    };
-    info.wholeForward = passTime(info.cost.forward, 1.0);
-    info.wholeBackward = passTime(info.cost.backward, 1.0);
-    info.splitForward = passTime(info.cost.forward, double(options.tp));
-    info.splitBackward = passTime(info.cost.backward, double(options.tp));
+    info.wholeForward = passTime(info, info.cost.forward, 1.0, info.cost);
+    info.wholeBackward = passTime(info, info.cost.backward, 1.0, info.cost);
     ops.push_back(std::move(info));
   }
   // Block counts the rules' dims ask for: the sizes of the factors major to
@@ -323,6 +349,17 @@ void LayerSplitter::analyze() {
           if (factor.size % (blocks * options.tp) == 0)
             info.strategies.push_back({int(f), blocks});
       }
+    for (const Strategy &st : info.strategies) {
+      if (st.factor < 0) {
+        info.strategyTimes.push_back({info.wholeForward, info.wholeBackward});
+        continue;
+      }
+      ::cleave::cost::OpCost split = info.cost;
+      if (split.gemm)
+        split.gemm = splitGemmShape(*split.gemm, info.rule.factors[st.factor].size, options.tp);
+      info.strategyTimes.push_back({passTime(info, info.cost.forward, double(options.tp), split),
+                                    passTime(info, info.cost.backward, double(options.tp), split)});
+    }
   }
   lastUse.resize(tracked.size(), -1);
   llvm::DenseMap<Operation *, int> position;
@@ -432,9 +469,14 @@ double LayerSplitter::apply(size_t p, Strategy st, std::vector<uint32_t> &layout
       out->layout[tracked[index]] = layoutR;
   }
   // Compute, divided over the group when a factor is split: the same for
-  // every state, so computed once per op (analyze).
-  const ::cleave::cost::PassTime &forward = f >= 0 ? info.splitForward : info.wholeForward;
-  const ::cleave::cost::PassTime &backward = f >= 0 ? info.splitBackward : info.wholeBackward;
+  // every state, so computed once per strategy (analyze).
+  size_t strategy = 0;
+  while (strategy + 1 < info.strategies.size() &&
+         (info.strategies[strategy].factor != st.factor ||
+          info.strategies[strategy].blocks != st.blocks))
+    ++strategy;
+  const ::cleave::cost::PassTime &forward = info.strategyTimes[strategy].first;
+  const ::cleave::cost::PassTime &backward = info.strategyTimes[strategy].second;
   if (out) {
     out->cost.forwardCompute += forward.seconds();
     out->cost.forwardOverhead += forward.overhead;

@@ -179,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "dgx.json: node: unknown field (expected one of format, version, name, "
                 "description, source, nodes, devices_per_node, device, intra_node, "
                 "inter_node, host_memory_bytes, host_memory_bandwidth, host_link, "
-                "contention, measurements)"},
+                "contention, collective_samples, measurements)"},
         BadSpec{"/device/memory_bandwith", "1e12",
                 "dgx.json: device.memory_bandwith: unknown field (expected one of name, kind, "
                 "memory_bytes, memory_reserve_bytes, peak_flops, memory_bandwidth, "
@@ -214,6 +214,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"/contention", R"({"devices": 8, "bandwidth": 1e12, "compute_scale": 1})",
                 "dgx.json: contention.bandwidth: unknown field (expected one of devices, "
                 "memory_bandwidth, compute_scale)"},
+        BadSpec{"/collective_samples", R"([{"collective": "broadcast", "ranks": 2, "bytes": 4096, "seconds": 1e-6}])",
+                "dgx.json: collective_samples[0].collective: expected all-reduce, all-gather, "
+                "reduce-scatter, all-to-all or send-recv, got 'broadcast'"},
+        BadSpec{"/collective_samples", R"([{"collective": "all-reduce", "ranks": 1, "bytes": 4096, "seconds": 1e-6}])",
+                "dgx.json: collective_samples[0].ranks: must be at least 2, got 1"},
+        BadSpec{"/collective_samples", R"([{"collective": "all-reduce", "ranks": 2, "bytes": 4096, "seconds": 0}])",
+                "dgx.json: collective_samples[0].seconds: must be positive, got 0"},
+        BadSpec{"/collective_samples", R"({"collective": "all-reduce"})",
+                "dgx.json: collective_samples: expected a list, got {\"collective\":\"all-reduce\"}"},
         BadSpec{"/measurements", "[1]", "dgx.json: measurements: expected an object, got [1]"},
         BadSpec{"/intra_node", "300e9",
                 "dgx.json: intra_node: expected an object, got 300000000000.0"}));
@@ -526,6 +535,46 @@ TEST(CollectivesTest, InSwitchAllReduceWhereTheSpecHasIt) {
   EXPECT_FALSE(collectiveTime(spec, Collective::AllReduce, Algorithm::Nvls, all, s));
 }
 
+TEST(CollectivesTest, MeasuredSamplesInsideANodeAreInterpolated) {
+  ClusterSpec spec = toyCluster();
+  CommGroup pair = stridedGroup(2, 1, 2);
+  double formula = estimateCollective(spec, Collective::AllReduce, pair, 1 << 20).seconds;
+  // 64 KiB in 10 us, 1 MiB in 40 us, 16 MiB in 2 ms: in cache, then not.
+  spec.measuredCollectives = {{"all-reduce", 2, 65536, 1e-5},
+                              {"all-reduce", 2, 16777216, 2e-3},
+                              {"all-reduce", 2, 1048576, 4e-5},
+                              {"send-recv", 2, 65536, 3e-6}};
+  EXPECT_DOUBLE_EQ(estimateCollective(spec, Collective::AllReduce, pair, 1 << 20).seconds, 4e-5);
+  // Between sizes: straight on log-log axes (4 MiB is half way from 1 to 16).
+  EXPECT_NEAR(estimateCollective(spec, Collective::AllReduce, pair, 4 << 20).seconds,
+              std::sqrt(4e-5 * 2e-3), 1e-12);
+  EXPECT_NEAR(measuredCollectiveTime(spec, Collective::AllReduce, 2, 262144).value(),
+              std::sqrt(1e-5 * 4e-5), 1e-15);
+  // Outside the sizes, another group size or collective, or across nodes: the formulas.
+  EXPECT_FALSE(measuredCollectiveTime(spec, Collective::AllReduce, 2, 1 << 30));
+  EXPECT_FALSE(measuredCollectiveTime(spec, Collective::AllReduce, 4, 1 << 20));
+  EXPECT_FALSE(measuredCollectiveTime(spec, Collective::AllGather, 2, 1 << 20));
+  EXPECT_DOUBLE_EQ(estimateCollective(spec, Collective::SendRecv, pair, 65536).seconds, 3e-6);
+  CommGroup acrossNodes = pair;
+  acrossNodes.nodesSpanned = 2;
+  ClusterSpec without = toyCluster();
+  EXPECT_DOUBLE_EQ(estimateCollective(spec, Collective::AllReduce, acrossNodes, 1 << 20).seconds,
+                   estimateCollective(without, Collective::AllReduce, acrossNodes, 1 << 20).seconds);
+  CommGroup shared = pair;
+  shared.concurrentGroups = 4;
+  EXPECT_DOUBLE_EQ(estimateCollective(spec, Collective::AllReduce, shared, 1 << 20).seconds,
+                   estimateCollective(without, Collective::AllReduce, shared, 1 << 20).seconds);
+  EXPECT_NE(formula, 4e-5);
+  // Written and read back.
+  ClusterSpec a, back;
+  ASSERT_TRUE(parseClusterSpec(a100Text(), "a.json", a).ok());
+  a.measuredCollectives = spec.measuredCollectives;
+  ASSERT_TRUE(parseClusterSpec(formatClusterSpec(a), "b.json", back).ok());
+  ASSERT_EQ(back.measuredCollectives.size(), 4u);
+  EXPECT_EQ(back.measuredCollectives[1].bytes, 16777216);
+  EXPECT_EQ(back.measuredCollectives[3].collective, "send-recv");
+}
+
 TEST(CollectivesTest, OneRankOrNoBytesCostNothing) {
   ClusterSpec spec = toyCluster();
   CommGroup one = groupOfRanks({5}, 4);
@@ -782,6 +831,34 @@ TEST(OpTimeTest, GroupedConvolutionsInterpolateTheirOwnSamples) {
   EXPECT_DOUBLE_EQ(gemmEfficiency(d, square, DType::F32, OpClass::Convolution), 0.8 * 0.5);
 }
 
+TEST(OpTimeTest, DenseConvolutionsInterpolateTheirOwnSamplesWhenGiven) {
+  DeviceSpec device;
+  device.peakFlops[DType::F32] = 1e11;
+  device.efficiency[int(OpClass::Gemm)] = {0.9, 1};
+  device.efficiency[int(OpClass::Convolution)] = {0.45, 1}; // half a GEMM's rate
+  device.gemmSamples = {{{1, 392, 512, 4608}, DType::F32, 8e10, OpClass::Gemm}};
+  GemmShape shape{1, 392, 512, 4608};
+  // Without convolution samples: the GEMM sample scaled by the class ratio.
+  EXPECT_NEAR(gemmEfficiency(device, shape, DType::F32, OpClass::Convolution), 0.8 * 0.5, 1e-12);
+  // With them: their own figure, whatever the class ratio says; GEMMs keep theirs.
+  device.gemmSamples.push_back({{1, 392, 512, 4608}, DType::F32, 6e10, OpClass::Convolution});
+  EXPECT_NEAR(gemmEfficiency(device, shape, DType::F32, OpClass::Convolution), 0.6, 1e-12);
+  EXPECT_NEAR(gemmEfficiency(device, shape, DType::F32, OpClass::Gemm), 0.8, 1e-12);
+  // Grouped convolutions without samples of their own run as dense ones.
+  EXPECT_NEAR(gemmEfficiency(device, shape, DType::F32, OpClass::GroupedConvolution), 0.6, 1e-12);
+  device.gemmSamples.push_back({{1, 392, 512, 4608}, DType::F32, 1e10, OpClass::GroupedConvolution});
+  EXPECT_NEAR(gemmEfficiency(device, shape, DType::F32, OpClass::GroupedConvolution), 0.1, 1e-12);
+  device.gemmSamples.pop_back();
+  // Written and read back with their class.
+  ClusterSpec spec;
+  ASSERT_TRUE(parseClusterSpec(a100Text(), "a.json", spec).ok());
+  spec.device.gemmSamples = device.gemmSamples;
+  ClusterSpec back;
+  ASSERT_TRUE(parseClusterSpec(formatClusterSpec(spec), "b.json", back).ok());
+  ASSERT_EQ(back.device.gemmSamples.size(), 2u);
+  EXPECT_EQ(back.device.gemmSamples[1].opClass, OpClass::Convolution);
+}
+
 TEST(ClusterSpecTest, GroupedConvolutionDefaultsToConvolution) {
   // Specs written before the class existed: its figures are convolution's.
   Json json = Json::parse(a100Text());
@@ -798,12 +875,12 @@ TEST(ClusterSpecTest, GroupedConvolutionDefaultsToConvolution) {
   EXPECT_EQ(cluster.device.efficiencyOf(OpClass::GroupedConvolution).compute, 0.05);
   json["device"]["efficiency"]["grouped_convolution"]["compute"] = 1.5;
   EXPECT_FALSE(parseClusterSpec(json.dump(), "a100", cluster).ok());
-  // A sample's class is gemm or grouped_convolution.
+  // A sample's class is gemm, convolution or grouped_convolution.
   json["device"]["efficiency"]["grouped_convolution"]["compute"] = 0.05;
   json["device"]["gemm_samples"] = Json::parse(
       R"([{"batch": 1, "m": 8, "n": 8, "k": 8, "dtype": "f32", "flops_per_s": 1e9,
            "op_class": "attention"}])");
   Status s = parseClusterSpec(json.dump(), "a100", cluster);
-  EXPECT_EQ(s.message(), "a100: device.gemm_samples[0].op_class: expected gemm or "
-                         "grouped_convolution, got 'attention'");
+  EXPECT_EQ(s.message(), "a100: device.gemm_samples[0].op_class: expected gemm, "
+                         "convolution or grouped_convolution, got 'attention'");
 }

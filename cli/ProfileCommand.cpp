@@ -428,6 +428,16 @@ std::string softmaxKernel(int64_t rows, int64_t cols) {
                        tensor({rows, cols}));
 }
 
+std::string attentionKernel(int64_t b, int64_t h, int64_t s, int64_t d, bool causal) {
+  std::string t = tensor({b, h, s, d});
+  return llvm::formatv(R"(func.func @forward(%q: {0} {{cleave.name = "q"}, %k: {0} {{cleave.name = "k"},
+                    %v: {0} {{cleave.name = "v"}) -> {0} {{
+  %y = cleave.attention %q, %k, %v {{causal = {1}, scale = {2} : f64} : {0}, {0}, {0} -> {0}
+  return %y : {0}
+})",
+                       t, causal ? "true" : "false", 1.0 / std::sqrt(double(d)));
+}
+
 std::string layerNormKernel(int64_t rows, int64_t cols) {
   return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}) -> {0} {{
   %w = cleave.param "w" : {1}
@@ -776,7 +786,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   int64_t big = options.quick ? 1 << 16 : 1 << 22;
   Progress progress;
   progress.total = 2 + gemms.size() + convs.size() + groupedConvs.size() + addSizes.size() + 1 +
-                   5 + 1 + (options.ranks > 1 ? 2 : 0);
+                   5 + 1 + (options.ranks > 1 ? 2 : 0) + (options.quick ? 1 : 4);
 
   // Memory bandwidth: bytes read and written per second.
   double bandwidth = 2 * measureCopyBandwidth(threads, size_t(options.quick ? 64 : 256) << 20,
@@ -964,9 +974,34 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   // The class figure, for shapes when no sample applies.
   device.efficiency[int(cost::OpClass::GroupedConvolution)].compute =
       median(groupedEfficiencies);
-  // No fused attention kernel on the CPU: attention runs as GEMMs.
-  device.efficiency[int(cost::OpClass::Attention)] =
-      device.efficiency[int(cost::OpClass::Gemm)];
+  // Fused attention: its block products are plain vectorized loops and the
+  // softmax per pair weighs at small head dims, far from GEMM efficiency;
+  // the class figure is the median over shapes of the models it serves
+  // (a small GPT's 32-wide heads, ViT-B's 197 tokens, GPT-2's 64-wide ones).
+  struct AttentionCase {
+    int64_t b, h, s, d;
+    bool causal;
+  };
+  std::vector<AttentionCase> attentions =
+      options.quick ? std::vector<AttentionCase>{{1, 2, 32, 16, true}}
+                    : std::vector<AttentionCase>{{8, 4, 32, 32, true},
+                                                 {1, 12, 197, 64, false},
+                                                 {2, 8, 256, 64, true},
+                                                 {4, 12, 512, 64, true}};
+  std::vector<double> attentionEfficiencies;
+  for (const AttentionCase &a : attentions) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(run(attentionKernel(a.b, a.h, a.s, a.d, a.causal), m));
+    attentionEfficiencies.push_back(computeEfficiency(m));
+    terms.push_back({"kernel",
+                     llvm::formatv("attention {0}x{1}x{2}x{3}{4}", a.b, a.h, a.s, a.d,
+                                   a.causal ? " causal" : ""),
+                     m});
+    progress.step(llvm::formatv("attention {0}x{1}x{2}x{3}{4}: {5:f1} GFLOP/s", a.b, a.h, a.s,
+                                a.d, a.causal ? " causal" : "",
+                                m.cost.forward.flops / m.seconds / 1e9));
+  }
+  device.efficiency[int(cost::OpClass::Attention)] = {median(attentionEfficiencies), 1.0};
 
   // Contention: the node's devices (cores of this machine) share its memory
   // channels, last-level cache and clocks. Each kernel runs alone, then with
@@ -1043,7 +1078,8 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
       {"gelu_seconds", gelu.seconds},       {"softmax_seconds", softmax.seconds},
       {"layer_norm_seconds", layerNorm.seconds}, {"permute_seconds", permute.seconds},
       {"kernel_overhead_seconds", device.kernelOverhead}, {"conv_vs_gemm", convRatios},
-      {"grouped_conv_efficiency", groupedEfficiencies}};
+      {"grouped_conv_efficiency", groupedEfficiencies},
+      {"attention_efficiency", attentionEfficiencies}};
   record["collectives"] = nlohmann::json::parse(comm.toJson());
   record["predicted_vs_measured"] = predictedAgainstMeasured(spec, terms, comm);
   spec.measurementsJson = record.dump();

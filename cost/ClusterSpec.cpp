@@ -209,16 +209,25 @@ Status parseEfficiency(const Node &device, DeviceSpec &spec) {
   return {};
 }
 
-Status parseGemmSamples(const Node &device, DeviceSpec &spec) {
-  if (!device.has("gemm_samples"))
+/// Calls `parse` on each object of the optional list `key` of `node`.
+template <typename Parse>
+Status forEachListedObject(const Node &node, const std::string &key, Parse parse) {
+  if (!node.has(key))
     return {};
-  Node list = device.child("gemm_samples");
+  Node list = node.child(key);
   if (!list.json.is_array())
     return CLEAVE_ERROR(list.where(), ": expected a list, got ", describe(list.json));
   for (size_t i = 0; i < list.json.size(); ++i) {
     Node item = list.element(i);
     if (!item.json.is_object())
       return CLEAVE_ERROR(item.where(), ": expected an object, got ", describe(item.json));
+    CLEAVE_RETURN_IF_ERROR(parse(item));
+  }
+  return {};
+}
+
+Status parseGemmSamples(const Node &device, DeviceSpec &spec) {
+  return forEachListedObject(device, "gemm_samples", [&](const Node &item) -> Status {
     CLEAVE_RETURN_IF_ERROR(
         checkKeys(item, {"batch", "m", "n", "k", "dtype", "flops_per_s", "op_class"}));
     GemmSample sample;
@@ -238,8 +247,8 @@ Status parseGemmSamples(const Node &device, DeviceSpec &spec) {
     CLEAVE_RETURN_IF_ERROR(parseDTypeField(item, "dtype", &sample.dtype));
     CLEAVE_RETURN_IF_ERROR(getNumber(item, "flops_per_s", Range::Positive, &sample.flopsPerSecond));
     spec.gemmSamples.push_back(sample);
-  }
-  return {};
+    return {};
+  });
 }
 
 Status parseDevice(const Node &top, DeviceSpec &spec) {
@@ -330,15 +339,7 @@ Status parseContention(const Node &top, ClusterSpec &spec) {
 /// "collective_samples": [{"collective": NAME, "ranks": >= 2, "bytes": > 0,
 /// "seconds": > 0}, ...].
 Status parseMeasuredCollectives(const Node &top, ClusterSpec &spec) {
-  if (!top.has("collective_samples"))
-    return {};
-  Node list = top.child("collective_samples");
-  if (!list.json.is_array())
-    return CLEAVE_ERROR(list.where(), ": expected a list, got ", describe(list.json));
-  for (size_t i = 0; i < list.json.size(); ++i) {
-    Node item = list.element(i);
-    if (!item.json.is_object())
-      return CLEAVE_ERROR(item.where(), ": expected an object, got ", describe(item.json));
+  return forEachListedObject(top, "collective_samples", [&](const Node &item) -> Status {
     CLEAVE_RETURN_IF_ERROR(checkKeys(item, {"collective", "ranks", "bytes", "seconds"}));
     MeasuredCollective sample;
     CLEAVE_RETURN_IF_ERROR(getString(item, "collective", &sample.collective));
@@ -353,8 +354,8 @@ Status parseMeasuredCollectives(const Node &top, ClusterSpec &spec) {
     CLEAVE_RETURN_IF_ERROR(getNumber(item, "bytes", Range::Positive, &sample.bytes));
     CLEAVE_RETURN_IF_ERROR(getNumber(item, "seconds", Range::Positive, &sample.seconds));
     spec.measuredCollectives.push_back(sample);
-  }
-  return {};
+    return {};
+  });
 }
 
 Status parseTop(const Node &top, ClusterSpec &spec) {

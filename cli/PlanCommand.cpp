@@ -220,7 +220,8 @@ void printPlan(const PlanCliOptions &options, const cost::ClusterSpec &spec,
   }
 }
 
-void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
+void printTop(const mlir::cleave::PlannerResult &plan, bool explain,
+              const cost::PredictionError &expected) {
   auto &os = llvm::outs();
   const auto &best = plan.search.best;
   os << llvm::formatv("\n{0,-4} {1,-58} {2,10} {3,8} {4,10} {5,10} {6,10}\n", "rank", "plan",
@@ -233,6 +234,19 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
   if (!explain || best.empty())
     return;
   const Candidate &first = best.front();
+  // Plans closer than the validated error cannot be told apart: the model's
+  // error on plans like them is as large as the difference.
+  if (expected.known())
+    os << llvm::formatv("\nexpected error of each prediction: +/-{0:f1}% (mean |error| over {1} "
+                        "validated runs; mean signed {2}{3:f1}%, {4}; {5})\n",
+                        100 * expected.meanAbs, expected.runs, expected.meanSigned < 0 ? "" : "+",
+                        100 * expected.meanSigned,
+                        expected.meanSigned < 0 ? "predictions short" : "predictions long",
+                        expected.source);
+  else
+    os << "\nexpected error of each prediction: not validated for this cluster spec (no "
+          "prediction_error): differences below the measured errors in docs/cost-model.md "
+          "may not be real\n";
   os << "\nwhy the others lost:\n";
   for (size_t i = 1; i < best.size(); ++i) {
     const Candidate &c = best[i];
@@ -266,6 +280,12 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
     if (reasons.empty())
       add(c.objective == first.objective ? "as fast, but needs more memory"
                                          : "slower compute per microbatch");
+    if (expected.known() && slower <= expected.meanAbs)
+      reasons = llvm::formatv("indistinguishable from the best within the expected error "
+                              "(+/-{0:f1}%); ",
+                              100 * expected.meanAbs)
+                    .str() +
+                reasons;
     os << llvm::formatv("  {0}: {1:f1}% slower: {2}\n", c.label(), 100 * slower, reasons);
   }
   for (const Candidate &c : plan.search.bestPerMesh) {
@@ -276,8 +296,12 @@ void printTop(const mlir::cleave::PlannerResult &plan, bool explain) {
     add(llvm::formatv("bubble {0:f1}%", 100 * c.bubbleFraction));
     add("tp comm " + humanSeconds(c.tpCommSeconds));
     add("dp comm " + humanSeconds(c.dpCommSeconds));
+    double slower = c.objective / first.objective - 1;
+    if (expected.known() && slower <= expected.meanAbs)
+      add(llvm::formatv("indistinguishable from the best within the expected error (+/-{0:f1}%)",
+                        100 * expected.meanAbs));
     os << llvm::formatv("  best with tp={0} pp={1}: {2}, {3:f1}% slower: {4}\n", c.tp, c.pp,
-                        c.label(), 100 * (c.objective / first.objective - 1), reasons);
+                        c.label(), 100 * slower, reasons);
   }
   for (const auto &[mesh, bound] : plan.search.prunedMeshBound)
     os << llvm::formatv("  tp={0} pp={1}: at least {2} even perfectly balanced, not evaluated\n",
@@ -375,7 +399,7 @@ int runPlan(int argc, char **argv) {
   }
   printPlan(options, spec, plan, chosen);
   if (search.top > 1 || options.explain)
-    printTop(plan, options.explain);
+    printTop(plan, options.explain, spec.predictionError);
   llvm::outs() << llvm::formatv("\nsearched {0} candidates, evaluated {1}, in {2} (layer splits "
                                 "{3})\n",
                                 plan.search.candidatesConsidered,

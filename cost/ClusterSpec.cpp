@@ -120,7 +120,7 @@ Status getInt(const Node &node, const std::string &key, int64_t min, int *out) {
   return {};
 }
 
-enum class Range { Positive, NonNegative, Fraction };
+enum class Range { Positive, NonNegative, Fraction, Any };
 
 Status getNumber(const Node &node, const std::string &key, Range range, double *out) {
   if (!node.has(key))
@@ -143,6 +143,8 @@ Status getNumber(const Node &node, const std::string &key, Range range, double *
   case Range::Fraction:
     if (!(v > 0 && v <= 1))
       return CLEAVE_ERROR(child.where(), ": must be in (0, 1], got ", v);
+    break;
+  case Range::Any:
     break;
   }
   *out = v;
@@ -358,6 +360,25 @@ Status parseMeasuredCollectives(const Node &top, ClusterSpec &spec) {
   });
 }
 
+/// "prediction_error": {"mean_abs_error": >= 0, "mean_signed_error": a
+/// number, "runs": >= 1, "source": a string}.
+Status parsePredictionError(const Node &top, ClusterSpec &spec) {
+  if (!top.has("prediction_error"))
+    return {};
+  std::optional<Node> node;
+  CLEAVE_RETURN_IF_ERROR(getObject(top, "prediction_error", &node));
+  CLEAVE_RETURN_IF_ERROR(
+      checkKeys(*node, {"mean_abs_error", "mean_signed_error", "runs", "source"}));
+  PredictionError &e = spec.predictionError;
+  CLEAVE_RETURN_IF_ERROR(getNumber(*node, "mean_abs_error", Range::NonNegative, &e.meanAbs));
+  CLEAVE_RETURN_IF_ERROR(getNumber(*node, "mean_signed_error", Range::Any, &e.meanSigned));
+  if (std::abs(e.meanSigned) > e.meanAbs * (1 + 1e-12))
+    return CLEAVE_ERROR(node->where("mean_signed_error"), ": larger than mean_abs_error (",
+                        e.meanAbs, "), got ", e.meanSigned);
+  CLEAVE_RETURN_IF_ERROR(getInt(*node, "runs", 1, &e.runs));
+  return getString(*node, "source", &e.source);
+}
+
 Status parseTop(const Node &top, ClusterSpec &spec) {
   if (!top.json.is_object())
     return CLEAVE_ERROR(top.origin, ": expected a JSON object");
@@ -365,7 +386,8 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
       checkKeys(top, {"format", "version", "name", "description", "source", "nodes",
                       "devices_per_node", "device", "intra_node", "inter_node",
                       "host_memory_bytes", "host_memory_bandwidth", "host_link",
-                      "contention", "collective_samples", "measurements"}));
+                      "contention", "collective_samples", "prediction_error",
+                      "measurements"}));
   std::string format;
   CLEAVE_RETURN_IF_ERROR(getString(top, "format", &format));
   if (format != kFormat)
@@ -385,6 +407,7 @@ Status parseTop(const Node &top, ClusterSpec &spec) {
   CLEAVE_RETURN_IF_ERROR(parseLinks(top, spec));
   CLEAVE_RETURN_IF_ERROR(parseContention(top, spec));
   CLEAVE_RETURN_IF_ERROR(parseMeasuredCollectives(top, spec));
+  CLEAVE_RETURN_IF_ERROR(parsePredictionError(top, spec));
   if (top.has("measurements")) {
     std::optional<Node> measurements;
     CLEAVE_RETURN_IF_ERROR(getObject(top, "measurements", &measurements));
@@ -509,6 +532,11 @@ std::string formatClusterSpec(const ClusterSpec &spec) {
                              {"seconds", c.seconds}});
     top["collective_samples"] = samples;
   }
+  if (spec.predictionError.known())
+    top["prediction_error"] = {{"mean_abs_error", spec.predictionError.meanAbs},
+                               {"mean_signed_error", spec.predictionError.meanSigned},
+                               {"runs", spec.predictionError.runs},
+                               {"source", spec.predictionError.source}};
   if (!spec.measurementsJson.empty())
     top["measurements"] = Json::parse(spec.measurementsJson, nullptr, false);
   return top.dump(2) + "\n";

@@ -100,6 +100,18 @@ struct MeasuredCollective {
   double seconds = 0;
 };
 
+/// How far whole-plan predictions on this spec landed from measured or
+/// published step times in a validation (bench/planner_validation.py's
+/// held-out half for the shipped GPU specs): the band `cleave plan
+/// --explain` quotes, inside which two plans cannot be told apart.
+struct PredictionError {
+  double meanAbs = 0;    // mean |predicted / measured - 1|
+  double meanSigned = 0; // mean (predicted / measured - 1): < 0, predictions short
+  int runs = 0;          // how many runs it was measured on; 0: not validated
+  std::string source;    // which validation, when
+  bool known() const { return runs > 0; }
+};
+
 struct ClusterSpec {
   std::string name;
   std::string description;
@@ -129,6 +141,8 @@ struct ClusterSpec {
   NodeContention contention;
   /// Optional: collectives measured inside a node, by size.
   std::vector<MeasuredCollective> measuredCollectives;
+  /// Optional: the validated error of whole-plan predictions on this spec.
+  PredictionError predictionError;
   /// The optional "measurements" object as compact JSON text ("" if absent):
   /// raw profile data for people, kept verbatim and never interpreted.
   std::string measurementsJson;

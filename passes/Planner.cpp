@@ -410,6 +410,11 @@ std::string strategyJson(const PlannerResult &plan, const Candidate &c,
                     {"spill_seconds", c.spillSeconds},
                     {"worst_stage", c.worstStage},
                     {"memory", memoryJson(c.memory)}};
+  if (const auto &e = cluster.predictionError; e.known())
+    j["predicted"]["expected_error"] = {{"mean_abs_error", e.meanAbs},
+                                        {"mean_signed_error", e.meanSigned},
+                                        {"runs", e.runs},
+                                        {"source", e.source}};
   j["search"] = {{"candidates_considered", plan.search.candidatesConsidered},
                  {"candidates_evaluated", plan.search.candidatesEvaluated},
                  {"layer_split_seconds", plan.splitSeconds},

@@ -208,12 +208,35 @@ def megatron(strategy_path):
     return not c.failed
 
 
+def explain_bands(explain_path, band):
+    """--explain's runner-up lines: "X% slower" within the band (percent) are
+    called indistinguishable, and no line outside it is."""
+    band = float(band)
+    within_ok, outside_ok, within = True, True, 0
+    lines = open(explain_path).read().split("why the others lost:")[1].splitlines()
+    for line in lines:
+        m = re.search(r"([0-9.]+)% slower: (.*)", line)
+        if not m:
+            continue
+        called = m.group(2).find("indistinguishable") >= 0
+        if float(m.group(1)) <= band:
+            within += 1
+            within_ok &= called
+        else:
+            outside_ok &= not called
+    print(f"runners-up within the band called indistinguishable: {within_ok}, outside it never: "
+          f"{outside_ok}, some within: {within > 0}")
+    return within_ok and outside_ok
+
+
 if __name__ == "__main__":
     mode = sys.argv[1]
     if mode == "structure":
         good = structure(sys.argv[2], sys.argv[3], sys.argv[4:])
     elif mode == "megatron":
         good = megatron(sys.argv[2])
+    elif mode == "explain-bands":
+        good = explain_bands(sys.argv[2], sys.argv[3])
     else:
         sys.exit(f"unknown mode {mode}")
     sys.exit(0 if good else 1)

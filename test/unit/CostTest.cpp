@@ -179,7 +179,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "dgx.json: node: unknown field (expected one of format, version, name, "
                 "description, source, nodes, devices_per_node, device, intra_node, "
                 "inter_node, host_memory_bytes, host_memory_bandwidth, host_link, "
-                "contention, collective_samples, measurements)"},
+                "contention, collective_samples, prediction_error, measurements)"},
         BadSpec{"/device/memory_bandwith", "1e12",
                 "dgx.json: device.memory_bandwith: unknown field (expected one of name, kind, "
                 "memory_bytes, memory_reserve_bytes, peak_flops, memory_bandwidth, "
@@ -223,6 +223,14 @@ INSTANTIATE_TEST_SUITE_P(
                 "dgx.json: collective_samples[0].seconds: must be positive, got 0"},
         BadSpec{"/collective_samples", R"({"collective": "all-reduce"})",
                 "dgx.json: collective_samples: expected a list, got {\"collective\":\"all-reduce\"}"},
+        BadSpec{"/prediction_error/runs", "0",
+                "dgx.json: prediction_error.runs: must be at least 1, got 0"},
+        BadSpec{"/prediction_error/mean_abs_error", "-0.1",
+                "dgx.json: prediction_error.mean_abs_error: must be non-negative, got -0.1"},
+        BadSpec{"/prediction_error/mean_signed_error", "-0.5",
+                "dgx.json: prediction_error.mean_signed_error: larger than mean_abs_error "
+                "(0.1689), got -0.5"},
+        BadSpec{"/prediction_error/source", nullptr, "dgx.json: prediction_error.source: missing"},
         BadSpec{"/measurements", "[1]", "dgx.json: measurements: expected an object, got [1]"},
         BadSpec{"/intra_node", "300e9",
                 "dgx.json: intra_node: expected an object, got 300000000000.0"}));
@@ -325,6 +333,25 @@ TEST(ClusterSpecTest, ContentionSharesTheNodeAmongBusyDevices) {
   EXPECT_EQ(back.contention.memoryBandwidth, 25e9);
   EXPECT_EQ(back.contention.computeScale, 0.7);
   EXPECT_EQ(formatClusterSpec(back), text);
+}
+
+TEST(ClusterSpecTest, PredictionErrorIsReadAndWrittenBack) {
+  ClusterSpec spec;
+  ASSERT_TRUE(parseClusterSpec(a100Text(), "a.json", spec).ok());
+  ASSERT_TRUE(spec.predictionError.known());
+  EXPECT_EQ(spec.predictionError.meanAbs, 0.1689);
+  EXPECT_EQ(spec.predictionError.meanSigned, -0.1672);
+  EXPECT_EQ(spec.predictionError.runs, 14);
+  ClusterSpec back;
+  ASSERT_TRUE(parseClusterSpec(formatClusterSpec(spec), "b.json", back).ok());
+  EXPECT_EQ(back.predictionError.meanAbs, spec.predictionError.meanAbs);
+  EXPECT_EQ(back.predictionError.source, spec.predictionError.source);
+  // Absent: not validated, and not written.
+  Json json = Json::parse(a100Text());
+  json.erase("prediction_error");
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "c.json", spec).ok());
+  EXPECT_FALSE(spec.predictionError.known());
+  EXPECT_FALSE(Json::parse(formatClusterSpec(spec)).contains("prediction_error"));
 }
 
 TEST(ClusterSpecTest, RejectsTextThatIsNotAnObject) {

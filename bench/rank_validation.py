@@ -15,7 +15,8 @@ cores run oversubscribed and are marked so: their time measures time-slicing,
 not the plan (docs/cost-model.md).
 
     /usr/bin/python3 bench/rank_validation.py [--spec SPEC.json] [--models gpt,zoo/resnet18]
-        [--meshes 1,dp2,pp2,tp2,pp2.tp2] [--modes forward,train] [--repeat 21] [--json FILE]
+        [--meshes 1,dp2,pp2,tp2,pp2.tp2] [--modes forward,train] [--repeat 21] [--trials 3]
+        [--json FILE]
 """
 import argparse
 import json
@@ -91,6 +92,9 @@ def main():
     p.add_argument("--repeat", type=int, default=21,
                    help="forward runs / training steps (the first is left out)")
     p.add_argument("--microbatches", type=int, default=4)
+    p.add_argument("--trials", type=int, default=3,
+                   help="runs of each plan; the one of median step is reported, with the "
+                        "spread (slowest / fastest - 1) of all")
     p.add_argument("--work")
     p.add_argument("--json")
     a = p.parse_args()
@@ -111,11 +115,12 @@ def main():
           + (f"memory {contention['memory_bandwidth'] / 1e9:.1f} GB/s each with "
              f"{contention['devices']} busy, compute x{contention['compute_scale']:.2f}"
              if contention else "none measured"))
-    print("one thread per rank; measured = the slowest rank, mean of the runs after the "
-          "first; error = (predicted - measured) / measured")
+    print(f"one thread per rank; measured = the slowest rank, mean of the runs after the "
+          f"first, the median of {a.trials} trials (spread: slowest / fastest - 1); "
+          f"error = (predicted - measured) / measured")
     header = (f"{'model':<16} {'mode':<7} {'mesh':<8} {'ranks':>5} | {'step ms':>8} {'pred':>8} "
               f"{'error':>7} | {'compute':>8} {'pred':>8} | {'comm':>7} {'pred':>7} | "
-              f"{'wait':>6} {'bubble':>6}")
+              f"{'wait':>6} {'bubble':>6} | {'spread':>6}")
     print(header)
     rows = []
     for item in a.models.split(","):
@@ -136,24 +141,30 @@ def main():
                      "--global-batch", str(batch), "--mode", "train" if train else "infer",
                      "-o", plan] + flags)
                 local = ["--local", str(n)] if n > 1 else []
-                if train:
-                    run([a.cleave, "train"] + local + [plan, "--data", data, "--steps",
-                        str(a.repeat), "--threads", "1", "--report", report, "-q"])
-                else:
-                    run([a.cleave, "run"] + local + [plan, "--inputs", data, "--outputs",
-                        os.path.join(work, "out.safetensors"), "--repeat", str(a.repeat),
-                        "--threads", "1", "--report-json", report])
-                with open(report) as f:
-                    r = json.load(f)
-                pred = r["predicted"]
-                if train:
-                    ranks = r["ranks"] or [{"rank": 0, "step_seconds": r["mean_step_seconds"],
-                                            "compute_seconds": r["mean_compute_seconds"],
-                                            "communication_seconds":
-                                                r["mean_communication_seconds"]}]
-                else:
-                    ranks = r["ranks"]
-                slowest = max(ranks, key=lambda x: x["step_seconds"])
+                # The slowest rank of each trial; the trial of median step is kept.
+                trials = []
+                for _ in range(a.trials):
+                    if train:
+                        run([a.cleave, "train"] + local + [plan, "--data", data, "--steps",
+                            str(a.repeat), "--threads", "1", "--report", report, "-q"])
+                    else:
+                        run([a.cleave, "run"] + local + [plan, "--inputs", data, "--outputs",
+                            os.path.join(work, "out.safetensors"), "--repeat", str(a.repeat),
+                            "--threads", "1", "--report-json", report])
+                    with open(report) as f:
+                        r = json.load(f)
+                    if train:
+                        ranks = r["ranks"] or [{"rank": 0, "step_seconds": r["mean_step_seconds"],
+                                                "compute_seconds": r["mean_compute_seconds"],
+                                                "communication_seconds":
+                                                    r["mean_communication_seconds"]}]
+                    else:
+                        ranks = r["ranks"]
+                    trials.append((max(ranks, key=lambda x: x["step_seconds"]), r["predicted"]))
+                trials.sort(key=lambda t: t[0]["step_seconds"])
+                slowest, pred = trials[len(trials) // 2]
+                spread = (trials[-1][0]["step_seconds"] / trials[0][0]["step_seconds"] - 1
+                          if len(trials) > 1 else 0.0)
                 step = slowest["step_seconds"]
                 wait = slowest.get("waiting_seconds",
                                    step - slowest["compute_seconds"]
@@ -169,7 +180,8 @@ def main():
                 over = n > cores
                 row = {"model": name, "batch": batch, "mode": mode, "mesh": mesh, "ranks": n,
                        "oversubscribed": over, "measured": slowest, "predicted": pred,
-                       "predicted_step_compared": compared, "error": error}
+                       "predicted_step_compared": compared, "error": error,
+                       "trial_steps": [t[0]["step_seconds"] for t in trials], "spread": spread}
                 rows.append(row)
                 print(f"{name:<16} {mode:<7} {mesh:<8} {n:>5} | {step * 1e3:>8.2f} "
                       f"{compared * 1e3:>8.2f} {100 * error:>+6.1f}% | "
@@ -177,7 +189,7 @@ def main():
                       f"{pred['compute_seconds'] * 1e3:>8.2f} | "
                       f"{slowest['communication_seconds'] * 1e3:>7.2f} "
                       f"{pred['communication_seconds'] * 1e3:>7.2f} | {wait * 1e3:>6.2f} "
-                      f"{(pred.get('bubble_seconds') or 0) * 1e3:>6.2f}"
+                      f"{(pred.get('bubble_seconds') or 0) * 1e3:>6.2f} | {100 * spread:>5.1f}%"
                       f"{'  (oversubscribed)' if over else ''}", flush=True)
     fair = [r for r in rows if not r["oversubscribed"]]
     if fair:

@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Parser/Parser.h"
 #include "compiler/CompileDriver.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -92,8 +93,8 @@ struct Measured {
 };
 
 /// A measured kernel the spec's model is then asked to predict. A GEMM or
-/// grouped-convolution sample is predicted from the other samples (left out
-/// of its own interpolation), so its error is that of an unseen shape.
+/// convolution sample is predicted from the other samples (left out of its
+/// own interpolation), so its error is that of an unseen shape.
 struct Term {
   std::string termClass; // "gemm", "convolution", "grouped_convolution", "memory", "kernel"
   std::string label;
@@ -633,19 +634,19 @@ int runProfileLoadWorker(int argc, char **argv) {
 
 namespace {
 
-/// Every measured term next to what the finished spec predicts for it
-/// (printed, and returned for the spec's measurements): kernels through the
-/// op-time model (GEMM and grouped samples left out of their own
-/// interpolation; kernel time only, no dispatch overhead), collectives
-/// through the collective formulas on the spec's one fitted link. Terms the
-/// spec's figures are defined by (the peak GEMM, gelu, the chain of adds)
-/// are not listed: they are exact by construction.
 std::string signedPercent(double fraction) {
   char text[32];
   std::snprintf(text, sizeof text, "%+.1f %%", 100 * fraction);
   return text;
 }
 
+/// Every measured term next to what the finished spec predicts for it
+/// (printed, and returned for the spec's measurements): kernels through the
+/// op-time model (GEMM and convolution samples left out of their own
+/// interpolation; kernel time only, no dispatch overhead), each collective
+/// size from the other sizes and the fitted link. Terms the spec's figures
+/// are defined by (the peak GEMM, gelu, the chain of adds) are not listed:
+/// they are exact by construction.
 nlohmann::json predictedAgainstMeasured(const cost::ClusterSpec &spec,
                                         const std::vector<Term> &terms,
                                         const CommProfile &comm) {
@@ -662,31 +663,26 @@ nlohmann::json predictedAgainstMeasured(const cost::ClusterSpec &spec,
         cost::predictPass(device, t.measured.cost, t.measured.cost.forward, rt::DType::F32);
     rows.push_back({t.termClass, t.label, t.measured.seconds, std::max(time.compute, time.memory)});
   }
-  const std::pair<const char *, cost::Collective> kinds[] = {
-      {"all-reduce", cost::Collective::AllReduce},
-      {"all-gather", cost::Collective::AllGather},
-      {"reduce-scatter", cost::Collective::ReduceScatter},
-      {"all-to-all", cost::Collective::AllToAll},
-      {"send-recv", cost::Collective::SendRecv}};
-  for (size_t i = 0; i < comm.samples.size(); ++i) {
-    const CollectiveSample &sample = comm.samples[i];
+  for (const CollectiveSample &sample : comm.samples) {
+    std::optional<cost::Collective> kind = cost::parseCollective(sample.collective);
+    if (!kind)
+      continue;
     // Predicted from the other sizes (and the fitted link past them).
     cost::ClusterSpec others = spec;
     others.devicesPerNode = std::max(spec.devicesPerNode, sample.ranks);
-    if (i < others.measuredCollectives.size())
-      others.measuredCollectives.erase(others.measuredCollectives.begin() + i);
-    for (const auto &[name, kind] : kinds)
-      if (sample.collective == name) {
-        std::vector<int> ranks(sample.ranks);
-        for (int r = 0; r < sample.ranks; ++r)
-          ranks[r] = r;
-        cost::CommGroup group = cost::groupOfRanks(ranks, others.devicesPerNode);
-        rows.push_back({"collective",
-                        llvm::formatv("{0} on {1} ranks, {2}", name, sample.ranks,
-                                      cost::humanBytes(sample.bytes)),
-                        sample.seconds,
-                        cost::estimateCollective(others, kind, group, sample.bytes).seconds});
-      }
+    llvm::erase_if(others.measuredCollectives, [&](const cost::MeasuredCollective &m) {
+      return m.collective == sample.collective && m.ranks == sample.ranks &&
+             m.bytes == sample.bytes;
+    });
+    std::vector<int> ranks(sample.ranks);
+    for (int r = 0; r < sample.ranks; ++r)
+      ranks[r] = r;
+    cost::CommGroup group = cost::groupOfRanks(ranks, others.devicesPerNode);
+    rows.push_back({"collective",
+                    llvm::formatv("{0} on {1} ranks, {2}", sample.collective, sample.ranks,
+                                  cost::humanBytes(sample.bytes)),
+                    sample.seconds,
+                    cost::estimateCollective(others, *kind, group, sample.bytes).seconds});
   }
 
   llvm::errs() << "predicted against measured (error = predicted / measured - 1):\n";
@@ -1021,8 +1017,9 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
       // A busy node is never faster than an idle one: a ratio above 1 is noise.
       double ratio = std::min(1.0, alone.seconds / loaded.seconds);
       bool memory = std::string(kind) == "memory";
-      double work = memory ? 16 * (alone.cost.forward.bytesRead + alone.cost.forward.bytesWritten)
-                           : alone.cost.forward.flops;
+      int kernels = contentionKernel(kind, options.quick)->kernels;
+      double work = kernels * (memory ? alone.cost.forward.bytesRead + alone.cost.forward.bytesWritten
+                                      : alone.cost.forward.flops);
       contention[kind] = {{"alone_per_s", work / alone.seconds},
                           {"all_busy_per_s", work / loaded.seconds},
                           {"ratio", ratio}};

@@ -1,4 +1,5 @@
 #include "cost/ClusterSpec.h"
+#include "cost/Collectives.h"
 #include "runtime/AtomicFile.h"
 
 #include <nlohmann/json.hpp>
@@ -345,9 +346,7 @@ Status parseMeasuredCollectives(const Node &top, ClusterSpec &spec) {
     CLEAVE_RETURN_IF_ERROR(checkKeys(item, {"collective", "ranks", "bytes", "seconds"}));
     MeasuredCollective sample;
     CLEAVE_RETURN_IF_ERROR(getString(item, "collective", &sample.collective));
-    static const char *const kKnown[] = {"all-reduce", "all-gather", "reduce-scatter",
-                                         "all-to-all", "send-recv"};
-    if (std::find(std::begin(kKnown), std::end(kKnown), sample.collective) == std::end(kKnown))
+    if (!parseCollective(sample.collective))
       return CLEAVE_ERROR(item.where("collective"),
                           ": expected all-reduce, all-gather, reduce-scatter, all-to-all or "
                           "send-recv, got '",

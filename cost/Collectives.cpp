@@ -24,6 +24,14 @@ std::string_view collectiveName(Collective collective) {
   return "?";
 }
 
+std::optional<Collective> parseCollective(std::string_view name) {
+  for (Collective c : {Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter,
+                       Collective::AllToAll, Collective::SendRecv})
+    if (collectiveName(c) == name)
+      return c;
+  return std::nullopt;
+}
+
 std::string_view algorithmName(Algorithm algorithm) {
   switch (algorithm) {
   case Algorithm::Ring:

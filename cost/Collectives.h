@@ -30,6 +30,8 @@ namespace cleave::cost {
 enum class Collective : uint8_t { AllReduce, AllGather, ReduceScatter, AllToAll, SendRecv };
 /// "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "send-recv".
 std::string_view collectiveName(Collective collective);
+/// The collective of that name; nullopt for any other.
+std::optional<Collective> parseCollective(std::string_view name);
 
 /// Ring, Tree (double binary tree) and Hierarchical (inside nodes, then across
 /// them) serve the reducing and gathering collectives; all-to-all and

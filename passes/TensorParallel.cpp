@@ -88,10 +88,14 @@ bool isFloat(Value v) {
 struct Strategy {
   int factor = -1;
   int64_t blocks = 1;
+  /// Per rank, this strategy's compute (a split op's GEMM is smaller in the
+  /// split dim, at that shape's efficiency): the same for every state, so
+  /// computed once (analyze).
+  ::cleave::cost::PassTime forward, backward;
 };
 
 /// The layout a strategy gives one tensor of the rule.
-TensorSharding layoutOf(const ShardingRule &rule, const TensorFactors &tensor, Strategy st,
+TensorSharding layoutOf(const ShardingRule &rule, const TensorFactors &tensor, const Strategy &st,
                         bool isResult) {
   if (st.factor < 0)
     return TensorSharding::replicated();
@@ -126,11 +130,6 @@ struct OpInfo {
   std::vector<int> resultIndex;
   DType dtype;
   double byteScale;
-  /// Per rank, run whole or with a factor split over the group.
-  ::cleave::cost::PassTime wholeForward, wholeBackward;
-  /// Per strategy (strategies[0], whole, included): the split op's GEMM is
-  /// smaller in the split dim, and its efficiency is that shape's.
-  std::vector<std::pair<::cleave::cost::PassTime, ::cleave::cost::PassTime>> strategyTimes;
 };
 
 /// The GEMM a rank runs when the factor of `factorSize` is split `tp` ways:
@@ -226,7 +225,7 @@ private:
     scaled.bytesWritten *= info.byteScale / divide;
     return ::cleave::cost::predictPass(cluster.device, cost, scaled, info.dtype);
   }
-  double apply(size_t p, Strategy st, std::vector<uint32_t> &layout, LayerSplit *out);
+  double apply(size_t p, const Strategy &st, std::vector<uint32_t> &layout, LayerSplit *out);
   double finish(std::vector<uint32_t> &layout, LayerSplit *out);
   double reshard(Value value, TensorSharding from, TensorSharding to, Operation *before,
                  LayerSplit *out, bool grad);
@@ -275,7 +274,7 @@ void LayerSplitter::analyze() {
   };
   std::vector<int> lastUse;
   for (auto [p, op] : llvm::enumerate(layer.ops)) {
-    OpInfo info{op, {}, {}, {}, {}, {}, DType::F32, 1.0, {}, {}, {}};
+    OpInfo info{op, {}, {}, {}, {}, {}, DType::F32, 1.0};
     info.rule = cast<ShardingOpInterface>(op).getShardingRule();
     auto costly = cast<CostOpInterface>(op);
     info.cost = options.training ? costly.getTrainingCost() : costly.getCost();
@@ -312,8 +311,6 @@ void LayerSplitter::analyze() {
         floatValue = v;
     info.dtype = floatValue ? options.computeDType : DType::F32;
     info.byteScale = floatValue ? floatScale(floatValue) : 1.0;
-    info.wholeForward = passTime(info, info.cost.forward, 1.0, info.cost);
-    info.wholeBackward = passTime(info, info.cost.backward, 1.0, info.cost);
     ops.push_back(std::move(info));
   }
   // Block counts the rules' dims ask for: the sizes of the factors major to
@@ -349,16 +346,16 @@ void LayerSplitter::analyze() {
           if (factor.size % (blocks * options.tp) == 0)
             info.strategies.push_back({int(f), blocks});
       }
-    for (const Strategy &st : info.strategies) {
-      if (st.factor < 0) {
-        info.strategyTimes.push_back({info.wholeForward, info.wholeBackward});
-        continue;
+    for (Strategy &st : info.strategies) {
+      ::cleave::cost::OpCost cost = info.cost;
+      double divide = 1;
+      if (st.factor >= 0) {
+        divide = options.tp;
+        if (cost.gemm)
+          cost.gemm = splitGemmShape(*cost.gemm, info.rule.factors[st.factor].size, options.tp);
       }
-      ::cleave::cost::OpCost split = info.cost;
-      if (split.gemm)
-        split.gemm = splitGemmShape(*split.gemm, info.rule.factors[st.factor].size, options.tp);
-      info.strategyTimes.push_back({passTime(info, info.cost.forward, double(options.tp), split),
-                                    passTime(info, info.cost.backward, double(options.tp), split)});
+      st.forward = passTime(info, info.cost.forward, divide, cost);
+      st.backward = passTime(info, info.cost.backward, divide, cost);
     }
   }
   lastUse.resize(tracked.size(), -1);
@@ -420,7 +417,7 @@ double LayerSplitter::reshard(Value value, TensorSharding from, TensorSharding t
   return seconds;
 }
 
-double LayerSplitter::apply(size_t p, Strategy st, std::vector<uint32_t> &layout,
+double LayerSplitter::apply(size_t p, const Strategy &st, std::vector<uint32_t> &layout,
                             LayerSplit *out) {
   const OpInfo &info = ops[p];
   int f = st.factor;
@@ -468,15 +465,9 @@ double LayerSplitter::apply(size_t p, Strategy st, std::vector<uint32_t> &layout
     if (out)
       out->layout[tracked[index]] = layoutR;
   }
-  // Compute, divided over the group when a factor is split: the same for
-  // every state, so computed once per strategy (analyze).
-  size_t strategy = 0;
-  while (strategy + 1 < info.strategies.size() &&
-         (info.strategies[strategy].factor != st.factor ||
-          info.strategies[strategy].blocks != st.blocks))
-    ++strategy;
-  const ::cleave::cost::PassTime &forward = info.strategyTimes[strategy].first;
-  const ::cleave::cost::PassTime &backward = info.strategyTimes[strategy].second;
+  // Compute, divided over the group when a factor is split.
+  const ::cleave::cost::PassTime &forward = st.forward;
+  const ::cleave::cost::PassTime &backward = st.backward;
   if (out) {
     out->cost.forwardCompute += forward.seconds();
     out->cost.forwardOverhead += forward.overhead;

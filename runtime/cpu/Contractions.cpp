@@ -6,7 +6,10 @@
 // loops. It is only ever called from the calling thread, never inside an
 // OpenMP region.
 // conv2d is im2col + one GEMM per (image, group), with the im2col matrix in
-// the instruction's scratch (see ConvScratch.h).
+// the instruction's scratch (see ConvScratch.h); small grouped GEMMs run as
+// parallel tasks. Depthwise convolutions (one input channel per group) are
+// memory-bound and have no GEMM worth the name: they run a direct kernel
+// over each output plane.
 //
 //===----------------------------------------------------------------------===//
 
@@ -210,6 +213,100 @@ Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
 // conv2d
 //===----------------------------------------------------------------------===//
 
+/// Rows of one output plane of a depthwise convolution: out[oy, ox] =
+/// bias + sum over taps (i, j) of w[i, j] * padded[oy*sh + i*dh, ox*sw + j*dw],
+/// where `padded` is the input plane inside its zero padding (`pitch` floats
+/// a row), so no tap needs a bounds check. KW > 0 fixes the kernel width at
+/// compile time: the taps of a kernel row unroll and each output vector is
+/// loaded and stored once per kernel row.
+template <int KW>
+CLEAVE_CLONES void depthwiseRows(const ConvGeometry &g, const float *__restrict padded,
+                                 int64_t pitch, const float *__restrict w, float bias,
+                                 float *__restrict out) {
+  const int64_t kw = KW > 0 ? KW : g.kw, ow = g.ow, sw = g.sw, dw = g.dw;
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    float *__restrict d = out + oy * ow;
+    for (int64_t ox = 0; ox < ow; ++ox)
+      d[ox] = bias;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const float *__restrict row = padded + (oy * g.sh + i * g.dh) * pitch;
+      const float *__restrict taps = w + i * kw;
+      if (sw == 1) {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          float s = d[ox];
+          for (int64_t j = 0; j < kw; ++j)
+            s += taps[j] * row[ox + j * dw];
+          d[ox] = s;
+        }
+      } else {
+        for (int64_t ox = 0; ox < ow; ++ox) {
+          float s = d[ox];
+          for (int64_t j = 0; j < kw; ++j)
+            s += taps[j] * row[ox * sw + j * dw];
+          d[ox] = s;
+        }
+      }
+    }
+  }
+}
+
+/// Copies an H x W plane into the middle of a zeroed (rows x pitch) buffer
+/// at (ph, pw), cutting what lies beyond the rows the kernel reads.
+void padPlane(const ConvGeometry &g, const float *plane, int64_t rows, int64_t pitch,
+              float *padded) {
+  std::fill(padded, padded + rows * pitch, 0.0f);
+  const int64_t copyRows = std::min(g.height, rows - g.ph);
+  const int64_t copyCols = std::min(g.width, pitch - g.pw);
+  if (copyCols <= 0)
+    return;
+  for (int64_t y = 0; y < copyRows; ++y)
+    std::memcpy(padded + (y + g.ph) * pitch + g.pw, plane + y * g.width,
+                sizeof(float) * copyCols);
+}
+
+/// Depthwise conv2d: output channel f of image n reads input channel
+/// f / multiplier alone. Planes run in parallel, each thread padding its
+/// input plane into its own buffer (a plane, the size of the input's).
+KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
+                         int64_t multiplier, bool hasBias) {
+  auto rows = depthwiseRows<0>;
+  if (g.kw == 3)
+    rows = depthwiseRows<3>;
+  else if (g.kw == 5)
+    rows = depthwiseRows<5>;
+  else if (g.kw == 7)
+    rows = depthwiseRows<7>;
+  // Only the rows and columns the kernel reaches (at most the padded input).
+  const int64_t paddedRows = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+  const int64_t pitch = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+  return [=](const KernelCall &call) -> Status {
+    const float *x = static_cast<const float *>(call.inputs[0]);
+    const float *w = static_cast<const float *>(call.inputs[1]);
+    const float *bias = hasBias ? static_cast<const float *>(call.inputs[2]) : nullptr;
+    float *y = static_cast<float *>(call.outputs[0]);
+    const int64_t planes = batch * filters, hw = g.height * g.width, ohw = g.oh * g.ow;
+    const int64_t taps = g.kh * g.kw;
+    auto plane = [&](int64_t t, float *padded) {
+      const int64_t n = t / filters, f = t % filters;
+      padPlane(g, x + (n * (filters / multiplier) + f / multiplier) * hw, paddedRows, pitch,
+               padded);
+      rows(g, padded, pitch, w + f * taps, bias ? bias[f] : 0.0f, y + t * ohw);
+    };
+    const int64_t work = planes * (ohw * taps + paddedRows * pitch);
+    const int threads = work >= kParallelGrain && !omp_in_parallel()
+                            ? static_cast<int>(std::min<int64_t>(omp_get_max_threads(), planes))
+                            : 1;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+      std::vector<float> padded(paddedRows * pitch);
+#pragma omp for schedule(static)
+      for (int64_t t = 0; t < planes; ++t)
+        plane(t, padded.data());
+    }
+    return {};
+  };
+}
+
 Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
   Conv2dParams params;
   CLEAVE_RETURN_IF_ERROR(parseConv2d(sig, "cpu", {DType::F32}, &params));
@@ -230,29 +327,44 @@ Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
   const bool direct = params.directGemm, hasBias = params.hasBias;
   const int64_t batch = params.batch, groups = params.groups, filters = params.filters;
   const int64_t filtersPerGroup = filters / groups;
+  if (groups > 1 && g.channels == 1 && batch * filters > 0 && g.oh * g.ow > 0) {
+    *fn = depthwiseConv2d(g, batch, filters, filtersPerGroup, hasBias);
+    return {};
+  }
   *fn = [g, direct, batch, groups, filtersPerGroup, hasBias](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
     const float *bias = hasBias ? static_cast<const float *>(call.inputs[2]) : nullptr;
     float *y = static_cast<float *>(call.outputs[0]);
-    float *col = static_cast<float *>(call.scratch);
     const int64_t hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t depth = g.channels * g.kh * g.kw;
-    for (int64_t n = 0; n < batch; ++n) {
-      for (int64_t grp = 0; grp < groups; ++grp) {
-        const float *image = x + (n * groups + grp) * g.channels * hw;
-        float *out = y + (n * groups + grp) * filtersPerGroup * ohw;
-        const float *b = image;
-        if (!direct) {
-          im2col(g, image, col);
-          b = col;
-        }
-        if (bias)
-          fillRowsWithScalars(out, filtersPerGroup, ohw, bias + grp * filtersPerGroup);
-        sgemm(false, filtersPerGroup, ohw, depth, w + grp * filtersPerGroup * depth, b, out,
-              bias != nullptr);
+    auto task = [&](int64_t n, int64_t grp, float *col) {
+      const float *image = x + (n * groups + grp) * g.channels * hw;
+      float *out = y + (n * groups + grp) * filtersPerGroup * ohw;
+      const float *b = image;
+      if (!direct) {
+        im2col(g, image, col);
+        b = col;
       }
+      if (bias)
+        fillRowsWithScalars(out, filtersPerGroup, ohw, bias + grp * filtersPerGroup);
+      sgemm(false, filtersPerGroup, ohw, depth, w + grp * filtersPerGroup * depth, b, out,
+            bias != nullptr);
+    };
+    const int64_t tasks = batch * groups;
+    if (runGroupsAsTasks(g, groups, filtersPerGroup, tasks)) {
+#pragma omp parallel
+      {
+        std::vector<float> col(direct ? 0 : depth * ohw);
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < tasks; ++t)
+          task(t / groups, t % groups, col.data());
+      }
+      return {};
     }
+    float *col = static_cast<float *>(call.scratch);
+    for (int64_t t = 0; t < tasks; ++t)
+      task(t / groups, t % groups, col);
     return {};
   };
   return {};

@@ -163,20 +163,8 @@ void col2im(const ConvGeometry &g, const float *col, float *image) {
   });
 }
 
-/// Grouped convolutions whose per-(image, group) GEMM is small (depthwise
-/// ones above all) run their (image, group) tasks in parallel, each thread
-/// with its own column matrix and single-threaded GEMMs, rather than one
-/// small GEMM after another. Those matrices are per-thread heap workspaces
-/// (as attention's tiles), at most kSmallGroupColumns floats each; the
-/// plan's scratch holds the one of the sequential path.
-constexpr int64_t kSmallGroupGemm = 1 << 21;    // multiply-adds
-constexpr int64_t kSmallGroupColumns = 1 << 18; // floats: 1 MiB
-
 bool useGroupTasks(const ConvBackward &p, int64_t tasks) {
-  const ConvGeometry &g = p.g;
-  const int64_t columns = g.channels * g.kh * g.kw * g.oh * g.ow;
-  return p.groups > 1 && p.filtersPerGroup * columns < kSmallGroupGemm &&
-         columns <= kSmallGroupColumns && tasks >= omp_get_max_threads() && !omp_in_parallel();
+  return runGroupsAsTasks(p.g, p.groups, p.filtersPerGroup, tasks);
 }
 
 Status buildConv2dBackwardInput(const KernelSignature &sig, KernelFn *fn) {

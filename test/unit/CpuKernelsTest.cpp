@@ -2002,6 +2002,20 @@ TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
       {{2, 4, 5, 5}, {4, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 2, true},    // grouped direct
       {{1, 2, 4, 4}, {3, 2, 3, 3}, {3, 3}, {2, 2}, {1, 1}, 1, true},    // padding > stride
       {{1, 1, 3, 3}, {2, 1, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1, false},   // 1x1 output
+      // Depthwise (the direct kernel): 7x7 as ConvNeXt, stride 2 as MobileNet,
+      // a channel multiplier, dilation, uneven strides, 5x5 and a generic width,
+      // padding wider than the kernel reaches, more planes than threads.
+      {{2, 16, 20, 19}, {16, 1, 7, 7}, {1, 1}, {3, 3}, {1, 1}, 16, true},
+      {{1, 8, 15, 16}, {8, 1, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 8, false},
+      {{2, 3, 9, 10}, {6, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3, true},   // multiplier 2
+      {{1, 4, 13, 12}, {4, 1, 3, 3}, {1, 2}, {2, 2}, {2, 2}, 4, true},  // dilation
+      {{1, 5, 11, 11}, {5, 1, 5, 5}, {2, 1}, {2, 2}, {1, 1}, 5, true},
+      {{1, 3, 8, 9}, {3, 1, 2, 4}, {1, 3}, {0, 1}, {1, 1}, 3, false},
+      {{1, 2, 3, 4}, {2, 1, 3, 3}, {1, 1}, {4, 4}, {1, 1}, 2, true},
+      {{1, 64, 6, 6}, {64, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 64, true},
+      // Small grouped GEMMs as parallel tasks (RegNet, ResNeXt).
+      {{2, 32, 9, 9}, {32, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, true},
+      {{1, 48, 8, 8}, {48, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 6, false},
   };
   for (const ConvCase &c : cases) {
     const int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3];

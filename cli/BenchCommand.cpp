@@ -265,9 +265,15 @@ int probeBlas(const std::string &self, int threads, std::vector<BlasSetting> &se
     } else if (rc == 0) {
       s.error = "no measurement came back";
     } else {
-      s.error = (rc < 0 ? "killed or crashed" : "exit " + std::to_string(rc)) +
-                (error.empty() ? "" : ": " + error) +
-                (childError.empty() ? "" : " (" + childError + ")");
+      // ExecuteAndWait: -1 when it could not start, -2 when it crashed or was killed.
+      llvm::StringRef why = llvm::StringRef(error).rtrim(" :");
+      s.error = why.contains("timed out")
+                    ? "killed after " + std::to_string(kProbeTimeoutSeconds) + " s"
+                : rc == -2 ? "crashed" + (why.empty() ? "" : ": " + why.str())
+                : rc == -1 ? "did not start" + (why.empty() ? "" : ": " + why.str())
+                           : "exit " + std::to_string(rc);
+      if (!childError.empty())
+        s.error += " (" + childError + ")";
     }
     llvm::sys::fs::remove(product);
     if (!s.ran)

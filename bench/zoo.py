@@ -3,8 +3,13 @@
 (0.14: classification, segmentation, video) and torchaudio (0.13), traced in eval mode with
 random weights (no weights are downloaded) on example inputs at batch B, compiled by cleave for
 one device, and run by `cleave bench` against LibTorch (the traced module) on the same inputs
-and threads; the eager Python module is timed too, and the speedup is over the faster of the
-two. OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE are unset for every run (baselines at their best).
+and threads; the eager Python module is timed too, and the speedup is over the fastest of them.
+Baselines at their best: first the OpenBLAS setting under which PyTorch's GEMMs are fastest here
+is probed (bench/benchlib.py, best_blas_env: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE as inherited,
+unset, SkylakeX, Haswell; products checked equal) and every run takes it; LibTorch runs twice
+(`cleave bench`: OMP_WAIT_POLICY as inherited, "libtorch", and passive, "libtorch*") and so does
+the eager module, each time in its own process under torch.no_grad (OMP_WAIT_POLICY unset,
+"eager", and passive, "eager*"); the fastest of the four is the model's best_baseline.
 
   classification  its default resolution (the crop of its default weights' transforms)
   segmentation    the resize size of its default weights (520x520); output "out"
@@ -20,9 +25,10 @@ usage: /usr/bin/python3 bench/zoo.py --cleave PATH/cleave --work DIR
            [--max-params M] [--json OUT.json] [--markdown OUT.md]
 
 A model passes when it imports, compiles, runs, and max|cleave - LibTorch| <= 1e-3 of
-max|LibTorch| over its output. Prints one line per model (status, max error relative to the
-output scale, cleave ms, LibTorch ms, the reason of a failure: the tool's first error line, or
-the unsupported ops with their first source lines) and a table at the end; --json and
+max|LibTorch| over its output. Prints the OpenBLAS probe, then one line per model (status, max
+error relative to the output scale, cleave ms, LibTorch ms, eager ms, the fastest baseline, the
+reason of a failure: the tool's first error line, or the unsupported ops with their first source
+lines) and a table at the end; --json and
 --markdown write them. Models run smallest first (by parameter count); each step has --timeout
 seconds; a model's files are deleted once it is measured. Exit status 0 when every model run
 passes.
@@ -34,6 +40,9 @@ import shutil
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import benchlib  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOL = 1e-3
@@ -196,13 +205,11 @@ def _wrap(model, names, select):
 DTYPE_NAMES = {"float32": "f32", "int64": "i64", "int32": "i32", "bool": "i1"}
 
 
-def export_one(family, name, work, batch, small, threads=None, iterations=0):
-    """Child process: traces `name` into work/model.pt with its inputs and outputs, and times
-    the eager Python module (median of `iterations` forwards after one, on `threads`)."""
+def prepare_model(family, name, batch, small):
+    """The model as exported and timed: (the wrapped module, its positional inputs, the model,
+    the inputs by name, whether it was recalibrated). Deterministic (fixed seeds), so the eager
+    timing processes build the same module as the export."""
     import torch
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
-    from safetensors_io import save_file
-
     model, inputs, select = build_model(family, name, batch, small)
     names = list(inputs)
     args = tuple(inputs.values())
@@ -235,6 +242,16 @@ def export_one(family, name, work, batch, small, threads=None, iterations=0):
                 if p.dim() >= 2 and not p.any():
                     p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
                     calibrated = True
+    return wrapped, args, model, inputs, calibrated
+
+
+def export_one(family, name, work, batch, small):
+    """Child process: traces `name` into work/model.pt with its inputs and outputs."""
+    import torch
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    from safetensors_io import save_file
+
+    wrapped, args, model, inputs, calibrated = prepare_model(family, name, batch, small)
     # Traced with autograd on, as export.py does (under no_grad nn.MultiheadAttention takes
     # PyTorch's fused inference path, which cleave imports too: test/importer/fused-attention.test).
     traced = torch.jit.trace(wrapped, args, check_trace=False)
@@ -256,19 +273,25 @@ def export_one(family, name, work, batch, small, threads=None, iterations=0):
     info = {"params": sum(p.numel() for p in model.parameters()),
             "input": "x".join(str(d) for d in first.shape),
             "scale": out.abs().max().item(), "recalibrated": calibrated}
-    if iterations > 0:
-        # PyTorch's other baseline: the Python module, eager, as users run it.
-        torch.set_num_threads(threads or os.cpu_count())
-        times = []
-        with torch.no_grad():
-            for i in range(iterations + 1):
-                start = time.perf_counter()
-                wrapped(*args)
-                if i:
-                    times.append(time.perf_counter() - start)
-        info["eager_ms"] = sorted(times)[len(times) // 2] * 1e3
     with open(os.path.join(work, "export.json"), "w") as f:
         json.dump(info, f)
+
+
+def eager_one(family, name, batch, small, threads, iterations, report):
+    """Child process: times the eager Python module under torch.no_grad, as users run it
+    (median of `iterations` forwards after one, on `threads`), into `report` (JSON)."""
+    import torch
+    wrapped, args, _, _, _ = prepare_model(family, name, batch, small)
+    torch.set_num_threads(threads or os.cpu_count())
+    times = []
+    with torch.no_grad():
+        for i in range(iterations + 1):
+            start = time.perf_counter()
+            wrapped(*args)
+            if i:
+                times.append(time.perf_counter() - start)
+    with open(report, "w") as f:
+        json.dump({"median_ms": sorted(times)[len(times) // 2] * 1e3}, f)
 
 
 def _input_independent(out):
@@ -291,18 +314,25 @@ def first_error(text):
     return (lines[-1].strip() if lines else "no output")[:300]
 
 
-# Baselines at their best: OpenBLAS held to AVX2 kernels by these variables halves PyTorch's
-# GEMMs on AVX-512 machines; both engines of `cleave bench` and the eager timing run without.
-BEST_ENV = ["env", "-u", "OPENBLAS_CORETYPE", "-u", "OPENBLAS_L2_SIZE"]
+# Baselines at their best: every step runs under the OpenBLAS setting main() probed
+# (benchlib.best_blas_env), `cleave bench` and the eager timing included.
+BLAS_CHANGES = {}
 
 
-def run(cmd, timeout):
-    cmd = BEST_ENV + list(cmd)
+def run(cmd, timeout, **extra_env):
+    """Runs cmd under the probed OpenBLAS setting (and `extra_env`: NAME=value, None unsets);
+    returns (exit status or None on timeout, its stdout and stderr)."""
+    env = benchlib.blas_environ(BLAS_CHANGES, **extra_env)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         return p.returncode, p.stdout + p.stderr
     except subprocess.TimeoutExpired:
         return None, f"timed out after {timeout} s: {' '.join(cmd[:3])} ..."
+
+
+# The eager module's two runs: OpenMP's idle threads spinning (OMP_WAIT_POLICY unset, its
+# default) and sleeping (passive), as `cleave bench` runs LibTorch ("libtorch", "libtorch*").
+EAGER_RUNS = (("eager", None), ("eager*", "passive"))
 
 
 def measure(family, name, args, params):
@@ -313,15 +343,31 @@ def measure(family, name, args, params):
     os.makedirs(work)
     start = time.time()
     try:
+        model_args = ["--family", family, "--batch", str(args.batch)] + (
+            ["--small"] if args.small else [])
         rc, out = run([sys.executable, os.path.abspath(__file__), "--export-one", name,
-                       "--family", family, "--work", work, "--batch", str(args.batch),
-                       "--threads", str(args.threads), "--iterations", str(args.iterations)]
-                      + (["--small"] if args.small else []), args.timeout)
+                       "--work", work] + model_args, args.timeout)
         if rc != 0:
             row["reason"] = first_error(out)
             return row
         with open(os.path.join(work, "export.json")) as f:
             row.update(json.load(f))
+        # PyTorch's other baseline: the Python module, eager, each run in its own process. One
+        # that fails leaves it out of the comparison (eager_error) but fails no model.
+        baselines = {}
+        for label, policy in EAGER_RUNS if args.iterations > 0 else ():
+            report = os.path.join(work, f"eager{'-passive' if policy else ''}.json")
+            rc, out = run([sys.executable, os.path.abspath(__file__), "--eager-one", name,
+                           "--work", work, "--eager-report", report, "--threads", str(args.threads),
+                           "--iterations", str(args.iterations)] + model_args, args.timeout,
+                          OMP_WAIT_POLICY=policy)
+            if rc == 0 and os.path.exists(report):
+                with open(report) as f:
+                    baselines[label] = json.load(f)["median_ms"]
+            else:
+                row.setdefault("eager_error", {})[label] = first_error(out)
+        if baselines:
+            row["eager_ms"] = min(baselines.values())
         row["stage"] = "compile"
         rc, out = run([args.cleave, "compile", os.path.join(work, "model.pt"), "-o",
                        os.path.join(work, "plan")], args.timeout)
@@ -333,7 +379,8 @@ def measure(family, name, args, params):
         rc, out = run([args.cleave, "bench", os.path.join(work, "model.pt"), "--plan",
                        os.path.join(work, "plan"), "--inputs",
                        os.path.join(work, "inputs.safetensors"), "--threads", str(args.threads),
-                       "--iterations", str(args.iterations), "--warmup", "1", "--json", report],
+                       "--iterations", str(args.iterations), "--warmup", "1", "--json", report,
+                       "--baseline-blas", "inherit"],  # probed once for all, in main()
                       args.timeout)
         if rc != 0 or not os.path.exists(report):
             row["reason"] = first_error(out)
@@ -344,8 +391,13 @@ def measure(family, name, args, params):
         row["cleave_ms"] = engines["cleave"]["median_s"] * 1e3
         row["libtorch_ms"] = min(engines["libtorch"]["median_s"],
                                  engines["libtorch*"]["median_s"]) * 1e3
-        # PyTorch at its best: the faster of LibTorch (the traced module) and eager Python.
-        row["pytorch_ms"] = min(row["libtorch_ms"], row.get("eager_ms", float("inf")))
+        for label in ("libtorch", "libtorch*"):
+            baselines[label] = engines[label]["median_s"] * 1e3
+        # PyTorch at its best: the fastest of LibTorch (the traced module) and eager Python,
+        # each with OpenMP's idle threads spinning and sleeping.
+        row["baselines_ms"] = baselines
+        row["best_baseline"] = min(baselines, key=baselines.get)
+        row["pytorch_ms"] = baselines[row["best_baseline"]]
         row["max_error"] = bench["max_difference"]
         row["relative_error"] = bench["max_difference"] / max(row["scale"], 1e-30)
         row["stage"] = "compare"
@@ -366,14 +418,15 @@ def line(row):
         eager = f", eager {row['eager_ms']:.1f} ms" if "eager_ms" in row else ""
         return (f"{row['model']}: pass, error {row['relative_error']:.2e} of scale, cleave "
                 f"{row['cleave_ms']:.1f} ms, libtorch {row['libtorch_ms']:.1f} ms{eager} "
-                f"({row['pytorch_ms'] / row['cleave_ms']:.2f}x the faster)")
+                f"({row['pytorch_ms'] / row['cleave_ms']:.2f}x the fastest, "
+                f"{row['best_baseline']})")
     return f"{row['model']}: FAIL at {row['stage']}: {row.get('reason', '?')}"
 
 
 def markdown(rows, args):
     out = [f"| model | family | params (M) | input | status | max error / scale | cleave ms | "
-           f"LibTorch ms | eager ms | speedup | blocker |",
-           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---|"]
+           f"LibTorch ms | eager ms | speedup | fastest baseline | blocker |",
+           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
         ok = r["status"] == "pass"
         err = f"{r['relative_error']:.1e}" if "relative_error" in r else ""
@@ -386,12 +439,15 @@ def markdown(rows, args):
         star = " *" if r.get("recalibrated") else ""
         out.append(f"| {r['model']}{star} | {r['family']} | {r['params'] / 1e6:.1f} | "
                    f"{r.get('input', '')} | "
-                   f"{r['status']} | {err} | {cms} | {lms} | {ems} | {speed} | {reason} |")
+                   f"{r['status']} | {err} | {cms} | {lms} | {ems} | {speed} | "
+                   f"{r.get('best_baseline', '')} | {reason} |")
     passed = sum(r["status"] == "pass" for r in rows)
     out.append("")
     out.append(f"{passed} of {len(rows)} models pass (batch {args.batch}, {args.threads} "
-               f"threads, median of {args.iterations} after 1 warm-up; speedup: the faster of "
-               f"LibTorch and eager PyTorch over cleave)")
+               f"threads, median of {args.iterations} after 1 warm-up; speedup: the fastest of "
+               f"LibTorch and eager PyTorch over cleave, each run with OMP_WAIT_POLICY unset "
+               f"and passive (a star: passive); OpenBLAS {args.blas_setting}: "
+               f"{benchlib.describe_blas(BLAS_CHANGES)}, the fastest of the settings probed)")
     if any(r.get("recalibrated") for r in rows):
         out.append("")
         out.append("\\* random weights made the output independent of the input: the batch "
@@ -421,6 +477,8 @@ def main():
     p.add_argument("--json")
     p.add_argument("--markdown")
     p.add_argument("--export-one", help=argparse.SUPPRESS)
+    p.add_argument("--eager-one", help=argparse.SUPPRESS)
+    p.add_argument("--eager-report", help=argparse.SUPPRESS)
     args = p.parse_args()
     families = FAMILIES if args.family == "all" else args.family.split(",")
     unknown = [f for f in families if f not in FAMILIES]
@@ -428,8 +486,11 @@ def main():
         sys.exit(f"zoo.py: error: unknown families: {', '.join(unknown)} (known: "
                  f"{', '.join(FAMILIES)}, all)")
     if args.export_one:
-        export_one(families[0], args.export_one, args.work, args.batch, args.small, args.threads,
-                   args.iterations)
+        export_one(families[0], args.export_one, args.work, args.batch, args.small)
+        return
+    if args.eager_one:
+        eager_one(families[0], args.eager_one, args.batch, args.small, args.threads,
+                  args.iterations, args.eager_report)
         return
     import torch
     import torchvision
@@ -452,6 +513,10 @@ def main():
     print(f"torchvision {torchvision.__version__}, torchaudio {torchaudio.__version__}, torch "
           f"{torch.__version__}; {len(names)} models, batch {args.batch}, {args.threads} threads",
           flush=True)
+    changes, args.blas_setting, probe = benchlib.best_blas_env(args.threads, sys.executable)
+    BLAS_CHANGES.update(changes)
+    print("\n".join(benchlib.blas_probe_table(probe, args.blas_setting, args.threads)),
+          flush=True)
     for n in names:
         row = measure(family_of[n], n, args, sizes[n])
         rows.append(row)
@@ -459,7 +524,8 @@ def main():
         if args.json:
             with open(args.json, "w") as f:
                 json.dump({"batch": args.batch, "threads": args.threads, "small": args.small,
-                           "models": rows}, f, indent=1)
+                           "blas_setting": args.blas_setting, "blas_env": BLAS_CHANGES,
+                           "blas_probe": probe, "models": rows}, f, indent=1)
         if args.markdown:
             with open(args.markdown, "w") as f:
                 f.write(markdown(rows, args))

@@ -134,11 +134,13 @@ def blas_environ(changes, base=None, **extra):
 
 
 def env_prefix(changes):
-    """The same changes as a command prefix: ["env", "-u", NAME, ..., "NAME=value", ...]."""
+    """The same changes as a command prefix: ["env", "-u", NAME, ..., "NAME=value", ...] (env
+    takes its options before the assignments)."""
     cmd = ["env"]
     for name, value in changes.items():
-        cmd += ["-u", name] if value is None else [f"{name}={value}"]
-    return cmd
+        if value is None:
+            cmd += ["-u", name]
+    return cmd + [f"{name}={value}" for name, value in changes.items() if value is not None]
 
 
 def describe_blas(changes):

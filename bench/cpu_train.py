@@ -23,10 +23,12 @@ thread count and AdamW hyper-parameters:
 
 Every engine takes step i's batch as `cleave train` does (samples (i*B + j) mod S), and its step
 time covers the batch, forward, loss, backward and update; gradients are reset to None between
-steps. The baselines run under `env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE` (so OpenBLAS picks
-its AVX-512 kernels: shared/TOOLCHAIN.md, pitfall 11) and OMP_WAIT_POLICY=passive (idle OpenMP
-threads otherwise spin against OpenBLAS's, see docs/measurements.md, issue 3); cleave runs with the
-environment as it is. Every engine gets OMP_NUM_THREADS=T and T threads through its own switch.
+steps. The baselines run at their best: under the OpenBLAS setting whose GEMM is fastest on this
+machine (probed first by bench/benchlib.py's best_blas_env: OPENBLAS_CORETYPE and
+OPENBLAS_L2_SIZE as inherited, both unset, SkylakeX, Haswell, each product checked equal; no fixed
+rule is right everywhere, docs/measurements.md "Baselines at their best") and, as before, with
+OMP_WAIT_POLICY=passive (idle OpenMP threads otherwise spin against OpenBLAS's, see
+docs/measurements.md, issue 3); cleave runs with the environment as it is. Every engine gets OMP_NUM_THREADS=T and T threads through its own switch.
 
 Step time: the mean over the --steps steps after the --warmup ones (the median and minimum too).
 This machine is shared: before each engine the script waits (--wait-idle, up to 600 s) until other
@@ -61,7 +63,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
 CLEAVE = os.path.join(ROOT, "build", "bin", "cleave")
 BASELINE = os.path.join(ROOT, "build", "bin", "cleave-train-baseline")
-BASELINE_ENV = ["env", "-u", "OPENBLAS_CORETYPE", "-u", "OPENBLAS_L2_SIZE", "OMP_WAIT_POLICY=passive"]
+# The baselines' command prefix: main() puts the probed OpenBLAS setting in front of this.
+BASELINE_ENV = ["env", "OMP_WAIT_POLICY=passive"]
 ENGINES = ("cleave", "libtorch", "eager", "torchscript")
 BASELINES = ("libtorch", "eager", "torchscript")
 LABELS = {"cleave": "cleave", "libtorch": "LibTorch (C++)", "eager": "PyTorch eager",
@@ -424,6 +427,7 @@ def _table(all_results, a):
 
 
 def main(argv):
+    global BASELINE_ENV
     if "--worker" in argv:
         return _worker(argv)
     p = argparse.ArgumentParser(description=__doc__,
@@ -464,6 +468,10 @@ def main(argv):
         p.error(f"{BASELINE} missing: build the target cleave-train-baseline")
 
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    blas, blas_setting, blas_probe = {}, "inherit", []
+    if any(e in BASELINES for e in a.engines):
+        blas, blas_setting, blas_probe = benchlib.best_blas_env(a.threads, PYTHON, base=env)
+    BASELINE_ENV = benchlib.env_prefix(blas) + ["OMP_WAIT_POLICY=passive"]
     work = a.work or tempfile.mkdtemp(prefix="cpu_train.")
     if not a.work:
         atexit.register(shutil.rmtree, work, True)
@@ -474,8 +482,11 @@ def main(argv):
     print(f"threads {a.threads} for every engine (OMP_NUM_THREADS={a.threads}), {a.warmup} warm-up "
           f"+ {a.steps} measured steps, batch {a.batch}, AdamW lr {a.lr} betas {a.betas} eps {a.eps} "
           f"weight decay {a.weight_decay}")
-    print(f"baselines run under: {' '.join(BASELINE_ENV)} (OpenBLAS free to use AVX-512; idle "
-          "OpenMP threads sleep); cleave runs with the environment as it is")
+    if blas_probe:
+        print("\n".join(benchlib.blas_probe_table(blas_probe, blas_setting, a.threads)))
+    print(f"baselines run under: {' '.join(BASELINE_ENV)} (OpenBLAS {blas_setting}, the fastest "
+          "agreeing setting probed; idle OpenMP threads sleep); cleave runs with the environment "
+          "as it is")
     all_results = []
     for name in a.models.split(","):
         res = _bench_model(name, a, work, env)
@@ -493,7 +504,8 @@ def main(argv):
         with open(a.json, "w") as f:
             json.dump({"machine": _machine(), "date": time.strftime("%Y-%m-%d"),
                        "argv": argv, "threads": a.threads, "warmup": a.warmup, "steps": a.steps,
-                       "models": all_results}, f, indent=1)
+                       "baseline_env": BASELINE_ENV, "blas_setting": blas_setting,
+                       "blas_probe": blas_probe, "models": all_results}, f, indent=1)
     return 0
 
 

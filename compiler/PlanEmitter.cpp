@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <fstream>
@@ -217,6 +218,33 @@ std::string weightName(const std::string &path, const mlir::cleave::TensorShardi
     return path;
   return path + "[" + layout.str() + " " + std::to_string(slicing.rank) + "/" +
          std::to_string(slicing.ranks) + "]";
+}
+
+/// A count as JSON: an integer while doubles hold it exactly, so plans read
+/// as counts; a number beyond.
+Json countJson(double count) {
+  constexpr double kExact = 9007199254740992.0; // 2^53
+  if (count >= 0 && count < kExact)
+    return static_cast<int64_t>(std::llround(count));
+  return count;
+}
+
+/// The instruction's "cost" (docs/plan-format.md): what the op's cost
+/// interface says its kernel does, for reports that set measured time
+/// against it (`cleave run --roofline`). Every emitted op is its own kernel
+/// (a backward phase holds the backward ops, each costing itself), so the
+/// op's `forward` pass is the instruction's; none for ops that run no
+/// costed kernel (collectives, send and recv: their time is the link's).
+std::optional<Json> costEntry(mlir::Operation &op) {
+  auto costly = llvm::dyn_cast<mlir::cleave::CostOpInterface>(op);
+  if (!costly)
+    return std::nullopt;
+  ::cleave::cost::OpCost cost = costly.getCost();
+  if (cost.forward.kernels == 0)
+    return std::nullopt;
+  return Json{{"class", std::string(::cleave::cost::opClassName(cost.opClass))},
+              {"flops", countJson(cost.forward.flops)},
+              {"bytes", countJson(cost.forward.bytesRead + cost.forward.bytesWritten)}};
 }
 
 /// The bindings of one phase: its inputs and outputs by name.
@@ -466,6 +494,8 @@ mlir::LogicalResult buildProgram(mlir::func::FuncOp func,
     std::string loc = describeLocation(op.getLoc());
     if (!loc.empty())
       instruction["loc"] = loc;
+    if (std::optional<Json> cost = costEntry(op))
+      instruction["cost"] = std::move(*cost);
     program.instructions.push_back(instruction);
     program.instructionPhases.push_back(phaseOfOp.str());
     program.instructionSlots.push_back(slotOfThis);

@@ -526,6 +526,16 @@ Status parseInstruction(const Plan &plan, const ProgramSpec &program, const Node
   }
   if (item.json.contains("attrs"))
     CLEAVE_RETURN_IF_ERROR(parseAttributes(item.child("attrs"), &inst->attrs));
+  if (item.json.contains("cost")) {
+    std::optional<Node> cost;
+    CLEAVE_RETURN_IF_ERROR(getObject(item, "cost", &cost));
+    InstructionCost &c = inst->cost.emplace();
+    CLEAVE_RETURN_IF_ERROR(getString(*cost, "class", &c.opClass));
+    if (c.opClass.empty())
+      return CLEAVE_ERROR(cost->child("class").where(), ": expected an op class name");
+    CLEAVE_RETURN_IF_ERROR(getDouble(*cost, "flops", &c.flops));
+    CLEAVE_RETURN_IF_ERROR(getDouble(*cost, "bytes", &c.bytes));
+  }
 
   // Kernels assume their outputs share no memory with their inputs or scratch
   // (reshape alone may write over its own input: it is a view). The inputs'

@@ -82,6 +82,16 @@ struct BufferSpec {
   bool onHost() const { return pool == Pool::Host; }
 };
 
+/// What the compiler's cost model says one instruction's kernel does (an
+/// instruction's optional "cost"): its op class ("gemm", "convolution",
+/// "elementwise", ...; cost/OpCost.h names them), FLOPs, and bytes read
+/// and written. Reports set measured time against it (runtime/Roofline.h).
+struct InstructionCost {
+  std::string opClass;
+  double flops = 0;
+  double bytes = 0;
+};
+
 struct InstructionSpec {
   std::string kernel;
   /// Buffer ids; std::nullopt for an absent optional operand.
@@ -93,6 +103,9 @@ struct InstructionSpec {
   Attributes attrs;
   /// Source location of the op, "model.py:42 (in blocks.0.attn)".
   std::string loc;
+  /// Absent in plans from before the field, and for kernels the cost model
+  /// does not count (collectives, send, recv).
+  std::optional<InstructionCost> cost;
 };
 
 struct Binding {

@@ -87,14 +87,13 @@ Status buildRoofline(const std::vector<TimedPhase> &phases, const RooflinePeaks 
     const std::vector<InstructionSpec> &instructions = timed.phase->instructions;
     if (timed.seconds.size() != instructions.size())
       return CLEAVE_ERROR("roofline: phase ", timed.phase->name, " has ", instructions.size(),
-                          " instructions but ", timed.seconds.size(),
-                          " times (was profiling on?)");
+                          " instructions but ", timed.seconds.size(), " times (was profiling on?)");
     names += (names.empty() ? "" : "+") + timed.phase->name;
     for (size_t i = 0; i < instructions.size(); ++i) {
       double s = timed.seconds[i];
       if (!(s >= 0) || !std::isfinite(s))
-        return CLEAVE_ERROR("roofline: phase ", timed.phase->name, " instruction ", i,
-                            " took ", s, " s");
+        return CLEAVE_ERROR("roofline: phase ", timed.phase->name, " instruction ", i, " took ", s,
+                            " s");
       const InstructionSpec &inst = instructions[i];
       const InstructionCost *cost = inst.cost ? &*inst.cost : nullptr;
       ClassTally &c = classes[cost ? cost->opClass : kUncosted];
@@ -179,22 +178,20 @@ __attribute__((format(printf, 1, 2))) std::string strformat(const char *format, 
 
 std::string tableRow(const RooflineRow &row, int indent) {
   std::string name = std::string(indent, ' ') + row.name;
-  std::string head = strformat("%-24s %6lld %9.3f %6.1f%%", name.c_str(),
-                            static_cast<long long>(row.calls), row.seconds * 1e3,
-                            row.share * 100);
+  std::string head =
+      strformat("%-24s %6lld %9.3f %6.1f%%", name.c_str(), static_cast<long long>(row.calls),
+                row.seconds * 1e3, row.share * 100);
   if (!row.costed)
     return head + "   (no cost in the plan: time only)\n";
   std::string intensity = row.intensity ? strformat("%8.1f", *row.intensity) : "       -";
   return head + strformat(" %9.3f %9.2f %s  %-7s %9.1f %8.2f %6.1f%%\n", row.flops / 1e9,
-                       row.bytes / 1e6, intensity.c_str(), boundName(row.bound),
-                       row.flopsPerSecond / 1e9, row.bytesPerSecond / 1e9,
-                       row.efficiency * 100);
+                          row.bytes / 1e6, intensity.c_str(), boundName(row.bound),
+                          row.flopsPerSecond / 1e9, row.bytesPerSecond / 1e9, row.efficiency * 100);
 }
 
 nlohmann::ordered_json rowJson(const RooflineRow &row, const char *key) {
   using Json = nlohmann::ordered_json;
-  Json json{{key, row.name}, {"calls", row.calls}, {"seconds", row.seconds},
-            {"share", row.share}};
+  Json json{{key, row.name}, {"calls", row.calls}, {"seconds", row.seconds}, {"share", row.share}};
   if (!row.costed) {
     json["costed"] = false;
   } else {
@@ -221,18 +218,18 @@ nlohmann::ordered_json rowJson(const RooflineRow &row, const char *key) {
 std::string formatRooflineTable(const RooflineReport &report) {
   const RooflinePeaks &p = report.peaks;
   const RooflineRow &t = report.total;
-  std::string text = "roofline of " + report.phases +
-                     (report.runs > 1 ? " (each instruction's median of " +
-                                            std::to_string(report.runs) + " runs)"
-                                      : std::string(" (one run)")) +
-                     (p.source.empty() ? "" : " against " + p.source) + "\n";
+  std::string text =
+      "roofline of " + report.phases +
+      (report.runs > 1 ? " (each instruction's median of " + std::to_string(report.runs) + " runs)"
+                       : std::string(" (one run)")) +
+      (p.source.empty() ? "" : " against " + p.source) + "\n";
   text += strformat("peaks: %.1f GFLOP/s, %.1f GB/s; ridge %.1f FLOP/byte\n",
-                 p.flopsPerSecond / 1e9, p.bytesPerSecond / 1e9, p.ridge());
-  text += strformat("whole: %.3f ms, %.3f GFLOP, %.2f MB: %.1f GFLOP/s = %.1f%% of peak, "
-                 "%.2f GB/s = %.1f%% of bandwidth\n",
-                 t.seconds * 1e3, t.flops / 1e9, t.bytes / 1e6, t.flopsPerSecond / 1e9,
-                 report.computeFraction * 100, t.bytesPerSecond / 1e9,
-                 report.memoryFraction * 100);
+                    p.flopsPerSecond / 1e9, p.bytesPerSecond / 1e9, p.ridge());
+  text +=
+      strformat("whole: %.3f ms, %.3f GFLOP, %.2f MB: %.1f GFLOP/s = %.1f%% of peak, "
+                "%.2f GB/s = %.1f%% of bandwidth\n",
+                t.seconds * 1e3, t.flops / 1e9, t.bytes / 1e6, t.flopsPerSecond / 1e9,
+                report.computeFraction * 100, t.bytesPerSecond / 1e9, report.memoryFraction * 100);
   text += "class / kernel            calls        ms   share     GFLOP        MB   FLOP/B"
           "  bound     GFLOP/s     GB/s   eff.\n";
   for (const RooflineRow &row : report.classes) {
@@ -252,23 +249,22 @@ std::string formatRooflineJson(const RooflineReport &report) {
   Json classes = Json::array();
   for (const RooflineRow &row : report.classes)
     classes.push_back(rowJson(row, "class"));
-  Json json{
-      {"phases", report.phases},
-      {"runs", report.runs},
-      {"peaks", Json{{"source", p.source},
-                     {"flops_per_s", p.flopsPerSecond},
-                     {"bytes_per_s", p.bytesPerSecond},
-                     {"ridge_flops_per_byte", p.ridge()}}},
-      {"total", Json{{"calls", t.calls},
-                     {"seconds", t.seconds},
-                     {"flops", t.flops},
-                     {"bytes", t.bytes},
-                     {"intensity", t.intensity ? Json(*t.intensity) : Json(nullptr)},
-                     {"flops_per_s", t.flopsPerSecond},
-                     {"bytes_per_s", t.bytesPerSecond},
-                     {"compute_fraction", report.computeFraction},
-                     {"memory_fraction", report.memoryFraction}}},
-      {"classes", std::move(classes)}};
+  Json json{{"phases", report.phases},
+            {"runs", report.runs},
+            {"peaks", Json{{"source", p.source},
+                           {"flops_per_s", p.flopsPerSecond},
+                           {"bytes_per_s", p.bytesPerSecond},
+                           {"ridge_flops_per_byte", p.ridge()}}},
+            {"total", Json{{"calls", t.calls},
+                           {"seconds", t.seconds},
+                           {"flops", t.flops},
+                           {"bytes", t.bytes},
+                           {"intensity", t.intensity ? Json(*t.intensity) : Json(nullptr)},
+                           {"flops_per_s", t.flopsPerSecond},
+                           {"bytes_per_s", t.bytesPerSecond},
+                           {"compute_fraction", report.computeFraction},
+                           {"memory_fraction", report.memoryFraction}}},
+            {"classes", std::move(classes)}};
   return json.dump(2) + "\n";
 }
 

@@ -124,10 +124,10 @@ TEST(RooflineTest, TheRidgeDecidesTheBound) {
   Phase phase;
   phase.name = "forward";
   phase.instructions = {
-      instruction("matmul", cost("gemm", 10e6, 1e6)),       // at the ridge: compute
-      instruction("linear", cost("gemm", 9.99e6, 1e6)),     // just left: memory
-      instruction("attention", cost("attention", 1e6, 0)),  // no bytes: compute
-      instruction("assign", cost("elementwise", 0, 0)),     // nothing: memory, 0
+      instruction("matmul", cost("gemm", 10e6, 1e6)),      // at the ridge: compute
+      instruction("linear", cost("gemm", 9.99e6, 1e6)),    // just left: memory
+      instruction("attention", cost("attention", 1e6, 0)), // no bytes: compute
+      instruction("assign", cost("elementwise", 0, 0)),    // nothing: memory, 0
   };
   RooflineReport report;
   ASSERT_TRUE(buildRoofline({{&phase, {1e-3, 1e-3, 1e-3, 1e-3}}}, peaks(), &report).ok());

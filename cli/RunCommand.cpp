@@ -9,9 +9,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "cli/Args.h"
+#include "cost/ClusterSpec.h"
 #include "runtime/AtomicFile.h"
 #include "runtime/Executor.h"
 #include "runtime/Plan.h"
+#include "runtime/Roofline.h"
 #include "runtime/Safetensors.h"
 #include "runtime/comm/MpiCommunicator.h"
 #include "runtime/DeviceBackends.h"
@@ -26,6 +28,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -72,6 +75,17 @@ options:
                     memory next to the plan's prediction
   --timing          print load and run times and peak memory to stderr
   --profile         print the time per kernel of the last run to stderr
+  --roofline SPEC.json
+                    one device: print how far the run is from the device's
+                    peaks (the spec's peak FLOP/s and memory bandwidth; a spec
+                    from `cleave profile` on this machine) to stderr: achieved
+                    GFLOP/s and GB/s of the whole run, and per op class its
+                    share of the time and its efficiency against the roof
+                    that bounds it, from the plan's FLOP and byte counts and
+                    each instruction's median time over the runs after the
+                    first (docs/cli.md)
+  --roofline-json FILE
+                    with --roofline: write the same as JSON to FILE
   -h, --help        show this help
 
 exit status: 0 success, 1 bad arguments, invalid plan or inputs, or a failed run
@@ -81,6 +95,42 @@ exit status: 0 success, 1 bad arguments, invalid plan or inputs, or a failed run
 int fail(const rt::Status &status) {
   std::fprintf(stderr, "cleave: error: %s\n", status.message().c_str());
   return 1;
+}
+
+/// `--roofline`: the spec the peaks come from, and where the JSON goes.
+struct RooflineRequest {
+  std::string specPath, jsonPath;
+  cost::ClusterSpec spec;
+  bool on() const { return !specPath.empty(); }
+};
+
+/// The roofline of the phases a step ran, from each instruction's seconds in
+/// every run (`runs[k]` for `phases[k]`): the runs after the first, which
+/// warms caches and the kernels' thread pool, unless there is only one.
+rt::Status reportRoofline(const RooflineRequest &request, const rt::ProgramSpec &program,
+                          const std::vector<const rt::Phase *> &phases,
+                          const std::vector<std::vector<std::vector<double>>> &runs) {
+  rt::RooflineReport report;
+  std::vector<rt::TimedPhase> timed;
+  for (size_t k = 0; k < phases.size(); ++k) {
+    std::vector<std::vector<double>> steady(runs[k].begin() + (runs[k].size() > 1 ? 1 : 0),
+                                            runs[k].end());
+    report.runs = static_cast<int>(steady.size());
+    rt::TimedPhase &t = timed.emplace_back();
+    t.phase = phases[k];
+    CLEAVE_RETURN_IF_ERROR(rt::medianSeconds(steady, &t.seconds));
+  }
+  const cost::DeviceSpec &device = request.spec.device;
+  rt::RooflinePeaks peaks;
+  peaks.flopsPerSecond = device.peakFlopsOf(rt::computeDType(program, phases));
+  peaks.bytesPerSecond = device.memoryBandwidth;
+  peaks.source = request.spec.name + " (" + request.specPath + ")";
+  CLEAVE_RETURN_IF_ERROR(rt::buildRoofline(timed, peaks, &report).prepend(request.specPath));
+  std::fputs(rt::formatRooflineTable(report).c_str(), stderr);
+  if (!request.jsonPath.empty())
+    CLEAVE_RETURN_IF_ERROR(
+        rt::writeFileAtomically(request.jsonPath, rt::formatRooflineJson(report)));
+  return {};
 }
 
 double secondsSince(std::chrono::steady_clock::time_point start) {
@@ -214,6 +264,7 @@ int runRun(int argc, char **argv) {
   int threads = 0, repeat = 1, local = 0;
   bool timing = false, profile = false, report = false;
   std::string reportJson;
+  RooflineRequest roofline;
   Devices where;
   std::vector<std::string> rankArgs; // what --local passes on to every rank
   for (int i = 0; i < argc; ++i) {
@@ -263,6 +314,14 @@ int runRun(int argc, char **argv) {
       timing = true;
     } else if (arg == "--profile") {
       profile = true;
+    } else if (optionValue(argc, argv, i, "--roofline", &value)) {
+      if (!value || !*value)
+        return usageError("--roofline needs a cluster spec (SPEC.json)", kRunUsage);
+      roofline.specPath = value;
+    } else if (optionValue(argc, argv, i, "--roofline-json", &value)) {
+      if (!value || !*value)
+        return usageError("--roofline-json needs a file", kRunUsage);
+      roofline.jsonPath = value;
     } else if (!arg.empty() && arg[0] == '-') {
       return usageError("unknown option '" + arg + "'", kRunUsage);
     } else if (planDir.empty()) {
@@ -279,6 +338,13 @@ int runRun(int argc, char **argv) {
     return usageError("no input file given (--inputs IN.safetensors)", kRunUsage);
   if (outputsPath.empty())
     return usageError("no output file given (--outputs OUT.safetensors)", kRunUsage);
+  if (!roofline.jsonPath.empty() && !roofline.on())
+    return usageError("--roofline-json needs --roofline SPEC.json", kRunUsage);
+  const char *rooflineOneDevice =
+      "--roofline is for single-device plans (compiled without --cluster); a plan for a "
+      "cluster reports by rank with --report";
+  if (roofline.on() && local > 0)
+    return usageError(rooflineOneDevice, kRunUsage);
 
   if (local > 0)
     return launchPlanRanks(local, planDir, "run", rankArgs, kRunUsage);
@@ -292,6 +358,8 @@ int runRun(int argc, char **argv) {
   if (devices > 1 || launchedAsRanks()) {
     if (profile)
       return usageError("--profile is for single-device plans; use --report", kRunUsage);
+    if (roofline.on())
+      return usageError(rooflineOneDevice, kRunUsage);
     return runRank(planDir, inputsPath, outputsPath, where, threads, repeat, report, timing,
                    reportJson);
   }
@@ -302,13 +370,20 @@ int runRun(int argc, char **argv) {
     return fail(s.prepend(planDir));
   // A plan compiled for a cluster of one device still splits its batch
   // into microbatches: the rank runner follows its schedule.
-  if (plan.hasBatch)
+  if (plan.hasBatch) {
+    if (roofline.on())
+      return usageError(rooflineOneDevice, kRunUsage);
     return runRank(planDir, inputsPath, outputsPath, where, threads, repeat, report, timing,
                    reportJson);
+  }
   if (report || !reportJson.empty())
     return usageError("--report and --report-json are for compiled-for-a-cluster plans (use "
                       "--timing or --profile)",
                       kRunUsage);
+  // A bad spec fails before anything runs.
+  if (roofline.on())
+    if (rt::Status s = cost::loadClusterSpec(roofline.specPath, roofline.spec); !s.ok())
+      return fail(s.prepend("--roofline"));
   rt::SafetensorsIndex inputs;
   if (rt::Status s = rt::readSafetensorsIndex(inputsPath, &inputs); !s.ok())
     return fail(s);
@@ -324,34 +399,49 @@ int runRun(int argc, char **argv) {
     return fail(s);
   double loadSeconds = secondsSince(start);
 
-  executor->setProfiling(profile);
+  // A training plan's step is every phase in order (a plan compiled with
+  // --optimizer none outputs the loss and the gradients); an inference
+  // plan's its forward.
+  const rt::ProgramSpec &program = executor->program();
+  std::vector<size_t> step;
+  for (size_t p = 0; p < program.phases.size(); ++p)
+    if (plan.training || static_cast<int64_t>(p) == program.phaseIndex("forward"))
+      step.push_back(p);
+  if (step.empty())
+    return fail(CLEAVE_ERROR(planDir, ": the program has no forward phase"));
+  const bool profiling = profile || roofline.on();
+  executor->setProfiling(profiling);
   std::vector<double> runSeconds;
+  // Each phase's per-instruction seconds, run by run (when profiling).
+  std::vector<std::vector<std::vector<double>>> phaseRuns(step.size());
   for (int r = 0; r < repeat; ++r) {
     auto runStart = std::chrono::steady_clock::now();
-    // A training plan's step is every phase in order (a plan compiled with
-    // --optimizer none outputs the loss and the gradients).
-    for (size_t p = 0; p < (plan.training ? plan.programForRank(0)->phases.size() : 0); ++p)
-      if (rt::Status s = executor->runPhase(p); !s.ok())
+    for (size_t k = 0; k < step.size(); ++k) {
+      if (rt::Status s = executor->runPhase(step[k]); !s.ok())
         return fail(s);
-    if (!plan.training)
-      if (rt::Status s = executor->run("forward"); !s.ok())
-        return fail(s);
+      if (profiling)
+        phaseRuns[k].push_back(executor->lastRunSeconds());
+    }
     runSeconds.push_back(secondsSince(runStart));
   }
 
   if (rt::Status s = executor->writeOutputs(outputsPath); !s.ok())
     return fail(s);
 
-  if (profile) {
-    // Seconds per kernel, most expensive first.
+  // The forward's place in the step (a training plan has one too).
+  const size_t forwardIndex = static_cast<size_t>(program.phaseIndex("forward"));
+  const size_t forwardInStep = std::find(step.begin(), step.end(), forwardIndex) - step.begin();
+  if (profile && forwardInStep < step.size()) {
+    // Seconds per kernel of the last run's forward, most expensive first.
     std::map<std::string, std::pair<double, int>> byKernel;
-    const rt::Phase &forward = *executor->program().findPhase("forward");
+    const rt::Phase &forward = program.phases[forwardIndex];
+    const std::vector<double> &seconds = phaseRuns[forwardInStep].back();
     double total = 0;
     for (size_t i = 0; i < forward.instructions.size(); ++i) {
       auto &entry = byKernel[forward.instructions[i].kernel];
-      entry.first += executor->lastRunSeconds()[i];
+      entry.first += seconds[i];
       entry.second += 1;
-      total += executor->lastRunSeconds()[i];
+      total += seconds[i];
     }
     std::vector<std::pair<std::string, std::pair<double, int>>> rows(byKernel.begin(),
                                                                      byKernel.end());
@@ -361,6 +451,13 @@ int runRun(int argc, char **argv) {
     for (const auto &[kernel, stats] : rows)
       std::fprintf(stderr, "%-20s %7d %10.2f %6.1f%%\n", kernel.c_str(), stats.second,
                    stats.first * 1e3, 100 * stats.first / total);
+  }
+  if (roofline.on()) {
+    std::vector<const rt::Phase *> phases;
+    for (size_t p : step)
+      phases.push_back(&program.phases[p]);
+    if (rt::Status s = reportRoofline(roofline, program, phases, phaseRuns); !s.ok())
+      return fail(s);
   }
   if (timing) {
     std::sort(runSeconds.begin(), runSeconds.end());

@@ -61,6 +61,8 @@ def timed_run(cmd):
 
 BLAS_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 PROBE_SIZE = 1024
+# Rounds of the probe over the settings; each setting keeps its best.
+PROBE_ROUNDS = 3
 PROBE_TIMEOUT = 60
 # A child of `python`: one f32 GEMM of fixed-seed matrices on THREADS threads, the best GFLOP/s
 # of a few after a warm-up as JSON on stdout, the product written raw (f32) to OUT.
@@ -177,9 +179,10 @@ def best_blas_env(threads, python="/usr/bin/python3", base=None):
     (changes, name, rows) for the fastest agreeing setting: `changes` maps both OpenBLAS
     variables to their value or None (unset), for blas_environ / env_prefix; `rows` are the
     probe's rows as `cleave bench --json` writes them (setting, env, gflops, agrees,
-    difference, core, same_as, error). Falls back to the inherited environment when no probe
-    ran. `base` is the environment the baselines will run in (default: this process's).
-    Cached per process."""
+    difference, core, same_as, error; gflops is each agreeing setting's best of PROBE_ROUNDS
+    processes, taken in turn). Falls back to the inherited environment when no probe ran.
+    `base` is the environment the baselines will run in (default: this process's). Cached per
+    process."""
     base = dict(os.environ if base is None else base)
     key = (threads, python, tuple(sorted(base.items())))
     if key in _best_blas_cache:
@@ -238,7 +241,25 @@ def best_blas_env(threads, python="/usr/bin/python3", base=None):
             if not row["agrees"]:
                 row["error"] = (f"its product differs from {reference[0]}'s by {difference:.2e} "
                                 "of max |C|")
-    agreeing = [r for r in rows if r["agrees"] and "same_as" not in r]
+        # One process's GEMM rate moves by up to 1.6x on a shared VM (thread placement, the
+        # neighbours): the agreeing settings are timed PROBE_ROUNDS - 1 more times, in turn,
+        # and each keeps its best, so a close pair is not decided by one unlucky process.
+        agreeing = [r for r in rows if r["agrees"] and "same_as" not in r]
+        for _ in range(PROBE_ROUNDS - 1):
+            for row in agreeing:
+                try:
+                    p = subprocess.run([python, "-c", _PROBE, str(threads),
+                                        os.path.join(tmp, "again.f32"), str(PROBE_SIZE)],
+                                       capture_output=True, text=True, timeout=PROBE_TIMEOUT,
+                                       env=blas_environ(row["env"], base))
+                    again = json.loads(p.stdout.strip().splitlines()[-1])["gflops"]
+                except (subprocess.TimeoutExpired, OSError, ValueError, IndexError, KeyError):
+                    continue  # the first round's figure stands
+                row["gflops"] = max(row["gflops"], again)
+        by_name = {r["setting"]: r for r in rows}
+        for row in rows:
+            if "same_as" in row:
+                row["gflops"] = by_name[row["same_as"]]["gflops"]
     chosen = max(agreeing, key=lambda r: r["gflops"]) if agreeing else rows[0]
     result = (dict(chosen["env"]), chosen["setting"] if agreeing else "inherit", rows)
     _best_blas_cache[key] = result

@@ -213,17 +213,49 @@ Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
 // conv2d
 //===----------------------------------------------------------------------===//
 
-/// Rows of one output plane of a depthwise convolution: out[oy, ox] =
-/// bias + sum over taps (i, j) of w[i, j] * padded[oy*sh + i*dh, ox*sw + j*dw],
-/// where `padded` is the input plane inside its zero padding (`pitch` floats
-/// a row), so no tap needs a bounds check. KW > 0 fixes the kernel width at
+/// Below this output width a unit-stride depthwise plane is computed as one
+/// flattened row (see depthwiseRows): row by row, most of a short row would
+/// be a vector loop's scalar tail.
+constexpr int64_t kShortDepthwiseRow = 32;
+
+/// One output plane of a depthwise convolution: out[oy, ox] = bias + sum
+/// over taps (i, j) of w[i, j] * padded[oy*sh + i*dh, ox*sw + j*dw], where
+/// `padded` is the input plane inside its zero padding (`pitch` floats a
+/// row), so no tap needs a bounds check. KW > 0 fixes the kernel width at
 /// compile time: the taps of a kernel row unroll and each output vector is
-/// loaded and stored once per kernel row.
+/// loaded and stored once per kernel row. Each output adds its taps in the
+/// same order on either path.
+///
+/// With unit strides and short rows, output (oy, ox) is computed at
+/// position q = oy * pitch + ox of `flat` (at least (oh - 1) * pitch + ow
+/// floats), where tap (i, j) reads padded[q + i*dh*pitch + j*dw]: one long
+/// vectorizable loop per kernel row over every output row at once (the
+/// (kw - 1) * dw positions between rows are computed and dropped), then the
+/// rows are copied out.
 template <int KW>
 CLEAVE_CLONES void depthwiseRows(const ConvGeometry &g, const float *__restrict padded,
                                  int64_t pitch, const float *__restrict w, float bias,
-                                 float *__restrict out) {
+                                 float *__restrict flat, float *__restrict out) {
   const int64_t kw = KW > 0 ? KW : g.kw, ow = g.ow, sw = g.sw, dw = g.dw;
+  if (sw == 1 && g.sh == 1 && ow < kShortDepthwiseRow) {
+    const int64_t span = (g.oh - 1) * pitch + ow;
+    for (int64_t q = 0; q < span; ++q)
+      flat[q] = bias;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const float *__restrict base = padded + i * g.dh * pitch;
+      const float *__restrict taps = w + i * kw;
+      for (int64_t q = 0; q < span; ++q) {
+        float s = flat[q];
+        for (int64_t j = 0; j < kw; ++j)
+          s += taps[j] * base[q + j * dw];
+        flat[q] = s;
+      }
+    }
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        out[oy * ow + ox] = flat[oy * pitch + ox];
+    return;
+  }
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     float *__restrict d = out + oy * ow;
     for (int64_t ox = 0; ox < ow; ++ox)
@@ -266,7 +298,8 @@ void padPlane(const ConvGeometry &g, const float *plane, int64_t rows, int64_t p
 
 /// Depthwise conv2d: output channel f of image n reads input channel
 /// f / multiplier alone. Planes run in parallel, each thread padding its
-/// input plane into its own buffer (a plane, the size of the input's).
+/// input plane into its own buffer (a padded plane, and an output plane
+/// at the padded pitch for depthwiseRows' flattened path).
 KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
                          int64_t multiplier, bool hasBias) {
   auto rows = depthwiseRows<0>;
@@ -290,7 +323,8 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
       const int64_t n = t / filters, f = t % filters;
       padPlane(g, x + (n * (filters / multiplier) + f / multiplier) * hw, paddedRows, pitch,
                padded);
-      rows(g, padded, pitch, w + f * taps, bias ? bias[f] : 0.0f, y + t * ohw);
+      rows(g, padded, pitch, w + f * taps, bias ? bias[f] : 0.0f,
+           padded + paddedRows * pitch, y + t * ohw);
     };
     const int64_t work = planes * (ohw * taps + paddedRows * pitch);
     const int threads = work >= kParallelGrain && !omp_in_parallel()
@@ -298,7 +332,7 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
                             : 1;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-      std::vector<float> padded(paddedRows * pitch);
+      std::vector<float> padded(paddedRows * pitch + g.oh * pitch);
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < planes; ++t)
         plane(t, padded.data());

@@ -7,8 +7,8 @@ costs: every instruction of the plan's forward carries a cost (op class, FLOPs, 
 docs/plan-format.md says, conv2d's a positive convolution count. report: the report's shares
 sum to 1, its FLOPs and bytes are the plan's (total = sum of classes = sum of the
 instructions' costs), a convolution class is compute-bound and an elementwise class
-memory-bound, each against the spec's ridge, and every class's efficiency is in (0, 1.5]
-(every kernel's positive);
+memory-bound, each against the spec's ridge, and every class's and kernel's efficiency is
+positive and finite and equals its achieved rate over its roof's peak;
 with --uncosted (a plan whose costs were stripped) all time is one uncosted row.
 Prints one line per check, "ok" or what failed, and exits 1 on a failure.
 """
@@ -78,12 +78,13 @@ def report(plan, path, uncosted):
           and conv["intensity"] >= ridge)
     check("elementwise is memory-bound", maps is not None and maps["bound"] == "memory"
           and maps["intensity"] < ridge)
-    # A class's efficiency stays near its roof; one small kernel whose operands stay in
-    # cache may pass the spec's from-memory bandwidth by more (docs/cli.md).
+    # No upper bound: the spec is another machine's (cpu-2core.json), and maps whose
+    # operands stay in cache pass its from-memory bandwidth (docs/cli.md); how fast this
+    # machine is belongs to benchmarks, not to this test.
     kernels = [k for c in costed for k in c.get("kernels", [])]
     rows_and_kernels = costed + kernels
-    check("efficiencies in (0, 1.5]", all(0 < c["efficiency"] <= 1.5 for c in costed)
-          and all(0 < k["efficiency"] < math.inf for k in kernels))
+    check("efficiencies positive and finite",
+          all(0 < c["efficiency"] < math.inf for c in rows_and_kernels))
     check("efficiency against the bound's roof", all(close(
         c["efficiency"],
         c["flops_per_s"] / r["peaks"]["flops_per_s"] if c["bound"] == "compute"

@@ -236,6 +236,13 @@ std::string lastLine(const std::string &path) {
 /// Probes every setting in a fresh process; marks which agree with the first
 /// that ran and returns the fastest of those (its index), or -1 if none ran.
 int probeBlas(const std::string &self, int threads, std::vector<BlasSetting> &settings) {
+  // One probe process under setting `s`: its product goes to `product`, its
+  // stderr to `errorFile` (or stays ours when empty).
+  auto runProbe = [&](const BlasSetting &s, const std::string &product,
+                      const std::string &errorFile, nlohmann::json &json, std::string &error) {
+    return runChild(self, {self, "bench-worker", "blas-probe", std::to_string(threads), product},
+                    childEnvironment(&s, ""), kProbeTimeoutSeconds, errorFile, json, error);
+  };
   const BlasSetting *reference = nullptr;
   double scale = 0;
   for (BlasSetting &s : settings) {
@@ -246,11 +253,7 @@ int probeBlas(const std::string &self, int threads, std::vector<BlasSetting> &se
     llvm::sys::fs::createTemporaryFile("cleave-blas-probe", "log", stderrFile);
     nlohmann::json json;
     std::string error;
-    int rc = runChild(self,
-                      {self, "bench-worker", "blas-probe", std::to_string(threads),
-                       std::string(product.str())},
-                      childEnvironment(&s, ""), kProbeTimeoutSeconds,
-                      std::string(stderrFile.str()), json, error);
+    int rc = runProbe(s, std::string(product.str()), std::string(stderrFile.str()), json, error);
     std::string childError = lastLine(std::string(stderrFile.str()));
     llvm::sys::fs::remove(stderrFile);
     if (rc == 0 && json.is_object() && json.value("gflops", 0.0) > 0) {
@@ -308,10 +311,7 @@ int probeBlas(const std::string &self, int threads, std::vector<BlasSetting> &se
       llvm::sys::fs::createTemporaryFile("cleave-blas-probe", "f32", product);
       nlohmann::json json;
       std::string error;
-      int rc = runChild(self,
-                        {self, "bench-worker", "blas-probe", std::to_string(threads),
-                         std::string(product.str())},
-                        childEnvironment(&s, ""), kProbeTimeoutSeconds, "", json, error);
+      int rc = runProbe(s, std::string(product.str()), "", json, error);
       llvm::sys::fs::remove(product);
       // A failed repeat leaves the first round's figure.
       if (rc == 0 && json.is_object())

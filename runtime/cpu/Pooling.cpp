@@ -27,7 +27,7 @@ void validTaps(int64_t start, int64_t kernel, int64_t dilation, int64_t size, in
 
 /// out[i] = max(out[i], src[i * stride]) for i < n, NaN-propagating.
 inline void maxInto(float *__restrict out, const float *__restrict src, int64_t n,
-                           int64_t stride) {
+                    int64_t stride) {
   if (stride == 1) {
     for (int64_t i = 0; i < n; ++i) {
       float v = src[i], m = out[i];
@@ -43,7 +43,7 @@ inline void maxInto(float *__restrict out, const float *__restrict src, int64_t 
 
 /// out[i] += src[i * stride] for i < n.
 inline void addInto(float *__restrict out, const float *__restrict src, int64_t n,
-                           int64_t stride) {
+                    int64_t stride) {
   if (stride == 1) {
     for (int64_t i = 0; i < n; ++i)
       out[i] += src[i];

@@ -63,10 +63,29 @@ CommGroup groupOfRanks(const std::vector<int> &ranks, int devicesPerNode, int co
 }
 
 CommGroup stridedGroup(int size, int stride, int devicesPerNode, int firstRank) {
-  std::vector<int> ranks;
-  for (int i = 0; i < size; ++i)
-    ranks.push_back(firstRank + i * stride);
-  CommGroup group = groupOfRanks(ranks, devicesPerNode);
+  CommGroup group;
+  if (stride >= 1 && size >= 1 && devicesPerNode >= 1) {
+    // Ascending ranks: each node's ranks are one run (the planner asks for
+    // thousands of groups, without building a rank list each time).
+    group.size = size;
+    group.nodesSpanned = 0;
+    int run = 0, node = -1;
+    for (int i = 0; i < size; ++i) {
+      int n = (firstRank + i * stride) / devicesPerNode;
+      if (n != node) {
+        ++group.nodesSpanned;
+        node = n;
+        run = 0;
+      }
+      group.ranksPerNode = std::max(group.ranksPerNode, ++run);
+    }
+    group.concurrentGroups = 1;
+  } else {
+    std::vector<int> ranks;
+    for (int i = 0; i < size; ++i)
+      ranks.push_back(firstRank + i * stride);
+    group = groupOfRanks(ranks, devicesPerNode);
+  }
   group.concurrentGroups = std::max(1, devicesPerNode / group.ranksPerNode);
   return group;
 }

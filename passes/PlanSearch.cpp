@@ -114,7 +114,18 @@ public:
   bool run(SearchResult &result, std::string &error);
 
 private:
-  const LayerTime &layerTime(int tp, int kind, int64_t mb);
+  /// The search asks for the same (tp, microbatch) thousands of times in a
+  /// row: the last row of times is kept at hand.
+  const LayerTime &layerTime(int tp, int kind, int64_t mb) {
+    if (!lastRow || tp != lastTp || mb != lastMb) {
+      lastRow = &timesRow(tp, mb);
+      lastTp = tp;
+      lastMb = mb;
+    }
+    return (*lastRow)[kind];
+  }
+  /// Every layer kind's times at one tp degree and microbatch size, cached.
+  const std::vector<LayerTime> &timesRow(int tp, int64_t mb);
   double dpCommSeconds(const Config &c, double parameters) const;
   double optimizerSeconds(const Config &c, double parameters) const;
   std::vector<int> recomputeOrder(int tp, int64_t mb);
@@ -146,33 +157,40 @@ private:
   const SearchOptions &options;
   int layers;
   std::vector<int> kindCount;
-  std::map<std::tuple<int, int, int64_t>, LayerTime> cache;
+  std::map<std::pair<int, int64_t>, std::vector<LayerTime>> rows;
+  const std::vector<LayerTime> *lastRow = nullptr;
+  int lastTp = 0;
+  int64_t lastMb = 0;
   std::map<std::pair<int, int64_t>, std::vector<int>> orderCache;
 };
 
-const LayerTime &Searcher::layerTime(int tp, int kind, int64_t mb) {
-  auto key = std::make_tuple(tp, kind, mb);
-  auto it = cache.find(key);
-  if (it != cache.end())
+const std::vector<LayerTime> &Searcher::timesRow(int tp, int64_t mb) {
+  auto key = std::make_pair(tp, mb);
+  auto it = rows.find(key);
+  if (it != rows.end())
     return it->second;
-  const LayerSplitCost &c = model.costs.at(tp)[kind];
+  const std::vector<LayerSplitCost> &costs = model.costs.at(tp);
   double scale = double(mb) / double(model.tracedBatch);
-  LayerTime t;
-  t.forward = c.forwardOverhead + (c.forwardCompute - c.forwardOverhead) * scale;
-  if (options.training)
-    t.backward = c.backwardOverhead + (c.backwardCompute - c.backwardOverhead) * scale;
-  for (const LayerCollective &coll : c.collectives) {
-    if (coll.backward && !options.training)
-      continue;
-    double s = tpCollectiveSeconds(cluster, tp, coll.collective, coll.bytes * scale);
-    (coll.backward ? t.tpBackward : t.tpForward) += s;
+  std::vector<LayerTime> row(costs.size());
+  for (size_t kind = 0; kind < costs.size(); ++kind) {
+    const LayerSplitCost &c = costs[kind];
+    LayerTime &t = row[kind];
+    t.forward = c.forwardOverhead + (c.forwardCompute - c.forwardOverhead) * scale;
+    if (options.training)
+      t.backward = c.backwardOverhead + (c.backwardCompute - c.backwardOverhead) * scale;
+    for (const LayerCollective &coll : c.collectives) {
+      if (coll.backward && !options.training)
+        continue;
+      double s = tpCollectiveSeconds(cluster, tp, coll.collective, coll.bytes * scale);
+      (coll.backward ? t.tpBackward : t.tpForward) += s;
+    }
+    t.activation = c.activationBytes * scale;
+    t.input = c.inputBytes * scale;
+    t.output = c.outputBytes * scale;
+    t.parameters = c.parameters;
+    t.buffers = c.bufferBytes;
   }
-  t.activation = c.activationBytes * scale;
-  t.input = c.inputBytes * scale;
-  t.output = c.outputBytes * scale;
-  t.parameters = c.parameters;
-  t.buffers = c.bufferBytes;
-  return cache.emplace(key, t).first->second;
+  return rows.emplace(key, std::move(row)).first->second;
 }
 
 /// Kinds in the order recomputation should take them: most memory saved per

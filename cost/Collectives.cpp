@@ -79,7 +79,6 @@ CommGroup stridedGroup(int size, int stride, int devicesPerNode, int firstRank) 
       }
       group.ranksPerNode = std::max(group.ranksPerNode, ++run);
     }
-    group.concurrentGroups = 1;
   } else {
     std::vector<int> ranks;
     for (int i = 0; i < size; ++i)

@@ -647,9 +647,81 @@ std::string signedPercent(double fraction) {
 /// size from the other sizes and the fitted link. Terms the spec's figures
 /// are defined by (the peak GEMM, gelu, the chain of adds) are not listed:
 /// they are exact by construction.
+/// One AdamW step measured through the runtime's own kernel.
+struct OptimizerStep {
+  int64_t parameters = 0;
+  double seconds = 0; // median
+};
+
+/// Times the CPU backend's `adamw` kernel over `parameters` f32 parameters
+/// (grad, param and both moments: past the last-level cache at the full
+/// size, as a model's optimizer state is), called until `minSeconds` have
+/// passed; the median call.
+rt::Status measureOptimizerStep(int64_t parameters, double minSeconds, OptimizerStep &out) {
+  std::unique_ptr<rt::Backend> backend = rt::createCpuBackend();
+  rt::KernelSignature sig;
+  sig.kernel = "adamw";
+  const rt::TensorDesc vector{rt::DType::F32, {parameters}};
+  sig.inputs = {vector, rt::TensorDesc{rt::DType::I64, {}}};
+  sig.outputs = {vector, vector, vector};
+  for (auto [name, value] : {std::pair<const char *, double>{"lr", 1e-3}, {"beta1", 0.9},
+                             {"beta2", 0.999}, {"eps", 1e-8}, {"weight_decay", 0.01}})
+    sig.attrs.set(name, value);
+  sig.attrs.set("schedule", std::string("constant"));
+  sig.attrs.set("warmup_steps", int64_t(0));
+  sig.attrs.set("decay_steps", int64_t(0));
+  rt::KernelFn fn;
+  CLEAVE_RETURN_IF_ERROR(backend->prepareKernel(sig, &fn));
+
+  // grad, param, exp_avg, exp_avg_sq in the backend's own memory.
+  std::array<float *, 4> buffers{};
+  struct Free {
+    rt::Backend &backend;
+    std::array<float *, 4> &buffers;
+    ~Free() {
+      for (float *b : buffers)
+        if (b)
+          backend.deallocate(b);
+    }
+  } release{*backend, buffers};
+  std::mt19937 rng(0);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (float *&b : buffers) {
+    void *p = nullptr;
+    CLEAVE_RETURN_IF_ERROR(backend->allocate(vector.bytes(), &p));
+    b = static_cast<float *>(p);
+  }
+  for (int64_t i = 0; i < parameters; ++i) {
+    buffers[0][i] = dist(rng);
+    buffers[1][i] = dist(rng);
+    buffers[2][i] = 0;
+    buffers[3][i] = 0;
+  }
+  int64_t step = 1;
+  rt::KernelCall call;
+  call.inputs = {buffers[0], &step};
+  call.outputs = {buffers[1], buffers[2], buffers[3]};
+  std::vector<double> times;
+  auto start = Clock::now();
+  for (int i = 0; i < 2; ++i, ++step) // first touches, then warm code
+    CLEAVE_RETURN_IF_ERROR(fn(call));
+  while (times.size() < 5 ||
+         (std::chrono::duration<double>(Clock::now() - start).count() < minSeconds &&
+          times.size() < 1000)) {
+    auto begin = Clock::now();
+    CLEAVE_RETURN_IF_ERROR(fn(call));
+    times.push_back(std::chrono::duration<double>(Clock::now() - begin).count());
+    ++step;
+  }
+  out.parameters = parameters;
+  out.seconds = median(times);
+  return {};
+}
+
 nlohmann::json predictedAgainstMeasured(const cost::ClusterSpec &spec,
                                         const std::vector<Term> &terms,
-                                        const CommProfile &comm) {
+                                        const CommProfile &comm,
+                                        const OptimizerStep &optimizer) {
   struct Row {
     std::string termClass, label;
     double measured = 0, predicted = 0;
@@ -662,6 +734,18 @@ nlohmann::json predictedAgainstMeasured(const cost::ClusterSpec &spec,
     cost::PassTime time =
         cost::predictPass(device, t.measured.cost, t.measured.cost.forward, rt::DType::F32);
     rows.push_back({t.termClass, t.label, t.measured.seconds, std::max(time.compute, time.memory)});
+  }
+  // The optimizer step as a spec without the measured rate predicts it:
+  // its bytes at the elementwise memory rate.
+  if (optimizer.parameters > 0) {
+    cost::DeviceSpec unmeasured = spec.device;
+    unmeasured.adamwSecondsPerParameter = 0;
+    rows.push_back({"optimizer",
+                    llvm::formatv("adamw of {0} parameters ({1})", optimizer.parameters,
+                                  cost::humanBytes(double(optimizer.parameters) *
+                                                   cost::kAdamWBytesPerParameter)),
+                    optimizer.seconds,
+                    cost::optimizerStepSeconds(unmeasured, double(optimizer.parameters))});
   }
   for (const CollectiveSample &sample : comm.samples) {
     std::optional<cost::Collective> kind = cost::parseCollective(sample.collective);
@@ -782,7 +866,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   int64_t big = options.quick ? 1 << 16 : 1 << 22;
   Progress progress;
   progress.total = 2 + gemms.size() + convs.size() + groupedConvs.size() + addSizes.size() + 1 +
-                   5 + 1 + (options.ranks > 1 ? 2 : 0) + (options.quick ? 1 : 4);
+                   1 + 5 + 1 + (options.ranks > 1 ? 2 : 0) + (options.quick ? 1 : 4);
 
   // Memory bandwidth: bytes read and written per second.
   double bandwidth = 2 * measureCopyBandwidth(threads, size_t(options.quick ? 64 : 256) << 20,
@@ -878,6 +962,21 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
     progress.step(llvm::formatv("{0} chained adds of {1} elements: {2:f1} GB/s", kAdds, elements,
                                 device.memoryBandwidth / 1e9));
   }
+  // The optimizer step: AdamW over more state than the last-level cache holds.
+  OptimizerStep optimizer;
+  CLEAVE_RETURN_IF_ERROR(
+      measureOptimizerStep(options.quick ? int64_t(1) << 16 : int64_t(1) << 23, minSeconds,
+                           optimizer));
+  // Plans cost their optimizer step at the measured rate.
+  device.adamwSecondsPerParameter = optimizer.seconds / double(optimizer.parameters);
+  record["optimizer"] = {{"kernel", "adamw"},
+                         {"parameters", optimizer.parameters},
+                         {"seconds", optimizer.seconds}};
+  progress.step(llvm::formatv("adamw of {0} parameters: {1:f1} GB/s ({2:f2} ns per parameter)",
+                              optimizer.parameters,
+                              double(optimizer.parameters) * cost::kAdamWBytesPerParameter /
+                                  optimizer.seconds / 1e9,
+                              optimizer.seconds / double(optimizer.parameters) * 1e9));
   // Host memory is this machine's memory: each of the node's devices streams
   // it at the rate just measured.
   spec.hostMemoryBandwidth = device.memoryBandwidth * options.ranks;
@@ -1078,7 +1177,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
       {"grouped_conv_efficiency", groupedEfficiencies},
       {"attention_efficiency", attentionEfficiencies}};
   record["collectives"] = nlohmann::json::parse(comm.toJson());
-  record["predicted_vs_measured"] = predictedAgainstMeasured(spec, terms, comm);
+  record["predicted_vs_measured"] = predictedAgainstMeasured(spec, terms, comm, optimizer);
   spec.measurementsJson = record.dump();
   return {};
 }

@@ -259,7 +259,8 @@ Status parseDevice(const Node &top, DeviceSpec &spec) {
   CLEAVE_RETURN_IF_ERROR(getObject(top, "device", &device));
   CLEAVE_RETURN_IF_ERROR(
       checkKeys(*device, {"name", "kind", "memory_bytes", "memory_reserve_bytes", "peak_flops",
-                          "memory_bandwidth", "kernel_overhead_s", "efficiency", "gemm_samples"}));
+                          "memory_bandwidth", "kernel_overhead_s", "adamw_seconds_per_parameter",
+                          "efficiency", "gemm_samples"}));
   CLEAVE_RETURN_IF_ERROR(getString(*device, "name", &spec.name));
   CLEAVE_RETURN_IF_ERROR(getString(*device, "kind", &spec.kind));
   if (spec.kind != "gpu" && spec.kind != "cpu")
@@ -276,6 +277,9 @@ Status parseDevice(const Node &top, DeviceSpec &spec) {
       getNumber(*device, "memory_bandwidth", Range::Positive, &spec.memoryBandwidth));
   CLEAVE_RETURN_IF_ERROR(
       getNumber(*device, "kernel_overhead_s", Range::NonNegative, &spec.kernelOverhead));
+  if (device->has("adamw_seconds_per_parameter"))
+    CLEAVE_RETURN_IF_ERROR(getNumber(*device, "adamw_seconds_per_parameter", Range::Positive,
+                                     &spec.adamwSecondsPerParameter));
   CLEAVE_RETURN_IF_ERROR(parseEfficiency(*device, spec));
   return parseGemmSamples(*device, spec);
 }
@@ -467,6 +471,8 @@ std::string formatClusterSpec(const ClusterSpec &spec) {
   device["peak_flops"] = peak;
   device["memory_bandwidth"] = d.memoryBandwidth;
   device["kernel_overhead_s"] = d.kernelOverhead;
+  if (d.adamwSecondsPerParameter > 0)
+    device["adamw_seconds_per_parameter"] = d.adamwSecondsPerParameter;
   Json efficiency = Json::object();
   for (int i = 0; i < kNumOpClasses; ++i)
     efficiency[std::string(kOpClassNames[i])] = formatEfficiency(d.efficiency[i]);

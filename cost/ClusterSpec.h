@@ -53,6 +53,10 @@ struct DeviceSpec {
   std::map<runtime::DType, double> peakFlops; // per compute dtype (f32, bf16, f16)
   double memoryBandwidth = 0; // bytes/s
   double kernelOverhead = 0;  // seconds per kernel launch
+  /// One AdamW step's seconds per parameter as `cleave profile` measured
+  /// the runtime's kernel; 0: not measured (the bytes at the elementwise
+  /// memory rate stand for it).
+  double adamwSecondsPerParameter = 0;
   std::array<Efficiency, kNumOpClasses> efficiency;
   std::vector<GemmSample> gemmSamples; // optional, from `cleave profile`
 

@@ -81,6 +81,14 @@ double gemmEfficiency(const DeviceSpec &device, const GemmShape &shape,
   return std::min(*efficiency, 1.0);
 }
 
+double optimizerStepSeconds(const DeviceSpec &device, double parameters) {
+  if (device.adamwSecondsPerParameter > 0)
+    return parameters * device.adamwSecondsPerParameter;
+  double bandwidth =
+      device.memoryBandwidth * device.efficiency[int(OpClass::Elementwise)].memory;
+  return bandwidth > 0 ? parameters * kAdamWBytesPerParameter / bandwidth : 0;
+}
+
 PassTime predictPass(const DeviceSpec &device, const OpCost &cost, const PassCost &pass,
                      runtime::DType dtype) {
   PassTime time;

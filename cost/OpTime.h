@@ -33,4 +33,13 @@ double gemmEfficiency(const DeviceSpec &device, const GemmShape &shape,
 PassTime predictPass(const DeviceSpec &device, const OpCost &cost, const PassCost &pass,
                      runtime::DType dtype);
 
+/// Bytes AdamW moves per parameter: it reads and writes the f32 master
+/// weight and both moments and reads the gradient.
+inline constexpr double kAdamWBytesPerParameter = 28.0;
+
+/// One AdamW step over `parameters` parameters on one device: at the rate a
+/// profile measured when the spec has one, else memory-bound, at the
+/// device's bandwidth times its elementwise memory efficiency.
+double optimizerStepSeconds(const DeviceSpec &device, double parameters);
+
 } // namespace cleave::cost

@@ -3,6 +3,7 @@
 #include "passes/PlanSearch.h"
 
 #include "cost/OpCost.h"
+#include "cost/OpTime.h"
 
 #include <algorithm>
 #include <chrono>
@@ -324,20 +325,16 @@ void Searcher::spillLayers(const Config &c, const std::vector<std::pair<int, int
   }
   std::sort(plan.spilled.begin(), plan.spilled.end());
   std::sort(plan.activationsSpilled.begin(), plan.activationsSpilled.end());
-  // AdamW on the host reads and writes the master weight and both moments
-  // and reads the gradient: 28 bytes per parameter.
-  plan.hostOptimizerSeconds = plan.spilledParameters * 28.0 / hostMemoryBandwidth();
+  // AdamW on the host, at the host memory's bandwidth.
+  plan.hostOptimizerSeconds =
+      plan.spilledParameters * cost::kAdamWBytesPerParameter / hostMemoryBandwidth();
 }
 
 double Searcher::optimizerSeconds(const Config &c, double parameters) const {
   if (!options.training)
     return 0;
   double shard = c.sharding >= ShardingLevel::OptimizerState ? c.dp : 1;
-  // AdamW reads and writes master weights and both moments (fp32) and reads
-  // the gradient and writes the parameter: 28 bytes per parameter either way.
-  double bandwidth = cluster.device.memoryBandwidth *
-                     cluster.device.efficiency[int(cost::OpClass::Elementwise)].memory;
-  return parameters / shard * 28.0 / bandwidth;
+  return cost::optimizerStepSeconds(cluster.device, parameters / shard);
 }
 
 bool Searcher::fillStage(const Config &c, int stage,

@@ -52,6 +52,7 @@ TEST(ClusterSpecTest, RoundTripsExactly) {
            "op_class": "grouped_convolution"}])");
   json["measurements"] = Json::parse(R"({"zeta": [1, 2.5, "x"], "alpha": {"nested": null}})");
   json["device"]["kernel_overhead_s"] = 1.0 / 3.0; // needs all 17 digits
+  json["device"]["adamw_seconds_per_parameter"] = 8.1e-10;
   json["intra_node"]["nvls_bus_bandwidth"] = 4.8e11;
 
   ClusterSpec first;
@@ -65,6 +66,7 @@ TEST(ClusterSpecTest, RoundTripsExactly) {
 
   EXPECT_EQ(second.name, "dgx-a100-80gb");
   EXPECT_EQ(second.device.kernelOverhead, 1.0 / 3.0);
+  EXPECT_EQ(second.device.adamwSecondsPerParameter, 8.1e-10);
   EXPECT_EQ(second.device.peakFlops.at(DType::BF16), 3.12e14);
   EXPECT_EQ(second.device.memoryBytes, 85899345920.0);
   EXPECT_EQ(second.device.efficiencyOf(OpClass::Gemm).compute, 0.87);
@@ -183,7 +185,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadSpec{"/device/memory_bandwith", "1e12",
                 "dgx.json: device.memory_bandwith: unknown field (expected one of name, kind, "
                 "memory_bytes, memory_reserve_bytes, peak_flops, memory_bandwidth, "
-                "kernel_overhead_s, efficiency, gemm_samples)"},
+                "kernel_overhead_s, adamw_seconds_per_parameter, efficiency, gemm_samples)"},
+        BadSpec{"/device/adamw_seconds_per_parameter", "0",
+                "dgx.json: device.adamw_seconds_per_parameter: must be positive, got 0"},
         BadSpec{"/host_memory_bytes", "0", "dgx.json: host_memory_bytes: must be positive, got 0"},
         BadSpec{"/host_memory_bytes", "\"2TB\"",
                 "dgx.json: host_memory_bytes: expected a number, got \"2TB\""},
@@ -816,6 +820,15 @@ TEST(OpTimeTest, RooflineTakesTheSlowerSideAndAddsOverhead) {
   EXPECT_FALSE(t.computeBound());
   // No kernel, no time (a view).
   EXPECT_EQ(predictPass(d, map, PassCost{}, DType::F32).seconds(), 0);
+}
+
+TEST(OpTimeTest, OptimizerStepAtTheMeasuredRateOrItsBytes) {
+  DeviceSpec d = rooflineDevice();
+  // 1e6 parameters x 28 bytes at 10 GB/s x 0.5 (elementwise memory).
+  EXPECT_DOUBLE_EQ(optimizerStepSeconds(d, 1e6), 28e6 / 5e9);
+  d.adamwSecondsPerParameter = 2e-9; // a profile's measurement wins
+  EXPECT_DOUBLE_EQ(optimizerStepSeconds(d, 1e6), 2e-3);
+  EXPECT_EQ(optimizerStepSeconds(d, 0), 0);
 }
 
 TEST(OpTimeTest, GemmEfficiencyFromSamplesOrClass) {

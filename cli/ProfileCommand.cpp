@@ -837,7 +837,11 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
                                             {8, 512, 7, 512, 3, 1},   {8, 1024, 14, 256, 1, 1},
                                             {8, 256, 14, 256, 3, 1},  {8, 64, 56, 128, 3, 2},
                                             {8, 128, 28, 256, 3, 2},  {8, 64, 56, 128, 1, 2},
-                                            {8, 32, 112, 64, 3, 1},   {8, 2048, 7, 512, 1, 1}};
+                                            {8, 32, 112, 64, 3, 1},   {8, 2048, 7, 512, 1, 1},
+                                            // A tensor split's halves of the 3x3
+                                            // layers: half the output channels.
+                                            {8, 64, 56, 32, 3, 1},    {8, 128, 28, 64, 3, 1},
+                                            {8, 256, 14, 128, 3, 1},  {8, 512, 7, 256, 3, 1}};
   // Grouped convolutions, a class of their own with samples by shape:
   // depthwise 3x3 (MobileNet) from 112x112x32 to 7x7x960, 5x5 (MnasNet,
   // EfficientNet) and 7x7 (ConvNeXt); groups of 4 to 32 channels (ResNeXt,

@@ -640,13 +640,6 @@ std::string signedPercent(double fraction) {
   return text;
 }
 
-/// Every measured term next to what the finished spec predicts for it
-/// (printed, and returned for the spec's measurements): kernels through the
-/// op-time model (GEMM and convolution samples left out of their own
-/// interpolation; kernel time only, no dispatch overhead), each collective
-/// size from the other sizes and the fitted link. Terms the spec's figures
-/// are defined by (the peak GEMM, gelu, the chain of adds) are not listed:
-/// they are exact by construction.
 /// One AdamW step measured through the runtime's own kernel.
 struct OptimizerStep {
   int64_t parameters = 0;
@@ -718,6 +711,13 @@ rt::Status measureOptimizerStep(int64_t parameters, double minSeconds, Optimizer
   return {};
 }
 
+/// Every measured term next to what the finished spec predicts for it
+/// (printed, and returned for the spec's measurements): kernels through the
+/// op-time model (GEMM and convolution samples left out of their own
+/// interpolation; kernel time only, no dispatch overhead), each collective
+/// size from the other sizes and the fitted link, the optimizer step from its
+/// bytes. Terms the spec's figures are defined by (the peak GEMM, gelu, the
+/// chain of adds) are not listed: they are exact by construction.
 nlohmann::json predictedAgainstMeasured(const cost::ClusterSpec &spec,
                                         const std::vector<Term> &terms,
                                         const CommProfile &comm,

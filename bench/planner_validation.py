@@ -52,7 +52,8 @@ REFERENCE.md rows gate the exit status (1 if any fails); the other rows are repo
 
 Calibration (--calibrate DIR): before the report, each GPU's spec has a declared set of its
 efficiencies (CALIBRATED_TERMS: GEMM and attention compute, elementwise memory, NVLink and
-InfiniBand; the first r // 2 of them for a GPU with r calibration rows) fitted to that GPU's
+InfiniBand; at most the first r // 2 of them for a GPU with r calibration rows, and only those
+that at least four calibration rows depend on) fitted to that GPU's
 calibration rows only, by a coordinate search that minimizes their mean |error| (one set of figures
 per GPU, never one per row). The fitted specs are written to DIR,
 with the held-out half's error on them as their prediction_error; the report then plans every row
@@ -454,8 +455,9 @@ def evaluate(row, cleave, clusters, model):
 
 # What --calibrate may change in a GPU's spec: efficiencies, the figures a datasheet does not give
 # (docs/cluster-spec.md), each a fraction of a datasheet peak. Peaks, memory sizes and latencies stay.
-# A GPU with r calibration rows has the first r // 2 of them fitted (at least two rows per figure),
-# hence the order: what most of a GPT's step time depends on first.
+# A GPU with r calibration rows has at most the first r // 2 of them fitted (at least two rows per
+# figure), hence the order: what most of a GPT's step time depends on first. A figure fewer than
+# MIN_ROWS_PER_TERM calibration rows depend on is not fitted: it would fit those rows one by one.
 CALIBRATED_TERMS = [
     ("device.efficiency.gemm.compute", "GEMM, fraction of peak FLOP/s"),
     ("device.efficiency.attention.compute", "attention, fraction of peak FLOP/s"),
@@ -467,6 +469,7 @@ CALIBRATED_TERMS = [
 # of an efficiency.
 CALIBRATION_STEPS = (0.6, 0.7, 0.8, 0.9, 0.95, 1.05, 1.1)
 CALIBRATION_SWEEPS = 2
+MIN_ROWS_PER_TERM = 4
 EFFICIENCY_BOUNDS = (0.05, 1.0)
 
 
@@ -502,13 +505,12 @@ def calibrate(gpu, base_path, rows, cleave, models, out_dir, pool):
     record of the fit."""
     with open(base_path) as f:
         base = json.load(f)
-    terms = CALIBRATED_TERMS[:len(rows) // 2]
     values = {key: spec_term(base, key) for key, _ in CALIBRATED_TERMS}
     path = os.path.join(out_dir, os.path.basename(base_path))
     cache = {}
 
-    def objective(candidate):
-        key = tuple(round(candidate[k], 6) for k, _ in terms)
+    def predictions(candidate):
+        key = tuple(round(candidate[k], 6) for k, _ in CALIBRATED_TERMS)
         if key not in cache:
             doc = copy.deepcopy(base)
             for k, v in candidate.items():
@@ -516,11 +518,28 @@ def calibrate(gpu, base_path, rows, cleave, models, out_dir, pool):
             trial = os.path.join(out_dir, f".trial-{len(cache)}-{os.path.basename(base_path)}")
             with open(trial, "w") as f:
                 json.dump(doc, f)
-            seconds = list(pool.map(
+            cache[key] = list(pool.map(
                 lambda r: predict_pinned(r, cleave, trial, models[r.shape.export]), rows))
             os.remove(trial)
-            cache[key] = mean_abs_error(rows, seconds)
         return cache[key]
+
+    def objective(candidate):
+        return mean_abs_error(rows, predictions(candidate))
+
+    # Which calibration rows each figure moves: those whose prediction changes when it halves.
+    shipped = predictions(values)
+    terms, not_fitted = [], {}
+    for key, what in CALIBRATED_TERMS[:len(rows) // 2]:
+        probe = predictions(dict(values, **{key: values[key] * 0.5}))
+        moved = [r.rid for r, a, b in zip(rows, shipped, probe) if a and b and abs(b / a - 1) > 1e-3]
+        if len(moved) >= MIN_ROWS_PER_TERM:
+            terms.append((key, what))
+        else:
+            not_fitted[key] = {"what": what, "rows": moved,
+                               "why": f"{len(moved)} calibration row(s) depend on it, fewer than "
+                                      f"{MIN_ROWS_PER_TERM}"}
+            print(f"{gpu}: {key} not fitted: only {', '.join(moved) or 'no row'} depend on it",
+                  file=sys.stderr, flush=True)
 
     start = best = objective(values)
     print(f"calibrating {gpu}'s {len(terms)} terms on {len(rows)} rows: mean |error| {start:.2f} %",
@@ -554,6 +573,7 @@ def calibrate(gpu, base_path, rows, cleave, models, out_dir, pool):
         "mean_abs_error_pct_before": start, "mean_abs_error_pct_after": best,
         "terms": {k: {"what": what, "shipped": spec_term(base, k),
                       "fitted": round(values[k], 4)} for k, what in terms},
+        "not_fitted": not_fitted,
     }
 
 
@@ -691,6 +711,9 @@ def main():
             for key, term in fit["terms"].items():
                 print(f"| {gpu} | {key} ({term['what']}) | {term['shipped']:g} |"
                       f" {term['fitted']:g} |")
+            for key, term in fit["not_fitted"].items():
+                print(f"| {gpu} | {key} ({term['what']}) | not fitted: {term['why']}"
+                      f" ({', '.join(term['rows']) or 'none'}) | - |")
         for gpu, fit in fits.items():
             print(f"{gpu}: {len(fit['rows'])} calibration rows, mean |error| "
                   f"{fit['mean_abs_error_pct_before']:.1f} % -> {fit['mean_abs_error_pct_after']:.1f}"

@@ -431,11 +431,16 @@ def export_models(shapes, cleave, work):
     return paths, errors
 
 
+def plan_command(row, cleave, spec, model):
+    """`cleave plan` of row's model on spec with its GPU count and batch, free (add row.pins())."""
+    return [cleave, "plan", model, "--cluster", spec, "--devices", str(row.n),
+            "--global-batch", str(row.batch), "--json"]
+
+
 def evaluate(row, cleave, clusters, model):
     """Plans row's model twice; returns a dict of results or errors."""
     out = {"row": row, "error": None}
-    base = [cleave, "plan", model, "--cluster", clusters[row.gpu], "--devices", str(row.n),
-            "--global-batch", str(row.batch), "--json"]
+    base = plan_command(row, cleave, clusters[row.gpu], model)
     text, err = run(base + row.pins())
     if err:
         out["error"] = "published config: " + err
@@ -488,15 +493,14 @@ def set_spec_term(doc, key, value):
 
 def predict_pinned(row, cleave, spec, model):
     """The published configuration's predicted step seconds on spec, or None if it has no plan."""
-    text, err = run([cleave, "plan", model, "--cluster", spec, "--devices", str(row.n),
-                     "--global-batch", str(row.batch), "--json"] + row.pins())
+    text, err = run(plan_command(row, cleave, spec, model) + row.pins())
     return None if err else json.loads(text)["predicted"]["step_seconds"]
 
 
 def mean_abs_error(rows, seconds):
-    errs = [100 * (t - r.published_seconds()) / r.published_seconds()
-            for r, t in zip(rows, seconds) if t is not None]
-    return sum(abs(e) for e in errs) / len(errs) if errs else float("inf")
+    """summarize's mean |error| (%) of rows predicted at seconds; inf if none planned."""
+    s = summarize([{"row": r, "pinned": t} for r, t in zip(rows, seconds) if t is not None])
+    return s.get("mean_abs_error_pct", float("inf"))
 
 
 def calibrate(gpu, base_path, rows, cleave, models, out_dir, pool):

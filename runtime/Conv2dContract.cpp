@@ -98,8 +98,11 @@ Status parseConv2d(const KernelSignature &sig, const char *backend,
       conv2dScratchBytes(x.shape, w.shape, outShape, groups, stride, padding, dilation, x.dtype);
   if (sig.scratchBytes < needed)
     return CLEAVE_ERROR(sig.kernel, ": needs ", needed, " bytes of scratch for its im2col matrix (",
-                        channels / groups * g.kh * g.kw, "x", g.oh * g.ow,
-                        " floats), the plan reserves ", sig.scratchBytes);
+                        channels / groups * g.kh * g.kw, "x", g.oh * g.ow, " floats)",
+                        conv2dUsesPrimitive(x.shape, w.shape, outShape, groups)
+                            ? " or the channels-last copies of its input and output"
+                            : "",
+                        ", the plan reserves ", sig.scratchBytes);
   g.directGemm = conv2dIsDirectGemm(w.shape, stride, padding, dilation);
   *out = g;
   return {};

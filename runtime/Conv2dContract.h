@@ -42,8 +42,8 @@ Status conv2dOutputSize(const KernelSignature &sig, const TensorDesc &x, const T
                         const Conv2dAttrs &a, int64_t *oh, int64_t *ow);
 
 /// Validates a conv2d signature (dtypes among `dtypes`, named for
-/// `backend`) and the scratch the plan reserved (the size of the op's
-/// im2col matrix, conv2dScratchBytes: every backend gets at least that).
+/// `backend`) and the scratch the plan reserved (conv2dScratchBytes: every
+/// backend gets at least that).
 Status parseConv2d(const KernelSignature &sig, const char *backend,
                    std::initializer_list<DType> dtypes, Conv2dParams *out);
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <set>
 
 namespace cleave::runtime {
@@ -106,6 +107,32 @@ Status Executor::createImpl(const ProgramSpec &program, Backend &backend,
   if (program.hostPool || copies)
     CLEAVE_RETURN_IF_ERROR(backend.createCopyQueue(&executor->copies_).prepend(program.file));
 
+  // Weights a kernel may rewrite into its own layout: those of a
+  // forward-only program (a training program's weights are updated, saved
+  // and restored by name), read by one instruction, written by none, in
+  // device memory, and no copy queue (spilled plans move weights between
+  // pools).
+  bool forwardOnly = program.stateBytes == 0 && program.hostStateBytes == 0;
+  for (const Phase &phase : program.phases)
+    forwardOnly &= phase.name == "forward";
+  std::map<std::string, int> weightReaders, weightWriters;
+  for (const Phase &phase : program.phases)
+    for (const InstructionSpec &inst : phase.instructions) {
+      for (const std::optional<int64_t> &id : inst.inputs)
+        if (id && program.buffers[*id].weight)
+          ++weightReaders[*program.buffers[*id].weight];
+      for (int64_t id : inst.outputs)
+        if (program.buffers[id].weight)
+          ++weightWriters[*program.buffers[id].weight];
+    }
+  auto ownedConstant = [&](const std::optional<int64_t> &id) {
+    if (!id || !forwardOnly || copies || program.hostPool)
+      return false;
+    const BufferSpec &buffer = program.buffers[*id];
+    return buffer.weight && !buffer.onHost() && !buffer.shardOf &&
+           weightReaders[*buffer.weight] == 1 && weightWriters[*buffer.weight] == 0;
+  };
+
   // Validate every instruction before allocating or reading anything.
   for (const Phase &phase : program.phases) {
     std::vector<Prepared> prepared;
@@ -124,9 +151,11 @@ Status Executor::createImpl(const ProgramSpec &program, Backend &backend,
                             inst.kernel, "'");
       KernelSignature signature;
       signature.kernel = inst.kernel;
-      for (const std::optional<int64_t> &id : inst.inputs)
+      for (const std::optional<int64_t> &id : inst.inputs) {
         signature.inputs.push_back(id ? std::optional<TensorDesc>(program.buffers[*id].desc)
                                       : std::nullopt);
+        signature.ownedConstants.push_back(ownedConstant(id));
+      }
       for (int64_t id : inst.outputs)
         signature.outputs.push_back(program.buffers[id].desc);
       signature.scratchBytes = inst.scratchBytes;

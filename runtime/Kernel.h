@@ -31,6 +31,16 @@ struct KernelSignature {
   /// Bytes of arena scratch the plan reserved for this instruction.
   size_t scratchBytes = 0;
   Attributes attrs;
+  /// Per input (empty: none): a weight that no instruction writes and no
+  /// other instruction reads while the executor lives (a forward-only
+  /// program's weights). The kernel may rewrite it once, in place, into a
+  /// layout of its own of the same size (the CPU conv2d's prepacked
+  /// weights).
+  std::vector<bool> ownedConstants;
+
+  bool ownsConstant(size_t input) const {
+    return input < ownedConstants.size() && ownedConstants[input];
+  }
 };
 
 /// Data pointers of one call, in the order of the signature; nullptr for an

@@ -7,7 +7,10 @@
 // OpenMP region.
 // conv2d is im2col + one GEMM per (image, group), with the im2col matrix in
 // the instruction's scratch (see ConvScratch.h); small grouped GEMMs run as
-// parallel tasks. Depthwise convolutions (one input channel per group) are
+// parallel tasks. In a forward-only program, where the kernel owns its
+// weight, a convolution larger than 1x1 runs oneDNN's convolution
+// primitive instead (ConvPrimitive.h; conv2dUsesPrimitive says which).
+// Depthwise convolutions (one input channel per group) are
 // memory-bound and have no GEMM worth the name: they run a direct kernel
 // over each output plane.
 //
@@ -15,6 +18,8 @@
 
 #include "runtime/KernelParams.h"
 #include "runtime/cpu/Common.h"
+#include "runtime/cpu/ConvPrimitive.h"
+#include "runtime/cpu/ConvScratch.h"
 #include "runtime/cpu/Im2col.h"
 #include "runtime/Conv2dContract.h"
 #include "runtime/cpu/Registry.h"
@@ -364,6 +369,13 @@ Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
   if (groups > 1 && g.channels == 1 && batch * filters > 0 && g.oh * g.ow > 0) {
     *fn = depthwiseConv2d(g, batch, filters, filtersPerGroup, hasBias);
     return {};
+  }
+  if (batch * filters > 0 &&
+      conv2dUsesPrimitive(sig.inputs[0]->shape, sig.inputs[1]->shape, sig.outputs[0].shape,
+                          groups)) {
+    CLEAVE_RETURN_IF_ERROR(buildPrimitiveConv2d(sig, params, fn));
+    if (*fn)
+      return {};
   }
   *fn = [g, direct, batch, groups, filtersPerGroup, hasBias](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);

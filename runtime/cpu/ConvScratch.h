@@ -1,15 +1,19 @@
 //===- ConvScratch.h - Scratch bytes of a CPU conv2d ----------------------===//
 //
-// The CPU conv2d lowers each (image, group) to one GEMM over an im2col
-// matrix kept in the instruction's scratch. The compiler reserves exactly
-// this many bytes and the kernel builder checks it, so both include this
-// header. Header-only, no dependencies beyond runtime/Tensor.h.
+// A CPU conv2d of a forward-only program may run oneDNN's convolution
+// primitive on channels-last copies of a few images at a time, its weights
+// prepacked once (conv2dUsesPrimitive says when); the copies live in the
+// instruction's scratch. Otherwise each (image, group) is one GEMM over an
+// im2col matrix kept in the scratch, and the scratch holds either. The compiler
+// reserves exactly this many bytes and the kernel builder checks it, so both
+// include this header. Header-only, no dependencies beyond runtime/Tensor.h.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
 
 #include "runtime/Tensor.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -31,17 +35,86 @@ inline bool conv2dIsDirectGemm(const Shape &weight, const std::vector<int64_t> &
          all(padding, 0) && all(dilation, 1);
 }
 
-/// Bytes of scratch a CPU conv2d needs: the im2col matrix of one image and
-/// one group, (C_in / groups) * KH * KW rows by OH * OW columns, or 0 for the
-/// direct-GEMM case. `input` is [N, C_in, H, W], `weight` [F, C_in / groups,
-/// KH, KW], `output` [N, F, OH, OW]. The matrix holds the kernel's compute
-/// type: f32 for f32 and for bf16/f16, which the CPU backend widens to f32.
-/// Malformed shapes give 0 (the kernel builder rejects them with a clearer
-/// error).
-inline size_t conv2dScratchBytes(const Shape &input, const Shape &weight, const Shape &output,
-                                 int64_t groups, const std::vector<int64_t> &stride,
-                                 const std::vector<int64_t> &padding,
-                                 const std::vector<int64_t> &dilation, DType dtype) {
+/// Images per call of oneDNN's convolution: the channels-last copies in the
+/// scratch grow with it, and past a few images the primitive gains nothing.
+inline constexpr int64_t kConvPrimitiveImages = 4;
+
+/// Whether a grouped convolution's GEMM per (image, group), filters x depth
+/// by columns, is small enough that the CPU kernel runs the groups as
+/// parallel tasks (Im2col.h, runGroupsAsTasks): the GEMM's multiply-adds
+/// under kSmallGroupGemm and its column matrix at most kSmallGroupColumns
+/// floats.
+inline constexpr int64_t kSmallGroupGemm = 1 << 21;    // multiply-adds
+inline constexpr int64_t kSmallGroupColumns = 1 << 18; // floats: 1 MiB
+inline bool smallGroupGemm(int64_t filtersPerGroup, int64_t depth, int64_t positions) {
+  const int64_t columns = depth * positions;
+  return filtersPerGroup * columns < kSmallGroupGemm && columns <= kSmallGroupColumns;
+}
+
+/// Channels per group from which a grouped convolution runs the primitive.
+/// Measured on RegNet's groups at batch 2, 2 threads (whole models, the
+/// grouped layers' share of the time): 128 channels a group (regnet_x_16gf)
+/// faster than a GEMM per group, 24 (regnet_x_1_6gf) slower, and ResNeXt's
+/// small groups faster as parallel tasks (smallGroupGemm).
+inline constexpr int64_t kConvPrimitiveMinGroupChannels = 64;
+
+/// Whether the CPU conv2d can run oneDNN's convolution primitive, by shape:
+/// not depthwise (one channel per group has its own direct kernel), a
+/// kernel larger than 1x1 (a 1x1 is a GEMM over the image, or over its
+/// strided subsample: cheaper than the primitive's layout copies), and,
+/// grouped, wide groups whose GEMMs are not small (smallGroupGemm). The
+/// kernel runs it only where it may keep the weights prepacked in the
+/// primitive's format (KernelSignature::ownedConstants: a forward-only
+/// program's weights); reordering them on every call, as training would,
+/// costs about what the primitive saves.
+inline bool conv2dUsesPrimitive(const Shape &input, const Shape &weight, const Shape &output,
+                                int64_t groups) {
+  if (input.size() != 4 || weight.size() != 4 || output.size() != 4 || groups < 1 ||
+      weight[1] <= 1 || weight[2] * weight[3] <= 1)
+    return false;
+  if (groups > 1)
+    return weight[1] >= kConvPrimitiveMinGroupChannels &&
+           !smallGroupGemm(weight[0] / groups, weight[1] * weight[2] * weight[3],
+                           output[2] * output[3]);
+  return true;
+}
+
+/// The scratch layout of the primitive path: the channels-last input and
+/// output of kConvPrimitiveImages images, each 64-byte aligned (the
+/// primitive's own scratchpad, a few KiB, is oneDNN's). f32 only: the CPU
+/// backend widens bf16/f16 operands before the kernel sees them.
+struct ConvPrimitiveScratch {
+  size_t srcOffset = 0, dstOffset = 0, total = 0;
+};
+
+inline size_t alignScratch(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+inline ConvPrimitiveScratch conv2dPrimitiveScratch(const Shape &input, const Shape &output) {
+  ConvPrimitiveScratch s;
+  if (input.size() != 4 || output.size() != 4)
+    return s;
+  const int64_t images = std::min<int64_t>(input[0], kConvPrimitiveImages);
+  const int64_t src = images * input[1] * input[2] * input[3];
+  const int64_t dst = images * output[1] * output[2] * output[3];
+  if (src <= 0 || dst <= 0)
+    return s;
+  s.srcOffset = 0;
+  s.dstOffset = alignScratch(static_cast<size_t>(src) * 4);
+  s.total = s.dstOffset + alignScratch(static_cast<size_t>(dst) * 4);
+  return s;
+}
+
+/// Bytes of the im2col matrix of one image and one group, (C_in / groups) *
+/// KH * KW rows by OH * OW columns, or 0 for the direct-GEMM case. `input` is
+/// [N, C_in, H, W], `weight` [F, C_in / groups, KH, KW], `output` [N, F, OH,
+/// OW]. The matrix holds the kernel's compute type: f32 for f32 and for
+/// bf16/f16, which the CPU backend widens to f32. Malformed shapes give 0
+/// (the kernel builder rejects them with a clearer error).
+inline size_t conv2dIm2colScratchBytes(const Shape &input, const Shape &weight,
+                                       const Shape &output, int64_t groups,
+                                       const std::vector<int64_t> &stride,
+                                       const std::vector<int64_t> &padding,
+                                       const std::vector<int64_t> &dilation, DType dtype) {
   if (input.size() != 4 || weight.size() != 4 || output.size() != 4 || groups < 1)
     return 0;
   if (conv2dIsDirectGemm(weight, stride, padding, dilation))
@@ -57,25 +130,43 @@ inline size_t conv2dScratchBytes(const Shape &input, const Shape &weight, const 
   return elements > 0 ? static_cast<size_t>(elements) * elementBytes : 0;
 }
 
+/// Bytes of scratch a CPU conv2d needs: its im2col matrix, and where it runs
+/// the primitive, at least the primitive's copies (conv2dPrimitiveScratch),
+/// so that either path fits. Same arguments as conv2dIm2colScratchBytes.
+inline size_t conv2dScratchBytes(const Shape &input, const Shape &weight, const Shape &output,
+                                 int64_t groups, const std::vector<int64_t> &stride,
+                                 const std::vector<int64_t> &padding,
+                                 const std::vector<int64_t> &dilation, DType dtype) {
+  if (input.size() != 4 || weight.size() != 4 || output.size() != 4 || groups < 1)
+    return 0;
+  const size_t im2col =
+      conv2dIm2colScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
+  if (conv2dUsesPrimitive(input, weight, output, groups))
+    return std::max(conv2dPrimitiveScratch(input, output).total, im2col);
+  return im2col;
+}
+
 /// Scratch of conv2d_backward_input: the column matrix of one image and one
 /// group, as the forward's im2col (the GEMM writes columns, col2im adds them
-/// into the input's gradient). Same arguments as conv2dScratchBytes.
+/// into the input's gradient). Same arguments as conv2dIm2colScratchBytes.
 inline size_t conv2dBackwardInputScratchBytes(const Shape &input, const Shape &weight,
                                               const Shape &output, int64_t groups,
                                               const std::vector<int64_t> &stride,
                                               const std::vector<int64_t> &padding,
                                               const std::vector<int64_t> &dilation, DType dtype) {
-  return conv2dScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
+  return conv2dIm2colScratchBytes(input, weight, output, groups, stride, padding, dilation,
+                                  dtype);
 }
 
 /// Scratch of conv2d_backward_weight: the forward input's im2col matrix of
-/// one image and one group. Same arguments as conv2dScratchBytes.
+/// one image and one group. Same arguments as conv2dIm2colScratchBytes.
 inline size_t conv2dBackwardWeightScratchBytes(const Shape &input, const Shape &weight,
                                                const Shape &output, int64_t groups,
                                                const std::vector<int64_t> &stride,
                                                const std::vector<int64_t> &padding,
                                                const std::vector<int64_t> &dilation, DType dtype) {
-  return conv2dScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
+  return conv2dIm2colScratchBytes(input, weight, output, groups, stride, padding, dilation,
+                                  dtype);
 }
 
 /// Scratch of attention_backward: two f32 per query row of q [B, H, Sq, D].

@@ -171,6 +171,11 @@ private:
     for (size_t i = 0; i < wide.inputs.size(); ++i)
       if (wide.inputs[i])
         stage(*wide.inputs[i], i, inputs);
+    // A widened input is the staging buffer, rewritten on every call: the
+    // f32 kernel does not own it (KernelSignature::ownedConstants).
+    for (const Staged &s : inputs)
+      if (s.index < wide.ownedConstants.size())
+        wide.ownedConstants[s.index] = false;
     for (size_t i = 0; i < wide.outputs.size(); ++i)
       stage(wide.outputs[i], i, outputs);
     KernelFn f32;

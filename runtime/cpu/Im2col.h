@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #pragma once
 
+#include "runtime/cpu/ConvScratch.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -36,20 +38,17 @@ inline void validColumns(const ConvGeometry &g, int64_t j, int64_t *begin, int64
 void im2col(const ConvGeometry &g, const float *image, float *col);
 
 /// Grouped convolutions whose per-(image, group) GEMM is small (the groups
-/// of RegNet and ResNeXt, depthwise ones in the backward kernels) run their
-/// `tasks` in parallel, each thread with its own column matrix and
+/// of ResNeXt, depthwise ones in the backward kernels; smallGroupGemm)
+/// run their `tasks` in parallel, each thread with its own column matrix and
 /// single-threaded GEMMs, rather than one small multi-threaded GEMM after
 /// another. Those matrices are per-thread heap workspaces, at most
 /// kSmallGroupColumns floats each; the plan's scratch holds the one of the
 /// sequential path.
-constexpr int64_t kSmallGroupGemm = 1 << 21;    // multiply-adds
-constexpr int64_t kSmallGroupColumns = 1 << 18; // floats: 1 MiB
-
 inline bool runGroupsAsTasks(const ConvGeometry &g, int64_t groups, int64_t filtersPerGroup,
                              int64_t tasks) {
-  const int64_t columns = g.channels * g.kh * g.kw * g.oh * g.ow;
-  return groups > 1 && filtersPerGroup * columns < kSmallGroupGemm &&
-         columns <= kSmallGroupColumns && tasks >= omp_get_max_threads() && !omp_in_parallel();
+  return groups > 1 &&
+         smallGroupGemm(filtersPerGroup, g.channels * g.kh * g.kw, g.oh * g.ow) &&
+         tasks >= omp_get_max_threads() && !omp_in_parallel();
 }
 
 } // namespace cleave::runtime::cpu

@@ -3,7 +3,7 @@
 // cuDNN's convolution API (deprecated in cuDNN 9 in favour of the graph API,
 // still supported): descriptors and the algorithm are chosen at prepare
 // time; the workspace is the plan's scratch when it is large enough (it
-// reserves the im2col matrix of the op), else the backend's shared
+// reserves the CPU kernel's, conv2dScratchBytes), else the backend's shared
 // workspace. The bias is added by cudnnAddTensor.
 //
 //===----------------------------------------------------------------------===//

@@ -237,16 +237,18 @@ protected:
   /// Prepares and runs `s` on device copies of `inputs` (nullptr for an
   /// absent optional input); the output starts as garbage.
   Status run(const KernelSignature &s, const std::vector<const HostTensor *> &inputs,
-             HostTensor *out) {
+             HostTensor *out, int calls = 1) {
     std::vector<HostTensor> outs;
-    CLEAVE_RETURN_IF_ERROR(runAll(s, inputs, &outs));
+    CLEAVE_RETURN_IF_ERROR(runAll(s, inputs, &outs, calls));
     *out = std::move(outs[0]);
     return {};
   }
 
-  /// The same for every output of `s` (an index reduction has two).
+  /// The same for every output of `s` (an index reduction has two);
+  /// `calls` > 1 calls the kernel again on the same buffers, the scratch
+  /// refilled with junk each time, and returns the last call's outputs.
   Status runAll(const KernelSignature &s, const std::vector<const HostTensor *> &inputs,
-                std::vector<HostTensor> *outs) {
+                std::vector<HostTensor> *outs, int calls = 1) {
     KernelFn fn;
     CLEAVE_RETURN_IF_ERROR(prepare(s, &fn));
     KernelCall call;
@@ -277,12 +279,15 @@ protected:
         CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(p, garbage.data(), garbage.size()));
         call.outputs.push_back(p);
       }
-      if (s.scratchBytes) {
+      if (s.scratchBytes)
         CLEAVE_RETURN_IF_ERROR(alloc(s.scratchBytes, &call.scratch));
-        std::vector<unsigned char> junk(s.scratchBytes, 0x5A);
-        CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(call.scratch, junk.data(), junk.size()));
+      for (int i = 0; i < calls; ++i) {
+        if (s.scratchBytes) {
+          std::vector<unsigned char> junk(s.scratchBytes, static_cast<unsigned char>(0x5A + i));
+          CLEAVE_RETURN_IF_ERROR(backend->copyToDevice(call.scratch, junk.data(), junk.size()));
+        }
+        CLEAVE_RETURN_IF_ERROR(fn(call));
       }
-      CLEAVE_RETURN_IF_ERROR(fn(call));
       CLEAVE_RETURN_IF_ERROR(backend->synchronize());
       for (size_t i = 0; i < outs->size(); ++i)
         CLEAVE_RETURN_IF_ERROR(backend->copyToHost((*outs)[i].bytes.data(), call.outputs[i],
@@ -2016,6 +2021,16 @@ TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
       // Small grouped GEMMs as parallel tasks (RegNet, ResNeXt).
       {{2, 32, 9, 9}, {32, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, true},
       {{1, 48, 8, 8}, {48, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 6, false},
+      // oneDNN's primitive with an owned weight (conv2dUsesPrimitive): filters
+      // a multiple of its 64-blocks (other counts pad the prepacked weight,
+      // and fall back to im2col), more images than one call takes (4 + 2),
+      // strides, dilation, no bias, a 3-channel stem, and a grouped
+      // convolution with large groups.
+      {{2, 5, 17, 16}, {7, 5, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, true},
+      {{6, 16, 9, 10}, {64, 16, 3, 3}, {1, 1}, {0, 1}, {1, 1}, 1, false},
+      {{1, 16, 20, 19}, {64, 16, 5, 3}, {2, 1}, {2, 1}, {1, 2}, 1, true},
+      {{2, 3, 23, 22}, {64, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, false},
+      {{1, 128, 12, 12}, {128, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true},
   };
   for (const ConvCase &c : cases) {
     const int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3];
@@ -2027,11 +2042,19 @@ TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
     size_t scratch = conv2dScratchBytes(c.x, c.w, out, c.groups, c.stride, c.padding, c.dilation, f32);
     Attributes a = attrs({{"stride", L(c.stride)}, {"padding", L(c.padding)},
                           {"dilation", L(c.dilation)}, {"groups", I(c.groups)}});
-    HostTensor y;
+    HostTensor y, owned;
     std::vector<const HostTensor *> inputs = {&x, &w};
     if (c.bias)
       inputs.push_back(&b);
     ASSERT_OK(run("conv2d", inputs, D(f32, out), &y, a, scratch));
+    // A forward-only program's weight (oneDNN's primitive where the shape
+    // takes it, the weight prepacked in place by the first of two calls).
+    std::vector<std::optional<TensorDesc>> descs;
+    for (const HostTensor *in : inputs)
+      descs.push_back(in->desc);
+    KernelSignature ownedSig = sig("conv2d", descs, D(f32, out), a, scratch);
+    ownedSig.ownedConstants = {false, true, false};
+    ASSERT_OK(run(ownedSig, inputs, &owned, /*calls=*/2));
     std::vector<double> want(numElements(out));
     const int64_t fg = f / c.groups;
     for (int64_t in = 0; in < n; ++in)
@@ -2053,6 +2076,8 @@ TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
             want[((in * f + of) * oh + oy) * ow + ox] = s;
           }
     expectClose(y, want, 1e-4, 1e-4, "conv2d " + describe(c.x, f32) + " * " + describe(c.w, f32));
+    expectClose(owned, want, 1e-4, 1e-4,
+                "conv2d, owned weight, " + describe(c.x, f32) + " * " + describe(c.w, f32));
   }
 }
 
@@ -2067,6 +2092,27 @@ TEST_P(KernelTest, ConvScratchFormula) {
             size_t(8 * 4 * 3 * 4));
   EXPECT_EQ(conv2dScratchBytes({1, 6, 8, 8}, {6, 2, 3, 3}, {1, 6, 8, 8}, 3, {1, 1}, {1, 1}, {1, 1}, f32),
             size_t(2 * 9 * 64 * 4));
+  // Where the primitive can run: the larger of the im2col matrix and its
+  // copies of 4 images' input and output.
+  EXPECT_TRUE(conv2dUsesPrimitive({4, 16, 32, 32}, {256, 16, 3, 3}, {4, 256, 32, 32}, 1));
+  EXPECT_EQ(conv2dScratchBytes({4, 16, 32, 32}, {256, 16, 3, 3}, {4, 256, 32, 32}, 1, {1, 1},
+                               {1, 1}, {1, 1}, f32),
+            size_t((4 * 16 * 1024 + 4 * 256 * 1024) * 4));
+  EXPECT_EQ(conv2dScratchBytes({6, 16, 32, 32}, {256, 16, 3, 3}, {6, 256, 32, 32}, 1, {1, 1},
+                               {1, 1}, {1, 1}, f32),
+            size_t((4 * 16 * 1024 + 4 * 256 * 1024) * 4));
+  EXPECT_TRUE(conv2dUsesPrimitive({8, 64, 56, 56}, {64, 64, 3, 3}, {8, 64, 56, 56}, 1));
+  EXPECT_EQ(conv2dScratchBytes({8, 64, 56, 56}, {64, 64, 3, 3}, {8, 64, 56, 56}, 1, {1, 1},
+                               {1, 1}, {1, 1}, f32),
+            size_t(64 * 9 * 56 * 56 * 4));
+  EXPECT_TRUE(conv2dUsesPrimitive({2, 512, 7, 7}, {512, 512, 3, 3}, {2, 512, 7, 7}, 1));
+  EXPECT_TRUE(conv2dUsesPrimitive({2, 896, 14, 14}, {896, 128, 3, 3}, {2, 896, 14, 14}, 7));
+  // Not the primitive: 1x1, depthwise, small groups (run as parallel
+  // tasks), narrow groups.
+  EXPECT_FALSE(conv2dUsesPrimitive({8, 64, 56, 56}, {64, 64, 1, 1}, {8, 64, 56, 56}, 1));
+  EXPECT_FALSE(conv2dUsesPrimitive({8, 64, 56, 56}, {64, 1, 3, 3}, {8, 64, 56, 56}, 64));
+  EXPECT_FALSE(conv2dUsesPrimitive({2, 1024, 14, 14}, {1024, 32, 3, 3}, {2, 1024, 14, 14}, 32));
+  EXPECT_FALSE(conv2dUsesPrimitive({2, 168, 56, 56}, {168, 24, 3, 3}, {2, 168, 56, 56}, 7));
 }
 
 TEST_P(KernelTest, Conv2dValidation) {
@@ -5043,6 +5089,24 @@ TEST_P(Bf16KernelTest, OtherOperandsStayAsTheyAre) {
   EXPECT_EQ(scratch, conv2dScratchBytes({1, 3, 9, 9}, {4, 3, 3, 3}, {1, 4, 9, 9}, 1, {1, 1}, {1, 1},
                                         {1, 1}, f32));
   expectWidened("conv2d", {&img, &filt}, D(f32, {1, 4, 9, 9}), conv, scratch);
+}
+
+TEST_P(Bf16KernelTest, AWidenedWeightIsNotTheKernelsOwn) {
+  // The widened weight is the backend's staging buffer, rewritten on every
+  // call: the f32 conv2d must not prepack it (ownedConstants), or its second
+  // call would read a plain weight as a prepacked one.
+  HostTensor img = toBf16(random({2, 16, 9, 9})), filt = toBf16(random({64, 16, 3, 3}));
+  Attributes conv = attrs(
+      {{"stride", L({1, 1})}, {"padding", L({1, 1})}, {"dilation", L({1, 1})}, {"groups", I(1)}});
+  Shape out = {2, 64, 9, 9};
+  size_t scratch =
+      conv2dScratchBytes({2, 16, 9, 9}, {64, 16, 3, 3}, out, 1, {1, 1}, {1, 1}, {1, 1}, bf16);
+  HostTensor plain, owned;
+  ASSERT_OK(run("conv2d", {&img, &filt}, D(bf16, out), &plain, conv, scratch));
+  KernelSignature s = sig("conv2d", {img.desc, filt.desc}, D(bf16, out), conv, scratch);
+  s.ownedConstants = {false, true};
+  ASSERT_OK(run(s, {&img, &filt}, &owned, /*calls=*/2));
+  EXPECT_EQ(owned.bytes, plain.bytes);
 }
 
 TEST_P(Bf16KernelTest, CastConvertsDirectly) {

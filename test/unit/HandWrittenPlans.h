@@ -11,6 +11,7 @@
 #ifndef CLEAVE_TEST_UNIT_HANDWRITTENPLANS_H
 #define CLEAVE_TEST_UNIT_HANDWRITTENPLANS_H
 
+#include "runtime/Backend.h"
 #include "runtime/Safetensors.h"
 #include "runtime/Status.h"
 #include "runtime/Tensor.h"
@@ -54,6 +55,38 @@ inline std::string testDir(const std::string &what) {
   std::filesystem::create_directories(dir);
   return dir;
 }
+
+/// A backend that hands everything to `inner`: tests override the part they
+/// watch or change (the copy queue, the kernels' signatures).
+class ForwardingBackend : public runtime::Backend {
+public:
+  explicit ForwardingBackend(runtime::Backend &inner) : inner_(inner) {}
+  const char *name() const override { return inner_.name(); }
+  bool hasKernel(std::string_view k) const override { return inner_.hasKernel(k); }
+  std::vector<std::string> kernelNames() const override { return inner_.kernelNames(); }
+  runtime::Status prepareKernel(const runtime::KernelSignature &s,
+                                runtime::KernelFn *fn) override {
+    return inner_.prepareKernel(s, fn);
+  }
+  runtime::Status allocate(size_t bytes, void **out) override {
+    return inner_.allocate(bytes, out);
+  }
+  void deallocate(void *p) override { inner_.deallocate(p); }
+  runtime::Status copyToDevice(void *d, const void *s, size_t n) override {
+    return inner_.copyToDevice(d, s, n);
+  }
+  runtime::Status copyToHost(void *d, const void *s, size_t n) override {
+    return inner_.copyToHost(d, s, n);
+  }
+  runtime::Status copyOnDevice(void *d, const void *s, size_t n) override {
+    return inner_.copyOnDevice(d, s, n);
+  }
+  runtime::Status synchronize() override { return inner_.synchronize(); }
+  bool sharesHostMemory() const override { return inner_.sharesHostMemory(); }
+
+protected:
+  runtime::Backend &inner_;
+};
 
 //===----------------------------------------------------------------------===//
 // A program's pieces: buffers, instructions, phases.

@@ -42,28 +42,11 @@ namespace {
 /// The CPU backend with another copy queue: none (as a backend without
 /// one, the CUDA backend today, answers) or one whose copies each take
 /// `delay` seconds longer.
-class QueueBackend final : public Backend {
+class QueueBackend final : public ForwardingBackend {
 public:
   QueueBackend(Backend &inner, bool hasQueue, double delay)
-      : inner_(inner), hasQueue_(hasQueue), delay_(delay) {}
+      : ForwardingBackend(inner), hasQueue_(hasQueue), delay_(delay) {}
   const char *name() const override { return hasQueue_ ? "slow-copy cpu" : "no-copy cpu"; }
-  bool hasKernel(std::string_view k) const override { return inner_.hasKernel(k); }
-  std::vector<std::string> kernelNames() const override { return inner_.kernelNames(); }
-  Status prepareKernel(const KernelSignature &s, KernelFn *fn) override {
-    return inner_.prepareKernel(s, fn);
-  }
-  Status allocate(size_t bytes, void **out) override { return inner_.allocate(bytes, out); }
-  void deallocate(void *p) override { inner_.deallocate(p); }
-  Status copyToDevice(void *d, const void *s, size_t n) override {
-    return inner_.copyToDevice(d, s, n);
-  }
-  Status copyToHost(void *d, const void *s, size_t n) override {
-    return inner_.copyToHost(d, s, n);
-  }
-  Status copyOnDevice(void *d, const void *s, size_t n) override {
-    return inner_.copyOnDevice(d, s, n);
-  }
-  Status synchronize() override { return inner_.synchronize(); }
   bool sharesHostMemory() const override { return true; }
   Status createCopyQueue(std::unique_ptr<CopyQueue> *out) override {
     if (!hasQueue_)
@@ -73,7 +56,6 @@ public:
   }
 
 private:
-  Backend &inner_;
   bool hasQueue_;
   double delay_;
 };

@@ -107,7 +107,7 @@ Status runConv(ConvPrimitives &c, const KernelCall &call) {
   const int64_t imageIn = p.channels * p.height * p.width, imageOut = p.filters * p.oh * p.ow;
   for (int64_t n = 0; n < p.batch; n += c.imagesPerCall) {
     const ImageBatch &b = p.batch - n >= c.imagesPerCall ? c.full : c.rest;
-    memory src(b.srcBlocked, engine, scratch + c.layout.srcOffset);
+    memory src(b.srcBlocked, engine, scratch);
     memory dst(b.dstBlocked, engine, scratch + c.layout.dstOffset);
     memory srcPlain(b.srcPlain, engine, const_cast<float *>(x + n * imageIn));
     memory dstPlain(b.dstPlain, engine, y + n * imageOut);

@@ -53,9 +53,10 @@ inline bool smallGroupGemm(int64_t filtersPerGroup, int64_t depth, int64_t posit
 
 /// Channels per group from which a grouped convolution runs the primitive.
 /// Measured on RegNet's groups at batch 2, 2 threads (whole models, the
-/// grouped layers' share of the time): 128 channels a group (regnet_x_16gf)
-/// faster than a GEMM per group, 24 (regnet_x_1_6gf) slower, and ResNeXt's
-/// small groups faster as parallel tasks (smallGroupGemm).
+/// grouped layers' share of the time, the weights then reordered on every
+/// call): 128 channels a group (regnet_x_16gf) faster than a GEMM per group,
+/// 24 (regnet_x_1_6gf) slower, and ResNeXt's small groups faster as
+/// parallel tasks (smallGroupGemm).
 inline constexpr int64_t kConvPrimitiveMinGroupChannels = 64;
 
 /// Whether the CPU conv2d can run oneDNN's convolution primitive, by shape:
@@ -79,12 +80,13 @@ inline bool conv2dUsesPrimitive(const Shape &input, const Shape &weight, const S
   return true;
 }
 
-/// The scratch layout of the primitive path: the channels-last input and
-/// output of kConvPrimitiveImages images, each 64-byte aligned (the
-/// primitive's own scratchpad, a few KiB, is oneDNN's). f32 only: the CPU
-/// backend widens bf16/f16 operands before the kernel sees them.
+/// The scratch layout of the primitive path: the channels-last input of
+/// kConvPrimitiveImages images at the start, their output at dstOffset
+/// (64-byte aligned); the primitive's own scratchpad, a few KiB, is
+/// oneDNN's. f32 only: the CPU backend widens bf16/f16 operands before the
+/// kernel sees them.
 struct ConvPrimitiveScratch {
-  size_t srcOffset = 0, dstOffset = 0, total = 0;
+  size_t dstOffset = 0, total = 0;
 };
 
 inline size_t alignScratch(size_t bytes) { return (bytes + 63) / 64 * 64; }
@@ -98,7 +100,6 @@ inline ConvPrimitiveScratch conv2dPrimitiveScratch(const Shape &input, const Sha
   const int64_t dst = images * output[1] * output[2] * output[3];
   if (src <= 0 || dst <= 0)
     return s;
-  s.srcOffset = 0;
   s.dstOffset = alignScratch(static_cast<size_t>(src) * 4);
   s.total = s.dstOffset + alignScratch(static_cast<size_t>(dst) * 4);
   return s;
@@ -137,8 +138,6 @@ inline size_t conv2dScratchBytes(const Shape &input, const Shape &weight, const 
                                  int64_t groups, const std::vector<int64_t> &stride,
                                  const std::vector<int64_t> &padding,
                                  const std::vector<int64_t> &dilation, DType dtype) {
-  if (input.size() != 4 || weight.size() != 4 || output.size() != 4 || groups < 1)
-    return 0;
   const size_t im2col =
       conv2dIm2colScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
   if (conv2dUsesPrimitive(input, weight, output, groups))

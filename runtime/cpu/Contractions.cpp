@@ -9,7 +9,8 @@
 // the instruction's scratch (see ConvScratch.h); small grouped GEMMs run as
 // parallel tasks. In a forward-only program, where the kernel owns its
 // weight, a convolution larger than 1x1 runs oneDNN's convolution
-// primitive instead (ConvPrimitive.h; conv2dUsesPrimitive says which).
+// primitive instead (ConvPrimitive.h; conv2dUsesPrimitive says which), and
+// a linear oneDNN's matmul primitive (LinearPrimitive.h).
 // Depthwise convolutions (one input channel per group) are
 // memory-bound and have no GEMM worth the name: they run a direct kernel
 // over each output plane.
@@ -21,6 +22,7 @@
 #include "runtime/cpu/ConvPrimitive.h"
 #include "runtime/cpu/ConvScratch.h"
 #include "runtime/cpu/Im2col.h"
+#include "runtime/cpu/LinearPrimitive.h"
 #include "runtime/Conv2dContract.h"
 #include "runtime/cpu/Registry.h"
 
@@ -150,6 +152,9 @@ Status buildMatmul(const KernelSignature &sig, KernelFn *fn) {
 Status buildLinear(const KernelSignature &sig, KernelFn *fn) {
   LinearParams p;
   CLEAVE_RETURN_IF_ERROR(parseLinear(sig, "cpu", {DType::F32}, &p));
+  CLEAVE_RETURN_IF_ERROR(buildPrimitiveLinear(sig, p, fn));
+  if (*fn)
+    return {};
   const int64_t m = p.m, n = p.n, k = p.k;
   const bool hasBias = p.hasBias;
   *fn = [m, n, k, hasBias](const KernelCall &call) -> Status {

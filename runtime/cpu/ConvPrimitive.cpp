@@ -2,13 +2,10 @@
 
 #include "runtime/cpu/ConvPrimitive.h"
 #include "runtime/cpu/ConvScratch.h"
+#include "runtime/cpu/Dnnl.h"
 
-#include <dnnl.hpp>
-
-#include <cstring>
 #include <memory>
 #include <unordered_map>
-#include <vector>
 
 namespace cleave::runtime::cpu {
 namespace {
@@ -16,11 +13,6 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 constexpr auto kF32 = memory::data_type::f32;
-
-dnnl::engine &cpuEngine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 /// [F, C, KH, KW], or [G, F/G, C/G, KH, KW] for a grouped convolution: the
 /// same memory as PyTorch's [F, C/G, KH, KW].
@@ -67,7 +59,7 @@ bool buildImageBatch(const Conv2dParams &p, int64_t images, ImageBatch *out,
       memory::desc(weightDims(p), kF32, Tag::any),
       p.hasBias ? memory::desc({p.filters}, kF32, Tag::a) : memory::desc(), out->dstBlocked,
       {p.sh, p.sw}, {p.dh - 1, p.dw - 1}, {p.ph, p.pw}, {p.ph, p.pw});
-  auto pd = dnnl::convolution_forward::primitive_desc(desc, cpuEngine());
+  auto pd = dnnl::convolution_forward::primitive_desc(desc, dnnlEngine());
   const size_t weightBytes =
       static_cast<size_t>(p.filters * (p.channels / p.groups) * p.kh * p.kw) * 4;
   if (pd.weights_desc().get_size() != weightBytes || pd.src_desc() != out->srcBlocked ||
@@ -76,27 +68,22 @@ bool buildImageBatch(const Conv2dParams &p, int64_t images, ImageBatch *out,
   *weightsBlocked = pd.weights_desc();
   out->conv = dnnl::convolution_forward(pd);
   out->srcIn = dnnl::reorder(
-      dnnl::reorder::primitive_desc(cpuEngine(), out->srcPlain, cpuEngine(), out->srcBlocked));
+      dnnl::reorder::primitive_desc(dnnlEngine(), out->srcPlain, dnnlEngine(), out->srcBlocked));
   out->dstOut = dnnl::reorder(
-      dnnl::reorder::primitive_desc(cpuEngine(), out->dstBlocked, cpuEngine(), out->dstPlain));
+      dnnl::reorder::primitive_desc(dnnlEngine(), out->dstBlocked, dnnlEngine(), out->dstPlain));
   return true;
 }
 
 Status runConv(ConvPrimitives &c, const KernelCall &call) {
   const Conv2dParams &p = c.p;
-  dnnl::engine &engine = cpuEngine();
+  dnnl::engine &engine = dnnlEngine();
   dnnl::stream stream(engine);
   char *scratch = static_cast<char *>(call.scratch);
   // The kernel owns its weight (KernelSignature::ownedConstants): the first
   // call rewrites it in the primitive's format, of the same size.
   void *weightData = const_cast<void *>(call.inputs[1]);
   if (!c.prepacked) {
-    const size_t bytes = c.weightsBlocked.get_size();
-    std::vector<char> plain(static_cast<const char *>(weightData),
-                            static_cast<const char *>(weightData) + bytes);
-    memory from(c.weightsPlain, engine, plain.data()), to(c.weightsBlocked, engine, weightData);
-    c.weightsIn.execute(stream, from, to);
-    stream.wait();
+    prepackInPlace(c.weightsIn, c.weightsPlain, c.weightsBlocked, weightData, stream);
     c.prepacked = true;
   }
   memory weights(c.weightsBlocked, engine, weightData);
@@ -147,8 +134,8 @@ Status buildPrimitiveConv2d(const KernelSignature &sig, const Conv2dParams &p, K
       return {};
     c->weightsPlain = memory::desc(weightDims(p), kF32, p.groups == 1 ? Tag::oihw : Tag::goihw);
     c->bias = memory::desc({p.filters}, kF32, Tag::a);
-    c->weightsIn = dnnl::reorder(dnnl::reorder::primitive_desc(cpuEngine(), c->weightsPlain,
-                                                               cpuEngine(), c->weightsBlocked));
+    c->weightsIn = dnnl::reorder(dnnl::reorder::primitive_desc(dnnlEngine(), c->weightsPlain,
+                                                               dnnlEngine(), c->weightsBlocked));
   } catch (const dnnl::error &e) {
     return CLEAVE_ERROR(sig.kernel, ": oneDNN cannot run this convolution (input ",
                         describe(x.shape, x.dtype), ", weight ", describe(w.shape, w.dtype),

@@ -1133,6 +1133,47 @@ TEST_P(KernelTest, LinearWithAndWithoutBias) {
               {"linear", "output is 3x4xf32, expected 3x2xf32"});
 }
 
+// A forward-only program's linear owns its weight: oneDNN's matmul primitive
+// where the shape takes it (the weight prepacked in place by the first of
+// two calls: outputs a multiple of 64, features of 16), dnnl_sgemm where its
+// blocked format would pad the weight (1000 or 48 outputs, 7 features).
+TEST_P(KernelTest, LinearWithAnOwnedWeight) {
+  struct Case {
+    Shape x;
+    int64_t n;
+  };
+  for (const Case &c : {Case{{197, 96}, 128}, Case{{2, 33, 64}, 128}, Case{{2, 64}, 1000},
+                        Case{{33, 64}, 48}, Case{{5, 7}, 6}}) {
+    const int64_t k = c.x.back(), n = c.n;
+    HostTensor x = random(c.x), w = random({n, k}), b = random({n});
+    Shape out = c.x;
+    out.back() = n;
+    const int64_t m = x.numel() / k;
+    for (bool withBias : {false, true}) {
+      std::vector<const HostTensor *> inputs = {&x, &w};
+      std::vector<std::optional<TensorDesc>> descs = {x.desc, w.desc};
+      if (withBias) {
+        inputs.push_back(&b);
+        descs.push_back(b.desc);
+      }
+      KernelSignature s = sig("linear", descs, D(f32, out));
+      s.ownedConstants = {false, true, false};
+      HostTensor y;
+      ASSERT_OK(run(s, inputs, &y, /*calls=*/2));
+      std::vector<double> want(m * n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = withBias ? b.at(j) : 0;
+          for (int64_t p = 0; p < k; ++p)
+            sum += x.at(i * k + p) * w.at(j * k + p);
+          want[i * n + j] = sum;
+        }
+      expectClose(y, want, 1e-4, 1e-4,
+                  "linear, owned weight, " + describe(c.x, f32) + (withBias ? ", bias" : ""));
+    }
+  }
+}
+
 // A large output whose rows are not a multiple of 16 bytes (an odd
 // vocabulary): the CUDA backend computes it into a padded buffer and copies.
 TEST_P(KernelTest, LinearWithUnalignedLargeOutput) {

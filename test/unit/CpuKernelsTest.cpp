@@ -1094,6 +1094,20 @@ TEST_P(KernelTest, BoolArithmetic) {
   }
 }
 
+/// x [m, k] times the transpose of w [n, k], plus b [n] when given, in double.
+std::vector<double> referenceLinear(const HostTensor &x, const HostTensor &w, const HostTensor *b,
+                                    int64_t m, int64_t n, int64_t k) {
+  std::vector<double> want(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = b ? b->at(j) : 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += x.at(i * k + p) * w.at(j * k + p);
+      want[i * n + j] = sum;
+    }
+  return want;
+}
+
 TEST_P(KernelTest, LinearWithAndWithoutBias) {
   for (const Shape &xs : {Shape{2, 5, 7}, Shape{7}, Shape{33, 7}}) {
     const int64_t n = 6, k = 7;
@@ -1107,15 +1121,8 @@ TEST_P(KernelTest, LinearWithAndWithoutBias) {
         ASSERT_OK(run("linear", {&x, &w, &b}, D(f32, out), &y));
       else
         ASSERT_OK(run("linear", {&x, &w}, D(f32, out), &y));
-      std::vector<double> want(m * n);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double s = withBias ? b.at(j) : 0;
-          for (int64_t p = 0; p < k; ++p)
-            s += x.at(i * k + p) * w.at(j * k + p);
-          want[i * n + j] = s;
-        }
-      expectClose(y, want, 1e-4, 1e-4, "linear " + describe(xs, f32));
+      expectClose(y, referenceLinear(x, w, withBias ? &b : nullptr, m, n, k), 1e-4, 1e-4,
+                  "linear " + describe(xs, f32));
     }
   }
   // An absent bias may also be an explicit nullopt slot.
@@ -1160,15 +1167,7 @@ TEST_P(KernelTest, LinearWithAnOwnedWeight) {
       s.ownedConstants = {false, true, false};
       HostTensor y;
       ASSERT_OK(run(s, inputs, &y, /*calls=*/2));
-      std::vector<double> want(m * n);
-      for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-          double sum = withBias ? b.at(j) : 0;
-          for (int64_t p = 0; p < k; ++p)
-            sum += x.at(i * k + p) * w.at(j * k + p);
-          want[i * n + j] = sum;
-        }
-      expectClose(y, want, 1e-4, 1e-4,
+      expectClose(y, referenceLinear(x, w, withBias ? &b : nullptr, m, n, k), 1e-4, 1e-4,
                   "linear, owned weight, " + describe(c.x, f32) + (withBias ? ", bias" : ""));
     }
   }
@@ -1180,15 +1179,7 @@ TEST_P(KernelTest, LinearWithUnalignedLargeOutput) {
   const int64_t m = 1024, n = 1025, k = 16;
   HostTensor x = random({m, k}), w = random({n, k}), b = random({n}), y;
   ASSERT_OK(run("linear", {&x, &w, &b}, D(f32, {m, n}), &y));
-  std::vector<double> want(m * n);
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double s = b.at(j);
-      for (int64_t p = 0; p < k; ++p)
-        s += x.at(i * k + p) * w.at(j * k + p);
-      want[i * n + j] = s;
-    }
-  expectClose(y, want, 1e-4, 1e-4, "linear 1024x16 by 1025x16");
+  expectClose(y, referenceLinear(x, w, &b, m, n, k), 1e-4, 1e-4, "linear 1024x16 by 1025x16");
 }
 
 TEST_P(KernelTest, EmbeddingLooksUpRows) {

@@ -362,8 +362,8 @@ def measure(family, name, args, params):
             return row
         # Each round times every engine once, one after the other, and each engine keeps its
         # fastest round: a slow minute of a shared machine then hits all of them, not one.
-        baselines, cleave_ms, max_difference = {}, None, 0.0
-        for _ in range(max(args.rounds, 1)):
+        baselines, eager_errors, cleave_ms, max_difference = {}, {}, None, 0.0
+        for _ in range(args.rounds):
             # PyTorch's other baseline: the Python module, eager, each run in its own process.
             # One that fails leaves it out of the comparison (eager_error) but fails no model.
             for label, policy in EAGER_RUNS if args.iterations > 0 else ():
@@ -377,7 +377,7 @@ def measure(family, name, args, params):
                         ms = json.load(f)["median_ms"]
                     baselines[label] = min(baselines.get(label, ms), ms)
                 else:
-                    row.setdefault("eager_error", {})[label] = first_error(out)
+                    eager_errors[label] = first_error(out)
             row["stage"] = "run"
             report = os.path.join(work, "bench.json")
             rc, out = run([args.cleave, "bench", os.path.join(work, "model.pt"), "--plan",
@@ -399,15 +399,14 @@ def measure(family, name, args, params):
                 ms = engines[label]["median_s"] * 1e3
                 baselines[label] = min(baselines.get(label, ms), ms)
             max_difference = max(max_difference, bench["max_difference"])
-        for label in list(row.get("eager_error", {})):
-            if label in baselines:  # failed in one round only: its other rounds count
-                del row["eager_error"][label]
-        if not row.get("eager_error"):
-            row.pop("eager_error", None)
+        # A run that failed in one round only counts by its other rounds.
+        eager_errors = {label: e for label, e in eager_errors.items() if label not in baselines}
+        if eager_errors:
+            row["eager_error"] = eager_errors
         eager = [baselines[label] for label, _ in EAGER_RUNS if label in baselines]
         if eager:
             row["eager_ms"] = min(eager)
-        row["rounds"] = max(args.rounds, 1)
+        row["rounds"] = args.rounds
         row["cleave_ms"] = cleave_ms
         row["libtorch_ms"] = min(baselines["libtorch"], baselines["libtorch*"])
         # PyTorch at its best: the fastest of LibTorch (the traced module) and eager Python,
@@ -503,6 +502,8 @@ def main():
     p.add_argument("--eager-one", help=argparse.SUPPRESS)
     p.add_argument("--eager-report", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.rounds < 1:
+        sys.exit(f"zoo.py: error: --rounds must be at least 1, got {args.rounds}")
     families = FAMILIES if args.family == "all" else args.family.split(",")
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:

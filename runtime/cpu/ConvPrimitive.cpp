@@ -33,14 +33,12 @@ struct ImageBatch {
 struct ConvPrimitives {
   Conv2dParams p;
   ConvPrimitiveScratch layout;
-  memory::desc weightsPlain, weightsBlocked, bias;
-  dnnl::reorder weightsIn;
+  memory::desc bias;
+  PrepackedWeight weights;
   /// kConvPrimitiveImages images a call (or the whole batch where it is
   /// smaller), and the last call's remainder, if any.
   ImageBatch full, rest;
   int64_t imagesPerCall = 0;
-  /// The weight buffer holds the primitive's format from the first call on.
-  bool prepacked = false;
 };
 
 /// False where the primitive's formats are not the ones the kernel lays
@@ -79,14 +77,7 @@ Status runConv(ConvPrimitives &c, const KernelCall &call) {
   dnnl::engine &engine = dnnlEngine();
   dnnl::stream stream(engine);
   char *scratch = static_cast<char *>(call.scratch);
-  // The kernel owns its weight (KernelSignature::ownedConstants): the first
-  // call rewrites it in the primitive's format, of the same size.
-  void *weightData = const_cast<void *>(call.inputs[1]);
-  if (!c.prepacked) {
-    prepackInPlace(c.weightsIn, c.weightsPlain, c.weightsBlocked, weightData, stream);
-    c.prepacked = true;
-  }
-  memory weights(c.weightsBlocked, engine, weightData);
+  memory weights = c.weights.use(const_cast<void *>(call.inputs[1]), stream);
   memory bias = p.hasBias ? memory(c.bias, engine, const_cast<void *>(call.inputs[2]))
                           : memory(memory::desc(), engine, nullptr);
   const float *x = static_cast<const float *>(call.inputs[0]);
@@ -123,19 +114,18 @@ Status buildPrimitiveConv2d(const KernelSignature &sig, const Conv2dParams &p, K
   if (c->imagesPerCall <= 0 || c->layout.total == 0 || sig.scratchBytes < c->layout.total)
     return {};
   try {
-    bool fits = buildImageBatch(p, c->imagesPerCall, &c->full, &c->weightsBlocked);
+    memory::desc weightsBlocked;
+    bool fits = buildImageBatch(p, c->imagesPerCall, &c->full, &weightsBlocked);
     if (const int64_t rest = p.batch % c->imagesPerCall; rest && fits) {
-      memory::desc weightsBlocked;
+      memory::desc restWeights;
       // One prepacked weight serves every call.
-      fits = buildImageBatch(p, rest, &c->rest, &weightsBlocked) &&
-             weightsBlocked == c->weightsBlocked;
+      fits = buildImageBatch(p, rest, &c->rest, &restWeights) && restWeights == weightsBlocked;
     }
     if (!fits)
       return {};
-    c->weightsPlain = memory::desc(weightDims(p), kF32, p.groups == 1 ? Tag::oihw : Tag::goihw);
+    c->weights = PrepackedWeight(
+        memory::desc(weightDims(p), kF32, p.groups == 1 ? Tag::oihw : Tag::goihw), weightsBlocked);
     c->bias = memory::desc({p.filters}, kF32, Tag::a);
-    c->weightsIn = dnnl::reorder(dnnl::reorder::primitive_desc(dnnlEngine(), c->weightsPlain,
-                                                               dnnlEngine(), c->weightsBlocked));
   } catch (const dnnl::error &e) {
     return CLEAVE_ERROR(sig.kernel, ": oneDNN cannot run this convolution (input ",
                         describe(x.shape, x.dtype), ", weight ", describe(w.shape, w.dtype),

@@ -19,16 +19,32 @@ inline dnnl::engine &dnnlEngine() {
   return engine;
 }
 
-/// Rewrites `data`, laid out as `plain`, in `blocked`'s layout of the same
-/// size (the caller checked the sizes): through a copy, since a reorder
-/// does not run in place.
-inline void prepackInPlace(const dnnl::reorder &toBlocked, const dnnl::memory::desc &plain,
-                           const dnnl::memory::desc &blocked, void *data, dnnl::stream &stream) {
-  const char *bytes = static_cast<const char *>(data);
-  std::vector<char> copy(bytes, bytes + plain.get_size());
-  dnnl::memory from(plain, dnnlEngine(), copy.data()), to(blocked, dnnlEngine(), data);
-  toBlocked.execute(stream, from, to);
-  stream.wait();
-}
+/// A weight the kernel owns (KernelSignature::ownedConstants), held in the
+/// primitive's blocked layout of the same size (the caller checked the
+/// sizes) from the first call on.
+struct PrepackedWeight {
+  dnnl::memory::desc plain, blocked;
+  dnnl::reorder toBlocked;
+  bool done = false;
+
+  PrepackedWeight() = default;
+  PrepackedWeight(const dnnl::memory::desc &plain, const dnnl::memory::desc &blocked)
+      : plain(plain), blocked(blocked),
+        toBlocked(dnnl::reorder::primitive_desc(dnnlEngine(), plain, dnnlEngine(), blocked)) {}
+
+  /// The weight at `data` as the primitive reads it; the first call rewrites
+  /// it in place, through a copy, since a reorder does not run in place.
+  dnnl::memory use(void *data, dnnl::stream &stream) {
+    if (!done) {
+      const char *bytes = static_cast<const char *>(data);
+      std::vector<char> copy(bytes, bytes + plain.get_size());
+      dnnl::memory from(plain, dnnlEngine(), copy.data()), to(blocked, dnnlEngine(), data);
+      toBlocked.execute(stream, from, to);
+      stream.wait();
+      done = true;
+    }
+    return dnnl::memory(blocked, dnnlEngine(), data);
+  }
+};
 
 } // namespace cleave::runtime::cpu

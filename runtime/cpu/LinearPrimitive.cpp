@@ -15,24 +15,17 @@ constexpr auto kF32 = memory::data_type::f32;
 
 struct LinearPrimitive {
   bool hasBias = false;
-  memory::desc input, weightsPlain, weightsBlocked, bias, output;
-  dnnl::reorder weightsIn;
+  memory::desc input, bias, output;
+  PrepackedWeight weights;
   dnnl::matmul matmul;
-  /// The weight buffer holds the primitive's format from the first call on.
-  bool prepacked = false;
 };
 
 Status runLinear(LinearPrimitive &l, const KernelCall &call) {
   dnnl::engine &engine = dnnlEngine();
   dnnl::stream stream(engine);
-  void *weightData = const_cast<void *>(call.inputs[1]);
-  if (!l.prepacked) {
-    prepackInPlace(l.weightsIn, l.weightsPlain, l.weightsBlocked, weightData, stream);
-    l.prepacked = true;
-  }
   std::unordered_map<int, memory> args = {
       {DNNL_ARG_SRC, memory(l.input, engine, const_cast<void *>(call.inputs[0]))},
-      {DNNL_ARG_WEIGHTS, memory(l.weightsBlocked, engine, weightData)},
+      {DNNL_ARG_WEIGHTS, l.weights.use(const_cast<void *>(call.inputs[1]), stream)},
       {DNNL_ARG_DST, memory(l.output, engine, call.outputs[0])}};
   if (l.hasBias)
     args.emplace(DNNL_ARG_BIAS, memory(l.bias, engine, const_cast<void *>(call.inputs[2])));
@@ -51,20 +44,18 @@ Status buildPrimitiveLinear(const KernelSignature &sig, const LinearParams &p, K
   try {
     l->input = memory::desc({p.m, p.k}, kF32, Tag::ab);
     // The weight [n, k] is the primitive's k x n operand transposed.
-    l->weightsPlain = memory::desc({p.k, p.n}, kF32, Tag::ba);
+    const memory::desc weightsPlain({p.k, p.n}, kF32, Tag::ba);
     l->output = memory::desc({p.m, p.n}, kF32, Tag::ab);
     if (p.hasBias)
       l->bias = memory::desc({1, p.n}, kF32, Tag::ab);
     auto pd = dnnl::matmul::primitive_desc(
         dnnl::matmul::desc(l->input, memory::desc({p.k, p.n}, kF32, Tag::any), l->bias, l->output),
         dnnlEngine());
-    if (pd.weights_desc().get_size() != l->weightsPlain.get_size() || pd.src_desc() != l->input ||
+    if (pd.weights_desc().get_size() != weightsPlain.get_size() || pd.src_desc() != l->input ||
         pd.dst_desc() != l->output)
       return {};
-    l->weightsBlocked = pd.weights_desc();
+    l->weights = PrepackedWeight(weightsPlain, pd.weights_desc());
     l->matmul = dnnl::matmul(pd);
-    l->weightsIn = dnnl::reorder(dnnl::reorder::primitive_desc(dnnlEngine(), l->weightsPlain,
-                                                               dnnlEngine(), l->weightsBlocked));
   } catch (const dnnl::error &e) {
     const TensorDesc &x = *sig.inputs[0], &w = *sig.inputs[1];
     return CLEAVE_ERROR(sig.kernel, ": oneDNN cannot run this linear (input ",

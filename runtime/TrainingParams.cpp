@@ -99,16 +99,19 @@ Status checkChannelInput(const KernelSignature &sig, const char *backend,
   return {};
 }
 
+/// `operand` names the second input: the activation's input, or its output
+/// for relu's gradient.
 Status parseActivationBackward(const KernelSignature &sig, const char *backend,
-                               std::initializer_list<DType> floats, ActivationBackwardParams *out) {
+                               std::initializer_list<DType> floats, ActivationBackwardParams *out,
+                               const std::string &operand = "input") {
   CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 2));
   CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 0, "grad"));
-  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, "input"));
+  CLEAVE_RETURN_IF_ERROR(requirePresent(sig, 1, operand.c_str()));
   const TensorDesc &x = *sig.inputs[1];
-  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, "input", x, floats));
+  CLEAVE_RETURN_IF_ERROR(checkDType(sig, backend, operand.c_str(), x, floats));
   CLEAVE_RETURN_IF_ERROR(checkDesc(sig, backend, "grad", *sig.inputs[0], x.dtype, x.shape,
-                                   "the input's shape"));
-  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, "same as the input"));
+                                   ("the " + operand + "'s shape").c_str()));
+  CLEAVE_RETURN_IF_ERROR(checkOutput(sig, x, ("same as the " + operand).c_str()));
   out->n = x.numel();
   out->dtype = x.dtype;
   return {};
@@ -408,6 +411,11 @@ Status parseGeluBackward(const KernelSignature &sig, const char *backend,
 Status parseSiluBackward(const KernelSignature &sig, const char *backend,
                          std::initializer_list<DType> floats, ActivationBackwardParams *out) {
   return parseActivationBackward(sig, backend, floats, out);
+}
+
+Status parseReluBackward(const KernelSignature &sig, const char *backend,
+                         std::initializer_list<DType> floats, ActivationBackwardParams *out) {
+  return parseActivationBackward(sig, backend, floats, out, "output");
 }
 
 Status parseAdamW(const KernelSignature &sig, const char *backend, AdamWParams *out) {

@@ -3,7 +3,7 @@
 // Load-time checks and parsed parameters of assign, dropout_train,
 // batch_norm_train, update_running_stats, batch_norm_backward, nll_loss,
 // nll_loss_backward, softmax_backward, log_softmax_backward,
-// layer_norm_backward, gelu_backward, silu_backward, adamw and sgd
+// layer_norm_backward, gelu_backward, silu_backward, relu_backward, adamw and sgd
 // (docs/plan-format.md, "Training kernels"). The CPU and CUDA builders both
 // parse through here, so they accept the same plans and name the same
 // problems; `backend` ("cpu", "cuda") only words dtype errors, and `floats`
@@ -128,8 +128,9 @@ struct LayerNormBackwardParams {
 Status parseLayerNormBackward(const KernelSignature &sig, const char *backend,
                               std::initializer_list<DType> floats, LayerNormBackwardParams *out);
 
-/// gelu_backward and silu_backward: grad, input -> grad_input, `n`
-/// elements; `tanh` is gelu's approximation "tanh" (else the erf form).
+/// gelu_backward and silu_backward: grad, input -> grad_input;
+/// relu_backward: grad, output -> grad_input. `n` elements; `tanh` is gelu's
+/// approximation "tanh" (else the erf form).
 struct ActivationBackwardParams {
   int64_t n = 0;
   bool tanh = false;
@@ -138,6 +139,8 @@ struct ActivationBackwardParams {
 Status parseGeluBackward(const KernelSignature &sig, const char *backend,
                          std::initializer_list<DType> floats, ActivationBackwardParams *out);
 Status parseSiluBackward(const KernelSignature &sig, const char *backend,
+                         std::initializer_list<DType> floats, ActivationBackwardParams *out);
+Status parseReluBackward(const KernelSignature &sig, const char *backend,
                          std::initializer_list<DType> floats, ActivationBackwardParams *out);
 
 //===----------------------------------------------------------------------===//

@@ -476,6 +476,24 @@ def Cleave_SiluBackwardOp
   let results = (outs Cleave_FloatTensor:$result);
 }
 
+def Cleave_ReluBackwardOp
+    : Cleave_BackwardOp<"relu_backward", [AllTypesMatch<["grad", "output", "result"]>], [],
+                        ["getFlopsPerElement"]> {
+  let summary = "gradient of relu, from its output";
+  let description = [{
+    `grad` where relu's `output` is positive, else 0 (NaN included), as
+    PyTorch's `threshold_backward(grad, output, 0)`. One pass over two
+    tensors: the comparison and select it stands for would write a mask and
+    read it back.
+
+    ```mlir
+    %dx = cleave.relu_backward %g, %y : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$grad, Cleave_FloatTensor:$output);
+  let results = (outs Cleave_FloatTensor:$result);
+}
+
 def Cleave_LinearBackwardWeightOp
     : Cleave_BackwardOp<"linear_backward_weight", [], [], ["getCost"]> {
   let summary = "gradient of a linear weight: grad^T input over the leading dims";

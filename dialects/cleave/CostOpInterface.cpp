@@ -758,4 +758,5 @@ OpCost LinearBackwardWeightOp::getCost() {
 
 int64_t GeluBackwardOp::getFlopsPerElement() { return 24; }
 int64_t SiluBackwardOp::getFlopsPerElement() { return 16; }
+int64_t ReluBackwardOp::getFlopsPerElement() { return 1; }
 int64_t SliceBackwardOp::getFlopsPerElement() { return 0; }

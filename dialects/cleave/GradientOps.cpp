@@ -49,8 +49,7 @@ CLEAVE_UNARY_GRADIENT(AbsOp, b.where(b.compare(ComparePredicate::gt, x, b.scalar
                                      b.where(b.compare(ComparePredicate::lt, x, b.scalarLike(0, x)),
                                              b.neg(g), b.scalarLike(0, g))))
 // threshold_backward(grad, result, 0).
-CLEAVE_UNARY_GRADIENT(ReluOp, b.where(b.compare(ComparePredicate::gt, y, b.scalarLike(0, y)), g,
-                                      b.scalarLike(0, g)))
+CLEAVE_UNARY_GRADIENT(ReluOp, b.make<ReluBackwardOp>(g.getType(), g, y))
 CLEAVE_UNARY_GRADIENT(SiluOp, b.make<SiluBackwardOp>(x.getType(), g, x))
 // grad * (1 - y) * y.
 CLEAVE_UNARY_GRADIENT(SigmoidOp, b.mul(b.mul(g, b.sub(b.scalarLike(1, y), y)), y))

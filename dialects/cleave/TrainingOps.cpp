@@ -414,6 +414,7 @@ LogicalResult AdaptiveAvgPool2dBackwardOp::verify() {
 
 LogicalResult GeluBackwardOp::verify() { return success(); }
 LogicalResult SiluBackwardOp::verify() { return success(); }
+LogicalResult ReluBackwardOp::verify() { return success(); }
 
 SmallVector<NamedAttribute> GeluBackwardOp::getKernelAttributes() {
   SmallVector<NamedAttribute> attrs = getDefaultKernelAttributes(*this);

@@ -55,7 +55,7 @@ void registerAttentionKernels(KernelTable &table);
 /// Training, family A: assign dropout_train batch_norm_train
 /// update_running_stats batch_norm_backward nll_loss nll_loss_backward
 /// softmax_backward log_softmax_backward layer_norm_backward gelu_backward
-/// silu_backward adamw sgd.
+/// silu_backward relu_backward adamw sgd.
 void registerTrainingKernels(KernelTable &table);
 /// The gradients of the contractions, poolings, attention, embedding and
 /// slice: linear_backward_weight conv2d_backward_input conv2d_backward_weight

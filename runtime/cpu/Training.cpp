@@ -3,7 +3,7 @@
 // assign, dropout_train, batch_norm_train, update_running_stats,
 // batch_norm_backward, nll_loss, nll_loss_backward, softmax_backward,
 // log_softmax_backward, layer_norm_backward, gelu_backward, silu_backward,
-// adamw and sgd: the contracts of docs/plan-format.md ("Training kernels").
+// relu_backward, adamw and sgd: the contracts of docs/plan-format.md ("Training kernels").
 //
 // Update kernels (assign, update_running_stats, adamw, sgd) get the
 // persistent tensors they write as outputs, after any results, and read
@@ -567,7 +567,7 @@ Status buildLayerNormBackward(const KernelSignature &sig, KernelFn *fn) {
 }
 
 //===----------------------------------------------------------------------===//
-// gelu_backward, silu_backward: elementwise, PyTorch's formulas.
+// gelu_backward, silu_backward, relu_backward: elementwise, PyTorch's formulas.
 //===----------------------------------------------------------------------===//
 
 CLEAVE_CLONES void geluErfBackwardSpan(const float *__restrict g, const float *__restrict x,
@@ -610,14 +610,26 @@ CLEAVE_CLONES void siluBackwardSpan(const float *__restrict g, const float *__re
   }
 }
 
+// Where the output is not positive (NaN included) the gradient is 0, as
+// threshold_backward: a select, not g * (y > 0), which would turn an infinite
+// gradient into NaN.
+CLEAVE_CLONES void reluBackwardSpan(const float *__restrict g, const float *__restrict y,
+                                    float *__restrict dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float gv = g[i];
+    dx[i] = y[i] > 0.0f ? gv : 0.0f;
+  }
+}
+
 using BackwardSpan = void (*)(const float *, const float *, float *, int64_t);
 
-KernelFn activationBackward(int64_t n, BackwardSpan span) {
-  return [n, span](const KernelCall &call) -> Status {
+/// `cost`: parallelRange's work per element.
+KernelFn activationBackward(int64_t n, BackwardSpan span, int64_t cost = 12) {
+  return [n, span, cost](const KernelCall &call) -> Status {
     const float *g = static_cast<const float *>(call.inputs[0]);
     const float *x = static_cast<const float *>(call.inputs[1]);
     float *dx = static_cast<float *>(call.outputs[0]);
-    parallelRange(n, 12, [&](int64_t begin, int64_t end) {
+    parallelRange(n, cost, [&](int64_t begin, int64_t end) {
       span(g + begin, x + begin, dx + begin, end - begin);
     });
     return {};
@@ -635,6 +647,13 @@ Status buildSiluBackward(const KernelSignature &sig, KernelFn *fn) {
   ActivationBackwardParams a;
   CLEAVE_RETURN_IF_ERROR(parseSiluBackward(sig, "cpu", {DType::F32}, &a));
   *fn = activationBackward(a.n, siluBackwardSpan);
+  return {};
+}
+
+Status buildReluBackward(const KernelSignature &sig, KernelFn *fn) {
+  ActivationBackwardParams a;
+  CLEAVE_RETURN_IF_ERROR(parseReluBackward(sig, "cpu", {DType::F32}, &a));
+  *fn = activationBackward(a.n, reluBackwardSpan, 1);
   return {};
 }
 
@@ -724,6 +743,7 @@ void registerTrainingKernels(KernelTable &table) {
   table["layer_norm_backward"] = buildLayerNormBackward;
   table["gelu_backward"] = buildGeluBackward;
   table["silu_backward"] = buildSiluBackward;
+  table["relu_backward"] = buildReluBackward;
   // Updates read the old values of their outputs, which the bf16 widening
   // does not stage: they see bf16 themselves and reject it (f32 only).
   table["update_running_stats"] = {buildUpdateRunningStats, /*takesBf16=*/true};

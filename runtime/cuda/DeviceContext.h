@@ -145,7 +145,7 @@ void registerLinalgKernels(KernelTable &table);
 /// Training, family A (kernels/Training.cu): assign dropout_train
 /// batch_norm_train update_running_stats batch_norm_backward nll_loss
 /// nll_loss_backward softmax_backward log_softmax_backward
-/// layer_norm_backward gelu_backward silu_backward adamw sgd.
+/// layer_norm_backward gelu_backward silu_backward relu_backward adamw sgd.
 void registerTrainingKernels(KernelTable &table);
 /// The gradients of the contractions (kernels/TrainingContractions.cu):
 /// linear_backward_weight (cuBLASLt) conv2d_backward_input

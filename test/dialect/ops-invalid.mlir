@@ -1150,3 +1150,12 @@ func.func @cumsum_scalar(%x: tensor<f32>) {
   %0 = cleave.cumsum %x {dim = 0 : i64} : tensor<f32>
   return
 }
+
+// -----
+
+// relu_backward: the gradient, relu's output and the result have one type.
+func.func @relu_backward_shapes(%g: tensor<2x8xf32>, %y: tensor<8x2xf32>) {
+  // expected-error @+1 {{'cleave.relu_backward' op failed to verify that all of {grad, output, result} have same type}}
+  %0 = cleave.relu_backward %g, %y : (tensor<2x8xf32>, tensor<8x2xf32>) -> tensor<2x8xf32>
+  return
+}

@@ -64,6 +64,8 @@ func.func @training_ops(%x: tensor<2x3x4x4xf32>, %ids: tensor<2x5xi64>, %labels:
   %gb = cleave.gelu_backward %h, %h {approximation = #cleave<gelu_approximation tanh>} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
   // CHECK: cleave.silu_backward
   %sb = cleave.silu_backward %h, %h : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  // CHECK: cleave.relu_backward %{{.*}}, %{{.*}} : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
+  %rb = cleave.relu_backward %h, %h : (tensor<2x5x8xf32>, tensor<2x5x8xf32>) -> tensor<2x5x8xf32>
   // CHECK: cleave.linear_backward_weight %{{.*}}, %{{.*}} : (tensor<2x5x16xf32>, tensor<2x5x8xf32>) -> tensor<16x8xf32>
   %lbw = cleave.linear_backward_weight %g2, %h : (tensor<2x5x16xf32>, tensor<2x5x8xf32>) -> tensor<16x8xf32>
   // CHECK: cleave.slice_backward %{{.*}} {dim = 2 : i64, end = 24 : i64, start = 8 : i64, step = 2 : i64} : (tensor<2x5x8xf32>) -> tensor<2x5x24xf32>

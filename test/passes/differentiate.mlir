@@ -14,8 +14,7 @@
 // CHECK: %[[ONE:.*]] = cleave.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[K:.*]] = cleave.reshape %[[ONE]] {cleave.phase = "backward"} : tensor<f32> to tensor<1x1xf32>
 // CHECK: %[[G:.*]] = cleave.broadcast_to %[[K]] : tensor<1x1xf32> to tensor<4x3xf32>
-// CHECK: %[[POS:.*]] = cleave.compare gt, %[[R]]
-// CHECK: %[[GY:.*]] = cleave.where %[[POS]], %[[G]]
+// CHECK: %[[GY:.*]] = cleave.relu_backward %[[G]], %[[R]] : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
 // CHECK-NOT: cleave.matmul
 // CHECK: %[[DW:.*]] = cleave.linear_backward_weight %[[GY]], %arg0 : (tensor<4x3xf32>, tensor<4x5xf32>) -> tensor<3x5xf32>
 // CHECK: %[[DB:.*]] = cleave.reduce_sum %[[GY]] {dims = array<i64: 0>} : tensor<4x3xf32> -> tensor<3xf32>

@@ -13,9 +13,9 @@
 // CHECK: cleave.phase = "backward"
 // CHECK: %[[Y1AGAIN:.*]] = cleave.linear %[[R0]], {{.*}}loc("blocks.1.fc")
 // CHECK: %[[R1AGAIN:.*]] = cleave.relu %[[Y1AGAIN]] {{.*}}loc("blocks.1.act")
-// CHECK: cleave.compare gt, %[[R1AGAIN]]
+// CHECK: cleave.relu_backward %{{.*}}, %[[R1AGAIN]]
 // CHECK: cleave.linear_backward_weight %{{.*}}, %[[R0]]
-// CHECK: cleave.compare gt, %[[R0]]
+// CHECK: cleave.relu_backward %{{.*}}, %[[R0]]
 // CHECK-NOT: cleave.linear %{{.*}}loc("blocks.0.fc")
 // CHECK: return
 module attributes {cleave.mesh = {pp = 1 : i64, tp = 1 : i64, dp = 1 : i64}, cleave.schedule = {kind = "1f1b", microbatches = 1 : i64, virtual_stages = 1 : i64, microbatch_size = 4 : i64}} {

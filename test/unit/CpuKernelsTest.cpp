@@ -349,12 +349,12 @@ const std::vector<std::string> kAllKernels = {
 };
 
 /// The training kernels (runtime/cpu/Training.cpp and
-/// TrainingContractions.cpp): CPU only for now.
+/// TrainingContractions.cpp, and their CUDA twins).
 const std::vector<std::string> kTrainingContractionKernels = {
     "assign", "dropout_train", "batch_norm_train", "update_running_stats",
     "batch_norm_backward", "nll_loss", "nll_loss_backward", "softmax_backward",
-    "log_softmax_backward", "layer_norm_backward", "gelu_backward", "silu_backward", "adamw",
-    "sgd", "linear_backward_weight", "conv2d_backward_input", "conv2d_backward_weight",
+    "log_softmax_backward", "layer_norm_backward", "gelu_backward", "silu_backward",
+    "relu_backward", "adamw", "sgd", "linear_backward_weight", "conv2d_backward_input", "conv2d_backward_weight",
     "max_pool2d_backward", "avg_pool2d_backward", "adaptive_avg_pool2d_backward",
     "attention_backward", "embedding_backward", "slice_backward"};
 
@@ -3704,6 +3704,37 @@ TEST_P(KernelTest, ActivationBackwardsMatchDerivatives) {
               {"gelu_backward", "approximation 'erf'"});
 }
 
+TEST_P(KernelTest, ReluBackwardPassesTheGradientWhereTheOutputIsPositive) {
+  REQUIRE_KERNEL("relu_backward");
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // The edges: y = 0 and -0 stop the gradient, a NaN y too (threshold_backward
+  // compares y > 0); an infinite or NaN gradient passes only where y > 0, so a
+  // multiply by the mask would be wrong where it is stopped.
+  HostTensor y = make(f32, {8}, {1.5, 0, -0.0, -2, nan, 1e-30, inf, -inf});
+  HostTensor g = make(f32, {8}, {3, inf, nan, -inf, 4, -5, nan, 7});
+  HostTensor dx;
+  ASSERT_OK(run("relu_backward", {&g, &y}, y.desc, &dx));
+  expectClose(dx, {3, 0, 0, 0, 0, -5, nan, 0}, 0, 0, "relu_backward");
+  // Sizes across the vector width and the threads' split, and an empty one.
+  for (const Shape &shape : {Shape{257, 131}, Shape{3, 0}, Shape{}}) {
+    HostTensor yy = random(shape, -1, 1), gg = random(shape), out;
+    ASSERT_OK(run("relu_backward", {&gg, &yy}, yy.desc, &out));
+    std::vector<double> expected(yy.numel());
+    for (int64_t i = 0; i < yy.numel(); ++i)
+      expected[i] = yy.at(i) > 0 ? gg.at(i) : 0.0;
+    expectClose(out, expected, 0, 0, "relu_backward");
+  }
+  expectError(sig("relu_backward", {D(f32, {2, 3}), D(f32, {3, 2})}, D(f32, {3, 2})),
+              {"relu_backward", "grad is 2x3xf32", "the output's shape"});
+  expectError(sig("relu_backward", {D(f32, {2})}, D(f32, {2})),
+              {"relu_backward", "expects 2 inputs"});
+  expectError(sig("relu_backward", {D(i32, {2}), D(i32, {2})}, D(i32, {2})),
+              {"relu_backward", "output", "i32"});
+  expectError(sig("relu_backward", {D(f32, {2}), D(f32, {2})}, D(f32, {3})),
+              {"relu_backward", "output is 3xf32", "same as the output"});
+}
+
 /// lr · λ(t − 1), docs/training.md.
 double refSchedule(const std::string &kind, double lr, int64_t t, int64_t warmup, int64_t decay) {
   double s = static_cast<double>(t - 1);
@@ -5100,6 +5131,7 @@ TEST_P(Bf16KernelTest, TrainingBackwardsAreWidened) {
   HostTensor x = random({4, 33}), g = random({4, 33});
   expectWidened("gelu_backward", {&g, &x}, D(f32, {4, 33}));
   expectWidened("silu_backward", {&g, &x}, D(f32, {4, 33}));
+  expectWidened("relu_backward", {&g, &x}, D(f32, {4, 33}), {}, 0, /*computes=*/false);
   HostTensor y = random({4, 33}, 0, 1);
   expectWidened("softmax_backward", {&g, &y}, D(f32, {4, 33}), attrs({{"dim", I(1)}}));
   HostTensor step = make(i64, {}, {3});

@@ -3,7 +3,7 @@
 // assign, dropout_train, batch_norm_train, update_running_stats,
 // batch_norm_backward, nll_loss, nll_loss_backward, softmax_backward,
 // log_softmax_backward, layer_norm_backward, gelu_backward, silu_backward,
-// adamw and sgd: the CPU's contracts (runtime/TrainingParams.h). The
+// relu_backward, adamw and sgd: the CPU's contracts (runtime/TrainingParams.h). The
 // activations' and normalizations' gradients (and dropout) take f32 or bf16
 // (mixed precision plans compute their backward in bf16), computing in fp32;
 // losses and optimizer updates are f32 (the masters).
@@ -599,16 +599,23 @@ Status buildLayerNormBackward(const KernelSignature &sig, DeviceContext &ctx, Ke
 }
 
 //===----------------------------------------------------------------------===//
-// gelu_backward, silu_backward: elementwise, PyTorch's formulas (as the CPU).
+// gelu_backward, silu_backward, relu_backward: elementwise, PyTorch's
+// formulas (as the CPU).
 //===----------------------------------------------------------------------===//
 
-enum class Activation { GeluErf, GeluTanh, Silu };
+// Relu's second operand is its output (threshold_backward), the others' their input.
+enum class Activation { GeluErf, GeluTanh, Silu, Relu };
 
 template <typename T, Activation A>
 __global__ void activationBackwardKernel(const T *__restrict g, const T *__restrict x,
                                          T *__restrict dx, int64_t n) {
   for (int64_t i = globalThread(); i < n; i += globalThreads()) {
     const float v = load(x[i]);
+    if constexpr (A == Activation::Relu) {
+      // A select, not g * (y > 0): an infinite gradient where y <= 0 gives 0.
+      dx[i] = v > 0.0f ? g[i] : store<T>(0.0f);
+      continue;
+    }
     float d;
     if constexpr (A == Activation::GeluErf) {
       const float kAlpha = 0.70710678118654752440f;
@@ -663,6 +670,13 @@ Status buildSiluBackward(const KernelSignature &sig, DeviceContext &ctx, KernelF
   ActivationBackwardParams p;
   CLEAVE_RETURN_IF_ERROR(parseSiluBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
   *fn = activationBackward<Activation::Silu>(ctx, sig.kernel, p);
+  return {};
+}
+
+Status buildReluBackward(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  ActivationBackwardParams p;
+  CLEAVE_RETURN_IF_ERROR(parseReluBackward(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  *fn = activationBackward<Activation::Relu>(ctx, sig.kernel, p);
   return {};
 }
 
@@ -770,6 +784,7 @@ void registerTrainingKernels(KernelTable &table) {
   table["layer_norm_backward"] = buildLayerNormBackward;
   table["gelu_backward"] = buildGeluBackward;
   table["silu_backward"] = buildSiluBackward;
+  table["relu_backward"] = buildReluBackward;
   table["adamw"] = buildAdamW;
   table["sgd"] = buildSgd;
 }

@@ -56,6 +56,23 @@ inline std::string testDir(const std::string &what) {
   return dir;
 }
 
+/// A testDir that is removed, with everything in it, when the test ends:
+/// passed, or stopped by a failed ASSERT.
+class ScopedTestDir {
+public:
+  explicit ScopedTestDir(const std::string &what) : path_(testDir(what)) {}
+  ~ScopedTestDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScopedTestDir(const ScopedTestDir &) = delete;
+  ScopedTestDir &operator=(const ScopedTestDir &) = delete;
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+};
+
 /// A backend that hands everything to `inner`: tests override the part they
 /// watch or change (the copy queue, the kernels' signatures).
 class ForwardingBackend : public runtime::Backend {

@@ -73,7 +73,8 @@ Json convProgram() {
 }
 
 TEST(OwnedWeights, OnlyAForwardProgramsSingleReaderWeightIsPrepackedInPlace) {
-  const std::string dir = testDir("owned-weights");
+  const ScopedTestDir scoped("owned-weights");
+  const std::string &dir = scoped.path();
   Json program = convProgram();
   auto output = [](const std::string &name) {
     return Json{{"name", name}, {"shape", {2, 64, 12, 12}}, {"dtype", "f32"}};
@@ -137,7 +138,8 @@ TEST(OwnedWeights, OnlyAForwardProgramsSingleReaderWeightIsPrepackedInPlace) {
 }
 
 TEST(OwnedWeights, ATrainingProgramOwnsNoWeight) {
-  const std::string dir = testDir("owned-weights-train");
+  const ScopedTestDir scoped("owned-weights-train");
+  const std::string &dir = scoped.path();
   ASSERT_TRUE(writeWPlusXPlan(dir).ok());
   Plan plan;
   ASSERT_TRUE(loadPlan(dir, &plan).ok());

@@ -4,7 +4,8 @@
     /usr/bin/python3 bench/cpu_train.py [--models gpt-bench,resnet50] [--threads N]
         [--warmup 2] [--steps 10] [--batch 8] [--samples 16] [--dropout 0]
         [--lr 1e-3] [--betas 0.9,0.999] [--eps 1e-8] [--weight-decay 0.01]
-        [--engines cleave,libtorch,eager,torchscript] [--loss-in-model] [--rounds 1]
+        [--engines cleave,libtorch,eager,torchscript] [--omp default,passive]
+        [--loss-in-model] [--rounds 1]
         [--work DIR] [--json FILE] [--cleave PATH]
 
 For each model: exports it with examples/export.py (traced in training mode, batch 8, with a
@@ -26,9 +27,13 @@ time covers the batch, forward, loss, backward and update; gradients are reset t
 steps. The baselines run at their best: under the OpenBLAS setting whose GEMM is fastest on this
 machine (probed first by bench/benchlib.py's best_blas_env: OPENBLAS_CORETYPE and
 OPENBLAS_L2_SIZE as inherited, both unset, SkylakeX, Haswell, each product checked equal; no fixed
-rule is right everywhere, docs/measurements.md "Baselines at their best") and, as before, with
-OMP_WAIT_POLICY=passive (idle OpenMP threads otherwise spin against OpenBLAS's, see
-docs/measurements.md, issue 3); cleave runs with the environment as it is. Every engine gets OMP_NUM_THREADS=T and T threads through its own switch.
+rule is right everywhere, docs/measurements.md "Baselines at their best"), and each baseline twice,
+as `cleave bench` and bench/zoo.py run theirs: with OMP_WAIT_POLICY unset, OpenMP's default
+("libtorch", "eager", "torchscript"), and passive, idle OpenMP threads sleeping ("libtorch*",
+"eager*", "torchscript*"; spinning threads can hold the cores OpenBLAS's threads want, see
+docs/measurements.md, issue 3). --omp default or --omp passive keeps one of the two. The reference
+is the fastest of them all, named. cleave runs with the environment as it is. Every engine gets
+OMP_NUM_THREADS=T and T threads through its own switch.
 
 Step time: the mean over the --steps steps after the --warmup ones (the median and minimum too).
 With --rounds R every engine runs R times, the engines taking turns, and each keeps its round with
@@ -66,12 +71,33 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PYTHON = "/usr/bin/python3"
 CLEAVE = os.path.join(ROOT, "build", "bin", "cleave")
 BASELINE = os.path.join(ROOT, "build", "bin", "cleave-train-baseline")
-# The baselines' command prefix: main() puts the probed OpenBLAS setting in front of this.
-BASELINE_ENV = ["env", "OMP_WAIT_POLICY=passive"]
+# The probed OpenBLAS setting of the baselines (main() fills it): NAME -> value, None unsets.
+BASELINE_BLAS = {}
 ENGINES = ("cleave", "libtorch", "eager", "torchscript")
 BASELINES = ("libtorch", "eager", "torchscript")
+# OpenMP's wait policies a baseline runs under: the run's key gets this suffix.
+OMP_POLICIES = {"default": "", "passive": "*"}
 LABELS = {"cleave": "cleave", "libtorch": "LibTorch (C++)", "eager": "PyTorch eager",
           "torchscript": "TorchScript (Python)"}
+
+
+def _engine(key):
+    """A run's engine: "libtorch*" -> "libtorch"."""
+    return key.rstrip("*")
+
+
+def _policy(key):
+    """A baseline run's OMP_WAIT_POLICY (None: unset), from its key."""
+    return "passive" if key.endswith("*") else None
+
+
+def _label(key):
+    return LABELS[_engine(key)] + (", OpenMP passive" if key.endswith("*") else "")
+
+
+def _baseline_env(key):
+    """The command prefix of a baseline run: its OpenBLAS setting and OpenMP wait policy."""
+    return benchlib.env_prefix(dict(BASELINE_BLAS, OMP_WAIT_POLICY=_policy(key)))
 DESCRIPTIONS = {
     "gpt-bench": "GPT, 6 layers, d_model 512, seq 256, vocab 8192, batch 8 (23.2M params)",
     "resnet50": "torchvision resnet50, batch 8, 224x224 (25.6M params)",
@@ -278,9 +304,9 @@ def _bench_model(name, a, work, env):
     for round_no in range(1, a.rounds + 1):
         if a.rounds > 1:
             print(f"-- round {round_no} of {a.rounds}", flush=True)
-        for engine in a.engines:
-            r = _run_engine(name, engine, a, work, env, pt, data, plan, loss, hyper, total)
-            _keep_fastest(results["engines"], engine, r)
+        for key in a.runs:
+            r = _run_engine(name, key, a, work, env, pt, data, plan, loss, hyper, total)
+            _keep_fastest(results["engines"], key, r)
     for engine, r in results["engines"].items():
         if "round_mean_step_seconds" in r:
             r["rounds"] = len(r["round_mean_step_seconds"])
@@ -302,39 +328,41 @@ def _keep_fastest(engines, engine, r):
     engines[engine]["round_mean_step_seconds"] = means
 
 
-def _run_engine(name, engine, a, work, env, pt, data, plan, loss, hyper, total):
+def _run_engine(name, key, a, work, env, pt, data, plan, loss, hyper, total):
     """One engine's run of --warmup + --steps steps in a fresh process: its times, peak RSS and
-    losses, or {"failed": why}."""
-    report = os.path.join(work, f"{name}.{engine}.json")
+    losses, or {"failed": why}. key: the engine, a star for OpenMP passive."""
+    engine, stem = _engine(key), key.replace("*", "-passive")
+    report = os.path.join(work, f"{name}.{stem}.json")
     if engine == "cleave":
         cmd = [CLEAVE, "train", plan, "--data", data, "--steps", str(total), "--threads",
                str(a.threads), "--report", report, "-q"]
     elif engine == "libtorch":
-        cmd = BASELINE_ENV + [BASELINE, pt, "--data", data, "--steps", str(total),
+        cmd = _baseline_env(key) + [BASELINE, pt, "--data", data, "--steps", str(total),
                               "--loss", loss, "--threads", str(a.threads),
                               "--report", report] + hyper
     else:
-        cmd = BASELINE_ENV + [PYTHON, os.path.abspath(__file__), "--worker", engine, pt,
+        cmd = _baseline_env(key) + [PYTHON, os.path.abspath(__file__), "--worker", engine, pt,
                               "--data", data, "--steps", str(total), "--loss", loss,
                               "--threads", str(a.threads), "--report", report] + hyper
         if name.startswith("gpt"):
             cmd += ["--dropout", str(a.dropout)]
         if a.loss_in_model:
             cmd += ["--loss-in-model", "cross_entropy"]
-    log = os.path.join(work, f"{name}.{engine}.log")
+    log = os.path.join(work, f"{name}.{stem}.log")
     idle = _wait_idle(a.wait_idle) if a.wait_idle > 0 else None
     print(f"$ {shlex.join(cmd)}", flush=True)
     rc, wall, rss, others = _run(cmd, log, env)
     if rc:
         with open(log) as f:
             tail = f.read()[-1500:].strip()
-        print(f"   {engine} FAILED (exit {rc}): {tail}", flush=True)
+        print(f"   {_label(key)} FAILED (exit {rc}): {tail}", flush=True)
         return {"failed": tail, "command": shlex.join(cmd)}
     with open(report) as f:
         rep = json.load(f)
     seconds = [s["seconds"] for s in rep["steps"]]
     measured = seconds[a.warmup:]
-    r = {"command": shlex.join(cmd), "busy_before": idle, "others_share": others,
+    r = {"command": shlex.join(cmd), "omp_wait_policy": None if engine == "cleave"
+         else _policy(key) or "unset", "busy_before": idle, "others_share": others,
          "wall_seconds": wall,
          "peak_rss_bytes": rss, "step_seconds": seconds,
          "mean_step_seconds": sum(measured) / len(measured),
@@ -344,7 +372,7 @@ def _run_engine(name, engine, a, work, env, pt, data, plan, loss, hyper, total):
     if engine == "cleave":
         r["plan_allocated_bytes"] = rep["memory_bytes"]["allocated"]
         r["plan_predicted_bytes"] = rep["memory_bytes"].get("predicted")
-    print(f"   {LABELS[engine]}: mean {r['mean_step_seconds'] * 1e3:.1f} ms, median "
+    print(f"   {_label(key)}: mean {r['mean_step_seconds'] * 1e3:.1f} ms, median "
           f"{r['median_step_seconds'] * 1e3:.1f} ms, min {r['min_step_seconds'] * 1e3:.1f} ms "
           f"per step; peak RSS {_mib(rss)} MiB; first loss {r['losses'][0]:.6f}, last "
           f"{r['losses'][-1]:.6f}; other processes used {others:.0%} of the machine meanwhile",
@@ -355,9 +383,15 @@ def _run_engine(name, engine, a, work, env, pt, data, plan, loss, hyper, total):
 def _summarize(results, a):
     """The ratios and the loss check of one model, added to results; returns the table rows."""
     e = {k: v for k, v in results["engines"].items() if "failed" not in v}
-    base = [b for b in BASELINES if b in e]
+    base = [k for k in a.runs if k != "cleave" and k in e]
     ref = min(base, key=lambda b: e[b]["mean_step_seconds"]) if base else None
     results["reference"] = ref
+    # Each baseline's faster OpenMP policy: the table's per-engine columns show that run.
+    results["fastest_run"] = {}
+    for engine in BASELINES:
+        runs = [k for k in base if _engine(k) == engine]
+        if runs:
+            results["fastest_run"][engine] = min(runs, key=lambda k: e[k]["mean_step_seconds"])
     c = e.get("cleave")
     checks = []
     if c:
@@ -375,7 +409,7 @@ def _summarize(results, a):
             l0, lr = e[b]["losses"][0], e[base[0]]["losses"][0]
             rel = abs(l0 - lr) / max(abs(lr), 1e-30)
             e[b]["first_loss_rel_diff_vs_" + base[0]] = rel
-            checks.append((f"{LABELS[b]} vs {LABELS[base[0]]}", rel, rel <= LOSS_RTOL))
+            checks.append((f"{_label(b)} vs {_label(base[0])}", rel, rel <= LOSS_RTOL))
     results["loss_check"] = [{"engine": b, "rel_diff": r, "ok": ok} for b, r, ok in checks]
     return ref, checks
 
@@ -400,11 +434,11 @@ def _table(all_results, a):
     for res in all_results:
         name, e, ref = res["model"], res["engines"], res.get("reference")
         first = True
-        for engine in ENGINES:
+        for engine in a.runs:
             if engine not in e:
                 continue
             r = e[engine]
-            label = LABELS[engine] + (" (reference)" if engine == ref else "")
+            label = _label(engine) + (" (reference)" if engine == ref else "")
             cell = DESCRIPTIONS.get(name, name) if first else ""
             first = False
             if "failed" in r:
@@ -418,13 +452,20 @@ def _table(all_results, a):
                          f"{r['others_share']:.0%} |")
             if r["others_share"] > 0.1:
                 notes.append(f"{name}: other processes used {r['others_share']:.0%} of the machine "
-                             f"while {LABELS[engine]} ran: its times are inflated")
+                             f"while {_label(engine)} ran: its times are inflated")
 
-        def ms(k):
+        def run_of(engine):
+            """The engine's run the summary shows: its faster OpenMP policy."""
+            fastest = res.get("fastest_run", {}).get(engine)
+            return fastest or next((k for k in a.runs if _engine(k) == engine and k in e), None)
+
+        def ms(engine):
+            k = run_of(engine)
             r = e.get(k)
             if not r:
                 return "-"
-            return "n/a" if "failed" in r else f"{r['mean_step_seconds'] * 1e3:.1f}"
+            star = "*" if k.endswith("*") else ""
+            return "n/a" if "failed" in r else f"{r['mean_step_seconds'] * 1e3:.1f}{star}"
 
         def ratio(k, key):
             r = e.get(k) or {}
@@ -433,14 +474,16 @@ def _table(all_results, a):
         c = e.get("cleave") or {}
         alloc = _mib(c["plan_allocated_bytes"]) if "plan_allocated_bytes" in c else "n/a"
         summary.append(f"| {name} | {ms('cleave')} | {ms('libtorch')} | {ms('eager')} | "
-                       f"{ms('torchscript')} | {LABELS.get(ref, '-')} | "
-                       f"{ratio('libtorch', 'speed_vs_cleave')} | {ratio(ref, 'speed_vs_cleave')} | "
-                       f"{ratio('libtorch', 'memory_cleave_over_this')} | "
+                       f"{ms('torchscript')} | {_label(ref) if ref else '-'} | "
+                       f"{ratio(run_of('libtorch'), 'speed_vs_cleave')} | "
+                       f"{ratio(ref, 'speed_vs_cleave')} | "
+                       f"{ratio(run_of('libtorch'), 'memory_cleave_over_this')} | "
                        f"{ratio(ref, 'memory_cleave_over_this')} | {alloc} |")
         for chk in res.get("loss_check", []):
             verdict = "agrees" if chk["ok"] else "DISAGREES"
             against = "" if " vs " in chk["engine"] else " with cleave's"
-            notes.append(f"{name}: first-step loss of {LABELS.get(chk['engine'], chk['engine'])} "
+            who = chk["engine"] if " vs " in chk["engine"] else _label(chk["engine"])
+            notes.append(f"{name}: first-step loss of {who} "
                          f"{verdict}{against} (relative difference {chk['rel_diff']:.1e}, "
                          f"tolerance {LOSS_RTOL:g})")
         if "cleave" in e and "failed" in e["cleave"]:
@@ -452,12 +495,12 @@ def _table(all_results, a):
             if key in r:
                 met = r[key] >= goal if better == "≥" else r[key] <= goal
                 notes.append(f"{name}: {label} goal ({better} {goal}x against the reference "
-                             f"{LABELS[ref]}): {'met' if met else 'MISSED'} ({r[key]:.2f}x)")
+                             f"{_label(ref)}): {'met' if met else 'MISSED'} ({r[key]:.2f}x)")
     return lines, summary, notes
 
 
 def main(argv):
-    global BASELINE_ENV, CLEAVE
+    global BASELINE_BLAS, CLEAVE
     if "--worker" in argv:
         return _worker(argv)
     p = argparse.ArgumentParser(description=__doc__,
@@ -477,6 +520,9 @@ def main(argv):
     p.add_argument("--eps", type=float, default=1e-8)
     p.add_argument("--weight-decay", type=float, default=1e-2)
     p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--omp", default=",".join(OMP_POLICIES),
+                   help="the OpenMP wait policies each baseline runs under: default "
+                        "(OMP_WAIT_POLICY unset) and/or passive (default: both)")
     p.add_argument("--rounds", type=int, default=1,
                    help="time every engine R times, the engines taking turns, each keeping its "
                         "round with the lowest mean step (default 1)")
@@ -495,6 +541,15 @@ def main(argv):
     for x in a.engines:
         if x not in ENGINES:
             p.error(f"unknown engine {x}; choose from {', '.join(ENGINES)}")
+    a.omp = [x for x in a.omp.split(",") if x]
+    for x in a.omp:
+        if x not in OMP_POLICIES:
+            p.error(f"unknown OpenMP policy {x}; choose from {', '.join(OMP_POLICIES)}")
+    if not a.omp:
+        p.error("--omp needs at least one policy")
+    # Every run of a round: cleave once, each baseline once per OpenMP policy.
+    a.runs = [e if e == "cleave" else e + OMP_POLICIES[o]
+              for e in a.engines for o in (a.omp if e != "cleave" else [None])]
     if a.warmup < 1 or a.steps < 1:
         p.error("--warmup and --steps must be at least 1")
     if a.rounds < 1:
@@ -508,7 +563,7 @@ def main(argv):
     blas, blas_setting, blas_probe = {}, "inherit", []
     if any(e in BASELINES for e in a.engines):
         blas, blas_setting, blas_probe = benchlib.best_blas_env(a.threads, PYTHON, base=env)
-    BASELINE_ENV = benchlib.env_prefix(blas) + ["OMP_WAIT_POLICY=passive"]
+    BASELINE_BLAS = blas
     work = a.work or tempfile.mkdtemp(prefix="cpu_train.")
     if not a.work:
         atexit.register(shutil.rmtree, work, True)
@@ -522,9 +577,10 @@ def main(argv):
           + (f"; every engine's fastest of {a.rounds} interleaved rounds" if a.rounds > 1 else ""))
     if blas_probe:
         print("\n".join(benchlib.blas_probe_table(blas_probe, blas_setting, a.threads)))
-    print(f"baselines run under: {' '.join(BASELINE_ENV)} (OpenBLAS {blas_setting}, the fastest "
-          "agreeing setting probed; idle OpenMP threads sleep); cleave runs with the environment "
-          "as it is")
+    print(f"baselines run under: {' '.join(benchlib.env_prefix(blas))} (OpenBLAS {blas_setting}, "
+          "the fastest agreeing setting probed), each with OMP_WAIT_POLICY "
+          + " and ".join("unset" if o == "default" else f"{o} (a star)" for o in a.omp)
+          + "; cleave runs with the environment as it is")
     all_results = []
     for name in a.models.split(","):
         res = _bench_model(name, a, work, env)
@@ -543,7 +599,8 @@ def main(argv):
             json.dump({"machine": _machine(), "date": time.strftime("%Y-%m-%d"),
                        "argv": argv, "threads": a.threads, "warmup": a.warmup, "steps": a.steps,
                        "rounds": a.rounds,
-                       "baseline_env": BASELINE_ENV, "blas_setting": blas_setting,
+                       "baseline_env": {k: _baseline_env(k) for k in a.runs if k != "cleave"},
+                       "omp_policies": a.omp, "blas_setting": blas_setting,
                        "blas_probe": blas_probe, "models": all_results}, f, indent=1)
     return 0
 

@@ -79,6 +79,11 @@ BASELINES = ("libtorch", "eager", "torchscript")
 OMP_POLICIES = {"default": "", "passive": "*"}
 LABELS = {"cleave": "cleave", "libtorch": "LibTorch (C++)", "eager": "PyTorch eager",
           "torchscript": "TorchScript (Python)"}
+DESCRIPTIONS = {
+    "gpt-bench": "GPT, 6 layers, d_model 512, seq 256, vocab 8192, batch 8 (23.2M params)",
+    "resnet50": "torchvision resnet50, batch 8, 224x224 (25.6M params)",
+}
+SPEED_GOAL, MEMORY_GOAL, LOSS_RTOL = 1.0, 0.7, 1e-3
 
 
 def _engine(key):
@@ -98,11 +103,6 @@ def _label(key):
 def _baseline_env(key):
     """The command prefix of a baseline run: its OpenBLAS setting and OpenMP wait policy."""
     return benchlib.env_prefix(dict(BASELINE_BLAS, OMP_WAIT_POLICY=_policy(key)))
-DESCRIPTIONS = {
-    "gpt-bench": "GPT, 6 layers, d_model 512, seq 256, vocab 8192, batch 8 (23.2M params)",
-    "resnet50": "torchvision resnet50, batch 8, 224x224 (25.6M params)",
-}
-SPEED_GOAL, MEMORY_GOAL, LOSS_RTOL = 1.0, 0.7, 1e-3
 
 
 # --- The Python engines (one process each) --------------------------------------------------------
@@ -338,12 +338,12 @@ def _run_engine(name, key, a, work, env, pt, data, plan, loss, hyper, total):
                str(a.threads), "--report", report, "-q"]
     elif engine == "libtorch":
         cmd = _baseline_env(key) + [BASELINE, pt, "--data", data, "--steps", str(total),
-                              "--loss", loss, "--threads", str(a.threads),
-                              "--report", report] + hyper
+                                    "--loss", loss, "--threads", str(a.threads),
+                                    "--report", report] + hyper
     else:
         cmd = _baseline_env(key) + [PYTHON, os.path.abspath(__file__), "--worker", engine, pt,
-                              "--data", data, "--steps", str(total), "--loss", loss,
-                              "--threads", str(a.threads), "--report", report] + hyper
+                                    "--data", data, "--steps", str(total), "--loss", loss,
+                                    "--threads", str(a.threads), "--report", report] + hyper
         if name.startswith("gpt"):
             cmd += ["--dropout", str(a.dropout)]
         if a.loss_in_model:

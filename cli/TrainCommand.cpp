@@ -60,7 +60,10 @@ options:
                          every --checkpoint-every K steps and after the last
   --checkpoint-every K   steps between checkpoints
   --resume PATH          continue from a checkpoint: DIR (its latest) or
-                         DIR/ckpt-<step>
+                         DIR/ckpt-<step>; one of another mesh's plan of the
+                         same model moves to this plan's; at --steps already,
+                         no step is taken and --checkpoint writes the state
+                         in this plan's layout
   --shuffle SEED         take each epoch's samples in an order drawn from SEED
   --backend B            cpu, cuda or auto (default cpu)
   --threads N            CPU threads for kernels (default: OMP_NUM_THREADS,
@@ -686,11 +689,19 @@ int runTrain(int argc, char **argv) {
       !s.ok())
     return fail(s);
   if (!quiet) {
-    std::printf("cleave train: steps %lld..%lld on %s, memory %.2f MiB allocated (%.2f MiB "
-                "predicted)",
-                static_cast<long long>(report.firstStep), static_cast<long long>(total),
-                device->name(), report.allocatedBytes / 1048576.0,
-                report.predictedBytes / 1048576.0);
+    if (report.firstStep > total)
+      std::printf("cleave train: no step to take (at step %lld of %lld) on %s%s, memory %.2f MiB "
+                  "allocated (%.2f MiB predicted)",
+                  static_cast<long long>(report.firstStep - 1), static_cast<long long>(total),
+                  device->name(),
+                  report.checkpoints.empty() ? "" : ", the state written as a checkpoint",
+                  report.allocatedBytes / 1048576.0, report.predictedBytes / 1048576.0);
+    else
+      std::printf("cleave train: steps %lld..%lld on %s, memory %.2f MiB allocated (%.2f MiB "
+                  "predicted)",
+                  static_cast<long long>(report.firstStep), static_cast<long long>(total),
+                  device->name(), report.allocatedBytes / 1048576.0,
+                  report.predictedBytes / 1048576.0);
     if (!report.resumedFrom.empty())
       std::printf(", resumed from %s", report.resumedFrom.c_str());
     std::printf("\n");

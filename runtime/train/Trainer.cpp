@@ -329,6 +329,40 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
   report->stepping = true;
   const CopyStats copiesBefore = executor->copyStats();
 
+  // Sharded states are gathered by every rank of the dp group together;
+  // the rank that writes files writes the checkpoint.
+  auto writeCheckpointAt = [&](int64_t step) -> Status {
+    if (!(options.writesFiles || sharded || pipelined) || options.checkpointDir.empty())
+      return {};
+    CheckpointInfo info;
+    info.step = step;
+    info.seed = training.seed;
+    info.shuffleSeed = options.shuffleSeed;
+    info.dataSamples = data.samples();
+    info.dataBytes = data.fileBytes();
+    std::string written;
+    const std::string what = "checkpoint of step " + std::to_string(step);
+    if (pipelined || (sharded && options.group.agree)) {
+      // Every stage writes its own tensors and every rank its ZeRO parts
+      // (version 2); rank 0 the index.
+      LocalCheckpoint local;
+      CLEAVE_RETURN_IF_ERROR(
+          collectLocalCheckpoint(plan, *executor, options.shards.index, &local).prepend(what));
+      CLEAVE_RETURN_IF_ERROR(writeShardedCheckpoint(options.checkpointDir, plan, program, local,
+                                                    info, options.group, &written));
+      if (options.writesFiles)
+        report->checkpoints.push_back(written);
+    } else if (options.writesFiles) {
+      CheckpointTensors tensors;
+      CLEAVE_RETURN_IF_ERROR(
+          collectCheckpoint(plan, *executor, options.shards, &tensors).prepend(what));
+      CLEAVE_RETURN_IF_ERROR(
+          writeCheckpoint(options.checkpointDir, plan, program, tensors, info, &written));
+      report->checkpoints.push_back(written);
+    }
+    return {};
+  };
+
   for (int64_t step = done + 1; step <= options.steps; ++step) {
     auto start = std::chrono::steady_clock::now();
     StepRecord record;
@@ -428,38 +462,13 @@ Status train(const Plan &plan, Backend &backend, const TrainOptions &options,
     if (onStep)
       onStep(record);
     bool last = step == options.steps;
-    // Sharded states are gathered by every rank of the dp group together;
-    // the rank that writes files writes the checkpoint.
-    if ((options.writesFiles || sharded || pipelined) && !options.checkpointDir.empty() &&
-        ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) || last)) {
-      CheckpointInfo info;
-      info.step = step;
-      info.seed = training.seed;
-      info.shuffleSeed = options.shuffleSeed;
-      info.dataSamples = data.samples();
-      info.dataBytes = data.fileBytes();
-      std::string written;
-      const std::string what = "checkpoint of step " + std::to_string(step);
-      if (pipelined || (sharded && options.group.agree)) {
-        // Every stage writes its own tensors and every rank its ZeRO parts
-        // (version 2); rank 0 the index.
-        LocalCheckpoint local;
-        CLEAVE_RETURN_IF_ERROR(
-            collectLocalCheckpoint(plan, *executor, options.shards.index, &local).prepend(what));
-        CLEAVE_RETURN_IF_ERROR(writeShardedCheckpoint(options.checkpointDir, plan, program, local,
-                                                      info, options.group, &written));
-        if (options.writesFiles)
-          report->checkpoints.push_back(written);
-      } else if (options.writesFiles) {
-        CheckpointTensors tensors;
-        CLEAVE_RETURN_IF_ERROR(
-            collectCheckpoint(plan, *executor, options.shards, &tensors).prepend(what));
-        CLEAVE_RETURN_IF_ERROR(
-            writeCheckpoint(options.checkpointDir, plan, program, tensors, info, &written));
-        report->checkpoints.push_back(written);
-      }
-    }
+    if ((options.checkpointEvery > 0 && step % options.checkpointEvery == 0) || last)
+      CLEAVE_RETURN_IF_ERROR(writeCheckpointAt(step));
   }
+  // Resumed at --steps: no step to take, and the checkpoint asked for is the
+  // resumed state in this plan's layout (a checkpoint moved to another mesh).
+  if (done == options.steps && !options.resumePath.empty())
+    CLEAVE_RETURN_IF_ERROR(writeCheckpointAt(done));
   Status end;
   if (pipelined && !options.saveWeightsPath.empty())
     end = saveStageStateDict(plan, *executor, options.saveWeightsPath, options.shards,

@@ -34,7 +34,10 @@ struct TrainOptions {
   int64_t steps = 0;
   std::string logPath;         // one JSON object per step; empty: none
   std::string saveWeightsPath; // the model's state_dict; empty: none
-  std::string checkpointDir;   // empty: no checkpoints
+  /// Empty: no checkpoints. A run resumed at `steps` takes no step and
+  /// writes the resumed state here, in this plan's layout (a checkpoint
+  /// moved to another mesh).
+  std::string checkpointDir;
   int64_t checkpointEvery = 0; // steps between checkpoints (0: only at the end)
   std::string resumePath;      // a checkpoint, or a directory whose `latest` names one
   std::optional<uint64_t> shuffleSeed;

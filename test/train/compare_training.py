@@ -54,29 +54,62 @@ def main():
               f": {'FAIL' if bad else 'ok'}")
         ok = ok and not bad
     if a.weights:
-        expected, actual = load_file(a.weights[0]), load_file(a.weights[1])
-        # A safetensors file is a mapping: the names must agree, not their order in the header.
-        if sorted(expected) != sorted(actual):
-            print(f"state_dict names differ: torch {sorted(expected)}, cleave {sorted(actual)}: FAIL")
-            ok = False
-        for name in expected:
-            if name not in actual:
-                continue
-            e, c = expected[name], actual[name]
-            if e.shape != c.shape or e.dtype != c.dtype:
-                print(f"{name}: torch {tuple(e.shape)} {e.dtype}, cleave {tuple(c.shape)} {c.dtype}: FAIL")
-                ok = False
-                continue
-            if e.is_floating_point():
-                scale = max(1.0, e.abs().max().item() if e.numel() else 0.0)
-                err = (c.double() - e.double()).abs().max().item() if e.numel() else 0.0
-                bad = not (err <= a.wtol * scale)
-                print(f"{name}: max abs error {err:.3g}, bound {a.wtol * scale:.3g}: {'FAIL' if bad else 'ok'}")
-            else:
-                bad = not bool((c == e).all())
-                print(f"{name}: exact: {'FAIL' if bad else 'ok'}")
-            ok = ok and not bad
+        ok = compare_tensors(load_file(a.weights[0]), load_file(a.weights[1]), a.wtol) and ok
     sys.exit(0 if ok else 1)
+
+
+def compare_tensors(expected, actual, wtol, quiet=False, prefix=""):
+    """The same names, shapes and dtypes, and per tensor max|actual - expected| <= wtol *
+    max(1, max|expected|); integer tensors exact. Prints a line per tensor (quiet: only the
+    failures); returns whether all hold."""
+    ok = True
+
+    def report(line, bad):
+        if bad or not quiet:
+            print(prefix + line)
+
+    # A safetensors file is a mapping: the names must agree, not their order in the header.
+    if sorted(expected) != sorted(actual):
+        report(f"state_dict names differ: torch {sorted(expected)}, cleave {sorted(actual)}: FAIL",
+               True)
+        ok = False
+    for name in expected:
+        if name not in actual:
+            continue
+        e, c = expected[name], actual[name]
+        if e.shape != c.shape or e.dtype != c.dtype:
+            report(f"{name}: torch {tuple(e.shape)} {e.dtype}, cleave {tuple(c.shape)} {c.dtype}: "
+                   "FAIL", True)
+            ok = False
+            continue
+        if e.is_floating_point():
+            scale = max(1.0, e.abs().max().item() if e.numel() else 0.0)
+            err = (c.double() - e.double()).abs().max().item() if e.numel() else 0.0
+            bad = not (err <= wtol * scale)
+            report(f"{name}: max abs error {err:.3g}, bound {wtol * scale:.3g}: "
+                   f"{'FAIL' if bad else 'ok'}", bad)
+        else:
+            bad = not bool((c == e).all())
+            report(f"{name}: exact: {'FAIL' if bad else 'ok'}", bad)
+        ok = ok and not bad
+    return ok
+
+
+def relative_errors(expected, actual):
+    """Per tensor of both, ||actual - expected|| / ||expected|| (2-norms, in f64; 0 where both
+    are zero, inf where only expected is, or where the shapes differ)."""
+    out = {}
+    for name in expected:
+        if name not in actual:
+            continue
+        e, c = expected[name].double(), actual[name].double()
+        if e.shape != c.shape:
+            out[name] = math.inf
+            continue
+        diff, size = (c - e).norm().item(), e.norm().item()
+        rel = diff / size if size > 0 else (0.0 if diff == 0 else math.inf)
+        out[name] = math.inf if math.isnan(rel) else rel
+    return out
 
 
 if __name__ == "__main__":

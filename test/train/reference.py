@@ -48,14 +48,8 @@ def schedule(kind, warmup, decay):
     return lam
 
 
-def main():
-    torch_fixes.apply()
-    p = argparse.ArgumentParser()
-    p.add_argument("model")
-    p.add_argument("--data", required=True)
-    p.add_argument("--steps", type=int, required=True)
-    p.add_argument("--losses", required=True)
-    p.add_argument("--weights")
+def add_optimizer_arguments(p):
+    """The loss and the optimizer, as `cleave compile --mode train` takes them."""
     p.add_argument("--loss", default="model", choices=["model", "cross_entropy", "mse"])
     p.add_argument("--optimizer", default="adamw", choices=["adamw", "sgd"])
     p.add_argument("--lr", type=float)
@@ -65,6 +59,29 @@ def main():
     p.add_argument("--momentum", type=float, default=0.0)
     p.add_argument("--dampening", type=float, default=0.0)
     p.add_argument("--nesterov", action="store_true")
+
+
+def make_optimizer(a, params):
+    """torch.optim's optimizer for add_optimizer_arguments' options, with cleave's defaults."""
+    if a.optimizer == "adamw":
+        b1, b2 = (float(b) for b in a.betas.split(","))
+        return torch.optim.AdamW(params, lr=1e-3 if a.lr is None else a.lr, betas=(b1, b2),
+                                 eps=a.eps,
+                                 weight_decay=1e-2 if a.weight_decay is None else a.weight_decay)
+    return torch.optim.SGD(params, lr=a.lr, momentum=a.momentum, dampening=a.dampening,
+                           nesterov=a.nesterov,
+                           weight_decay=0.0 if a.weight_decay is None else a.weight_decay)
+
+
+def main():
+    torch_fixes.apply()
+    p = argparse.ArgumentParser()
+    p.add_argument("model")
+    p.add_argument("--data", required=True)
+    p.add_argument("--steps", type=int, required=True)
+    p.add_argument("--losses", required=True)
+    p.add_argument("--weights")
+    add_optimizer_arguments(p)
     p.add_argument("--clip-grad-norm", type=float, default=0.0)
     p.add_argument("--lr-schedule", default="constant")
     p.add_argument("--warmup-steps", type=int, default=0)
@@ -104,14 +121,7 @@ def main():
     samples = next(iter(data.values())).shape[0]
 
     params = [q for q in module.parameters() if q.requires_grad]
-    if a.optimizer == "adamw":
-        b1, b2 = (float(b) for b in a.betas.split(","))
-        opt = torch.optim.AdamW(params, lr=1e-3 if a.lr is None else a.lr, betas=(b1, b2), eps=a.eps,
-                                weight_decay=1e-2 if a.weight_decay is None else a.weight_decay)
-    else:
-        opt = torch.optim.SGD(params, lr=a.lr, momentum=a.momentum, dampening=a.dampening,
-                              nesterov=a.nesterov,
-                              weight_decay=0.0 if a.weight_decay is None else a.weight_decay)
+    opt = make_optimizer(a, params)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, schedule(a.lr_schedule, a.warmup_steps, a.decay_steps))
 

@@ -139,8 +139,12 @@ Status parseConv2dBackward(const KernelSignature &sig, const char *backend,
                                                                stride, padding, dilation, x.dtype);
   if (sig.scratchBytes < needed)
     return CLEAVE_ERROR(sig.kernel, ": needs ", needed, " bytes of scratch for its column matrix (",
-                        p.channels / groups * p.kh * p.kw, "x", p.oh * p.ow,
-                        " floats), the plan reserves ", sig.scratchBytes);
+                        p.channels / groups * p.kh * p.kw, "x", p.oh * p.ow, " floats)",
+                        conv2dUsesPrimitive(x.shape, w.shape, outShape, groups)
+                            ? " or the channels-last copies of its gradient and input and the "
+                              "weight in oneDNN's blocked format"
+                            : "",
+                        ", the plan reserves ", sig.scratchBytes);
   p.directGemm = conv2dIsDirectGemm(w.shape, stride, padding, dilation);
   *out = p;
   return {};

@@ -100,7 +100,8 @@ Status parseConv2d(const KernelSignature &sig, const char *backend,
     return CLEAVE_ERROR(sig.kernel, ": needs ", needed, " bytes of scratch for its im2col matrix (",
                         channels / groups * g.kh * g.kw, "x", g.oh * g.ow, " floats)",
                         conv2dUsesPrimitive(x.shape, w.shape, outShape, groups)
-                            ? " or the channels-last copies of its input and output"
+                            ? " or the channels-last copies of its input and output and its "
+                              "weight in oneDNN's blocked format"
                             : "",
                         ", the plan reserves ", sig.scratchBytes);
   g.directGemm = conv2dIsDirectGemm(w.shape, stride, padding, dilation);

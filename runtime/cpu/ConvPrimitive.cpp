@@ -4,6 +4,7 @@
 #include "runtime/cpu/ConvScratch.h"
 #include "runtime/cpu/Dnnl.h"
 
+#include <array>
 #include <memory>
 #include <unordered_map>
 
@@ -101,15 +102,230 @@ Status runConv(ConvPrimitives &c, const KernelCall &call) {
   return {};
 }
 
+//===----------------------------------------------------------------------===//
+// Weights that change between calls: training's forward and both gradients
+//===----------------------------------------------------------------------===//
+
+/// The activations of one call in both layouts, and the reorders between
+/// them: src is the convolution's input (or its gradient), dst its output
+/// (or its gradient).
+struct TrainingImages {
+  memory::desc srcPlain, srcBlocked, dstPlain, dstBlocked;
+  dnnl::reorder srcIn, srcOut, dstIn, dstOut;
+  dnnl::primitive conv;
+  memory::desc weightsBlocked;
+};
+
+struct TrainingConv {
+  Conv2dParams p;
+  ConvPass pass = ConvPass::Forward;
+  ConvPrimitiveScratch layout;
+  memory::desc weightsPlain, bias;
+  /// Forward and input gradient: the weight into the primitive's format.
+  /// Weight gradient: the primitive's result out of it, the first call's
+  /// written (toPlain), each later call's added (addToPlain).
+  dnnl::reorder toBlocked, toPlain, addToPlain;
+  TrainingImages full, rest;
+  int64_t imagesPerCall = 0;
+};
+
+dnnl::reorder makeReorder(const memory::desc &from, const memory::desc &to,
+                          const dnnl::primitive_attr &attr = dnnl::primitive_attr()) {
+  return dnnl::reorder(
+      dnnl::reorder::primitive_desc(dnnlEngine(), from, dnnlEngine(), to, attr));
+}
+
+/// The primitive of `pass` for `images` images; false where oneDNN's
+/// activations would not be channels-last or its weight would not fit the
+/// scratch's bound.
+bool buildTrainingImages(const Conv2dParams &p, ConvPass pass, int64_t images,
+                         size_t weightBound, TrainingImages *out) {
+  const memory::dims src{images, p.channels, p.height, p.width};
+  const memory::dims dst{images, p.filters, p.oh, p.ow};
+  out->srcPlain = memory::desc(src, kF32, Tag::nchw);
+  out->srcBlocked = memory::desc(src, kF32, Tag::nhwc);
+  out->dstPlain = memory::desc(dst, kF32, Tag::nchw);
+  out->dstBlocked = memory::desc(dst, kF32, Tag::nhwc);
+  const memory::desc anyWeights(weightDims(p), kF32, Tag::any);
+  const memory::dims strides{p.sh, p.sw}, dilates{p.dh - 1, p.dw - 1}, pad{p.ph, p.pw};
+  const bool bias = pass == ConvPass::Forward && p.hasBias;
+  const auto direct = dnnl::algorithm::convolution_direct;
+  dnnl::convolution_forward::primitive_desc forward(
+      {dnnl::prop_kind::forward_training, direct, out->srcBlocked, anyWeights,
+       bias ? memory::desc({p.filters}, kF32, Tag::a) : memory::desc(), out->dstBlocked, strides,
+       dilates, pad, pad},
+      dnnlEngine());
+  // The layouts oneDNN picked: src, dst (or their gradients) and the weight.
+  std::array<memory::desc, 3> seen;
+  switch (pass) {
+  case ConvPass::Forward:
+    out->conv = dnnl::convolution_forward(forward);
+    seen = {forward.src_desc(), forward.dst_desc(), forward.weights_desc()};
+    break;
+  case ConvPass::BackwardInput: {
+    dnnl::convolution_backward_data::primitive_desc pd(
+        {direct, out->srcBlocked, anyWeights, out->dstBlocked, strides, dilates, pad, pad},
+        dnnlEngine(), forward);
+    out->conv = dnnl::convolution_backward_data(pd);
+    seen = {pd.diff_src_desc(), pd.diff_dst_desc(), pd.weights_desc()};
+    break;
+  }
+  case ConvPass::BackwardWeight: {
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        {direct, out->srcBlocked, anyWeights, out->dstBlocked, strides, dilates, pad, pad},
+        dnnlEngine(), forward);
+    out->conv = dnnl::convolution_backward_weights(pd);
+    seen = {pd.src_desc(), pd.diff_dst_desc(), pd.diff_weights_desc()};
+    break;
+  }
+  }
+  out->weightsBlocked = seen[2];
+  if (seen[0] != out->srcBlocked || seen[1] != out->dstBlocked ||
+      out->weightsBlocked.get_size() > weightBound)
+    return false;
+  if (pass == ConvPass::BackwardInput) {
+    out->dstIn = makeReorder(out->dstPlain, out->dstBlocked);
+    out->srcOut = makeReorder(out->srcBlocked, out->srcPlain);
+  } else {
+    out->srcIn = makeReorder(out->srcPlain, out->srcBlocked);
+    if (pass == ConvPass::Forward)
+      out->dstOut = makeReorder(out->dstBlocked, out->dstPlain);
+    else
+      out->dstIn = makeReorder(out->dstPlain, out->dstBlocked);
+  }
+  return true;
+}
+
+/// inputs: forward x, w (, bias); input gradient g, w; weight gradient g, x.
+Status runTrainingConv(TrainingConv &c, const KernelCall &call) {
+  const Conv2dParams &p = c.p;
+  dnnl::engine &engine = dnnlEngine();
+  dnnl::stream stream(engine);
+  char *scratch = static_cast<char *>(call.scratch);
+  void *weightsScratch = scratch + c.layout.weightOffset;
+  const int64_t imageIn = p.channels * p.height * p.width, imageOut = p.filters * p.oh * p.ow;
+  if (c.pass != ConvPass::BackwardWeight) {
+    memory plain(c.weightsPlain, engine, const_cast<void *>(call.inputs[1]));
+    memory blocked(c.full.weightsBlocked, engine, weightsScratch);
+    c.toBlocked.execute(stream, plain, blocked);
+  }
+  for (int64_t n = 0; n < p.batch; n += c.imagesPerCall) {
+    const TrainingImages &b = p.batch - n >= c.imagesPerCall ? c.full : c.rest;
+    memory src(b.srcBlocked, engine, scratch);
+    memory dst(b.dstBlocked, engine, scratch + c.layout.dstOffset);
+    memory weights(b.weightsBlocked, engine, weightsScratch);
+    switch (c.pass) {
+    case ConvPass::Forward: {
+      const float *x = static_cast<const float *>(call.inputs[0]) + n * imageIn;
+      float *y = static_cast<float *>(call.outputs[0]) + n * imageOut;
+      memory xPlain(b.srcPlain, engine, const_cast<float *>(x)), yPlain(b.dstPlain, engine, y);
+      b.srcIn.execute(stream, xPlain, src);
+      std::unordered_map<int, memory> args = {
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+      if (p.hasBias)
+        args.emplace(DNNL_ARG_BIAS, memory(c.bias, engine, const_cast<void *>(call.inputs[2])));
+      b.conv.execute(stream, args);
+      b.dstOut.execute(stream, dst, yPlain);
+      break;
+    }
+    case ConvPass::BackwardInput: {
+      const float *g = static_cast<const float *>(call.inputs[0]) + n * imageOut;
+      float *dx = static_cast<float *>(call.outputs[0]) + n * imageIn;
+      memory gPlain(b.dstPlain, engine, const_cast<float *>(g)), dxPlain(b.srcPlain, engine, dx);
+      b.dstIn.execute(stream, gPlain, dst);
+      b.conv.execute(stream, {{DNNL_ARG_DIFF_DST, dst},
+                              {DNNL_ARG_WEIGHTS, weights},
+                              {DNNL_ARG_DIFF_SRC, src}});
+      b.srcOut.execute(stream, src, dxPlain);
+      break;
+    }
+    case ConvPass::BackwardWeight: {
+      const float *g = static_cast<const float *>(call.inputs[0]) + n * imageOut;
+      const float *x = static_cast<const float *>(call.inputs[1]) + n * imageIn;
+      memory gPlain(b.dstPlain, engine, const_cast<float *>(g));
+      memory xPlain(b.srcPlain, engine, const_cast<float *>(x));
+      b.srcIn.execute(stream, xPlain, src);
+      b.dstIn.execute(stream, gPlain, dst);
+      b.conv.execute(stream, {{DNNL_ARG_SRC, src},
+                              {DNNL_ARG_DIFF_DST, dst},
+                              {DNNL_ARG_DIFF_WEIGHTS, weights}});
+      // The batch's sum, call by call in image order.
+      memory dw(c.weightsPlain, engine, call.outputs[0]);
+      (n == 0 ? c.toPlain : c.addToPlain).execute(stream, weights, dw);
+      break;
+    }
+    }
+  }
+  stream.wait();
+  return {};
+}
+
+const char *passName(ConvPass pass) {
+  switch (pass) {
+  case ConvPass::Forward: return "conv2d";
+  case ConvPass::BackwardInput: return "conv2d_backward_input";
+  case ConvPass::BackwardWeight: return "conv2d_backward_weight";
+  }
+  return "conv2d";
+}
+
 } // namespace
+
+Status buildTrainingConv(const KernelSignature &sig, const Conv2dParams &p, ConvPass pass,
+                         KernelFn *fn) {
+  const Shape input{p.batch, p.channels, p.height, p.width};
+  const Shape weight{p.filters, p.channels / p.groups, p.kh, p.kw};
+  const Shape output{p.batch, p.filters, p.oh, p.ow};
+  auto c = std::make_shared<TrainingConv>();
+  c->p = p;
+  c->pass = pass;
+  c->layout = conv2dPrimitiveScratch(input, weight, output, p.groups);
+  c->imagesPerCall = std::min<int64_t>(p.batch, kConvPrimitiveImages);
+  if (c->imagesPerCall <= 0 || c->layout.total == 0 || sig.scratchBytes < c->layout.total)
+    return {};
+  try {
+    bool fits = buildTrainingImages(p, pass, c->imagesPerCall, c->layout.weightBytes, &c->full);
+    if (const int64_t rest = p.batch % c->imagesPerCall; rest && fits)
+      // One weight layout serves every call.
+      fits = buildTrainingImages(p, pass, rest, c->layout.weightBytes, &c->rest) &&
+             c->rest.weightsBlocked == c->full.weightsBlocked;
+    if (!fits)
+      return {};
+    c->weightsPlain = memory::desc(weightDims(p), kF32, p.groups == 1 ? Tag::oihw : Tag::goihw);
+    c->bias = memory::desc({p.filters}, kF32, Tag::a);
+    if (pass == ConvPass::BackwardWeight) {
+      dnnl::post_ops add;
+      add.append_sum(1.0f);
+      dnnl::primitive_attr accumulate;
+      accumulate.set_post_ops(add);
+      c->toPlain = makeReorder(c->full.weightsBlocked, c->weightsPlain);
+      c->addToPlain = makeReorder(c->full.weightsBlocked, c->weightsPlain, accumulate);
+    } else {
+      c->toBlocked = makeReorder(c->weightsPlain, c->full.weightsBlocked);
+    }
+  } catch (const dnnl::error &e) {
+    return CLEAVE_ERROR(sig.kernel, ": oneDNN cannot run this convolution (input ",
+                        describe(input, DType::F32), ", weight ", describe(weight, DType::F32),
+                        "): ", e.what());
+  }
+  const char *name = passName(pass);
+  *fn = [c, name](const KernelCall &call) -> Status {
+    try {
+      return runTrainingConv(*c, call);
+    } catch (const dnnl::error &e) {
+      return CLEAVE_ERROR(name, ": oneDNN's convolution failed: ", e.what());
+    }
+  };
+  return {};
+}
 
 Status buildPrimitiveConv2d(const KernelSignature &sig, const Conv2dParams &p, KernelFn *fn) {
   const TensorDesc &x = *sig.inputs[0], &w = *sig.inputs[1];
   if (!sig.ownsConstant(1))
-    return {};
+    return buildTrainingConv(sig, p, ConvPass::Forward, fn);
   auto c = std::make_shared<ConvPrimitives>();
   c->p = p;
-  c->layout = conv2dPrimitiveScratch(x.shape, sig.outputs[0].shape);
+  c->layout = conv2dPrimitiveScratch(x.shape, w.shape, sig.outputs[0].shape, p.groups);
   c->imagesPerCall = std::min<int64_t>(p.batch, kConvPrimitiveImages);
   if (c->imagesPerCall <= 0 || c->layout.total == 0 || sig.scratchBytes < c->layout.total)
     return {};

@@ -5,9 +5,11 @@
 // peak, where im2col + GEMM spends a third of its time building columns,
 // and wide groups faster than a GEMM per group. The plan keeps NCHW
 // tensors, so each call copies a few images at a time into channels-last
-// layout and back, in the instruction's scratch (ConvScratch.h). The
-// weights are reordered into the primitive's format once, in place, which
-// needs a weight the kernel owns (KernelSignature::ownedConstants).
+// layout and back, in the instruction's scratch (ConvScratch.h). A weight
+// the kernel owns (KernelSignature::ownedConstants: a forward-only
+// program's) is reordered into the primitive's format once, in place; one
+// that changes between calls (training) is reordered into the scratch on
+// every call, and the weight's gradient is reordered out of it.
 //
 //===----------------------------------------------------------------------===//
 #pragma once
@@ -17,11 +19,25 @@
 
 namespace cleave::runtime::cpu {
 
-/// Prepares the primitives for `p` (an f32 conv2d, conv2dUsesPrimitive, its
-/// weight an owned constant). Leaves `*fn` empty where oneDNN's weight
-/// format is not the weight's own size (padded blocks) or its activations
-/// not channels-last: the caller runs im2col + GEMM instead. An error names
-/// the shape oneDNN could not take.
+/// Prepares the primitives for `p` (an f32 conv2d, conv2dUsesPrimitive);
+/// a weight the kernel does not own goes to buildTrainingConv. Leaves `*fn`
+/// empty where oneDNN's format for an owned weight is not the weight's own
+/// size (padded blocks) or its activations not channels-last: the caller
+/// runs im2col + GEMM instead. An error names the shape oneDNN could not
+/// take.
 Status buildPrimitiveConv2d(const KernelSignature &sig, const Conv2dParams &p, KernelFn *fn);
+
+/// Which of a convolution's three computations a kernel runs.
+enum class ConvPass { Forward, BackwardInput, BackwardWeight };
+
+/// The primitive of `pass` for `p` (f32, conv2dUsesPrimitive) where the
+/// weight is not the kernel's own: the forward reorders it into the scratch
+/// on every call, as does the input's gradient (inputs: grad, weight); the
+/// weight's gradient (inputs: grad, input) is summed over the batch's calls
+/// into the output. Leaves `*fn` empty where oneDNN's activations would not
+/// be channels-last or its weight outgrows the scratch's bound: the caller
+/// runs im2col + GEMM instead.
+Status buildTrainingConv(const KernelSignature &sig, const Conv2dParams &p, ConvPass pass,
+                         KernelFn *fn);
 
 } // namespace cleave::runtime::cpu

@@ -1,10 +1,11 @@
 //===- ConvScratch.h - Scratch bytes of a CPU conv2d ----------------------===//
 //
-// A CPU conv2d of a forward-only program may run oneDNN's convolution
-// primitive on channels-last copies of a few images at a time, its weights
-// prepacked once (conv2dUsesPrimitive says when); the copies live in the
-// instruction's scratch. Otherwise each (image, group) is one GEMM over an
-// im2col matrix kept in the scratch, and the scratch holds either. The compiler
+// A CPU conv2d and its two gradients may run oneDNN's convolution
+// primitives on channels-last copies of a few images at a time
+// (conv2dUsesPrimitive says when); the copies, and in training the weight in
+// the primitive's blocked format, live in the instruction's scratch.
+// Otherwise each (image, group) is one GEMM over an im2col matrix kept in
+// the scratch, and the scratch holds either. The compiler
 // reserves exactly this many bytes and the kernel builder checks it, so both
 // include this header. Header-only, no dependencies beyond runtime/Tensor.h.
 //
@@ -81,27 +82,45 @@ inline bool conv2dUsesPrimitive(const Shape &input, const Shape &weight, const S
 }
 
 /// The scratch layout of the primitive path: the channels-last input of
-/// kConvPrimitiveImages images at the start, their output at dstOffset
-/// (64-byte aligned); the primitive's own scratchpad, a few KiB, is
+/// kConvPrimitiveImages images at the start, their output at dstOffset, and
+/// at weightOffset the weight in the primitive's blocked format, reordered
+/// there on every call where the weight changes between calls (training:
+/// the forward, the input's gradient; the weight's gradient is computed
+/// there). Each part 64-byte aligned; the primitive's own scratchpad is
 /// oneDNN's. f32 only: the CPU backend widens bf16/f16 operands before the
 /// kernel sees them.
 struct ConvPrimitiveScratch {
-  size_t dstOffset = 0, total = 0;
+  size_t dstOffset = 0, weightOffset = 0, weightBytes = 0, total = 0;
 };
 
 inline size_t alignScratch(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-inline ConvPrimitiveScratch conv2dPrimitiveScratch(const Shape &input, const Shape &output) {
+/// A bound on a weight's bytes in any of oneDNN's f32 blocked formats: each
+/// group's filters and channels rounded up to the widest block, 16.
+inline size_t conv2dBlockedWeightBytes(const Shape &weight, int64_t groups) {
+  if (weight.size() != 4 || groups < 1)
+    return 0;
+  auto up16 = [](int64_t n) { return (n + 15) / 16 * 16; };
+  const int64_t elements =
+      groups * up16(weight[0] / groups) * up16(weight[1]) * weight[2] * weight[3];
+  return elements > 0 ? static_cast<size_t>(elements) * 4 : 0;
+}
+
+inline ConvPrimitiveScratch conv2dPrimitiveScratch(const Shape &input, const Shape &weight,
+                                                   const Shape &output, int64_t groups) {
   ConvPrimitiveScratch s;
   if (input.size() != 4 || output.size() != 4)
     return s;
   const int64_t images = std::min<int64_t>(input[0], kConvPrimitiveImages);
   const int64_t src = images * input[1] * input[2] * input[3];
   const int64_t dst = images * output[1] * output[2] * output[3];
-  if (src <= 0 || dst <= 0)
+  const size_t weightBytes = conv2dBlockedWeightBytes(weight, groups);
+  if (src <= 0 || dst <= 0 || weightBytes == 0)
     return s;
   s.dstOffset = alignScratch(static_cast<size_t>(src) * 4);
-  s.total = s.dstOffset + alignScratch(static_cast<size_t>(dst) * 4);
+  s.weightOffset = s.dstOffset + alignScratch(static_cast<size_t>(dst) * 4);
+  s.weightBytes = weightBytes;
+  s.total = s.weightOffset + alignScratch(weightBytes);
   return s;
 }
 
@@ -141,31 +160,32 @@ inline size_t conv2dScratchBytes(const Shape &input, const Shape &weight, const 
   const size_t im2col =
       conv2dIm2colScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
   if (conv2dUsesPrimitive(input, weight, output, groups))
-    return std::max(conv2dPrimitiveScratch(input, output).total, im2col);
+    return std::max(conv2dPrimitiveScratch(input, weight, output, groups).total, im2col);
   return im2col;
 }
 
 /// Scratch of conv2d_backward_input: the column matrix of one image and one
 /// group, as the forward's im2col (the GEMM writes columns, col2im adds them
-/// into the input's gradient). Same arguments as conv2dIm2colScratchBytes.
+/// into the input's gradient), or where the primitive runs
+/// (conv2dUsesPrimitive), its copies, as the forward's. Same arguments as
+/// conv2dIm2colScratchBytes.
 inline size_t conv2dBackwardInputScratchBytes(const Shape &input, const Shape &weight,
                                               const Shape &output, int64_t groups,
                                               const std::vector<int64_t> &stride,
                                               const std::vector<int64_t> &padding,
                                               const std::vector<int64_t> &dilation, DType dtype) {
-  return conv2dIm2colScratchBytes(input, weight, output, groups, stride, padding, dilation,
-                                  dtype);
+  return conv2dScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
 }
 
 /// Scratch of conv2d_backward_weight: the forward input's im2col matrix of
-/// one image and one group. Same arguments as conv2dIm2colScratchBytes.
+/// one image and one group, or where the primitive runs, its copies, as the
+/// forward's. Same arguments as conv2dIm2colScratchBytes.
 inline size_t conv2dBackwardWeightScratchBytes(const Shape &input, const Shape &weight,
                                                const Shape &output, int64_t groups,
                                                const std::vector<int64_t> &stride,
                                                const std::vector<int64_t> &padding,
                                                const std::vector<int64_t> &dilation, DType dtype) {
-  return conv2dIm2colScratchBytes(input, weight, output, groups, stride, padding, dilation,
-                                  dtype);
+  return conv2dScratchBytes(input, weight, output, groups, stride, padding, dilation, dtype);
 }
 
 /// Scratch of attention_backward: two f32 per query row of q [B, H, Sq, D].

@@ -4,11 +4,14 @@
 // slice (docs/plan-format.md, "Training kernels"). GEMMs go to oneDNN's
 // dnnl_sgemm, as the forward kernels (Contractions.cpp):
 //   linear_backward_weight  one GEMM, g^T x, no transposed copies;
-//   conv2d_backward_input   per (image, group) W^T g into the column matrix
-//                           (the scratch), then col2im adds the columns into
-//                           the input's gradient;
-//   conv2d_backward_weight  per (image, group) im2col of the input (the
-//                           scratch), then dW += g col^T;
+//   conv2d_backward_input   oneDNN's backward-data primitive where the
+//                           forward runs its primitive (ConvPrimitive.h);
+//                           else per (image, group) W^T g into the column
+//                           matrix (the scratch), then col2im adds the
+//                           columns into the input's gradient;
+//   conv2d_backward_weight  oneDNN's backward-weights primitive likewise;
+//                           else per (image, group) im2col of the input
+//                           (the scratch), then dW += g col^T;
 //   attention_backward      FlashAttention-2's backward: the log-sum-exp and
 //                           rowsum(g*y) of each query row in the scratch,
 //                           then the scores recomputed tile by tile, each
@@ -23,6 +26,7 @@
 #include "runtime/BackwardParams.h"
 #include "runtime/cpu/AvgPoolSpan.h"
 #include "runtime/cpu/Common.h"
+#include "runtime/cpu/ConvPrimitive.h"
 #include "runtime/cpu/ConvScratch.h"
 #include "runtime/cpu/Im2col.h"
 #include "runtime/cpu/Registry.h"
@@ -91,6 +95,7 @@ Status buildLinearBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
 //===----------------------------------------------------------------------===//
 
 struct ConvBackward {
+  Conv2dParams params;
   ConvGeometry g;
   int64_t batch = 0, groups = 1, filtersPerGroup = 0;
   bool direct = false;
@@ -101,6 +106,7 @@ struct ConvBackward {
 Status parseConvBackward(const KernelSignature &sig, bool forInput, ConvBackward *out) {
   Conv2dParams p;
   CLEAVE_RETURN_IF_ERROR(parseConv2dBackward(sig, "cpu", {DType::F32}, forInput, &p));
+  out->params = p;
   ConvGeometry g;
   g.channels = p.channels / p.groups;
   g.height = p.height;
@@ -167,9 +173,25 @@ bool useGroupTasks(const ConvBackward &p, int64_t tasks) {
   return runGroupsAsTasks(p.g, p.groups, p.filtersPerGroup, tasks);
 }
 
+/// oneDNN's primitive where the forward would run it (conv2dUsesPrimitive);
+/// `*fn` stays empty otherwise.
+Status buildPrimitiveBackward(const KernelSignature &sig, const ConvBackward &p, ConvPass pass,
+                              KernelFn *fn) {
+  const Conv2dParams &q = p.params;
+  if (q.batch * q.filters == 0 ||
+      !conv2dUsesPrimitive({q.batch, q.channels, q.height, q.width},
+                           {q.filters, q.channels / q.groups, q.kh, q.kw},
+                           {q.batch, q.filters, q.oh, q.ow}, q.groups))
+    return {};
+  return buildTrainingConv(sig, q, pass, fn);
+}
+
 Status buildConv2dBackwardInput(const KernelSignature &sig, KernelFn *fn) {
   ConvBackward p;
   CLEAVE_RETURN_IF_ERROR(parseConvBackward(sig, /*forInput=*/true, &p));
+  CLEAVE_RETURN_IF_ERROR(buildPrimitiveBackward(sig, p, ConvPass::BackwardInput, fn));
+  if (*fn)
+    return {};
   *fn = [p](const KernelCall &call) -> Status {
     const ConvGeometry &g = p.g;
     const float *grad = static_cast<const float *>(call.inputs[0]);
@@ -212,6 +234,9 @@ Status buildConv2dBackwardInput(const KernelSignature &sig, KernelFn *fn) {
 Status buildConv2dBackwardWeight(const KernelSignature &sig, KernelFn *fn) {
   ConvBackward p;
   CLEAVE_RETURN_IF_ERROR(parseConvBackward(sig, /*forInput=*/false, &p));
+  CLEAVE_RETURN_IF_ERROR(buildPrimitiveBackward(sig, p, ConvPass::BackwardWeight, fn));
+  if (*fn)
+    return {};
   *fn = [p](const KernelCall &call) -> Status {
     const ConvGeometry &g = p.g;
     const float *grad = static_cast<const float *>(call.inputs[0]);

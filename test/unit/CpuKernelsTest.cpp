@@ -2115,9 +2115,15 @@ TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
 
 TEST_P(KernelTest, ConvScratchFormula) {
   // (C_in / groups) * KH * KW * OH * OW floats, 0 for the direct GEMM.
+  EXPECT_EQ(conv2dIm2colScratchBytes({1, 3, 32, 32}, {64, 3, 7, 7}, {1, 64, 16, 16}, 1, {2, 2},
+                                     {3, 3}, {1, 1}, f32),
+            size_t(3 * 7 * 7 * 16 * 16 * 4));
+  // Where the primitive can run, at least its copies of the input and the
+  // output and the weight in a blocked format (filters and channels of a
+  // group rounded up to 16): here more than the im2col matrix.
   EXPECT_EQ(conv2dScratchBytes({1, 3, 32, 32}, {64, 3, 7, 7}, {1, 64, 16, 16}, 1, {2, 2}, {3, 3},
                                {1, 1}, f32),
-            size_t(3 * 7 * 7 * 16 * 16 * 4));
+            size_t((3 * 32 * 32 + 64 * 16 * 16 + 64 * 16 * 7 * 7) * 4));
   EXPECT_EQ(conv2dScratchBytes({2, 8, 7, 6}, {5, 8, 1, 1}, {2, 5, 7, 6}, 1, {1, 1}, {0, 0}, {1, 1}, f32),
             0u);
   EXPECT_EQ(conv2dScratchBytes({2, 8, 7, 6}, {4, 8, 1, 1}, {2, 4, 4, 3}, 1, {2, 2}, {0, 0}, {1, 1}, f32),
@@ -2125,14 +2131,22 @@ TEST_P(KernelTest, ConvScratchFormula) {
   EXPECT_EQ(conv2dScratchBytes({1, 6, 8, 8}, {6, 2, 3, 3}, {1, 6, 8, 8}, 3, {1, 1}, {1, 1}, {1, 1}, f32),
             size_t(2 * 9 * 64 * 4));
   // Where the primitive can run: the larger of the im2col matrix and its
-  // copies of 4 images' input and output.
+  // copies of 4 images' input and output with the blocked weight; the
+  // gradients' kernels reserve the same.
   EXPECT_TRUE(conv2dUsesPrimitive({4, 16, 32, 32}, {256, 16, 3, 3}, {4, 256, 32, 32}, 1));
+  const size_t copies = (4 * 16 * 1024 + 4 * 256 * 1024 + 256 * 16 * 9) * 4;
   EXPECT_EQ(conv2dScratchBytes({4, 16, 32, 32}, {256, 16, 3, 3}, {4, 256, 32, 32}, 1, {1, 1},
                                {1, 1}, {1, 1}, f32),
-            size_t((4 * 16 * 1024 + 4 * 256 * 1024) * 4));
+            copies);
   EXPECT_EQ(conv2dScratchBytes({6, 16, 32, 32}, {256, 16, 3, 3}, {6, 256, 32, 32}, 1, {1, 1},
                                {1, 1}, {1, 1}, f32),
-            size_t((4 * 16 * 1024 + 4 * 256 * 1024) * 4));
+            copies);
+  EXPECT_EQ(conv2dBackwardInputScratchBytes({6, 16, 32, 32}, {256, 16, 3, 3}, {6, 256, 32, 32},
+                                            1, {1, 1}, {1, 1}, {1, 1}, f32),
+            copies);
+  EXPECT_EQ(conv2dBackwardWeightScratchBytes({6, 16, 32, 32}, {256, 16, 3, 3}, {6, 256, 32, 32},
+                                             1, {1, 1}, {1, 1}, {1, 1}, f32),
+            copies);
   EXPECT_TRUE(conv2dUsesPrimitive({8, 64, 56, 56}, {64, 64, 3, 3}, {8, 64, 56, 56}, 1));
   EXPECT_EQ(conv2dScratchBytes({8, 64, 56, 56}, {64, 64, 3, 3}, {8, 64, 56, 56}, 1, {1, 1},
                                {1, 1}, {1, 1}, f32),
@@ -2167,7 +2181,7 @@ TEST_P(KernelTest, Conv2dValidation) {
   // Too little scratch for the im2col matrix: 3 * 3 * 3 * 6 * 6 floats.
   expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 6, 6}), a,
                   100),
-              {"conv2d", "needs 3888 bytes of scratch", "reserves 100"});
+              {"conv2d", "needs 10560 bytes of scratch", "reserves 100"});
   expectError(sig("conv2d", {D(f32, {1, 3, 8, 8}), D(f32, {4, 3, 3, 3})}, D(f32, {1, 4, 8, 8}), a,
                   scratch),
               {"conv2d", "output is 1x4x8x8xf32, expected 1x4x6x6xf32"});
@@ -4058,6 +4072,13 @@ const std::vector<ConvCase> kConvBackwardCases = {
     {{4, 32, 13, 13}, {32, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 32, false},  // depthwise tasks
     {{3, 16, 9, 9}, {32, 4, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4, false},     // grouped tasks
     {{2, 16, 6, 6}, {16, 2, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 8, false},     // grouped direct tasks
+    // oneDNN's primitives (conv2dUsesPrimitive): more images than one call
+    // takes (4 + 4 + 1: the weight's gradient summed over three calls),
+    // padded blocks (5 filters, 3 channels), a stem, wide groups.
+    {{9, 16, 9, 10}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1, false},
+    {{6, 3, 11, 12}, {5, 3, 3, 3}, {2, 1}, {1, 0}, {1, 2}, 1, false},
+    {{5, 3, 23, 22}, {16, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, false},
+    {{2, 128, 8, 8}, {128, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, false},
 };
 
 /// For each (n, f, oy, ox, c, ky, kx) of a conv2d, fn(x index, w index, y index).
@@ -4129,10 +4150,10 @@ TEST_P(TrainingKernelTest, Conv2dBackwardValidation) {
               {"conv2d_backward_weight", "needs 2 input channels per group", "has 3"});
   expectError(sig("conv2d_backward_input", {D(f32, {1, 4, 6, 6}), D(f32, {4, 3, 3, 3})},
                   D(f32, {1, 3, 8, 8}), a, 100),
-              {"conv2d_backward_input", "needs 3888 bytes of scratch", "reserves 100"});
+              {"conv2d_backward_input", "needs 10560 bytes of scratch", "reserves 100"});
   expectError(sig("conv2d_backward_weight", {D(f32, {1, 4, 6, 6}), D(f32, {1, 3, 8, 8})},
                   D(f32, {4, 3, 3, 3}), a, 100),
-              {"conv2d_backward_weight", "needs 3888 bytes of scratch", "reserves 100"});
+              {"conv2d_backward_weight", "needs 10560 bytes of scratch", "reserves 100"});
   expectError(sig("conv2d_backward_input", {D(f32, {4, 6, 6}), D(f32, {4, 3, 3, 3})},
                   D(f32, {1, 3, 8, 8}), a, scratch),
               {"conv2d_backward_input", "grad must be 4-D"});

@@ -45,9 +45,10 @@ constexpr size_t kImage = 2 * 16 * 12 * 12, kOut = 2 * 64 * 12 * 12;
 Json convProgram() {
   const size_t out = kImage * 4, scratch = out + 3 * kOut * 4;
   Json attrs = {{"stride", {1, 1}}, {"padding", {1, 1}}, {"dilation", {1, 1}}, {"groups", 1}};
-  // The convolution's scratch: its channels-last copies of x and y, larger
-  // than its im2col matrix (16 * 9 x 144 floats).
-  const size_t scratchBytes = (kImage + kOut) * 4;
+  // The convolution's scratch: its channels-last copies of x and y and the
+  // weight in oneDNN's blocked format (where it changes between calls),
+  // larger than its im2col matrix (16 * 9 x 144 floats).
+  const size_t scratchBytes = (kImage + kOut + 64 * 16 * 9) * 4;
   Json scratchSpec = {{"arena_offset", scratch}, {"bytes", scratchBytes}};
   Json instructions = Json::array();
   for (auto [w, y] : {std::pair{1, 3}, std::pair{1, 4}, std::pair{2, 5}}) {

@@ -135,6 +135,18 @@ dnnl::reorder makeReorder(const memory::desc &from, const memory::desc &to,
       dnnl::reorder::primitive_desc(dnnlEngine(), from, dnnlEngine(), to, attr));
 }
 
+/// The descriptor of a gradient's primitive (backward data or weights): both
+/// take the activations' layouts and the forward's as a hint.
+template <typename Primitive>
+typename Primitive::primitive_desc
+backwardDesc(const TrainingImages &images, const memory::desc &anyWeights, const Conv2dParams &p,
+             const dnnl::convolution_forward::primitive_desc &forward) {
+  return typename Primitive::primitive_desc(
+      {dnnl::algorithm::convolution_direct, images.srcBlocked, anyWeights, images.dstBlocked,
+       {p.sh, p.sw}, {p.dh - 1, p.dw - 1}, {p.ph, p.pw}, {p.ph, p.pw}},
+      dnnlEngine(), forward);
+}
+
 /// The primitive of `pass` for `images` images; false where oneDNN's
 /// activations would not be channels-last or its weight would not fit the
 /// scratch's bound.
@@ -147,13 +159,11 @@ bool buildTrainingImages(const Conv2dParams &p, ConvPass pass, int64_t images,
   out->dstPlain = memory::desc(dst, kF32, Tag::nchw);
   out->dstBlocked = memory::desc(dst, kF32, Tag::nhwc);
   const memory::desc anyWeights(weightDims(p), kF32, Tag::any);
-  const memory::dims strides{p.sh, p.sw}, dilates{p.dh - 1, p.dw - 1}, pad{p.ph, p.pw};
   const bool bias = pass == ConvPass::Forward && p.hasBias;
-  const auto direct = dnnl::algorithm::convolution_direct;
   dnnl::convolution_forward::primitive_desc forward(
-      {dnnl::prop_kind::forward_training, direct, out->srcBlocked, anyWeights,
-       bias ? memory::desc({p.filters}, kF32, Tag::a) : memory::desc(), out->dstBlocked, strides,
-       dilates, pad, pad},
+      {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, out->srcBlocked,
+       anyWeights, bias ? memory::desc({p.filters}, kF32, Tag::a) : memory::desc(),
+       out->dstBlocked, {p.sh, p.sw}, {p.dh - 1, p.dw - 1}, {p.ph, p.pw}, {p.ph, p.pw}},
       dnnlEngine());
   // The layouts oneDNN picked: src, dst (or their gradients) and the weight.
   std::array<memory::desc, 3> seen;
@@ -163,17 +173,13 @@ bool buildTrainingImages(const Conv2dParams &p, ConvPass pass, int64_t images,
     seen = {forward.src_desc(), forward.dst_desc(), forward.weights_desc()};
     break;
   case ConvPass::BackwardInput: {
-    dnnl::convolution_backward_data::primitive_desc pd(
-        {direct, out->srcBlocked, anyWeights, out->dstBlocked, strides, dilates, pad, pad},
-        dnnlEngine(), forward);
+    auto pd = backwardDesc<dnnl::convolution_backward_data>(*out, anyWeights, p, forward);
     out->conv = dnnl::convolution_backward_data(pd);
     seen = {pd.diff_src_desc(), pd.diff_dst_desc(), pd.weights_desc()};
     break;
   }
   case ConvPass::BackwardWeight: {
-    dnnl::convolution_backward_weights::primitive_desc pd(
-        {direct, out->srcBlocked, anyWeights, out->dstBlocked, strides, dilates, pad, pad},
-        dnnlEngine(), forward);
+    auto pd = backwardDesc<dnnl::convolution_backward_weights>(*out, anyWeights, p, forward);
     out->conv = dnnl::convolution_backward_weights(pd);
     seen = {pd.src_desc(), pd.diff_dst_desc(), pd.diff_weights_desc()};
     break;
@@ -260,15 +266,6 @@ Status runTrainingConv(TrainingConv &c, const KernelCall &call) {
   return {};
 }
 
-const char *passName(ConvPass pass) {
-  switch (pass) {
-  case ConvPass::Forward: return "conv2d";
-  case ConvPass::BackwardInput: return "conv2d_backward_input";
-  case ConvPass::BackwardWeight: return "conv2d_backward_weight";
-  }
-  return "conv2d";
-}
-
 } // namespace
 
 Status buildTrainingConv(const KernelSignature &sig, const Conv2dParams &p, ConvPass pass,
@@ -308,8 +305,7 @@ Status buildTrainingConv(const KernelSignature &sig, const Conv2dParams &p, Conv
                         describe(input, DType::F32), ", weight ", describe(weight, DType::F32),
                         "): ", e.what());
   }
-  const char *name = passName(pass);
-  *fn = [c, name](const KernelCall &call) -> Status {
+  *fn = [c, name = sig.kernel](const KernelCall &call) -> Status {
     try {
       return runTrainingConv(*c, call);
     } catch (const dnnl::error &e) {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/TorchImporter.h"
+#include "compiler/TorchLoad.h"
 #include "dialects/cleave/Locations.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -1189,7 +1190,7 @@ FailureOr<ImportedModel> importTorchScript(MLIRContext &context, const std::stri
   jit::ExtraFilesMap extra{{"cleave.json", ""}};
   jit::Module module;
   try {
-    module = jit::load(path, c10::nullopt, extra);
+    module = loadTorchScript(path, extra);
   } catch (const c10::Error &e) {
     emitError(fileLoc) << "'" << path << "' is not a readable TorchScript file: "
                        << importer::loadError(e.what_without_backtrace());

@@ -12,7 +12,10 @@
 #include "mlir/IR/Diagnostics.h"
 
 #include <gtest/gtest.h>
+#include <torch/csrc/jit/passes/subgraph_rewrite.h>
 #include <torch/script.h>
+
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <unistd.h>
@@ -384,6 +387,46 @@ def forward(self, x):
   EXPECT_EQ(mask.dtype, "f32");
   ASSERT_NE(mask.data, nullptr);
   EXPECT_EQ(static_cast<const float *>(mask.data)[3], 1.0f);
+}
+
+// The importer's load skips LibTorch's rewrite of pre-1.6 quantized
+// convolutions by interposing SubgraphRewriter::runOnModule
+// (compiler/TorchLoad.cpp). The interposition must be the one the dynamic
+// linker resolves, and outside the importer's load it must still rewrite.
+TEST_F(ImporterTest, SubgraphRewritesOutsideTheImportersLoadStillApply) {
+  void *resolved = dlsym(RTLD_DEFAULT, "_ZN5torch3jit16SubgraphRewriter11runOnModuleERKNS0_6ModuleE");
+  ASSERT_NE(resolved, nullptr);
+  Dl_info where{};
+  ASSERT_NE(dladdr(resolved, &where), 0);
+  EXPECT_EQ(std::string(where.dli_fname).find("libtorch"), std::string::npos)
+      << "runOnModule resolves to " << where.dli_fname << ", not cleave's";
+
+  torch::jit::Module inner("Inner"), top("Top");
+  inner.define("def forward(self, x):\n    return torch.relu(x)\n");
+  top.register_module("inner", inner);
+  top.define("def forward(self, x):\n    return torch.relu(self.inner.forward(x))\n");
+  torch::jit::SubgraphRewriter rewriter;
+  rewriter.RegisterRewritePattern(R"(
+graph(%x):
+  %y = aten::relu(%x)
+  return (%y))",
+                                  R"(
+graph(%x):
+  %y = aten::sigmoid(%x)
+  return (%y))");
+  rewriter.runOnModule(top);
+  auto kinds = [](const torch::jit::Module &m) {
+    std::string text = m.get_method("forward").graph()->toString();
+    return std::make_pair(text.find("aten::sigmoid") != std::string::npos,
+                          text.find("aten::relu") != std::string::npos);
+  };
+  EXPECT_EQ(kinds(top), std::make_pair(true, false));
+  // Like LibTorch's, it rewrites the module's own methods, not its children's.
+  EXPECT_EQ(kinds(top.attr("inner").toModule()), std::make_pair(false, true));
+
+  // And a saved module still imports through the load that skips it.
+  auto model = import(top, {{"x", {2, 3}, "f32"}});
+  ASSERT_TRUE(succeeded(model)) << errors;
 }
 
 } // namespace

@@ -27,9 +27,12 @@
 namespace {
 thread_local bool loadingForImport = false;
 
+/// Sets the flag for one load and restores what it was (a load inside a
+/// load, should LibTorch ever nest them, leaves the outer one flagged).
 struct LoadingForImport {
+  bool outer = loadingForImport;
   LoadingForImport() { loadingForImport = true; }
-  ~LoadingForImport() { loadingForImport = false; }
+  ~LoadingForImport() { loadingForImport = outer; }
 };
 } // namespace
 

@@ -159,16 +159,69 @@ void printOps(const mlir::cleave::ModelEstimate &model) {
   }
 }
 
+/// Predicted forward time of one kind of kernel, summed over its calls.
+struct KernelTotal {
+  int calls = 0;
+  double seconds = 0, flops = 0, bytes = 0;
+};
+
+/// The forward's kernels by (op class, kernel name): the keys `cleave run
+/// --roofline` reports measured time under, so the two join per kernel.
+std::map<std::pair<std::string, std::string>, KernelTotal>
+kernelTotals(const mlir::cleave::ModelEstimate &model) {
+  std::map<std::pair<std::string, std::string>, KernelTotal> totals;
+  for (const auto &e : model.ops)
+    if (e.cost.forward.kernels > 0) {
+      KernelTotal &t =
+          totals[{std::string(cost::opClassName(e.cost.opClass)), kernelName(e.op)}];
+      ++t.calls;
+      t.seconds += e.forward.seconds();
+      t.flops += e.cost.forward.flops;
+      t.bytes += e.cost.forward.bytesRead + e.cost.forward.bytesWritten;
+    }
+  return totals;
+}
+
+nlohmann::json kernelsJson(const mlir::cleave::ModelEstimate &model) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto &[key, t] : kernelTotals(model))
+    list.push_back({{"class", key.first},
+                    {"kernel", key.second},
+                    {"calls", t.calls},
+                    {"forward_seconds", t.seconds},
+                    {"flops", t.flops},
+                    {"bytes", t.bytes}});
+  return list;
+}
+
+nlohmann::json opsJson(const mlir::cleave::ModelEstimate &model) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto &e : model.ops) {
+    if (e.cost.forward.kernels == 0)
+      continue;
+    nlohmann::json op = {{"kernel", kernelName(e.op)},
+                         {"scope", mlir::cleave::moduleScope(e.op->getLoc())},
+                         {"class", cost::opClassName(e.cost.opClass)},
+                         {"flops", e.cost.forward.flops},
+                         {"bytes", e.cost.forward.bytesRead + e.cost.forward.bytesWritten},
+                         {"forward_seconds", e.forward.seconds()},
+                         {"bound", e.forward.computeBound() ? "compute" : "memory"}};
+    if (e.cost.gemm)
+      op["gemm"] = {e.cost.gemm->batch, e.cost.gemm->m, e.cost.gemm->n, e.cost.gemm->k};
+    list.push_back(std::move(op));
+  }
+  return list;
+}
+
 void printKernels(const mlir::cleave::ModelEstimate &model) {
   std::map<std::string, std::pair<int, double>> byKernel;
   double total = 0;
-  for (const auto &e : model.ops)
-    if (e.cost.forward.kernels > 0) {
-      auto &entry = byKernel[kernelName(e.op)];
-      ++entry.first;
-      entry.second += e.forward.seconds();
-      total += e.forward.seconds();
-    }
+  for (const auto &[key, t] : kernelTotals(model)) {
+    auto &entry = byKernel[key.second];
+    entry.first += t.calls;
+    entry.second += t.seconds;
+    total += t.seconds;
+  }
   std::vector<std::pair<std::string, std::pair<int, double>>> rows(byKernel.begin(),
                                                                     byKernel.end());
   std::stable_sort(rows.begin(), rows.end(),
@@ -260,6 +313,10 @@ int runCost(int argc, char **argv) {
                                     {"training", memoryJson(training)}}}};
   for (const auto &row : estimate.layers)
     out["layers"].push_back(layerJson(row));
+  if (options.kernels)
+    out["kernels"] = kernelsJson(estimate);
+  if (options.ops)
+    out["ops"] = opsJson(estimate);
   llvm::outs() << out.dump(2) << "\n";
   return 0;
 }

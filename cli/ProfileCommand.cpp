@@ -457,6 +457,44 @@ std::string permuteKernel(int64_t b, int64_t s, int64_t h, int64_t d) {
                        tensor({b, s, h, d}), tensor({b, h, s, d}));
 }
 
+/// A windowed pool (`max` or `avg`) of a `kernel`x`kernel` window with
+/// `stride` and `pad` over an n x c x hw x hw input.
+std::string poolKernel(const std::string &kind, int64_t n, int64_t c, int64_t hw, int64_t kernel,
+                       int64_t stride, int64_t pad) {
+  int64_t out = (hw + 2 * pad - kernel) / stride + 1;
+  std::string extra = kind == "max" ? ", dilation = array<i64: 1, 1>" : "";
+  return llvm::formatv(R"(func.func @forward(%x: {0} {{cleave.name = "x"}) -> {1} {{
+  %y = cleave.{2}_pool2d %x {{kernel = array<i64: {3}, {3}>, stride = array<i64: {4}, {4}>, padding = array<i64: {5}, {5}>{6}} : {0} -> {1}
+  return %y : {1}
+})",
+                       tensor({n, c, hw, hw}), tensor({n, c, out, out}), kind, kernel, stride,
+                       pad, extra);
+}
+
+/// A permute of a 4-D `shape` by `dims` (result dim i is input dim dims[i]).
+std::string permuteDimsKernel(std::array<int64_t, 4> shape, std::array<int64_t, 4> dims) {
+  return llvm::formatv(R"(func.func @forward(%a: {0} {{cleave.name = "a"}) -> {1} {{
+  %y = cleave.permute %a {{dims = array<i64: {2}, {3}, {4}, {5}>} : {0} -> {1}
+  return %y : {1}
+})",
+                       tensor({shape[0], shape[1], shape[2], shape[3]}),
+                       tensor({shape[dims[0]], shape[dims[1]], shape[dims[2]], shape[dims[3]]}),
+                       dims[0], dims[1], dims[2], dims[3]);
+}
+
+/// Inference batch norm over channel dim 1 of an n x c x hw x hw input.
+std::string batchNormKernel(int64_t n, int64_t c, int64_t hw) {
+  return llvm::formatv(R"(func.func @forward(%x: {0} {{cleave.name = "x"}) -> {0} {{
+  %m = cleave.param "m" : {1}
+  %v = cleave.param "v" : {1}
+  %w = cleave.param "w" : {1}
+  %b = cleave.param "b" : {1}
+  %y = cleave.batch_norm %x, %m, %v weight %w bias %b {{eps = 1.0e-05 : f64} : ({0}, {1}, {1}, {1}, {1}) -> {0}
+  return %y : {0}
+})",
+                       tensor({n, c, hw, hw}), tensor({c}));
+}
+
 struct ProfileOptions {
   std::string output;
   int ranks = 1;
@@ -841,7 +879,14 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
                                             // A tensor split's halves of the 3x3
                                             // layers: half the output channels.
                                             {8, 64, 56, 32, 3, 1},    {8, 128, 28, 64, 3, 1},
-                                            {8, 256, 14, 128, 3, 1},  {8, 512, 7, 256, 3, 1}};
+                                            {8, 256, 14, 128, 3, 1},  {8, 512, 7, 256, 3, 1},
+                                            // Pointwise layers of few channels
+                                            // (MobileNet, ShuffleNet, RegNet's
+                                            // small widths): small products, far
+                                            // from ResNet's.
+                                            {2, 16, 112, 96, 1, 1},   {2, 144, 56, 24, 1, 1},
+                                            {2, 24, 56, 144, 1, 1},   {2, 58, 28, 58, 1, 1},
+                                            {2, 64, 14, 384, 1, 1},   {2, 960, 7, 160, 1, 1}};
   // Grouped convolutions, a class of their own with samples by shape:
   // depthwise 3x3 (MobileNet) from 112x112x32 to 7x7x960, 5x5 (MnasNet,
   // EfficientNet) and 7x7 (ConvNeXt); groups of 4 to 32 channels (ResNeXt,
@@ -868,9 +913,46 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   std::vector<int64_t> addSizes = options.quick ? std::vector<int64_t>{1 << 14, 1 << 18}
                                                 : std::vector<int64_t>{1 << 16, 1 << 20, 1 << 24};
   int64_t big = options.quick ? 1 << 16 : 1 << 22;
+  // Windowed pools: ResNet's stem max pool, VGG's 2x2 halving, the 3x3/2
+  // pools of SqueezeNet and GoogLeNet at smaller maps, GoogLeNet's 3x3/1
+  // branch pools and Inception's 3x3/1 average pool.
+  struct PoolCase {
+    const char *kind;
+    int64_t n, c, hw, kernel, stride, pad;
+  };
+  std::vector<PoolCase> pools =
+      options.quick ? std::vector<PoolCase>{{"max", 1, 8, 16, 3, 2, 1}}
+                    : std::vector<PoolCase>{{"max", 8, 64, 112, 3, 2, 1},
+                                            {"max", 2, 64, 224, 2, 2, 0},
+                                            {"max", 2, 96, 109, 3, 2, 0},
+                                            {"max", 2, 480, 28, 3, 2, 1},
+                                            {"max", 2, 480, 14, 3, 1, 1},
+                                            {"avg", 2, 192, 35, 3, 1, 1}};
+  // Batch norm at the maps of ResNet's and DenseNet's stages, from 56x56
+  // planes to 7x7 ones.
+  struct NormCase {
+    int64_t n, c, hw;
+  };
+  std::vector<NormCase> norms =
+      options.quick ? std::vector<NormCase>{{1, 16, 8}}
+                    : std::vector<NormCase>{{8, 64, 56}, {8, 256, 28}, {8, 512, 14}, {8, 1024, 7}};
+  // Permutes that move the innermost dim: ConvNeXt's NCHW -> NHWC and back
+  // around each block's layer norm, at its first and third stages' maps,
+  // and a matrix transpose.
+  struct LayoutCase {
+    std::array<int64_t, 4> shape, dims;
+  };
+  std::vector<LayoutCase> layouts =
+      options.quick
+          ? std::vector<LayoutCase>{{{1, 16, 8, 8}, {0, 2, 3, 1}}}
+          : std::vector<LayoutCase>{{{8, 96, 56, 56}, {0, 2, 3, 1}},
+                                    {{8, 56, 56, 96}, {0, 3, 1, 2}},
+                                    {{8, 384, 14, 14}, {0, 2, 3, 1}},
+                                    {{8, 14, 14, 384}, {0, 3, 1, 2}},
+                                    {{1, 1, 2048, 2048}, {0, 1, 3, 2}}};
   Progress progress;
-  progress.total = 2 + gemms.size() + convs.size() + groupedConvs.size() + addSizes.size() + 1 +
-                   1 + 5 + 1 + (options.ranks > 1 ? 2 : 0) + (options.quick ? 1 : 4);
+  progress.total = 2 + gemms.size() + convs.size() + groupedConvs.size() + pools.size() +
+                   norms.size() + layouts.size() + addSizes.size() + 1 + 1 + 5 + 1 + (options.ranks > 1 ? 2 : 0) + (options.quick ? 1 : 4);
 
   // Memory bandwidth: bytes read and written per second.
   double bandwidth = 2 * measureCopyBandwidth(threads, size_t(options.quick ? 64 : 256) << 20,
@@ -1011,6 +1093,50 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   progress.step(llvm::formatv("permute (attention heads): {0:f1} GB/s",
                               (permute.cost.forward.bytesRead + permute.cost.forward.bytesWritten) /
                                   permute.seconds / 1e9));
+  // Windowed pools: their class figure is the median of their rates.
+  std::vector<double> poolEfficiencies;
+  for (const PoolCase &c : pools) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(
+        run(poolKernel(c.kind, c.n, c.c, c.hw, c.kernel, c.stride, c.pad), m));
+    poolEfficiencies.push_back(computeEfficiency(m));
+    std::string label = llvm::formatv("{0}_pool2d {1}x{2}x{3}x{3}, {4}x{4}/{5}", c.kind, c.n,
+                                      c.c, c.hw, c.kernel, c.stride);
+    terms.push_back({"pooling", label, m});
+    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label,
+                                (m.cost.forward.bytesRead + m.cost.forward.bytesWritten) /
+                                    m.seconds / 1e9));
+  }
+  device.efficiency[int(cost::OpClass::Pooling)].compute = median(poolEfficiencies);
+  // Batch norm is memory-bound: its class keeps the median fraction of the
+  // memory bandwidth it reached.
+  std::vector<double> normEfficiencies;
+  for (const NormCase &c : norms) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(run(batchNormKernel(c.n, c.c, c.hw), m));
+    double bytes = m.cost.forward.bytesRead + m.cost.forward.bytesWritten;
+    normEfficiencies.push_back(
+        std::clamp(bytes / (device.memoryBandwidth * m.seconds), 1e-4, 1.0));
+    std::string label = llvm::formatv("batch_norm {0}x{1}x{2}x{2}", c.n, c.c, c.hw);
+    terms.push_back({"normalization", label, m});
+    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label, bytes / m.seconds / 1e9));
+  }
+  device.efficiency[int(cost::OpClass::Normalization)] = {1.0, median(normEfficiencies)};
+  // Strided permutes, memory-bound too.
+  std::vector<double> layoutEfficiencies;
+  for (const LayoutCase &c : layouts) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(run(permuteDimsKernel(c.shape, c.dims), m));
+    double bytes = m.cost.forward.bytesRead + m.cost.forward.bytesWritten;
+    layoutEfficiencies.push_back(
+        std::clamp(bytes / (device.memoryBandwidth * m.seconds), 1e-4, 1.0));
+    std::string label =
+        llvm::formatv("permute {0}x{1}x{2}x{3} by ({4}, {5}, {6}, {7})", c.shape[0], c.shape[1],
+                      c.shape[2], c.shape[3], c.dims[0], c.dims[1], c.dims[2], c.dims[3]);
+    terms.push_back({"layout", label, m});
+    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label, bytes / m.seconds / 1e9));
+  }
+  device.efficiency[int(cost::OpClass::Layout)] = {1.0, median(layoutEfficiencies)};
   // Per-kernel overhead: the wall time per kernel of a program of kernels
   // with almost nothing to do (dispatch included).
   constexpr int kChain = 64;
@@ -1179,6 +1305,9 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
       {"layer_norm_seconds", layerNorm.seconds}, {"permute_seconds", permute.seconds},
       {"kernel_overhead_seconds", device.kernelOverhead}, {"conv_vs_gemm", convRatios},
       {"grouped_conv_efficiency", groupedEfficiencies},
+      {"pooling_efficiency", poolEfficiencies},
+      {"normalization_memory_efficiency", normEfficiencies},
+      {"layout_memory_efficiency", layoutEfficiencies},
       {"attention_efficiency", attentionEfficiencies}};
   record["collectives"] = nlohmann::json::parse(comm.toJson());
   record["predicted_vs_measured"] = predictedAgainstMeasured(spec, terms, comm, optimizer);

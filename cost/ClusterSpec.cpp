@@ -192,13 +192,21 @@ Status parseEfficiency(const Node &device, DeviceSpec &spec) {
     if (!parseOpClass(it.key()))
       return CLEAVE_ERROR(table->where(it.key()),
                           ": unknown op class (expected gemm, convolution, elementwise, "
-                          "reduction, attention or grouped_convolution)");
+                          "reduction, attention, grouped_convolution, pooling, "
+                          "normalization or layout)");
   for (int i = 0; i < kNumOpClasses; ++i) {
-    // Specs written before grouped convolutions had a class of their own
-    // give them the convolution class's figures.
-    if (OpClass(i) == OpClass::GroupedConvolution &&
-        !table->has(std::string(kOpClassNames[i]))) {
-      spec.efficiency[i] = spec.efficiency[int(OpClass::Convolution)];
+    // Specs written before grouped convolutions, pooling, normalization and
+    // layout had classes of their own give them the figures of the class
+    // their ops were in before.
+    std::optional<OpClass> before;
+    if (OpClass(i) == OpClass::GroupedConvolution)
+      before = OpClass::Convolution;
+    else if (OpClass(i) == OpClass::Pooling)
+      before = OpClass::Reduction;
+    else if (OpClass(i) == OpClass::Normalization || OpClass(i) == OpClass::Layout)
+      before = OpClass::Elementwise;
+    if (before && !table->has(std::string(kOpClassNames[i]))) {
+      spec.efficiency[i] = spec.efficiency[int(*before)];
       continue;
     }
     std::optional<Node> entry;

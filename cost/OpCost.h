@@ -19,13 +19,17 @@ enum class OpClass : uint8_t {
   Gemm,        // matmul, linear
   Convolution, // conv2d
   Elementwise, // unary/binary maps, casts, copies (permute, slice, concat)
-  Reduction,   // reductions, softmax, normalization, pooling
+  Reduction,   // reductions, softmax, normalization, global pooling
   Attention,   // fused attention kernels
   GroupedConvolution, // conv2d with groups > 1: depthwise, ResNeXt's grouped
+  Pooling,     // windowed max and average pooling: strided windows, far slower per element than a reduction
+  Normalization, // batch norm (inference): a map over channel dim 1, in runs of one plane
+  Layout,      // permutes that move the innermost dim (NCHW <-> NHWC, transposes): strided copies
 };
-inline constexpr int kNumOpClasses = 6;
+inline constexpr int kNumOpClasses = 9;
 inline constexpr std::array<std::string_view, kNumOpClasses> kOpClassNames = {
-    "gemm", "convolution", "elementwise", "reduction", "attention", "grouped_convolution"};
+    "gemm",      "convolution",         "elementwise", "reduction",     "attention",
+    "grouped_convolution", "pooling",   "normalization", "layout"};
 std::string_view opClassName(OpClass opClass);
 std::optional<OpClass> parseOpClass(std::string_view name);
 

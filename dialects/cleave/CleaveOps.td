@@ -490,7 +490,7 @@ def Cleave_BatchStatistics : NativeOpTrait<"BatchStatistics"> {
 def Cleave_BatchNormOp : Cleave_Op<"batch_norm",
     [Pure, AttrSizedOperandSegments, AllTypesMatch<["input", "result"]>,
      Cleave_BatchStatistics], [],
-    ["getFlopsPerElement"], ["getShardingRule"]> {
+    ["getCost"], ["getShardingRule"]> {
   let summary = "batch normalization with running statistics (inference form)";
   let description = [{
     Normalizes channel dim 1 of `input [N, C, ...]` with the running `mean` and
@@ -877,7 +877,8 @@ def Cleave_ReshapeOp : Cleave_Op<"reshape", [Pure], ["getViewedOperand"],
 }
 
 def Cleave_PermuteOp : Cleave_Op<"permute", [Pure, InferTypeOpAdaptor], [],
-    ["getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"], Cleave_HasGradient> {
+    ["getCost", "getFlopsPerElement", "getSavedForBackward"], ["getShardingRule"],
+    Cleave_HasGradient> {
   let summary = "reorder dims";
   let description = [{
     Result dim `i` is input dim `dims[i]`, as `Tensor.permute`; `transpose`

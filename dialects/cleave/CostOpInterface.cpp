@@ -196,9 +196,17 @@ void WhereOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
 int64_t CastOp::getFlopsPerElement() { return 0; }
 void CastOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 
-int64_t BatchNormOp::getFlopsPerElement() {
-  // A per-channel scale and shift once mean/var/weight/bias are folded.
-  return 2;
+OpCost BatchNormOp::getCost() {
+  // A per-channel scale and shift once mean/var/weight/bias are folded (2
+  // FLOPs per element), at the `normalization` class's measured rate: it
+  // walks channel dim 1, so its runs are one plane long (49 elements at
+  // 7x7), slower than a flat map of the same bytes.
+  OpCost cost = getElementwiseCost(*this);
+  double elements = elementsOf(getResult());
+  cost.opClass = OpClass::Normalization;
+  cost.forward.flops = 2 * elements;
+  cost.backward.flops = 3 * elements;
+  return cost;
 }
 
 // Masks: a select per element; the gradient is the same mask.
@@ -210,6 +218,26 @@ void TriuOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 // Data movement: copies, no arithmetic; their gradients are the inverse
 // movement (or a sum, for broadcast_to), which needs no saved values.
 int64_t PermuteOp::getFlopsPerElement() { return 0; }
+OpCost PermuteOp::getCost() {
+  // A permute that keeps the innermost dim copies contiguous runs, as a map
+  // does; one that moves it (NCHW <-> NHWC, a matrix transpose) reads or
+  // writes with a stride and runs at the `layout` class's measured rate.
+  // Size-1 dims do not count: moving them moves no data.
+  OpCost cost = getElementwiseCost(*this);
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  ArrayRef<int64_t> dims = getDims();
+  auto innermost = [&](auto dimOf) -> int64_t {
+    for (int64_t i = static_cast<int64_t>(dims.size()) - 1; i >= 0; --i)
+      if (shape[dimOf(i)] != 1)
+        return dimOf(i);
+    return -1;
+  };
+  int64_t inputInnermost = innermost([](int64_t i) { return i; });
+  int64_t resultInnermost = innermost([&](int64_t i) { return dims[i]; });
+  if (inputInnermost != resultInnermost)
+    cost.opClass = OpClass::Layout;
+  return cost;
+}
 void PermuteOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 int64_t BroadcastToOp::getFlopsPerElement() { return 0; }
 void BroadcastToOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
@@ -542,20 +570,22 @@ void LogSoftmaxOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
 // Pooling: each output reads a window of the input.
 //===----------------------------------------------------------------------===//
 
-template <typename Pool> static OpCost windowCost(Pool op, int64_t windowElements) {
+template <typename Pool>
+static OpCost windowCost(Pool op, int64_t windowElements, OpClass opClass) {
   double outputs = elementsOf(op.getResult());
-  return mapCost(op, OpClass::Reduction, outputs * windowElements,
-                 outputs * windowElements);
+  return mapCost(op, opClass, outputs * windowElements, outputs * windowElements);
 }
 
+// Windowed pools run at their own measured rate (the `pooling` class): their
+// strided, overlapping windows are far from a reduction's streaming read.
 OpCost MaxPool2dOp::getCost() {
   auto kernel = getKernel();
-  return windowCost(*this, kernel[0] * kernel[1]);
+  return windowCost(*this, kernel[0] * kernel[1], OpClass::Pooling);
 }
 
 OpCost AvgPool2dOp::getCost() {
   auto kernel = getKernel();
-  return windowCost(*this, kernel[0] * kernel[1]);
+  return windowCost(*this, kernel[0] * kernel[1], OpClass::Pooling);
 }
 void AvgPool2dOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 
@@ -564,7 +594,7 @@ OpCost AdaptiveAvgPool2dOp::getCost() {
   auto input = getInput().getType();
   int64_t bins = std::max<int64_t>(1, elementsOf(getResult()));
   int64_t window = std::max<int64_t>(1, input.getNumElements() / bins);
-  return windowCost(*this, window);
+  return windowCost(*this, window, OpClass::Reduction);
 }
 void AdaptiveAvgPool2dOp::getSavedForBackward(SmallVectorImpl<Value> &) {}
 

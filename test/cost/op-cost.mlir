@@ -84,3 +84,45 @@ func.func @depthwise(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
   %y = cleave.conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 4 : i64} : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x8x8xf32>
   return %y : tensor<1x4x8x8xf32>
 }
+
+// Windowed pools have a class of their own: a 3x3/2 max pool, padding 1,
+// over 8x8 planes gives 4x4: 4*16 = 64 outputs of 9 taps, 576 FLOPs; reads
+// the input (1024 B), writes 256 B.
+// CHECK-LABEL: cost of @pools
+func.func @pools(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x8x8xf32>) {
+  // CHECK-NEXT: cleave.max_pool2d pooling fwd: flops=576 read=1024 written=256 kernels=1
+  %m = cleave.max_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 2, 2>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>} : tensor<1x4x8x8xf32> -> tensor<1x4x4x4xf32>
+  // A 3x3/1 average pool keeps 8x8: 256 outputs of 9 taps.
+  // CHECK-NEXT: cleave.avg_pool2d pooling fwd: flops=2304 read=1024 written=1024 kernels=1
+  %a = cleave.avg_pool2d %x {kernel = array<i64: 3, 3>, stride = array<i64: 1, 1>, padding = array<i64: 1, 1>} : tensor<1x4x8x8xf32> -> tensor<1x4x8x8xf32>
+  return %m, %a : tensor<1x4x4x4xf32>, tensor<1x4x8x8xf32>
+}
+
+// Inference batch norm, a scale and shift per channel (2 FLOPs per element)
+// in the normalization class: 256 elements, 512 FLOPs; reads the input
+// (1024 B) and four [4] vectors (64 B), writes 1024 B.
+// CHECK-LABEL: cost of @batch_norm
+func.func @batch_norm(%x: tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %mean = cleave.param "bn.running_mean" : tensor<4xf32>
+  %var = cleave.param "bn.running_var" : tensor<4xf32>
+  %w = cleave.param "bn.weight" : tensor<4xf32>
+  %b = cleave.param "bn.bias" : tensor<4xf32>
+  // CHECK-NEXT: cleave.batch_norm normalization fwd: flops=512 read=1088 written=1024 kernels=1
+  %y = cleave.batch_norm %x, %mean, %var weight %w bias %b {eps = 1.0e-05 : f64} : (tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x4x8x8xf32>
+  return %y : tensor<1x4x8x8xf32>
+}
+
+// A permute that moves the innermost dim (NCHW -> NHWC) is a strided copy,
+// the layout class; one that keeps it (attention's head swap) copies
+// contiguous runs, a map; moving only size-1 dims moves nothing. No
+// arithmetic: each reads and writes 1024 B.
+// CHECK-LABEL: cost of @permutes
+func.func @permutes(%x: tensor<1x4x8x8xf32>, %h: tensor<2x4x8x4xf32>, %v: tensor<1x4x1x64xf32>) -> (tensor<1x8x8x4xf32>, tensor<2x8x4x4xf32>, tensor<4x1x1x64xf32>) {
+  // CHECK-NEXT: cleave.permute layout fwd: flops=0 read=1024 written=1024 kernels=1
+  %a = cleave.permute %x {dims = array<i64: 0, 2, 3, 1>} : tensor<1x4x8x8xf32> -> tensor<1x8x8x4xf32>
+  // CHECK-NEXT: cleave.permute elementwise fwd: flops=0 read=1024 written=1024 kernels=1
+  %b = cleave.permute %h {dims = array<i64: 0, 2, 1, 3>} : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+  // CHECK-NEXT: cleave.permute elementwise fwd: flops=0 read=1024 written=1024 kernels=1
+  %c = cleave.permute %v {dims = array<i64: 1, 0, 2, 3>} : tensor<1x4x1x64xf32> -> tensor<4x1x1x64xf32>
+  return %a, %b, %c : tensor<1x8x8x4xf32>, tensor<2x8x4x4xf32>, tensor<4x1x1x64xf32>
+}

@@ -17,7 +17,8 @@ import math
 import os
 import sys
 
-CLASSES = {"gemm", "convolution", "grouped_convolution", "elementwise", "reduction", "attention"}
+CLASSES = {"gemm", "convolution", "grouped_convolution", "elementwise", "reduction", "attention",
+           "pooling", "normalization", "layout"}
 failures = []
 
 

@@ -159,7 +159,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "(8.58993e+10), got 8.58993e+10"},
         BadSpec{"/device/efficiency/gemmm", R"({"compute": 0.5, "memory": 0.5})",
                 "dgx.json: device.efficiency.gemmm: unknown op class (expected gemm, "
-                "convolution, elementwise, reduction, attention or grouped_convolution)"},
+                "convolution, elementwise, reduction, attention, grouped_convolution, "
+                "pooling, normalization or layout)"},
         BadSpec{"/device/efficiency/reduction", nullptr,
                 "dgx.json: device.efficiency.reduction: missing"},
         BadSpec{"/device/efficiency/gemm/flops", "0.5",
@@ -897,6 +898,47 @@ TEST(OpTimeTest, DenseConvolutionsInterpolateTheirOwnSamplesWhenGiven) {
   ASSERT_TRUE(parseClusterSpec(formatClusterSpec(spec), "b.json", back).ok());
   ASSERT_EQ(back.device.gemmSamples.size(), 2u);
   EXPECT_EQ(back.device.gemmSamples[1].opClass, OpClass::Convolution);
+}
+
+TEST(ClusterSpecTest, PoolingDefaultsToReduction) {
+  // Specs written before windowed pools had a class: their figures are
+  // reduction's, the class pools were in.
+  Json json = Json::parse(a100Text());
+  ASSERT_FALSE(json["device"]["efficiency"].contains("pooling"));
+  ClusterSpec cluster;
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+  const Efficiency &reduction = cluster.device.efficiencyOf(OpClass::Reduction);
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::Pooling).compute, reduction.compute);
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::Pooling).memory, reduction.memory);
+  json["device"]["efficiency"]["pooling"] = {{"compute", 0.002}, {"memory", 1.0}};
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::Pooling).compute, 0.002);
+  // Written back, and read again the same.
+  ClusterSpec again;
+  ASSERT_TRUE(parseClusterSpec(formatClusterSpec(cluster), "again", again).ok());
+  EXPECT_EQ(again.device.efficiencyOf(OpClass::Pooling).compute, 0.002);
+  json["device"]["efficiency"]["pooling"]["memory"] = 0;
+  EXPECT_FALSE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+}
+
+TEST(ClusterSpecTest, NormalizationDefaultsToElementwise) {
+  // Batch norm was an elementwise map before it had a class: a spec without
+  // the class gives it elementwise's figures.
+  Json json = Json::parse(a100Text());
+  ASSERT_FALSE(json["device"]["efficiency"].contains("normalization"));
+  ClusterSpec cluster;
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+  const Efficiency &elementwise = cluster.device.efficiencyOf(OpClass::Elementwise);
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::Normalization).compute, elementwise.compute);
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::Normalization).memory, elementwise.memory);
+  json["device"]["efficiency"]["normalization"] = {{"compute", 1.0}, {"memory", 0.4}};
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::Normalization).memory, 0.4);
+  // Strided permutes were elementwise too.
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::Layout).memory, elementwise.memory);
+  json["device"]["efficiency"]["layout"] = {{"compute", 1.0}, {"memory", 0.3}};
+  ASSERT_TRUE(parseClusterSpec(json.dump(), "a100", cluster).ok());
+  EXPECT_EQ(cluster.device.efficiencyOf(OpClass::Layout).memory, 0.3);
 }
 
 TEST(ClusterSpecTest, GroupedConvolutionDefaultsToConvolution) {

@@ -10,7 +10,11 @@
 #include "runtime/cpu/Common.h"
 #include "runtime/cpu/Registry.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 namespace cleave::runtime::cpu {
 namespace {
@@ -25,19 +29,29 @@ void validTaps(int64_t start, int64_t kernel, int64_t dilation, int64_t size, in
   *end = std::clamp(e, *begin, kernel);
 }
 
+/// v when v > m or v is NaN (NaN propagates, as PyTorch), else m. Selected
+/// by bits, not by a branch: the scalar tails of short runs (a 14-wide row)
+/// would otherwise mispredict on every other element of random data.
+inline float maxOrNan(float v, float m) {
+  uint32_t vb, mb;
+  std::memcpy(&vb, &v, sizeof vb);
+  std::memcpy(&mb, &m, sizeof mb);
+  const uint32_t take = 0u - static_cast<uint32_t>((v > m) | (v != v));
+  const uint32_t r = (vb & take) | (mb & ~take);
+  float out;
+  std::memcpy(&out, &r, sizeof out);
+  return out;
+}
+
 /// out[i] = max(out[i], src[i * stride]) for i < n, NaN-propagating.
 inline void maxInto(float *__restrict out, const float *__restrict src, int64_t n,
                     int64_t stride) {
   if (stride == 1) {
-    for (int64_t i = 0; i < n; ++i) {
-      float v = src[i], m = out[i];
-      out[i] = ((v > m) | (v != v)) ? v : m;
-    }
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = maxOrNan(src[i], out[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) {
-      float v = src[i * stride], m = out[i];
-      out[i] = ((v > m) | (v != v)) ? v : m; // NaN propagates, as PyTorch
-    }
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = maxOrNan(src[i * stride], out[i]);
   }
 }
 
@@ -91,6 +105,59 @@ CLEAVE_CLONES void maxPoolPlane(const PoolParams &g, const int64_t *oxBegin,
   }
 }
 
+/// One plane of a stride-1 max_pool2d whose output rows are as wide as the
+/// input's (a "same" pool: 2 * padding = dilation * (kernel - 1), as
+/// GoogLeNet's 3x3/1 branch pools), in two passes over the whole plane: the
+/// max along each row into `rows` (h x w), then down the columns. Rows line
+/// up, so each tap is one long run over the plane instead of a short run per
+/// output row; the columns where a tap would cross into the next row are
+/// redone tap by tap. Each output folds its window row by row, column by
+/// column, as the direct loop does, so the result (NaN, signed zero) is the
+/// same bits.
+CLEAVE_CLONES void maxPoolSamePlane(const PoolParams &g, const int64_t *oxBegin,
+                                    const int64_t *oxEnd, int64_t edgeLeft, int64_t edgeRight,
+                                    const float *__restrict plane, float *__restrict rows,
+                                    float *__restrict out) {
+  const int64_t n = g.h * g.w;
+  for (int64_t i = 0; i < n; ++i)
+    rows[i] = -std::numeric_limits<float>::infinity();
+  for (int64_t kx = 0; kx < g.kw; ++kx) {
+    const int64_t off = kx * g.dw - g.pw;
+    const int64_t begin = std::max<int64_t>(0, -off), end = n - std::max<int64_t>(0, off);
+    for (int64_t i = begin; i < end; ++i)
+      rows[i] = maxOrNan(plane[i + off], rows[i]);
+  }
+  // Columns some tap of which lies outside the row: their runs above read
+  // the neighbouring row.
+  for (int64_t y = 0; y < g.h; ++y) {
+    const float *in = plane + y * g.w;
+    float *r = rows + y * g.w;
+    auto redo = [&](int64_t ox) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (int64_t kx = 0; kx < g.kw; ++kx)
+        if (ox >= oxBegin[kx] && ox < oxEnd[kx])
+          m = maxOrNan(in[ox + kx * g.dw - g.pw], m);
+      r[ox] = m;
+    };
+    for (int64_t ox = 0; ox < std::min(edgeLeft, g.ow); ++ox)
+      redo(ox);
+    for (int64_t ox = std::max(edgeLeft, g.ow - edgeRight); ox < g.ow; ++ox)
+      redo(ox);
+  }
+  const int64_t outputs = g.oh * g.ow;
+  for (int64_t i = 0; i < outputs; ++i)
+    out[i] = -std::numeric_limits<float>::infinity();
+  for (int64_t ky = 0; ky < g.kh; ++ky) {
+    // Output rows whose tap ky lies inside the input: one run of them.
+    const int64_t off = ky * g.dh - g.ph;
+    const int64_t oyBegin = std::clamp<int64_t>(-off, 0, g.oh);
+    const int64_t oyEnd = std::clamp<int64_t>(g.h - off, oyBegin, g.oh);
+    const int64_t shift = off * g.w; // output row oy reads row oy + off
+    for (int64_t i = oyBegin * g.ow; i < oyEnd * g.ow; ++i)
+      out[i] = maxOrNan(rows[i + shift], out[i]);
+  }
+}
+
 /// One plane of avg_pool2d, as maxPoolPlane: each valid tap (iy, kx) adds
 /// into a run of outputs, so every output still sums its window in (row,
 /// column) order as PyTorch's loop does. `width[ox]` is column ox's factor
@@ -124,6 +191,28 @@ Status buildMaxPool(const KernelSignature &sig, KernelFn *fn) {
   CLEAVE_RETURN_IF_ERROR(parseMaxPool2d(sig, "cpu", {DType::F32}, &g));
   std::vector<int64_t> oxBegin, oxEnd;
   tapColumns(g, &oxBegin, &oxEnd);
+  if (g.sh == 1 && g.sw == 1 && g.ow == g.w) {
+    // Columns at either side that not every tap reaches.
+    int64_t edgeLeft = 0, edgeRight = 0;
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      edgeLeft = std::max(edgeLeft, oxBegin[kx]);
+      edgeRight = std::max(edgeRight, g.ow - oxEnd[kx]);
+    }
+    *fn = [g, oxBegin, oxEnd, edgeLeft, edgeRight](const KernelCall &call) -> Status {
+      const float *x = static_cast<const float *>(call.inputs[0]);
+      float *y = static_cast<float *>(call.outputs[0]);
+      parallelRange(g.planes, g.oh * g.ow * g.kh * g.kw, [&](int64_t b, int64_t e) {
+        // One plane's row maxima, per thread (an input plane's size).
+        thread_local std::vector<float> rows;
+        rows.resize(static_cast<size_t>(g.h * g.w));
+        for (int64_t p = b; p < e; ++p)
+          maxPoolSamePlane(g, oxBegin.data(), oxEnd.data(), edgeLeft, edgeRight,
+                           x + p * g.h * g.w, rows.data(), y + p * g.oh * g.ow);
+      });
+      return {};
+    };
+    return {};
+  }
   *fn = [g, oxBegin, oxEnd](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     float *y = static_cast<float *>(call.outputs[0]);

@@ -2243,6 +2243,12 @@ const std::vector<PoolCase> kPoolCases = {
     {{1, 3, 11, 12}, {3, 3}, {3, 2}, {1, 0}, {2, 1}, true},  // dilation (max only)
     {{1, 1, 6, 6}, {4, 4}, {3, 3}, {2, 2}, {1, 1}, true},
     {{8, 64, 20, 20}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false}, // threaded
+    // Stride 1, as wide as the input (max pools these plane by plane).
+    {{2, 3, 9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true},
+    {{1, 2, 7, 6}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, false},
+    {{1, 2, 6, 5}, {3, 5}, {1, 1}, {0, 2}, {1, 1}, false},     // fewer rows out
+    {{1, 2, 2, 2}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, false},     // every column an edge
+    {{4, 32, 14, 14}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, true},   // threaded
 };
 
 TEST_P(KernelTest, MaxPool2dWithCeilModeAndDilation) {
@@ -2279,6 +2285,20 @@ TEST_P(KernelTest, MaxPool2dWithCeilModeAndDilation) {
                        {"dilation", L({1, 1})}})));
   EXPECT_TRUE(std::isnan(y.at(0)));
   EXPECT_FALSE(std::isnan(y.at(1)));
+  // The stride-1 "same" pools too, a NaN at the left edge and one inside:
+  // exactly the windows that hold them are NaN.
+  HostTensor s = random({1, 1, 6, 6}), z;
+  s.as<float>()[2 * 6 + 0] = std::numeric_limits<float>::quiet_NaN(); // row 2, column 0
+  s.as<float>()[4 * 6 + 3] = std::numeric_limits<float>::quiet_NaN(); // row 4, column 3
+  ASSERT_OK(run("max_pool2d", {&s}, D(f32, {1, 1, 6, 6}), &z,
+                attrs({{"kernel", L({3, 3})}, {"stride", L({1, 1})}, {"padding", L({1, 1})},
+                       {"dilation", L({1, 1})}})));
+  for (int64_t oy = 0; oy < 6; ++oy)
+    for (int64_t ox = 0; ox < 6; ++ox) {
+      bool holds = (std::abs(oy - 2) <= 1 && ox <= 1) ||
+                   (std::abs(oy - 4) <= 1 && std::abs(ox - 3) <= 1);
+      EXPECT_EQ(std::isnan(z.at(oy * 6 + ox)), holds) << "output " << oy << ", " << ox;
+    }
 }
 
 TEST_P(KernelTest, AvgPool2dDivisorsAsPyTorch) {

@@ -529,9 +529,16 @@ struct ContentionKernel {
   std::string mlir;
   int kernels = 1;
 };
+/// Elements of each add of the chain the memory bandwidth comes from: 16 MiB
+/// operands, so the previous add's result is half out of a 32 MiB
+/// last-level cache, as a model's activations are. With 4 MiB ones it stayed
+/// in cache, and the zoo's maps, batch norms and pools ran a third slower in
+/// their models than that bandwidth said (docs/cost-model.md).
+int64_t chainElements(bool quick) { return quick ? 1 << 14 : 1 << 22; }
+
 std::optional<ContentionKernel> contentionKernel(const std::string &kind, bool quick) {
   if (kind == "memory")
-    return ContentionKernel{addChainKernel(quick ? 1 << 14 : 1 << 20, 16, /*ownInputs=*/true), 16};
+    return ContentionKernel{addChainKernel(chainElements(quick), 16, /*ownInputs=*/true), 16};
   if (kind == "gemm") {
     int64_t n = quick ? 256 : 1024;
     return ContentionKernel{linearKernel(n, n, n), 1};
@@ -907,7 +914,12 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
                                             {8, 432, 7, 432, 3, 1, 18},
                                             {8, 72, 56, 72, 3, 1, 3},
                                             {8, 168, 28, 168, 3, 1, 7},
-                                            {8, 408, 14, 408, 3, 1, 17}};
+                                            {8, 408, 14, 408, 3, 1, 17},
+                                            // Wide groups (RegNetX-8GF's 120
+                                            // channels per group).
+                                            {2, 240, 28, 240, 3, 1, 2},
+                                            {2, 720, 14, 720, 3, 1, 6},
+                                            {2, 1920, 7, 1920, 3, 1, 16}};
   // add over sizes from cache-resident to far past the last-level cache, for
   // the record; the bandwidth the cost model uses comes from a chain of adds.
   std::vector<int64_t> addSizes = options.quick ? std::vector<int64_t>{1 << 14, 1 << 18}
@@ -1038,7 +1050,7 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
   record["add_alone"] = addRecord;
   {
     constexpr int kAdds = 16;
-    int64_t elements = options.quick ? 1 << 14 : 1 << 20;
+    int64_t elements = chainElements(options.quick);
     Measured chain;
     CLEAVE_RETURN_IF_ERROR(measureOp(context, addChainKernel(elements, kAdds, /*ownInputs=*/true),
                                      workDir.str().str(), minSeconds, chain, kAdds, sweep));

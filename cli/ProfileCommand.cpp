@@ -1120,34 +1120,32 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
                                     m.seconds / 1e9));
   }
   device.efficiency[int(cost::OpClass::Pooling)].compute = median(poolEfficiencies);
-  // Batch norm is memory-bound: its class keeps the median fraction of the
-  // memory bandwidth it reached.
+  // Batch norm and strided permutes are memory-bound: their classes keep
+  // the median fraction of the memory bandwidth they reached.
+  auto memoryBound = [&](const std::string &kernel, const std::string &termClass,
+                         const std::string &label,
+                         std::vector<double> &efficiencies) -> rt::Status {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(run(kernel, m));
+    double bytes = m.cost.forward.bytesRead + m.cost.forward.bytesWritten;
+    efficiencies.push_back(std::clamp(bytes / (device.memoryBandwidth * m.seconds), 1e-4, 1.0));
+    terms.push_back({termClass, label, m});
+    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label, bytes / m.seconds / 1e9));
+    return {};
+  };
   std::vector<double> normEfficiencies;
-  for (const NormCase &c : norms) {
-    Measured m;
-    CLEAVE_RETURN_IF_ERROR(run(batchNormKernel(c.n, c.c, c.hw), m));
-    double bytes = m.cost.forward.bytesRead + m.cost.forward.bytesWritten;
-    normEfficiencies.push_back(
-        std::clamp(bytes / (device.memoryBandwidth * m.seconds), 1e-4, 1.0));
-    std::string label = llvm::formatv("batch_norm {0}x{1}x{2}x{2}", c.n, c.c, c.hw);
-    terms.push_back({"normalization", label, m});
-    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label, bytes / m.seconds / 1e9));
-  }
+  for (const NormCase &c : norms)
+    CLEAVE_RETURN_IF_ERROR(memoryBound(batchNormKernel(c.n, c.c, c.hw), "normalization",
+                                       llvm::formatv("batch_norm {0}x{1}x{2}x{2}", c.n, c.c, c.hw),
+                                       normEfficiencies));
   device.efficiency[int(cost::OpClass::Normalization)] = {1.0, median(normEfficiencies)};
-  // Strided permutes, memory-bound too.
   std::vector<double> layoutEfficiencies;
-  for (const LayoutCase &c : layouts) {
-    Measured m;
-    CLEAVE_RETURN_IF_ERROR(run(permuteDimsKernel(c.shape, c.dims), m));
-    double bytes = m.cost.forward.bytesRead + m.cost.forward.bytesWritten;
-    layoutEfficiencies.push_back(
-        std::clamp(bytes / (device.memoryBandwidth * m.seconds), 1e-4, 1.0));
-    std::string label =
+  for (const LayoutCase &c : layouts)
+    CLEAVE_RETURN_IF_ERROR(memoryBound(
+        permuteDimsKernel(c.shape, c.dims), "layout",
         llvm::formatv("permute {0}x{1}x{2}x{3} by ({4}, {5}, {6}, {7})", c.shape[0], c.shape[1],
-                      c.shape[2], c.shape[3], c.dims[0], c.dims[1], c.dims[2], c.dims[3]);
-    terms.push_back({"layout", label, m});
-    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label, bytes / m.seconds / 1e9));
-  }
+                      c.shape[2], c.shape[3], c.dims[0], c.dims[1], c.dims[2], c.dims[3]),
+        layoutEfficiencies));
   device.efficiency[int(cost::OpClass::Layout)] = {1.0, median(layoutEfficiencies)};
   // Per-kernel overhead: the wall time per kernel of a program of kernels
   // with almost nothing to do (dispatch included).

@@ -1100,52 +1100,55 @@ rt::Status profile(const ProfileOptions &options, const char *argv0, cost::Clust
       median({computeEfficiency(softmax), computeEfficiency(layerNorm)});
   terms.push_back({"kernel", llvm::formatv("softmax of {0}x256", big / 256), softmax});
   terms.push_back({"kernel", llvm::formatv("layer_norm of {0}x512", big / 512), layerNorm});
-  CLEAVE_RETURN_IF_ERROR(run(permuteKernel(options.quick ? 2 : 8, 256, 8, 64), permute));
-  terms.push_back({"kernel", "permute (attention heads)", permute});
-  progress.step(llvm::formatv("permute (attention heads): {0:f1} GB/s",
-                              (permute.cost.forward.bytesRead + permute.cost.forward.bytesWritten) /
-                                  permute.seconds / 1e9));
+  // A kernel kept as a term of `termClass`, its rate in GB/s on the progress line.
+  auto measureTerm = [&](const std::string &kernel, const std::string &termClass,
+                         const std::string &label, Measured &m) -> rt::Status {
+    CLEAVE_RETURN_IF_ERROR(run(kernel, m));
+    terms.push_back({termClass, label, m});
+    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label,
+                                (m.cost.forward.bytesRead + m.cost.forward.bytesWritten) /
+                                    m.seconds / 1e9));
+    return {};
+  };
+  CLEAVE_RETURN_IF_ERROR(measureTerm(permuteKernel(options.quick ? 2 : 8, 256, 8, 64), "kernel",
+                                     "permute (attention heads)", permute));
   // Windowed pools: their class figure is the median of their rates.
   std::vector<double> poolEfficiencies;
   for (const PoolCase &c : pools) {
     Measured m;
-    CLEAVE_RETURN_IF_ERROR(
-        run(poolKernel(c.kind, c.n, c.c, c.hw, c.kernel, c.stride, c.pad), m));
+    CLEAVE_RETURN_IF_ERROR(measureTerm(
+        poolKernel(c.kind, c.n, c.c, c.hw, c.kernel, c.stride, c.pad), "pooling",
+        llvm::formatv("{0}_pool2d {1}x{2}x{3}x{3}, {4}x{4}/{5}", c.kind, c.n, c.c, c.hw, c.kernel,
+                      c.stride),
+        m));
     poolEfficiencies.push_back(computeEfficiency(m));
-    std::string label = llvm::formatv("{0}_pool2d {1}x{2}x{3}x{3}, {4}x{4}/{5}", c.kind, c.n,
-                                      c.c, c.hw, c.kernel, c.stride);
-    terms.push_back({"pooling", label, m});
-    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label,
-                                (m.cost.forward.bytesRead + m.cost.forward.bytesWritten) /
-                                    m.seconds / 1e9));
   }
   device.efficiency[int(cost::OpClass::Pooling)].compute = median(poolEfficiencies);
   // Batch norm and strided permutes are memory-bound: their classes keep
   // the median fraction of the memory bandwidth they reached.
-  auto memoryBound = [&](const std::string &kernel, const std::string &termClass,
-                         const std::string &label,
-                         std::vector<double> &efficiencies) -> rt::Status {
-    Measured m;
-    CLEAVE_RETURN_IF_ERROR(run(kernel, m));
+  auto memoryEfficiency = [&](const Measured &m) {
     double bytes = m.cost.forward.bytesRead + m.cost.forward.bytesWritten;
-    efficiencies.push_back(std::clamp(bytes / (device.memoryBandwidth * m.seconds), 1e-4, 1.0));
-    terms.push_back({termClass, label, m});
-    progress.step(llvm::formatv("{0}: {1:f1} GB/s", label, bytes / m.seconds / 1e9));
-    return {};
+    return std::clamp(bytes / (device.memoryBandwidth * m.seconds), 1e-4, 1.0);
   };
   std::vector<double> normEfficiencies;
-  for (const NormCase &c : norms)
-    CLEAVE_RETURN_IF_ERROR(memoryBound(batchNormKernel(c.n, c.c, c.hw), "normalization",
+  for (const NormCase &c : norms) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(measureTerm(batchNormKernel(c.n, c.c, c.hw), "normalization",
                                        llvm::formatv("batch_norm {0}x{1}x{2}x{2}", c.n, c.c, c.hw),
-                                       normEfficiencies));
+                                       m));
+    normEfficiencies.push_back(memoryEfficiency(m));
+  }
   device.efficiency[int(cost::OpClass::Normalization)] = {1.0, median(normEfficiencies)};
   std::vector<double> layoutEfficiencies;
-  for (const LayoutCase &c : layouts)
-    CLEAVE_RETURN_IF_ERROR(memoryBound(
+  for (const LayoutCase &c : layouts) {
+    Measured m;
+    CLEAVE_RETURN_IF_ERROR(measureTerm(
         permuteDimsKernel(c.shape, c.dims), "layout",
         llvm::formatv("permute {0}x{1}x{2}x{3} by ({4}, {5}, {6}, {7})", c.shape[0], c.shape[1],
                       c.shape[2], c.shape[3], c.dims[0], c.dims[1], c.dims[2], c.dims[3]),
-        layoutEfficiencies));
+        m));
+    layoutEfficiencies.push_back(memoryEfficiency(m));
+  }
   device.efficiency[int(cost::OpClass::Layout)] = {1.0, median(layoutEfficiencies)};
   // Per-kernel overhead: the wall time per kernel of a program of kernels
   // with almost nothing to do (dispatch included).

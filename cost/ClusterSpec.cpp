@@ -185,26 +185,37 @@ Status parsePeakFlops(const Node &device, DeviceSpec &spec) {
   return {};
 }
 
+/// The class a class's ops were costed as before it had its own; nullopt
+/// for the classes every spec gives.
+std::optional<OpClass> classBefore(OpClass opClass) {
+  switch (opClass) {
+  case OpClass::GroupedConvolution:
+    return OpClass::Convolution;
+  case OpClass::Pooling:
+    return OpClass::Reduction;
+  case OpClass::Normalization:
+  case OpClass::Layout:
+    return OpClass::Elementwise;
+  default:
+    return std::nullopt;
+  }
+}
+
 Status parseEfficiency(const Node &device, DeviceSpec &spec) {
   std::optional<Node> table;
   CLEAVE_RETURN_IF_ERROR(getObject(device, "efficiency", &table));
   for (auto it = table->json.begin(); it != table->json.end(); ++it)
-    if (!parseOpClass(it.key()))
-      return CLEAVE_ERROR(table->where(it.key()),
-                          ": unknown op class (expected gemm, convolution, elementwise, "
-                          "reduction, attention, grouped_convolution, pooling, "
-                          "normalization or layout)");
+    if (!parseOpClass(it.key())) {
+      std::string expected;
+      for (int i = 0; i < kNumOpClasses; ++i)
+        expected += std::string(i == 0 ? "" : i + 1 == kNumOpClasses ? " or " : ", ") +
+                    std::string(kOpClassNames[i]);
+      return CLEAVE_ERROR(table->where(it.key()), ": unknown op class (expected ", expected, ")");
+    }
   for (int i = 0; i < kNumOpClasses; ++i) {
-    // Specs written before grouped convolutions, pooling, normalization and
-    // layout had classes of their own give them the figures of the class
-    // their ops were in before.
-    std::optional<OpClass> before;
-    if (OpClass(i) == OpClass::GroupedConvolution)
-      before = OpClass::Convolution;
-    else if (OpClass(i) == OpClass::Pooling)
-      before = OpClass::Reduction;
-    else if (OpClass(i) == OpClass::Normalization || OpClass(i) == OpClass::Layout)
-      before = OpClass::Elementwise;
+    // Specs written before a class existed give it the figures of the class
+    // its ops were in before.
+    std::optional<OpClass> before = classBefore(OpClass(i));
     if (before && !table->has(std::string(kOpClassNames[i]))) {
       spec.efficiency[i] = spec.efficiency[int(*before)];
       continue;

@@ -132,8 +132,9 @@ TEST_F(ImporterTest, ModuleScopesBecomeNameLocations) {
       ASSERT_TRUE(loc) << "op without a module scope";
       EXPECT_EQ(loc.getName().str(), "block");
     }
-    if (isa<mlir::cleave::AddOp>(op))
+    if (isa<mlir::cleave::AddOp>(op)) {
       EXPECT_FALSE(isa<NameLoc>(op->getLoc())) << "the root's ops have no scope";
+    }
   });
 }
 

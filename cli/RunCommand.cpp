@@ -462,7 +462,7 @@ int runRun(int argc, char **argv) {
   if (timing) {
     std::sort(runSeconds.begin(), runSeconds.end());
     std::fprintf(stderr,
-                 "cleave: load %.3f s, forward median %.4f s over %zu run(s), %d threads, plan "
+                 "cleave: load %.3f s, forward median %.6f s over %zu run(s), %d threads, plan "
                  "memory %.1f MiB\n",
                  loadSeconds, runSeconds[runSeconds.size() / 2], runSeconds.size(),
                  rt::cpuThreads(), executor->allocatedBytes() / 1048576.0);

@@ -277,6 +277,9 @@ def add_selection_args(p, samples):
     p.add_argument("--ops", help="comma list of OpInfo names (name, name.variant, or name.* for "
                                  "every variant)")
     p.add_argument("--subset", help="a file of OpInfo names, one per line (# comments)")
+    p.add_argument("--part", metavar="K/N",
+                   help="only the K-th of N parts of the --subset (its names in order, every N-th "
+                        "from the K-th), so that a long subset runs as N tests side by side")
     p.add_argument("--samples", type=int, default=samples)
     p.add_argument("--json")
     p.add_argument("--markdown")
@@ -287,13 +290,28 @@ def read_subset(path):
         return {ln.split("#")[0].strip() for ln in f if ln.split("#")[0].strip()}
 
 
-def wanted_ops(ops, subset):
-    """The names --ops or --subset select, or None for every op."""
+def wanted_ops(ops, subset, part=None):
+    """The names --ops or --subset (and --part of it) select, or None for every op."""
     if ops:
         return set(ops.split(","))
     if subset:
-        return read_subset(subset)
+        names = read_subset(subset)
+        if part:
+            k, n = parse_part(part)
+            names = set(sorted(names)[k - 1::n])
+        return names
     return None
+
+
+def parse_part(text):
+    """K/N, 1 <= K <= N, or exits naming the problem."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        sys.exit(f"opinfo.py: error: --part {text!r}: expected K/N, e.g. 1/3")
+    if not 1 <= k <= n:
+        sys.exit(f"opinfo.py: error: --part {text}: K must be between 1 and N")
+    return k, n
 
 
 def is_wanted(op, wanted):
@@ -366,7 +384,7 @@ def main():
         wanted = {r["op"] for r in earlier} - set(kept)
         print(f"rechecking {len(wanted)} ops that failed in {a.recheck}", flush=True)
     else:
-        wanted = wanted_ops(a.ops, a.subset)
+        wanted = wanted_ops(a.ops, a.subset, a.part)
     work = os.path.abspath(a.work or tempfile.mkdtemp(prefix="cleave-opinfo-"))
     cleave = find_cleave(a.cleave, "opinfo.py")
     rows = []

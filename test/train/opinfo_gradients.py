@@ -183,7 +183,7 @@ def main():
     from torch.testing._internal.common_methods_invocations import op_db
     from opinfo import wanted_ops
 
-    wanted = wanted_ops(a.ops, a.subset)
+    wanted = wanted_ops(a.ops, a.subset, a.part)
     work = os.path.abspath(a.work or tempfile.mkdtemp(prefix="cleave-opinfo-gradients-"))
     cleave = find_cleave(a.cleave, "opinfo_gradients.py")
     rows, seen = [], set()

@@ -88,6 +88,9 @@ options:
   --no-fuse-attention              keep attention unfused (matmul, softmax,
                                    matmul) instead of forming cleave.attention,
                                    to compare memory and time
+  --no-fold-batch-norm             keep inference batch norms as kernels of
+                                   their own instead of folding them into the
+                                   convolutions before them, to compare
   --timing                         print wall time and peak memory to stderr
   -h, --help                       show this help
 
@@ -275,7 +278,7 @@ int runCompile(int argc, char **argv) {
       return runPartitionedCompile(argc, argv);
   std::string model, output, dtype = "f32";
   ImportOptions options;
-  bool timing = false, train = false, fuseAttention = true;
+  bool timing = false, train = false, fuseAttention = true, foldBatchNorm = true;
   TrainingFlags training;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -312,6 +315,8 @@ int runCompile(int argc, char **argv) {
       timing = true;
     } else if (arg == "--no-fuse-attention") {
       fuseAttention = false;
+    } else if (arg == "--no-fold-batch-norm") {
+      foldBatchNorm = false;
     } else if (int status = takeModelArgument(arg, model, kCompileUsage); status >= 0) {
       return status;
     }
@@ -333,6 +338,7 @@ int runCompile(int argc, char **argv) {
   request.import = options;
   request.dtype = dtype;
   request.fuseAttention = fuseAttention;
+  request.foldBatchNorm = foldBatchNorm;
   request.mode = train ? CompileMode::Train : CompileMode::Infer;
   request.training = training.options;
   request.seed = training.seed;

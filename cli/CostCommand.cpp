@@ -46,6 +46,8 @@ options:
   --example-inputs IN.safetensors  the inputs' shapes from a file of example inputs
   --no-fuse-attention              keep attention unfused (matmul, softmax,
                                    matmul), to compare with cleave.attention
+  --no-fold-batch-norm             keep inference batch norms apart from the
+                                   convolutions before them, to compare
   --ops                            also print every op: class, FLOPs, bytes,
                                    predicted forward time and what bounds it
   --kernels                        also print predicted forward time per kernel,
@@ -270,6 +272,8 @@ int runCost(int argc, char **argv) {
       options.kernels = true;
     } else if (arg == "--no-fuse-attention") {
       options.fuseAttention = false;
+    } else if (arg == "--no-fold-batch-norm") {
+      options.foldBatchNorm = false;
     } else if (int status = takeModelArgument(arg, options.model, kCostUsage); status >= 0) {
       return status;
     }

@@ -78,6 +78,8 @@ options:
                             the inputs' shapes from a file of example inputs
   --no-fuse-attention       keep attention unfused (matmul, softmax, matmul),
                             to compare with the fused cleave.attention
+  --no-fold-batch-norm      keep inference batch norms apart from the
+                            convolutions before them, to compare
   --top K                   list the K fastest plans within budget
   --explain                 say why the runners-up lost
   --splits                  print every op of each layer kind with its split

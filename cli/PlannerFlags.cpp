@@ -182,6 +182,8 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
         return status;
     } else if (arg == "--no-fuse-attention") {
       o.fuseAttention = false;
+    } else if (arg == "--no-fold-batch-norm") {
+      o.foldBatchNorm = false;
     } else if (int status = extra(i, arg); status != kNotMine) {
       if (status >= 0)
         return status;

@@ -103,6 +103,8 @@ DriverStatus importForPlan(mlir::MLIRContext &context, const CompileRequest &req
   mlir::cleave::PrepareOptions prepare;
   prepare.fuseAttention = request.fuseAttention;
   prepare.paramData = paramDataOf(model.params);
+  prepare.foldBatchNorm = request.foldBatchNorm && !request.isTraining();
+  prepare.addParam = paramSinkOf(model.params);
   if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
         mlir::cleave::addPreparePipeline(pm, prepare);
       })))
@@ -126,6 +128,8 @@ DriverStatus prepareModel(LoadedModel &model, const CompileRequest &request, boo
   mlir::cleave::PrepareOptions prepare;
   prepare.fuseAttention = request.fuseAttention;
   prepare.paramData = paramDataOf(model.params);
+  prepare.foldBatchNorm = request.foldBatchNorm && !training;
+  prepare.addParam = paramSinkOf(model.params);
   prepare.dtype = request.dtype;
   prepare.training = training;
   prepare.seed = request.seed;
@@ -600,6 +604,19 @@ mlir::cleave::ParamDataLookup paramDataOf(const decltype(ImportedModel::params) 
   };
 }
 
+mlir::cleave::ParamDataSink paramSinkOf(decltype(ImportedModel::params) &params) {
+  return [&params](llvm::StringRef name, llvm::ArrayRef<int64_t> shape, std::vector<float> data) {
+    auto owned = std::make_shared<std::vector<float>>(std::move(data));
+    ParamData entry;
+    entry.shape.assign(shape.begin(), shape.end());
+    entry.dtype = "f32";
+    entry.data = owned->data();
+    entry.bytes = owned->size() * sizeof(float);
+    entry.owner = std::move(owned);
+    params[name.str()] = std::move(entry);
+  };
+}
+
 DriverStatus setUpCluster(mlir::MLIRContext &context, CompileRequest &request,
                           cost::ClusterSpec &spec) {
   auto &search = request.planner.search;
@@ -643,6 +660,8 @@ DriverStatus loadModel(mlir::MLIRContext &context, const CompileRequest &request
       return s;
     // The buffers' data stays in `model` while the preparation reads it.
     prepare.paramData = paramDataOf(model.params);
+    prepare.foldBatchNorm = request.foldBatchNorm && !request.isTraining();
+    prepare.addParam = paramSinkOf(model.params);
   }
   if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
         mlir::cleave::addPreparePipeline(pm, prepare);

@@ -87,6 +87,9 @@ struct CompileRequest {
   std::string dtype = "f32";
   /// Form cleave.attention in the preparation (--no-fuse-attention: false).
   bool fuseAttention = true;
+  /// Inference: fold batch norms into the convolutions before them in the
+  /// preparation (--no-fold-batch-norm: false).
+  bool foldBatchNorm = true;
 
   /// Train: on one device, a training step (the training pipeline,
   /// passes/Pipelines addTrainingPipeline); with a cluster, the planner
@@ -145,6 +148,10 @@ mlir::cleave::ParamDataLookup paramDataOf(const decltype(ImportedModel::params) 
 inline mlir::cleave::ParamDataLookup paramDataOf(const ImportedModel &model) {
   return paramDataOf(model.params);
 }
+
+/// Adds the params the preparation derives (folded batch norms) to
+/// `params`, which then own their data; valid while `params` lives.
+mlir::cleave::ParamDataSink paramSinkOf(decltype(ImportedModel::params) &params);
 
 /// Loads the cluster spec `request.cluster` (with `request.nodes` nodes when
 /// set), sizes it to `request.devices`, and sets up the planner's search:

@@ -26,8 +26,18 @@ namespace mlir::cleave {
 /// param's name, or null when it is unknown (meta models, parsed IR).
 using ParamDataLookup = std::function<const void *(llvm::StringRef name)>;
 
+/// Takes a param a pass derived at compile time (a filter with a batch norm
+/// folded in): its name, shape and f32 data, which the plan then holds as
+/// the model's own params.
+using ParamDataSink = std::function<void(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                                         std::vector<float> data)>;
+
 /// -cleave-fuse-attention, reading mask buffers through `paramData`.
 std::unique_ptr<Pass> createFuseAttention(ParamDataLookup paramData);
+
+/// -cleave-fold-batch-norm, reading params through `paramData` and handing
+/// the folded ones to `addParam`.
+std::unique_ptr<Pass> createFoldBatchNorm(ParamDataLookup paramData, ParamDataSink addParam);
 
 /// How an imported model is prepared for analysis, planning and emission.
 struct PrepareOptions {
@@ -35,6 +45,12 @@ struct PrepareOptions {
   bool fuseAttention = true;
   /// The model's buffer data, so masks held in buffers can be proved causal.
   ParamDataLookup paramData;
+  /// Inference: fold batch norms into the convolutions before them
+  /// (`--no-fold-batch-norm` turns it off, to compare), with the params'
+  /// data from `paramData` and the folded ones handed to `addParam`. Needs
+  /// both; never in training.
+  bool foldBatchNorm = true;
+  ParamDataSink addParam;
   /// The float type programs compute in (`cleave compile --dtype`): f32
   /// keeps the imported types; bf16 runs -cleave-convert-precision.
   std::string dtype = "f32";

@@ -36,6 +36,29 @@ def PrintModelSummary : Pass<"cleave-print-summary", "mlir::ModuleOp"> {
   ];
 }
 
+def FoldBatchNorm : Pass<"cleave-fold-batch-norm", "mlir::func::FuncOp"> {
+  let summary = "Fold inference batch norms into the convolutions before them";
+  let description = [{
+    Replaces `batch_norm(conv2d(x, W, c), mean, var, gamma, beta)` by one
+    `conv2d(x, W * s, (c - mean) * s + beta)` with s = gamma / sqrt(var +
+    eps) per output channel, when the convolution's result has no other
+    user and every one of those tensors is f32 with data at compile time: a
+    `cleave.constant`, or a `cleave.param` whose data the caller supplies
+    (`createFoldBatchNorm(lookup, sink)`, which `cleave compile`, `plan` and
+    `cost` use for inference). The folded weight and bias become params
+    named `<filter>.bn_folded` and `<conv bias>.bn_folded` (the filter's
+    name with `.bias` when the convolution has none), whose data goes to the
+    sink; in `cleave-opt`, which has no sink, they become constants. Params
+    and constants left without users are erased. Training programs must not
+    run it: it bakes in statistics and weights that a step updates.
+    `-debug-only=cleave-fold-batch-norm` says why a batch norm stayed.
+  }];
+  let statistics = [
+    Statistic<"numFolded", "folded-batch-norms", "batch norms folded into a convolution">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def FuseAttention : Pass<"cleave-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Replace attention written as matmul, scale, mask, softmax, matmul by cleave.attention";
   let description = [{

@@ -36,6 +36,9 @@ void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options) {
     training.seed = options.seed;
     pm.addNestedPass<func::FuncOp>(createTrainingMode(training));
   }
+  // Inference only: a training step updates what the fold bakes in.
+  if (!options.training && options.foldBatchNorm && options.paramData && options.addParam)
+    pm.addNestedPass<func::FuncOp>(createFoldBatchNorm(options.paramData, options.addParam));
   // After folding (CSE makes the scale and -inf constants shared scalars),
   // before anything measures memory or cost.
   if (options.fuseAttention)

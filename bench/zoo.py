@@ -11,7 +11,10 @@ is probed (bench/benchlib.py, best_blas_env: OPENBLAS_CORETYPE and OPENBLAS_L2_S
 unset, SkylakeX, Haswell; products checked equal) and every run takes it; LibTorch runs twice
 (`cleave bench`: OMP_WAIT_POLICY as inherited, "libtorch", and passive, "libtorch*") and so does
 the eager module, each time in its own process under torch.no_grad (OMP_WAIT_POLICY unset,
-"eager", and passive, "eager*"); the fastest of the four is the model's best_baseline.
+"eager", and passive, "eager*"), and so does the exported module as PyTorch deploys it for
+inference, torch.jit.freeze then torch.jit.optimize_for_inference (batch norms folded into the
+convolutions, as cleave's inference plans fold them; "frozen", "frozen*"; its output checked
+against the eager module's first); the fastest of the six is the model's best_baseline.
 
   classification  its default resolution (the crop of its default weights' transforms)
   segmentation    the resize size of its default weights (520x520); output "out"
@@ -28,7 +31,8 @@ usage: /usr/bin/python3 bench/zoo.py --cleave PATH/cleave --work DIR
 
 A model passes when it imports, compiles, runs, and max|cleave - LibTorch| <= 1e-3 of
 max|LibTorch| over its output. Prints the OpenBLAS probe, then one line per model (status, max
-error relative to the output scale, cleave ms, LibTorch ms, eager ms, the fastest baseline, the
+error relative to the output scale, cleave ms, LibTorch ms, eager ms, frozen ms, the fastest
+baseline, the
 reason of a failure: the tool's first error line, or the unsupported ops with their first source
 lines) and a table at the end; --json and
 --markdown write them. Models run smallest first (by parameter count); each step has --timeout
@@ -279,21 +283,48 @@ def export_one(family, name, work, batch, small):
         json.dump(info, f)
 
 
-def eager_one(family, name, batch, small, threads, iterations, report):
+def eager_one(family, name, batch, small, threads, iterations, report, frozen_from=None):
     """Child process: times the eager Python module under torch.no_grad, as users run it
-    (median of `iterations` forwards after one, on `threads`), into `report` (JSON)."""
+    (median of `iterations` forwards after one, on `threads`), into `report` (JSON).
+    With `frozen_from` (the exported TorchScript file) it times that module as PyTorch's
+    inference deployment runs it instead: torch.jit.freeze (weights inlined, batch norms folded
+    into the convolutions before them) then torch.jit.optimize_for_inference (oneDNN layouts
+    where they pay), when its output agrees with the eager module's; else (PyTorch 1.13's
+    oneDNN hardswish gets mobilenet_v3 wrong) freeze alone, checked the same way."""
     import torch
     wrapped, args, _, _, _ = prepare_model(family, name, batch, small)
     torch.set_num_threads(threads or os.cpu_count())
+    module, variant = wrapped, "eager"
+    if frozen_from:
+        def first(y):
+            return y[0] if isinstance(y, (list, tuple)) else y
+
+        with torch.no_grad():
+            want = first(wrapped(*args))
+        scale = max(want.abs().max().item(), 1e-30)
+        errors = []
+        for variant in ("freeze+optimize_for_inference", "freeze"):
+            frozen = torch.jit.freeze(torch.jit.load(frozen_from).eval())
+            if variant != "freeze":
+                frozen = torch.jit.optimize_for_inference(frozen)
+            with torch.no_grad():
+                error = (first(frozen(*args)) - want).abs().max().item() / scale
+            if error <= TOL:
+                module = frozen
+                break
+            errors.append(f"{variant} differs from the eager module by {error:.3g} of the "
+                          f"output scale")
+        if module is wrapped:
+            sys.exit("error: " + "; ".join(errors))
     times = []
     with torch.no_grad():
         for i in range(iterations + 1):
             start = time.perf_counter()
-            wrapped(*args)
+            module(*args)
             if i:
                 times.append(time.perf_counter() - start)
     with open(report, "w") as f:
-        json.dump({"median_ms": sorted(times)[len(times) // 2] * 1e3}, f)
+        json.dump({"median_ms": sorted(times)[len(times) // 2] * 1e3, "variant": variant}, f)
 
 
 def _input_independent(out):
@@ -332,9 +363,12 @@ def run(cmd, timeout, **extra_env):
         return None, f"timed out after {timeout} s: {' '.join(cmd[:3])} ..."
 
 
-# The eager module's two runs: OpenMP's idle threads spinning (OMP_WAIT_POLICY unset, its
-# default) and sleeping (passive), as `cleave bench` runs LibTorch ("libtorch", "libtorch*").
-EAGER_RUNS = (("eager", None), ("eager*", "passive"))
+# The Python runs: the eager module and the frozen one (torch.jit.freeze and
+# optimize_for_inference: batch norms folded, as cleave's inference plans fold them), each with
+# OpenMP's idle threads spinning (OMP_WAIT_POLICY unset, its default) and sleeping (passive), as
+# `cleave bench` runs LibTorch ("libtorch", "libtorch*").
+EAGER_RUNS = (("eager", None, False), ("eager*", "passive", False),
+              ("frozen", None, True), ("frozen*", "passive", True))
 
 
 def measure(family, name, args, params):
@@ -366,16 +400,21 @@ def measure(family, name, args, params):
         for _ in range(args.rounds):
             # PyTorch's other baseline: the Python module, eager, each run in its own process.
             # One that fails leaves it out of the comparison (eager_error) but fails no model.
-            for label, policy in EAGER_RUNS if args.iterations > 0 else ():
-                report = os.path.join(work, f"eager{'-passive' if policy else ''}.json")
+            for label, policy, frozen in EAGER_RUNS if args.iterations > 0 else ():
+                report = os.path.join(work, f"{label.rstrip('*')}"
+                                            f"{'-passive' if policy else ''}.json")
+                frozen_args = ["--frozen-from", os.path.join(work, "model.pt")] if frozen else []
                 rc, out = run([sys.executable, os.path.abspath(__file__), "--eager-one", name,
                                "--work", work, "--eager-report", report, "--threads",
                                str(args.threads), "--iterations", str(args.iterations)]
-                              + model_args, args.timeout, OMP_WAIT_POLICY=policy)
+                              + frozen_args + model_args, args.timeout, OMP_WAIT_POLICY=policy)
                 if rc == 0 and os.path.exists(report):
                     with open(report) as f:
-                        ms = json.load(f)["median_ms"]
+                        timed = json.load(f)
+                    ms = timed["median_ms"]
                     baselines[label] = min(baselines.get(label, ms), ms)
+                    if frozen:
+                        row["frozen_variant"] = timed["variant"]
                 else:
                     eager_errors[label] = first_error(out)
             row["stage"] = "run"
@@ -403,14 +442,16 @@ def measure(family, name, args, params):
         eager_errors = {label: e for label, e in eager_errors.items() if label not in baselines}
         if eager_errors:
             row["eager_error"] = eager_errors
-        eager = [baselines[label] for label, _ in EAGER_RUNS if label in baselines]
-        if eager:
-            row["eager_ms"] = min(eager)
+        for kind in ("eager", "frozen"):
+            times = [baselines[label] for label, _, frozen in EAGER_RUNS
+                     if label in baselines and frozen == (kind == "frozen")]
+            if times:
+                row[f"{kind}_ms"] = min(times)
         row["rounds"] = args.rounds
         row["cleave_ms"] = cleave_ms
         row["libtorch_ms"] = min(baselines["libtorch"], baselines["libtorch*"])
-        # PyTorch at its best: the fastest of LibTorch (the traced module) and eager Python,
-        # each with OpenMP's idle threads spinning and sleeping.
+        # PyTorch at its best: the fastest of LibTorch (the traced module), eager Python and
+        # the frozen module, each with OpenMP's idle threads spinning and sleeping.
         row["baselines_ms"] = baselines
         row["best_baseline"] = min(baselines, key=baselines.get)
         row["pytorch_ms"] = baselines[row["best_baseline"]]
@@ -432,6 +473,7 @@ def measure(family, name, args, params):
 def line(row):
     if row["status"] == "pass":
         eager = f", eager {row['eager_ms']:.1f} ms" if "eager_ms" in row else ""
+        eager += f", frozen {row['frozen_ms']:.1f} ms" if "frozen_ms" in row else ""
         return (f"{row['model']}: pass, error {row['relative_error']:.2e} of scale, cleave "
                 f"{row['cleave_ms']:.1f} ms, libtorch {row['libtorch_ms']:.1f} ms{eager} "
                 f"({row['pytorch_ms'] / row['cleave_ms']:.2f}x the fastest, "
@@ -441,21 +483,22 @@ def line(row):
 
 def markdown(rows, args):
     out = [f"| model | family | params (M) | input | status | max error / scale | cleave ms | "
-           f"LibTorch ms | eager ms | speedup | fastest baseline | blocker |",
-           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---|---|"]
+           f"LibTorch ms | eager ms | frozen ms | speedup | fastest baseline | blocker |",
+           "|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
     for r in rows:
         ok = r["status"] == "pass"
         err = f"{r['relative_error']:.1e}" if "relative_error" in r else ""
         cms = f"{r['cleave_ms']:.1f}" if "cleave_ms" in r else ""
         lms = f"{r['libtorch_ms']:.1f}" if "libtorch_ms" in r else ""
         ems = f"{r['eager_ms']:.1f}" if "eager_ms" in r else ""
+        fms = f"{r['frozen_ms']:.1f}" if "frozen_ms" in r else ""
         speed = (f"{r.get('pytorch_ms', r.get('libtorch_ms', 0)) / r['cleave_ms']:.2f}x"
                  if "cleave_ms" in r else "")
         reason = "" if ok else f"{r['stage']}: {r.get('reason', '')}".replace("|", "/")
         star = " *" if r.get("recalibrated") else ""
         out.append(f"| {r['model']}{star} | {r['family']} | {r['params'] / 1e6:.1f} | "
                    f"{r.get('input', '')} | "
-                   f"{r['status']} | {err} | {cms} | {lms} | {ems} | {speed} | "
+                   f"{r['status']} | {err} | {cms} | {lms} | {ems} | {fms} | {speed} | "
                    f"{r.get('best_baseline', '')} | {reason} |")
     passed = sum(r["status"] == "pass" for r in rows)
     out.append("")
@@ -464,7 +507,8 @@ def markdown(rows, args):
                + (f", each engine's fastest of {args.rounds} interleaved rounds"
                   if args.rounds > 1 else "")
                + "; speedup: the fastest of "
-               f"LibTorch and eager PyTorch over cleave, each run with OMP_WAIT_POLICY unset "
+               f"LibTorch, eager PyTorch and the frozen module over cleave, each run with "
+               f"OMP_WAIT_POLICY unset "
                f"and passive (a star: passive); OpenBLAS {args.blas_setting}: "
                f"{benchlib.describe_blas(BLAS_CHANGES)}, the fastest of the settings probed)")
     if any(r.get("recalibrated") for r in rows):
@@ -501,6 +545,7 @@ def main():
     p.add_argument("--export-one", help=argparse.SUPPRESS)
     p.add_argument("--eager-one", help=argparse.SUPPRESS)
     p.add_argument("--eager-report", help=argparse.SUPPRESS)
+    p.add_argument("--frozen-from", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.rounds < 1:
         sys.exit(f"zoo.py: error: --rounds must be at least 1, got {args.rounds}")
@@ -514,7 +559,7 @@ def main():
         return
     if args.eager_one:
         eager_one(families[0], args.eager_one, args.batch, args.small, args.threads,
-                  args.iterations, args.eager_report)
+                  args.iterations, args.eager_report, args.frozen_from)
         return
     import torch
     import torchvision

@@ -7,17 +7,10 @@ usage: conv_variants.py -o MODEL.pt --io DIR [--batch B]
 
 --io DIR writes inputs.safetensors and PyTorch's outputs.safetensors (eval mode, no_grad).
 """
-import argparse
-import json
-import os
-import sys
+import torch
+from torch import nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
-from safetensors_io import save_file  # noqa: E402
-
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+from traced_export import export, parse_args
 
 
 class ConvVariants(nn.Module):
@@ -44,23 +37,10 @@ class ConvVariants(nn.Module):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("-o", required=True)
-    p.add_argument("--io", required=True)
-    p.add_argument("--batch", type=int, default=2)
-    a = p.parse_args()
+    a = parse_args(__doc__)
     torch.manual_seed(0)
-    model = ConvVariants().eval()
     x = torch.randn(a.batch, 3, 40, 36, generator=torch.Generator().manual_seed(1))
-    traced = torch.jit.trace(model, (x,))
-    with torch.no_grad():
-        out = traced(x)
-    meta = {"format": 1, "model": "conv_variants",
-            "inputs": [{"name": "x", "shape": list(x.shape), "dtype": "f32"}]}
-    traced.save(a.o, _extra_files={"cleave.json": json.dumps(meta)})
-    os.makedirs(a.io, exist_ok=True)
-    save_file({"x": x}, os.path.join(a.io, "inputs.safetensors"))
-    save_file({"output_0": out}, os.path.join(a.io, "outputs.safetensors"))
+    export(ConvVariants(), x, "conv_variants", a)
 
 
 if __name__ == "__main__":

@@ -8,17 +8,10 @@ usage: fold_batch_norm.py -o MODEL.pt --io DIR [--batch B]
 
 --io DIR writes inputs.safetensors and PyTorch's outputs.safetensors (eval mode, no_grad).
 """
-import argparse
-import json
-import os
-import sys
+import torch
+from torch import nn
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
-from safetensors_io import save_file  # noqa: E402
-
-import torch  # noqa: E402
-from torch import nn  # noqa: E402
+from traced_export import export, parse_args
 
 
 class ConvBatchNorms(nn.Module):
@@ -47,33 +40,21 @@ class ConvBatchNorms(nn.Module):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("-o", required=True)
-    p.add_argument("--io", required=True)
-    p.add_argument("--batch", type=int, default=2)
-    a = p.parse_args()
+    a = parse_args(__doc__)
     torch.manual_seed(0)
     model = ConvBatchNorms()
     g = torch.Generator().manual_seed(2)
-    for m in model.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            c = m.num_features
-            m.running_mean.copy_(torch.randn(c, generator=g))
-            m.running_var.copy_(torch.rand(c, generator=g) * 2 + 0.05)
-            if m.affine:
-                m.weight.data.copy_(torch.rand(c, generator=g) + 0.5)
-                m.bias.data.copy_(torch.randn(c, generator=g))
-    model.eval()
-    x = torch.randn(a.batch, 3, 24, 20, generator=torch.Generator().manual_seed(1))
-    traced = torch.jit.trace(model, (x,))
     with torch.no_grad():
-        out = traced(x)
-    meta = {"format": 1, "model": "fold_batch_norm",
-            "inputs": [{"name": "x", "shape": list(x.shape), "dtype": "f32"}]}
-    traced.save(a.o, _extra_files={"cleave.json": json.dumps(meta)})
-    os.makedirs(a.io, exist_ok=True)
-    save_file({"x": x}, os.path.join(a.io, "inputs.safetensors"))
-    save_file({"output_0": out}, os.path.join(a.io, "outputs.safetensors"))
+        for m in model.modules():
+            if isinstance(m, nn.BatchNorm2d):
+                c = m.num_features
+                m.running_mean.copy_(torch.randn(c, generator=g))
+                m.running_var.copy_(torch.rand(c, generator=g) * 2 + 0.05)
+                if m.affine:
+                    m.weight.copy_(torch.rand(c, generator=g) + 0.5)
+                    m.bias.copy_(torch.randn(c, generator=g))
+    x = torch.randn(a.batch, 3, 24, 20, generator=torch.Generator().manual_seed(1))
+    export(model, x, "fold_batch_norm", a)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,16 @@ size_t paramBytes(mlir::ModuleOp module) {
   return bytes;
 }
 
+/// The preparation's access to the imported model's data: buffers read
+/// through it (attention masks) and, for inference, batch norms folded into
+/// new params kept in `model`.
+void useModelData(mlir::cleave::PrepareOptions &prepare, const CompileRequest &request,
+                  LoadedModel &model, bool training) {
+  prepare.paramData = paramDataOf(model.params);
+  prepare.foldBatchNorm = request.foldBatchNorm && !training;
+  prepare.addParam = paramSinkOf(model.params);
+}
+
 /// Imports and prepares the model for a partitioned plan, at `batch`
 /// samples when set, and converts it to `request.dtype`; records the IR as
 /// prepared and, for bf16, as converted.
@@ -102,9 +112,7 @@ DriverStatus importForPlan(mlir::MLIRContext &context, const CompileRequest &req
     return s;
   mlir::cleave::PrepareOptions prepare;
   prepare.fuseAttention = request.fuseAttention;
-  prepare.paramData = paramDataOf(model.params);
-  prepare.foldBatchNorm = request.foldBatchNorm && !request.isTraining();
-  prepare.addParam = paramSinkOf(model.params);
+  useModelData(prepare, request, model, request.isTraining());
   if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
         mlir::cleave::addPreparePipeline(pm, prepare);
       })))
@@ -127,9 +135,7 @@ DriverStatus importForPlan(mlir::MLIRContext &context, const CompileRequest &req
 DriverStatus prepareModel(LoadedModel &model, const CompileRequest &request, bool training) {
   mlir::cleave::PrepareOptions prepare;
   prepare.fuseAttention = request.fuseAttention;
-  prepare.paramData = paramDataOf(model.params);
-  prepare.foldBatchNorm = request.foldBatchNorm && !training;
-  prepare.addParam = paramSinkOf(model.params);
+  useModelData(prepare, request, model, training);
   prepare.dtype = request.dtype;
   prepare.training = training;
   prepare.seed = request.seed;
@@ -659,9 +665,7 @@ DriverStatus loadModel(mlir::MLIRContext &context, const CompileRequest &request
     if (DriverStatus s = import(context, request, std::nullopt, model); !s.ok())
       return s;
     // The buffers' data stays in `model` while the preparation reads it.
-    prepare.paramData = paramDataOf(model.params);
-    prepare.foldBatchNorm = request.foldBatchNorm && !request.isTraining();
-    prepare.addParam = paramSinkOf(model.params);
+    useModelData(prepare, request, model, request.isTraining());
   }
   if (mlir::failed(runPasses(*model.module, [&](mlir::PassManager &pm) {
         mlir::cleave::addPreparePipeline(pm, prepare);

@@ -75,7 +75,6 @@ std::string biasNameFor(llvm::StringRef weightName) {
 /// The folded weight and bias of one convolution and the batch norm after it.
 struct Fold {
   Conv2dOp conv;
-  BatchNormOp norm;
   std::vector<float> weight, bias;
 };
 
@@ -117,7 +116,7 @@ std::optional<Fold> matchFold(BatchNormOp norm, const ParamDataLookup &lookup) {
     return std::nullopt;
   const double eps = norm.getEps().convertToDouble();
   const int64_t perFilter = static_cast<int64_t>(weight->size()) / filters;
-  Fold fold{conv, norm, std::vector<float>(weight->size()), std::vector<float>(filters)};
+  Fold fold{conv, std::vector<float>(weight->size()), std::vector<float>(filters)};
   for (int64_t f = 0; f < filters; ++f) {
     double scale = (gamma->empty() ? 1.0 : (*gamma)[f]) / std::sqrt((*var)[f] + eps);
     if (!std::isfinite(scale)) {

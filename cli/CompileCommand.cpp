@@ -91,6 +91,9 @@ options:
   --no-fold-batch-norm             keep inference batch norms as kernels of
                                    their own instead of folding them into the
                                    convolutions before them, to compare
+  --no-fuse-conv-epilogue          keep each convolution's residual add and relu
+                                   as kernels of their own instead of fusing
+                                   them into it, to compare
   --timing                         print wall time and peak memory to stderr
   -h, --help                       show this help
 
@@ -278,7 +281,8 @@ int runCompile(int argc, char **argv) {
       return runPartitionedCompile(argc, argv);
   std::string model, output, dtype = "f32";
   ImportOptions options;
-  bool timing = false, train = false, fuseAttention = true, foldBatchNorm = true;
+  bool timing = false, train = false, fuseAttention = true, foldBatchNorm = true,
+       fuseConvEpilogue = true;
   TrainingFlags training;
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
@@ -317,6 +321,8 @@ int runCompile(int argc, char **argv) {
       fuseAttention = false;
     } else if (arg == "--no-fold-batch-norm") {
       foldBatchNorm = false;
+    } else if (arg == "--no-fuse-conv-epilogue") {
+      fuseConvEpilogue = false;
     } else if (int status = takeModelArgument(arg, model, kCompileUsage); status >= 0) {
       return status;
     }
@@ -339,6 +345,7 @@ int runCompile(int argc, char **argv) {
   request.dtype = dtype;
   request.fuseAttention = fuseAttention;
   request.foldBatchNorm = foldBatchNorm;
+  request.fuseConvEpilogue = fuseConvEpilogue;
   request.mode = train ? CompileMode::Train : CompileMode::Infer;
   request.training = training.options;
   request.seed = training.seed;

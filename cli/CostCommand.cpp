@@ -48,6 +48,8 @@ options:
                                    matmul), to compare with cleave.attention
   --no-fold-batch-norm             keep inference batch norms apart from the
                                    convolutions before them, to compare
+  --no-fuse-conv-epilogue          keep convolutions' residual adds and relus
+                                   apart from them, to compare
   --ops                            also print every op: class, FLOPs, bytes,
                                    predicted forward time and what bounds it
   --kernels                        also print predicted forward time per kernel,
@@ -274,6 +276,8 @@ int runCost(int argc, char **argv) {
       options.fuseAttention = false;
     } else if (arg == "--no-fold-batch-norm") {
       options.foldBatchNorm = false;
+    } else if (arg == "--no-fuse-conv-epilogue") {
+      options.fuseConvEpilogue = false;
     } else if (int status = takeModelArgument(arg, options.model, kCostUsage); status >= 0) {
       return status;
     }

@@ -80,6 +80,8 @@ options:
                             to compare with the fused cleave.attention
   --no-fold-batch-norm      keep inference batch norms apart from the
                             convolutions before them, to compare
+  --no-fuse-conv-epilogue   keep convolutions' residual adds and relus apart
+                            from them, to compare
   --top K                   list the K fastest plans within budget
   --explain                 say why the runners-up lost
   --splits                  print every op of each layer kind with its split

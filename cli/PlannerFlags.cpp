@@ -184,6 +184,8 @@ int parsePlannerArguments(int argc, char **argv, PlanCliOptions &o, const char *
       o.fuseAttention = false;
     } else if (arg == "--no-fold-batch-norm") {
       o.foldBatchNorm = false;
+    } else if (arg == "--no-fuse-conv-epilogue") {
+      o.fuseConvEpilogue = false;
     } else if (int status = extra(i, arg); status != kNotMine) {
       if (status >= 0)
         return status;

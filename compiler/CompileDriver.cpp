@@ -98,6 +98,7 @@ void useModelData(mlir::cleave::PrepareOptions &prepare, const CompileRequest &r
                   LoadedModel &model, bool training) {
   prepare.paramData = paramDataOf(model.params);
   prepare.foldBatchNorm = request.foldBatchNorm && !training;
+  prepare.fuseConvEpilogue = request.fuseConvEpilogue && !training;
   prepare.addParam = paramSinkOf(model.params);
 }
 

@@ -90,6 +90,9 @@ struct CompileRequest {
   /// Inference: fold batch norms into the convolutions before them in the
   /// preparation (--no-fold-batch-norm: false).
   bool foldBatchNorm = true;
+  /// Inference: fuse each convolution's residual add and relu into it in
+  /// the preparation (--no-fuse-conv-epilogue: false).
+  bool fuseConvEpilogue = true;
 
   /// Train: on one device, a training step (the training pipeline,
   /// passes/Pipelines addTrainingPipeline); with a cluster, the planner

@@ -51,6 +51,9 @@ struct PrepareOptions {
   /// both; never in training.
   bool foldBatchNorm = true;
   ParamDataSink addParam;
+  /// Inference: fuse each convolution's residual add and relu into it
+  /// (-cleave-fuse-conv-epilogue; `--no-fuse-conv-epilogue` turns it off).
+  bool fuseConvEpilogue = true;
   /// The float type programs compute in (`cleave compile --dtype`): f32
   /// keeps the imported types; bf16 runs -cleave-convert-precision.
   std::string dtype = "f32";

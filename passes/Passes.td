@@ -59,6 +59,24 @@ def FoldBatchNorm : Pass<"cleave-fold-batch-norm", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::cleave::CleaveDialect"];
 }
 
+def FuseConvEpilogue : Pass<"cleave-fuse-conv-epilogue", "mlir::func::FuncOp"> {
+  let summary = "Fuse a convolution's residual add and relu into one cleave.fused_conv2d";
+  let description = [{
+    Replaces `conv2d`, an optional `add` of a tensor of the result's type
+    (a residual), and an optional `relu`, or `maximum` with a splat 0 and
+    an optional `minimum` with a splat constant after it (relu6, hardtanh(0,
+    c) as imported), by one `cleave.fused_conv2d` computing the same, when
+    each intermediate result has no other user. The fused op sits where the
+    chain's last op was. f32 only. Inference programs only: the fused op
+    has no gradient. `cleave compile`, `plan` and `cost` run it for
+    inference unless `--no-fuse-conv-epilogue`.
+  }];
+  let statistics = [
+    Statistic<"numFused", "fused-convolutions", "convolutions that took their epilogue">,
+  ];
+  let dependentDialects = ["mlir::cleave::CleaveDialect"];
+}
+
 def FuseAttention : Pass<"cleave-fuse-attention", "mlir::func::FuncOp"> {
   let summary = "Replace attention written as matmul, scale, mask, softmax, matmul by cleave.attention";
   let description = [{

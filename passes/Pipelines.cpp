@@ -39,6 +39,9 @@ void addPreparePipeline(OpPassManager &pm, const PrepareOptions &options) {
   // Inference only: a training step updates what the fold bakes in.
   if (!options.training && options.foldBatchNorm && options.paramData && options.addParam)
     pm.addNestedPass<func::FuncOp>(createFoldBatchNorm(options.paramData, options.addParam));
+  // After folding, which leaves the relu right after the convolution.
+  if (!options.training && options.fuseConvEpilogue)
+    pm.addNestedPass<func::FuncOp>(createFuseConvEpilogue());
   // After folding (CSE makes the scale and -inf constants shared scalars),
   // before anything measures memory or cost.
   if (options.fuseAttention)

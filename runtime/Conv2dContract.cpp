@@ -3,6 +3,8 @@
 #include "runtime/Conv2dContract.h"
 #include "runtime/cpu/ConvScratch.h"
 
+#include <cmath>
+
 namespace cleave::runtime {
 
 Status parseConv2dAttrs(const KernelSignature &sig, const TensorDesc &x, const char *xName,
@@ -106,6 +108,44 @@ Status parseConv2d(const KernelSignature &sig, const char *backend,
                         ", the plan reserves ", sig.scratchBytes);
   g.directGemm = conv2dIsDirectGemm(w.shape, stride, padding, dilation);
   *out = g;
+  return {};
+}
+
+Status parseFusedConv2d(const KernelSignature &sig, const char *backend,
+                        std::initializer_list<DType> dtypes, Conv2dParams *out,
+                        ConvEpilogue *epilogue) {
+  CLEAVE_RETURN_IF_ERROR(checkArity(sig, 2, 4));
+  // The convolution's own checks, on its first three inputs.
+  KernelSignature conv = sig;
+  if (conv.inputs.size() > 3)
+    conv.inputs.resize(3);
+  if (conv.inputs.size() == 3 && !conv.inputs[2])
+    conv.inputs.resize(2);
+  CLEAVE_RETURN_IF_ERROR(parseConv2d(conv, backend, dtypes, out));
+  ConvEpilogue e;
+  if (sig.inputs.size() == 4 && sig.inputs[3]) {
+    const TensorDesc &r = *sig.inputs[3];
+    const TensorDesc &y = sig.outputs[0];
+    if (r.shape != y.shape || r.dtype != y.dtype)
+      return CLEAVE_ERROR(sig.kernel, ": residual ", describe(r.shape, r.dtype),
+                          " must match the output ", describe(y.shape, y.dtype));
+    e.residual = true;
+  }
+  double bound = 0;
+  if (sig.attrs.has("min")) {
+    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("min", &bound)));
+    e.hasMin = true;
+    e.min = static_cast<float>(bound);
+  }
+  if (sig.attrs.has("max")) {
+    CLEAVE_RETURN_IF_ERROR(withKernel(sig, sig.attrs.getFloat("max", &bound)));
+    e.hasMax = true;
+    e.max = static_cast<float>(bound);
+  }
+  if (std::isnan(e.min) || std::isnan(e.max) || (e.hasMin && e.hasMax && e.min > e.max))
+    return CLEAVE_ERROR(sig.kernel, ": clamp bounds [", e.min, ", ", e.max,
+                        "] are not an interval");
+  *epilogue = e;
   return {};
 }
 

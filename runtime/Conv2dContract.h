@@ -47,4 +47,22 @@ Status conv2dOutputSize(const KernelSignature &sig, const TensorDesc &x, const T
 Status parseConv2d(const KernelSignature &sig, const char *backend,
                    std::initializer_list<DType> dtypes, Conv2dParams *out);
 
+/// What fused_conv2d does after the convolution and its bias: add a
+/// residual of the output's shape, then clamp to [min, max] (either bound
+/// optional; NaN passes through, as PyTorch's clamp and relu).
+struct ConvEpilogue {
+  bool residual = false;
+  bool hasMin = false, hasMax = false;
+  float min = 0.0f, max = 0.0f;
+  bool clamps() const { return hasMin || hasMax; }
+  bool any() const { return residual || clamps(); }
+};
+
+/// Validates a fused_conv2d signature: inputs input, weight, bias (or
+/// absent), residual (or absent), the convolution as parseConv2d, the
+/// residual of the output's shape and dtype, the bounds `min` <= `max`.
+Status parseFusedConv2d(const KernelSignature &sig, const char *backend,
+                        std::initializer_list<DType> dtypes, Conv2dParams *out,
+                        ConvEpilogue *epilogue);
+
 } // namespace cleave::runtime

@@ -325,6 +325,28 @@ LogicalResult Conv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                               adaptor.getDilation(), adaptor.getGroupsAttr().getInt(), types);
 }
 
+LogicalResult FusedConv2dOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                              Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferConvolutionType(loc, 2, adaptor.getInput(), adaptor.getWeight(),
+                              adaptor.getBias(), adaptor.getStride(), adaptor.getPadding(),
+                              adaptor.getDilation(), adaptor.getGroupsAttr().getInt(), types);
+}
+
+LogicalResult FusedConv2dOp::verify() {
+  if (Value residual = getResidual(); residual && residual.getType() != getResult().getType())
+    return emitOpError() << "residual " << residual.getType() << " must have the result's type "
+                         << getResult().getType();
+  auto value = [](FloatAttr a) {
+    return a ? std::optional<double>(a.getValueAsDouble()) : std::nullopt;
+  };
+  std::optional<double> lo = value(getMinAttr()), hi = value(getMaxAttr());
+  if ((lo && std::isnan(*lo)) || (hi && std::isnan(*hi)))
+    return emitOpError() << "clamp bounds must be numbers";
+  if (lo && hi && *lo > *hi)
+    return emitOpError() << "min " << *lo << " is above max " << *hi;
+  return success();
+}
+
 /// Result type of a pooling window over the spatial dims of NCHW `input`.
 static LogicalResult inferPoolType(std::optional<Location> loc, Type inputType,
                                    ArrayRef<int64_t> kernel, ArrayRef<int64_t> stride,

@@ -785,6 +785,43 @@ def Cleave_Conv2dOp : Cleave_Op<"conv2d", [Pure, InferTypeOpAdaptor], ["getScrat
   }];
 }
 
+def Cleave_FusedConv2dOp : Cleave_Op<"fused_conv2d",
+    [Pure, AttrSizedOperandSegments, InferTypeOpAdaptor],
+    ["getScratchBytes"], ["getCost"], ["getShardingRule"]> {
+  let summary = "conv2d with its residual add and clamp in one kernel (inference)";
+  let description = [{
+    `clamp(conv2d(input, weight, bias) + residual, min, max)`: a `cleave.conv2d`
+    whose result is added to the optional `residual` (of the result's type)
+    and then clamped to the optional bounds (`min = 0`: a relu; `min = 0,
+    max = 6`: a relu6). The kernel applies the add and the clamp while the
+    output is in cache instead of reading it twice more.
+    `-cleave-fuse-conv-epilogue` forms it in inference plans; it has no
+    gradient, and its input channels never split over a tp group (the clamp
+    needs whole sums).
+
+    Example:
+
+    ```mlir
+    %y = cleave.fused_conv2d %x, %w residual %r {stride = array<i64: 1, 1>,
+        padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64,
+        min = 0.0 : f64}
+        : (tensor<1x64x8x8xf32>, tensor<64x64x1x1xf32>, tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Cleave_FloatTensor:$input, Cleave_FloatTensor:$weight,
+                       Optional<Cleave_FloatTensor>:$bias,
+                       Optional<Cleave_FloatTensor>:$residual,
+                       DenseI64ArrayAttr:$stride, DenseI64ArrayAttr:$padding,
+                       DenseI64ArrayAttr:$dilation, I64Attr:$groups,
+                       OptionalAttr<F64Attr>:$min, OptionalAttr<F64Attr>:$max);
+  let results = (outs Cleave_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? (`residual` $residual^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Cleave_MaxPool2dOp : Cleave_Op<"max_pool2d", [Pure, InferTypeOpAdaptor], [], ["getCost"],
     ["getShardingRule"], Cleave_HasGradient> {
   let summary = "2-D max pooling in NCHW layout";

@@ -299,24 +299,42 @@ void Conv2dOp::getSavedForBackward(SmallVectorImpl<Value> &saved) {
   saved.append({getInput(), getWeight()});
 }
 
-OpCost Conv2dOp::getCost() {
-  // As an implicit GEMM per group: [N*OH*OW, IC/g*KH*KW] x [IC/g*KH*KW, OC/g].
-  auto result = getResult().getType();
-  auto weight = getWeight().getType();
-  int64_t groups = getGroups();
+namespace {
+/// As an implicit GEMM per group: [N*OH*OW, IC/g*KH*KW] x [IC/g*KH*KW, OC/g].
+template <typename Conv> OpCost convolutionCost(Conv op) {
+  auto result = op.getResult().getType();
+  auto weight = op.getWeight().getType();
+  int64_t groups = op.getGroups();
   GemmShape shape;
   shape.batch = groups;
   shape.m = result.getDimSize(0) * result.getDimSize(2) * result.getDimSize(3);
   shape.n = weight.getDimSize(0) / groups;
   shape.k = weight.getDimSize(1) * weight.getDimSize(2) * weight.getDimSize(3);
-  OpCost cost = gemmCost(*this, groups > 1 ? OpClass::GroupedConvolution : OpClass::Convolution,
-                         shape, {getInput(), getWeight()});
-  if (getBias()) {
-    double elements = elementsOf(getResult());
+  OpCost cost = gemmCost(op, groups > 1 ? OpClass::GroupedConvolution : OpClass::Convolution,
+                         shape, {op.getInput(), op.getWeight()});
+  if (op.getBias()) {
+    double elements = elementsOf(op.getResult());
     cost.forward.flops += elements;
     cost.backward.flops += elements;
-    cost.backward.bytesWritten += bytesOf(getBias());
+    cost.backward.bytesWritten += bytesOf(op.getBias());
   }
+  return cost;
+}
+} // namespace
+
+OpCost Conv2dOp::getCost() { return convolutionCost(*this); }
+
+OpCost FusedConv2dOp::getCost() {
+  // The convolution's, plus an add and a clamp per output element; the
+  // residual is read once, the output never re-read.
+  OpCost cost = convolutionCost(*this);
+  double elements = elementsOf(getResult());
+  if (Value residual = getResidual()) {
+    cost.forward.flops += elements;
+    cost.forward.bytesRead += bytesOf(residual);
+  }
+  if (getMin() || getMax())
+    cost.forward.flops += elements;
   return cost;
 }
 

@@ -55,13 +55,19 @@ std::optional<unsigned> ReshapeOp::getViewedOperand() {
   return 0;
 }
 
-int64_t Conv2dOp::getScratchBytes() {
-  // The CPU kernel's im2col matrix; the runtime checks the same formula.
-  Type elementType = getInput().getType().getElementType();
+namespace {
+/// The CPU kernel's im2col matrix or oneDNN's copies (ConvScratch.h); the
+/// runtime checks the same formula.
+template <typename Conv> int64_t convScratchBytes(Conv op) {
+  Type elementType = op.getInput().getType().getElementType();
   return static_cast<int64_t>(::cleave::runtime::conv2dScratchBytes(
-      shapeOf(getInput()), shapeOf(getWeight()), shapeOf(getResult()), getGroups(),
-      getStride().vec(), getPadding().vec(), getDilation().vec(),
+      shapeOf(op.getInput()), shapeOf(op.getWeight()), shapeOf(op.getResult()), op.getGroups(),
+      op.getStride().vec(), op.getPadding().vec(), op.getDilation().vec(),
       elementType.isBF16()  ? ::cleave::runtime::DType::BF16
       : elementType.isF16() ? ::cleave::runtime::DType::F16
                             : ::cleave::runtime::DType::F32));
 }
+} // namespace
+
+int64_t Conv2dOp::getScratchBytes() { return convScratchBytes(*this); }
+int64_t FusedConv2dOp::getScratchBytes() { return convScratchBytes(*this); }

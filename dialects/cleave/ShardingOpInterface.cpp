@@ -291,22 +291,24 @@ ShardingRule BatchNormOp::getShardingRule() {
 // Convolution and pooling.
 //===----------------------------------------------------------------------===//
 
-ShardingRule Conv2dOp::getShardingRule() {
-  // input [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] -> [N, O, H', W'].
-  // Input channels sum into each output when there is one group; with
-  // several, an output reads only its group's channels, which a plain split
-  // of C would not keep together, so C stays whole. The outputs are then
-  // groups x (outputs per group), the groups major: only the minor factor
-  // splits, so every rank holds part of every group's outputs and runs the
-  // same groups (a depthwise conv, one output per group, stays whole).
-  // Windows overlap in the spatial dims: those stay whole.
-  ArrayRef<int64_t> input = shapeOf(getInput()), weight = shapeOf(getWeight()),
-                    result = shapeOf(getResult());
-  int64_t groups = getGroups();
+namespace {
+/// input [N, C, H, W], weight [O, C/groups, KH, KW], bias [O] -> [N, O, H', W'].
+/// Input channels sum into each output when there is one group, unless
+/// `wholeChannels` (a clamp after the sum needs it whole); with several
+/// groups, an output reads only its group's channels, which a plain split of
+/// C would not keep together, so C stays whole. The outputs are then groups x
+/// (outputs per group), the groups major: only the minor factor splits, so
+/// every rank holds part of every group's outputs and runs the same groups
+/// (a depthwise conv, one output per group, stays whole). Windows overlap in
+/// the spatial dims: those stay whole. A residual is laid out as the result.
+template <typename Conv> ShardingRule convolutionRule(Conv op, bool wholeChannels) {
+  ArrayRef<int64_t> input = shapeOf(op.getInput()), weight = shapeOf(op.getWeight()),
+                    result = shapeOf(op.getResult());
+  int64_t groups = op.getGroups();
   bool grouped = groups != 1;
   ShardingRule rule;
   int n = rule.addFactor(input[0]);
-  int c = rule.addFactor(input[1], grouped ? kWhole : FactorKind::Reduction);
+  int c = rule.addFactor(input[1], grouped || wholeChannels ? kWhole : FactorKind::Reduction);
   TensorFactors inputFactors = {{n}, {c}};
   llvm::append_range(inputFactors, rule.addFactors(input.drop_front(2), kWhole));
   DimFactors outputs;
@@ -320,9 +322,19 @@ ShardingRule Conv2dOp::getShardingRule() {
   TensorFactors resultFactors = {{n}, outputs};
   llvm::append_range(resultFactors, rule.addFactors(result.drop_front(2), kWhole));
   rule.operands = {inputFactors, weightFactors};
-  if (getBias())
+  if (op.getBias())
     rule.operands.push_back({outputs});
   rule.results = {resultFactors};
+  return rule;
+}
+} // namespace
+
+ShardingRule Conv2dOp::getShardingRule() { return convolutionRule(*this, false); }
+
+ShardingRule FusedConv2dOp::getShardingRule() {
+  ShardingRule rule = convolutionRule(*this, true);
+  if (getResidual())
+    rule.operands.push_back(rule.results[0]);
   return rule;
 }
 

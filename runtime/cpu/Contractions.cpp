@@ -71,6 +71,39 @@ void fillRowsWithScalars(float *out, int64_t rows, int64_t cols, const float *va
   });
 }
 
+/// fused_conv2d's epilogue over `count` outputs: the residual's elements
+/// added (when given), then the clamp; NaN stays NaN, as in PyTorch.
+void applyEpilogue(const ConvEpilogue &e, float *out, const float *residual, int64_t count) {
+  if (residual)
+    for (int64_t i = 0; i < count; ++i)
+      out[i] += residual[i];
+  if (e.hasMin) {
+    const float lo = e.min;
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = out[i] < lo ? lo : out[i];
+  }
+  if (e.hasMax) {
+    const float hi = e.max;
+    for (int64_t i = 0; i < count; ++i)
+      out[i] = out[i] > hi ? hi : out[i];
+  }
+}
+
+/// Row r (cols floats) of `out` = row r of `residual` + values[r] (0
+/// without values): the start a GEMM accumulates onto.
+void fillRowsWithResidual(float *out, int64_t rows, int64_t cols, const float *residual,
+                          const float *values) {
+  parallelRange(rows, cols, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const float v = values ? values[r] : 0.0f;
+      const float *in = residual + r * cols;
+      float *row = out + r * cols;
+      for (int64_t i = 0; i < cols; ++i)
+        row[i] = in[i] + v;
+    }
+  });
+}
+
 //===----------------------------------------------------------------------===//
 // matmul
 //===----------------------------------------------------------------------===//
@@ -311,7 +344,7 @@ void padPlane(const ConvGeometry &g, const float *plane, int64_t rows, int64_t p
 /// input plane into its own buffer (a padded plane, and an output plane
 /// at the padded pitch for depthwiseRows' flattened path).
 KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
-                         int64_t multiplier, bool hasBias) {
+                         int64_t multiplier, bool hasBias, const ConvEpilogue &epilogue) {
   auto rows = depthwiseRows<0>;
   if (g.kw == 3)
     rows = depthwiseRows<3>;
@@ -326,6 +359,8 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
     const float *bias = hasBias ? static_cast<const float *>(call.inputs[2]) : nullptr;
+    const float *residual =
+        epilogue.residual ? static_cast<const float *>(call.inputs[3]) : nullptr;
     float *y = static_cast<float *>(call.outputs[0]);
     const int64_t planes = batch * filters, hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t taps = g.kh * g.kw;
@@ -335,6 +370,8 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
                padded);
       rows(g, padded, pitch, w + f * taps, bias ? bias[f] : 0.0f,
            padded + paddedRows * pitch, y + t * ohw);
+      if (epilogue.any()) // while the plane is in cache
+        applyEpilogue(epilogue, y + t * ohw, residual ? residual + t * ohw : nullptr, ohw);
     };
     const int64_t work = planes * (ohw * taps + paddedRows * pitch);
     const int threads = work >= kParallelGrain && !omp_in_parallel()
@@ -351,9 +388,9 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
   };
 }
 
-Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
-  Conv2dParams params;
-  CLEAVE_RETURN_IF_ERROR(parseConv2d(sig, "cpu", {DType::F32}, &params));
+/// conv2d, or with an epilogue fused_conv2d (inputs[3]: the residual).
+Status buildConvolution(const KernelSignature &sig, const Conv2dParams &params,
+                        const ConvEpilogue &epilogue, KernelFn *fn) {
   ConvGeometry g;
   g.channels = params.channels / params.groups;
   g.height = params.height;
@@ -372,20 +409,23 @@ Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
   const int64_t batch = params.batch, groups = params.groups, filters = params.filters;
   const int64_t filtersPerGroup = filters / groups;
   if (groups > 1 && g.channels == 1 && batch * filters > 0 && g.oh * g.ow > 0) {
-    *fn = depthwiseConv2d(g, batch, filters, filtersPerGroup, hasBias);
+    *fn = depthwiseConv2d(g, batch, filters, filtersPerGroup, hasBias, epilogue);
     return {};
   }
   if (batch * filters > 0 &&
       conv2dUsesPrimitive(sig.inputs[0]->shape, sig.inputs[1]->shape, sig.outputs[0].shape,
                           groups)) {
-    CLEAVE_RETURN_IF_ERROR(buildPrimitiveConv2d(sig, params, fn));
+    CLEAVE_RETURN_IF_ERROR(buildPrimitiveConv2d(sig, params, epilogue, fn));
     if (*fn)
       return {};
   }
-  *fn = [g, direct, batch, groups, filtersPerGroup, hasBias](const KernelCall &call) -> Status {
+  *fn = [g, direct, batch, groups, filtersPerGroup, hasBias,
+         epilogue](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
     const float *bias = hasBias ? static_cast<const float *>(call.inputs[2]) : nullptr;
+    const float *residual =
+        epilogue.residual ? static_cast<const float *>(call.inputs[3]) : nullptr;
     float *y = static_cast<float *>(call.outputs[0]);
     const int64_t hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t depth = g.channels * g.kh * g.kw;
@@ -397,10 +437,19 @@ Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
         im2col(g, image, col);
         b = col;
       }
-      if (bias)
-        fillRowsWithScalars(out, filtersPerGroup, ohw, bias + grp * filtersPerGroup);
+      const float *groupBias = bias ? bias + grp * filtersPerGroup : nullptr;
+      // The GEMM accumulates onto the bias and the residual.
+      if (residual)
+        fillRowsWithResidual(out, filtersPerGroup, ohw,
+                             residual + (out - y), groupBias);
+      else if (bias)
+        fillRowsWithScalars(out, filtersPerGroup, ohw, groupBias);
       sgemm(false, filtersPerGroup, ohw, depth, w + grp * filtersPerGroup * depth, b, out,
-            bias != nullptr);
+            bias != nullptr || residual != nullptr);
+      if (epilogue.clamps())
+        parallelRange(filtersPerGroup, ohw, [&](int64_t begin, int64_t end) {
+          applyEpilogue(epilogue, out + begin * ohw, nullptr, (end - begin) * ohw);
+        });
     };
     const int64_t tasks = batch * groups;
     if (runGroupsAsTasks(g, groups, filtersPerGroup, tasks)) {
@@ -419,6 +468,19 @@ Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
     return {};
   };
   return {};
+}
+
+Status buildConv2d(const KernelSignature &sig, KernelFn *fn) {
+  Conv2dParams params;
+  CLEAVE_RETURN_IF_ERROR(parseConv2d(sig, "cpu", {DType::F32}, &params));
+  return buildConvolution(sig, params, ConvEpilogue(), fn);
+}
+
+Status buildFusedConv2d(const KernelSignature &sig, KernelFn *fn) {
+  Conv2dParams params;
+  ConvEpilogue epilogue;
+  CLEAVE_RETURN_IF_ERROR(parseFusedConv2d(sig, "cpu", {DType::F32}, &params, &epilogue));
+  return buildConvolution(sig, params, epilogue, fn);
 }
 
 } // namespace
@@ -461,6 +523,7 @@ void registerContractionKernels(KernelTable &table) {
   table["linear"] = buildLinear;
   table["embedding"] = {buildEmbedding, /*takesBf16=*/true};
   table["conv2d"] = buildConv2d;
+  table["fused_conv2d"] = buildFusedConv2d;
 }
 
 } // namespace cleave::runtime::cpu

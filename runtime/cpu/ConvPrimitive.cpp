@@ -5,6 +5,7 @@
 #include "runtime/cpu/Dnnl.h"
 
 #include <array>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 
@@ -27,12 +28,15 @@ memory::dims weightDims(const Conv2dParams &p) {
 /// copy of the input, the convolution, and the copy of its output back.
 struct ImageBatch {
   memory::desc srcPlain, srcBlocked, dstPlain, dstBlocked;
-  dnnl::reorder srcIn, dstOut;
+  /// dstIn: a fused residual into the output's copy, which the
+  /// convolution's sum post-op then adds to.
+  dnnl::reorder srcIn, dstOut, dstIn;
   dnnl::convolution_forward conv;
 };
 
 struct ConvPrimitives {
   Conv2dParams p;
+  ConvEpilogue epilogue;
   ConvPrimitiveScratch layout;
   memory::desc bias;
   PrepackedWeight weights;
@@ -44,8 +48,25 @@ struct ConvPrimitives {
 
 /// False where the primitive's formats are not the ones the kernel lays
 /// out: channels-last activations, weights of their plain size.
-bool buildImageBatch(const Conv2dParams &p, int64_t images, ImageBatch *out,
-                     memory::desc *weightsBlocked) {
+/// fused_conv2d's epilogue as oneDNN post-ops: the residual as a sum onto
+/// the output's copy, then relu (a lone lower bound of 0) or a clip.
+dnnl::primitive_attr epilogueAttr(const ConvEpilogue &e) {
+  dnnl::post_ops ops;
+  if (e.residual)
+    ops.append_sum(1.0f);
+  if (e.hasMin && e.min == 0.0f && !e.hasMax)
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  else if (e.clamps())
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip,
+                       e.hasMin ? e.min : -std::numeric_limits<float>::infinity(),
+                       e.hasMax ? e.max : std::numeric_limits<float>::infinity());
+  dnnl::primitive_attr attr;
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+bool buildImageBatch(const Conv2dParams &p, const ConvEpilogue &epilogue, int64_t images,
+                     ImageBatch *out, memory::desc *weightsBlocked) {
   const memory::dims src{images, p.channels, p.height, p.width};
   const memory::dims dst{images, p.filters, p.oh, p.ow};
   out->srcPlain = memory::desc(src, kF32, Tag::nchw);
@@ -58,7 +79,7 @@ bool buildImageBatch(const Conv2dParams &p, int64_t images, ImageBatch *out,
       memory::desc(weightDims(p), kF32, Tag::any),
       p.hasBias ? memory::desc({p.filters}, kF32, Tag::a) : memory::desc(), out->dstBlocked,
       {p.sh, p.sw}, {p.dh - 1, p.dw - 1}, {p.ph, p.pw}, {p.ph, p.pw});
-  auto pd = dnnl::convolution_forward::primitive_desc(desc, dnnlEngine());
+  auto pd = dnnl::convolution_forward::primitive_desc(desc, epilogueAttr(epilogue), dnnlEngine());
   const size_t weightBytes =
       static_cast<size_t>(p.filters * (p.channels / p.groups) * p.kh * p.kw) * 4;
   if (pd.weights_desc().get_size() != weightBytes || pd.src_desc() != out->srcBlocked ||
@@ -70,6 +91,9 @@ bool buildImageBatch(const Conv2dParams &p, int64_t images, ImageBatch *out,
       dnnl::reorder::primitive_desc(dnnlEngine(), out->srcPlain, dnnlEngine(), out->srcBlocked));
   out->dstOut = dnnl::reorder(
       dnnl::reorder::primitive_desc(dnnlEngine(), out->dstBlocked, dnnlEngine(), out->dstPlain));
+  if (epilogue.residual)
+    out->dstIn = dnnl::reorder(
+        dnnl::reorder::primitive_desc(dnnlEngine(), out->dstPlain, dnnlEngine(), out->dstBlocked));
   return true;
 }
 
@@ -91,6 +115,11 @@ Status runConv(ConvPrimitives &c, const KernelCall &call) {
     memory srcPlain(b.srcPlain, engine, const_cast<float *>(x + n * imageIn));
     memory dstPlain(b.dstPlain, engine, y + n * imageOut);
     b.srcIn.execute(stream, srcPlain, src);
+    if (c.epilogue.residual) {
+      const float *r = static_cast<const float *>(call.inputs[3]) + n * imageOut;
+      memory residual(b.dstPlain, engine, const_cast<float *>(r));
+      b.dstIn.execute(stream, residual, dst);
+    }
     std::unordered_map<int, memory> args = {
         {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
     if (p.hasBias)
@@ -315,23 +344,28 @@ Status buildTrainingConv(const KernelSignature &sig, const Conv2dParams &p, Conv
   return {};
 }
 
-Status buildPrimitiveConv2d(const KernelSignature &sig, const Conv2dParams &p, KernelFn *fn) {
+Status buildPrimitiveConv2d(const KernelSignature &sig, const Conv2dParams &p,
+                            const ConvEpilogue &epilogue, KernelFn *fn) {
   const TensorDesc &x = *sig.inputs[0], &w = *sig.inputs[1];
   if (!sig.ownsConstant(1))
-    return buildTrainingConv(sig, p, ConvPass::Forward, fn);
+    // An epilogue is inference's: with a weight that changes, the caller's
+    // im2col + GEMM applies it.
+    return epilogue.any() ? Status() : buildTrainingConv(sig, p, ConvPass::Forward, fn);
   auto c = std::make_shared<ConvPrimitives>();
   c->p = p;
+  c->epilogue = epilogue;
   c->layout = conv2dPrimitiveScratch(x.shape, w.shape, sig.outputs[0].shape, p.groups);
   c->imagesPerCall = std::min<int64_t>(p.batch, kConvPrimitiveImages);
   if (c->imagesPerCall <= 0 || c->layout.total == 0 || sig.scratchBytes < c->layout.total)
     return {};
   try {
     memory::desc weightsBlocked;
-    bool fits = buildImageBatch(p, c->imagesPerCall, &c->full, &weightsBlocked);
+    bool fits = buildImageBatch(p, epilogue, c->imagesPerCall, &c->full, &weightsBlocked);
     if (const int64_t rest = p.batch % c->imagesPerCall; rest && fits) {
       memory::desc restWeights;
       // One prepacked weight serves every call.
-      fits = buildImageBatch(p, rest, &c->rest, &restWeights) && restWeights == weightsBlocked;
+      fits = buildImageBatch(p, epilogue, rest, &c->rest, &restWeights) &&
+             restWeights == weightsBlocked;
     }
     if (!fits)
       return {};

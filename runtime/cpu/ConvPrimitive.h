@@ -19,13 +19,15 @@
 
 namespace cleave::runtime::cpu {
 
-/// Prepares the primitives for `p` (an f32 conv2d, conv2dUsesPrimitive);
-/// a weight the kernel does not own goes to buildTrainingConv. Leaves `*fn`
+/// Prepares the primitives for `p` (an f32 conv2d, conv2dUsesPrimitive),
+/// with fused_conv2d's `epilogue` as post-ops; a weight the kernel does not
+/// own goes to buildTrainingConv (without an epilogue). Leaves `*fn`
 /// empty where oneDNN's format for an owned weight is not the weight's own
 /// size (padded blocks) or its activations not channels-last: the caller
 /// runs im2col + GEMM instead. An error names the shape oneDNN could not
 /// take.
-Status buildPrimitiveConv2d(const KernelSignature &sig, const Conv2dParams &p, KernelFn *fn);
+Status buildPrimitiveConv2d(const KernelSignature &sig, const Conv2dParams &p,
+                            const ConvEpilogue &epilogue, KernelFn *fn);
 
 /// Which of a convolution's three computations a kernel runs.
 enum class ConvPass { Forward, BackwardInput, BackwardWeight };

@@ -4,7 +4,9 @@
 // still supported): descriptors and the algorithm are chosen at prepare
 // time; the workspace is the plan's scratch when it is large enough (it
 // reserves the CPU kernel's, conv2dScratchBytes), else the backend's shared
-// workspace. The bias is added by cudnnAddTensor.
+// workspace. The bias is added by cudnnAddTensor. fused_conv2d's residual
+// is copied into the output, which the convolution adds to (beta 1); its
+// clamp is cuDNN's relu or clipped relu, in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@ struct ConvDescriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr, bias = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t activation = nullptr;
   cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t workspaceBytes = 0;
 
@@ -34,12 +37,14 @@ struct ConvDescriptors {
       cudnnDestroyFilterDescriptor(w);
     if (conv)
       cudnnDestroyConvolutionDescriptor(conv);
+    if (activation)
+      cudnnDestroyActivationDescriptor(activation);
   }
 };
 
-Status buildConv2d(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
-  Conv2dParams p;
-  CLEAVE_RETURN_IF_ERROR(parseConv2d(sig, "cuda", {DType::F32, DType::BF16}, &p));
+/// conv2d, or with an epilogue fused_conv2d (inputs[3]: the residual).
+Status buildConvolution(const KernelSignature &sig, const Conv2dParams &p,
+                        const ConvEpilogue &epilogue, DeviceContext &ctx, KernelFn *fn) {
   for (int64_t v : {p.batch, p.channels, p.height, p.width, p.filters, p.oh, p.ow})
     if (v > std::numeric_limits<int>::max())
       return CLEAVE_ERROR(sig.kernel, ": a dim of ", v, " is beyond cuDNN's 32-bit dims");
@@ -70,6 +75,17 @@ Status buildConv2d(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn)
   CLEAVE_CUDNN_TRY(cudnnSetConvolutionMathType(d->conv, math));
   CLEAVE_CUDNN_TRY(cudnnSetTensor4dDescriptor(d->y, CUDNN_TENSOR_NCHW, type, i(p.batch),
                                               i(p.filters), i(p.oh), i(p.ow)));
+  if (epilogue.clamps()) {
+    // cuDNN's activations clamp below at 0 only; -cleave-fuse-conv-epilogue
+    // forms no other.
+    if (!epilogue.hasMin || epilogue.min != 0.0f)
+      return CLEAVE_ERROR(sig.kernel, ": the CUDA backend fuses a clamp from 0 only (relu, "
+                                      "relu6), not [", epilogue.min, ", ", epilogue.max, "]");
+    CLEAVE_CUDNN_TRY(cudnnCreateActivationDescriptor(&d->activation));
+    CLEAVE_CUDNN_TRY(cudnnSetActivationDescriptor(
+        d->activation, epilogue.hasMax ? CUDNN_ACTIVATION_CLIPPED_RELU : CUDNN_ACTIVATION_RELU,
+        CUDNN_PROPAGATE_NAN, epilogue.hasMax ? epilogue.max : 0.0));
+  }
   if (p.hasBias) {
     CLEAVE_CUDNN_TRY(cudnnCreateTensorDescriptor(&d->bias));
     CLEAVE_CUDNN_TRY(
@@ -97,23 +113,47 @@ Status buildConv2d(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn)
     CLEAVE_RETURN_IF_ERROR(ctx.sharedWorkspace(d->workspaceBytes, &unused));
   }
   DeviceContext *c = &ctx;
-  const bool hasBias = p.hasBias;
-  *fn = [c, d, useScratch, hasBias](const KernelCall &call) -> Status {
+  const bool hasBias = p.hasBias, residual = epilogue.residual;
+  const size_t outputBytes = sig.outputs[0].bytes();
+  *fn = [c, d, useScratch, hasBias, residual, outputBytes](const KernelCall &call) -> Status {
     const float one = 1.0f, zero = 0.0f;
     void *workspace = useScratch ? call.scratch : c->workspace;
+    if (residual)
+      CLEAVE_CUDA_TRY(cudaMemcpyAsync(call.outputs[0], call.inputs[3], outputBytes,
+                                      cudaMemcpyDeviceToDevice, c->stream));
     CLEAVE_CUDNN_TRY(cudnnConvolutionForward(c->dnn, &one, d->x, call.inputs[0], d->w,
                                              call.inputs[1], d->conv, d->algo, workspace,
-                                             d->workspaceBytes, &zero, d->y, call.outputs[0]));
+                                             d->workspaceBytes, residual ? &one : &zero, d->y,
+                                             call.outputs[0]));
     if (hasBias)
       CLEAVE_CUDNN_TRY(
           cudnnAddTensor(c->dnn, &one, d->bias, call.inputs[2], &one, d->y, call.outputs[0]));
+    if (d->activation)
+      CLEAVE_CUDNN_TRY(cudnnActivationForward(c->dnn, d->activation, &one, d->y, call.outputs[0],
+                                              &zero, d->y, call.outputs[0]));
     return {};
   };
   return {};
 }
 
+Status buildConv2d(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  Conv2dParams p;
+  CLEAVE_RETURN_IF_ERROR(parseConv2d(sig, "cuda", {DType::F32, DType::BF16}, &p));
+  return buildConvolution(sig, p, ConvEpilogue(), ctx, fn);
+}
+
+Status buildFusedConv2d(const KernelSignature &sig, DeviceContext &ctx, KernelFn *fn) {
+  Conv2dParams p;
+  ConvEpilogue epilogue;
+  CLEAVE_RETURN_IF_ERROR(parseFusedConv2d(sig, "cuda", {DType::F32, DType::BF16}, &p, &epilogue));
+  return buildConvolution(sig, p, epilogue, ctx, fn);
+}
+
 } // namespace
 
-void registerConvolutionKernels(KernelTable &table) { table["conv2d"] = buildConv2d; }
+void registerConvolutionKernels(KernelTable &table) {
+  table["conv2d"] = buildConv2d;
+  table["fused_conv2d"] = buildFusedConv2d;
+}
 
 } // namespace cleave::runtime::cuda

@@ -647,6 +647,24 @@ func.func @conv2d_groups(%x: tensor<1x32x16x16xf32>, %w: tensor<64x16x3x3xf32>) 
 
 // -----
 
+// fused_conv2d: the residual has the result's type.
+func.func @fused_conv2d_residual(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x1x1xf32>, %r: tensor<1x4x6x1xf32>) {
+  // expected-error @+1 {{'cleave.fused_conv2d' op residual 'tensor<1x4x6x1xf32>' must have the result's type 'tensor<1x4x6x6xf32>'}}
+  %0 = cleave.fused_conv2d %x, %w residual %r {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64} : (tensor<1x4x6x6xf32>, tensor<4x4x1x1xf32>, tensor<1x4x6x1xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+// fused_conv2d: the clamp's bounds are an interval.
+func.func @fused_conv2d_bounds(%x: tensor<1x4x6x6xf32>, %w: tensor<4x4x1x1xf32>) {
+  // expected-error @+1 {{'cleave.fused_conv2d' op min 6.000000e+00 is above max 0.000000e+00}}
+  %0 = cleave.fused_conv2d %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 0, 0>, dilation = array<i64: 1, 1>, groups = 1 : i64, min = 6.0 : f64, max = 0.0 : f64} : (tensor<1x4x6x6xf32>, tensor<4x4x1x1xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
 // conv2d: filters must divide by groups.
 func.func @conv2d_groups_filters(%x: tensor<1x32x16x16xf32>, %w: tensor<30x8x3x3xf32>) {
   // expected-error @+2 {{conv2d: 32 input channels, 30 filters of depth 8 do not fit groups = 4}}

@@ -42,7 +42,7 @@ def costs(plan):
     check("op classes", all(i["cost"]["class"] in CLASSES for i in instructions))
     check("counts", all(isinstance(i["cost"][k], int) and i["cost"][k] >= 0
                         for i in instructions for k in ("flops", "bytes")))
-    convs = [i for i in instructions if i["kernel"] == "conv2d"]
+    convs = [i for i in instructions if i["kernel"] in ("conv2d", "fused_conv2d")]
     check("conv2d is a convolution", convs != [] and all(
         i["cost"]["class"] == "convolution" and i["cost"]["flops"] > 0 for i in convs))
 

@@ -337,7 +337,7 @@ const std::vector<std::string> kAllKernels = {
     "matmul", "linear", "embedding", "layer_norm", "batch_norm", "softmax",
     "log_softmax", "reduce_sum", "reduce_mean", "reduce_max", "reduce_prod",
     "reduce_max_index", "reduce_min_index", "cumsum", "cumprod", "cummax", "cummin",
-    "logcumsumexp", "sort", "conv2d", "max_pool2d",
+    "logcumsumexp", "sort", "conv2d", "fused_conv2d", "max_pool2d",
     "avg_pool2d", "adaptive_avg_pool2d", "reshape", "permute", "broadcast_to", "slice",
     "concat", "gather", "scatter", "attention",
     // runtime/SpecialMath.h
@@ -2110,7 +2110,44 @@ TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
     expectClose(y, want, 1e-4, 1e-4, "conv2d " + describe(c.x, f32) + " * " + describe(c.w, f32));
     expectClose(owned, want, 1e-4, 1e-4,
                 "conv2d, owned weight, " + describe(c.x, f32) + " * " + describe(c.w, f32));
+
+    // fused_conv2d on the same path: + residual, clamped to [0, 1.5] (the
+    // bounds every backend takes), with the weight borrowed and owned.
+    HostTensor r = random(out);
+    Attributes fa = a;
+    fa.set("min", 0.0);
+    fa.set("max", 1.5);
+    std::vector<const HostTensor *> fusedInputs = {&x, &w, c.bias ? &b : nullptr, &r};
+    std::vector<std::optional<TensorDesc>> fusedDescs;
+    for (const HostTensor *in : fusedInputs)
+      fusedDescs.push_back(in ? std::optional<TensorDesc>(in->desc) : std::nullopt);
+    KernelSignature fusedSig = sig("fused_conv2d", fusedDescs, D(f32, out), fa, scratch);
+    HostTensor fused, fusedOwned;
+    ASSERT_OK(run(fusedSig, fusedInputs, &fused));
+    fusedSig.ownedConstants = {false, true, false, false};
+    ASSERT_OK(run(fusedSig, fusedInputs, &fusedOwned, /*calls=*/2));
+    std::vector<double> clamped(want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+      clamped[i] = std::min(1.5, std::max(0.0, want[i] + r.at(static_cast<int64_t>(i))));
+    expectClose(fused, clamped, 1e-4, 1e-4,
+                "fused_conv2d " + describe(c.x, f32) + " * " + describe(c.w, f32));
+    expectClose(fusedOwned, clamped, 1e-4, 1e-4,
+                "fused_conv2d, owned weight, " + describe(c.x, f32) + " * " + describe(c.w, f32));
   }
+}
+
+TEST_P(KernelTest, FusedConv2dNamesItsBadEpilogue) {
+  const Shape x = {1, 4, 6, 6}, w = {4, 4, 1, 1}, out = {1, 4, 6, 6};
+  Attributes a = attrs({{"stride", L({1, 1})}, {"padding", L({0, 0})},
+                        {"dilation", L({1, 1})}, {"groups", I(1)}});
+  expectError(sig("fused_conv2d", {D(f32, x), D(f32, w), std::nullopt, D(f32, {1, 4, 6, 1})},
+                  D(f32, out), a),
+              {"fused_conv2d", "residual", "1x4x6x1xf32"});
+  Attributes inverted = a;
+  inverted.set("min", 2.0);
+  inverted.set("max", 1.0);
+  expectError(sig("fused_conv2d", {D(f32, x), D(f32, w)}, D(f32, out), inverted),
+              {"fused_conv2d", "clamp bounds"});
 }
 
 TEST_P(KernelTest, ConvScratchFormula) {

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from traced_export import export
+from traced_export import export, parse_args
 
 
 class Epilogues(nn.Module):
@@ -46,12 +46,7 @@ class Epilogues(nn.Module):
 
 
 def main():
-    import argparse
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("-o", required=True)
-    p.add_argument("--io", required=True)
-    p.add_argument("--batch", type=int, default=5)
-    a = p.parse_args()
+    a = parse_args(__doc__, batch=5)
     torch.manual_seed(0)
     model = Epilogues()
     g = torch.Generator().manual_seed(2)

@@ -13,11 +13,11 @@ from safetensors_io import save_file  # noqa: E402
 import torch  # noqa: E402
 
 
-def parse_args(doc):
+def parse_args(doc, batch=2):
     p = argparse.ArgumentParser(description=doc)
     p.add_argument("-o", required=True)
     p.add_argument("--io", required=True)
-    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--batch", type=int, default=batch)
     return p.parse_args()
 
 

@@ -446,10 +446,11 @@ Status buildConvolution(const KernelSignature &sig, const Conv2dParams &params,
         fillRowsWithScalars(out, filtersPerGroup, ohw, groupBias);
       sgemm(false, filtersPerGroup, ohw, depth, w + grp * filtersPerGroup * depth, b, out,
             bias != nullptr || residual != nullptr);
-      if (epilogue.clamps())
-        parallelRange(filtersPerGroup, ohw, [&](int64_t begin, int64_t end) {
-          applyEpilogue(epilogue, out + begin * ohw, nullptr, (end - begin) * ohw);
-        });
+    };
+    // The clamp: per task where tasks run in parallel, else once over the
+    // whole output (one parallel region, not one per image).
+    auto clampTask = [&](int64_t t) {
+      applyEpilogue(epilogue, y + t * filtersPerGroup * ohw, nullptr, filtersPerGroup * ohw);
     };
     const int64_t tasks = batch * groups;
     if (runGroupsAsTasks(g, groups, filtersPerGroup, tasks)) {
@@ -457,14 +458,21 @@ Status buildConvolution(const KernelSignature &sig, const Conv2dParams &params,
       {
         std::vector<float> col(direct ? 0 : depth * ohw);
 #pragma omp for schedule(static)
-        for (int64_t t = 0; t < tasks; ++t)
+        for (int64_t t = 0; t < tasks; ++t) {
           task(t / groups, t % groups, col.data());
+          if (epilogue.clamps())
+            clampTask(t);
+        }
       }
       return {};
     }
     float *col = static_cast<float *>(call.scratch);
     for (int64_t t = 0; t < tasks; ++t)
       task(t / groups, t % groups, col);
+    if (epilogue.clamps())
+      parallelRange(tasks * filtersPerGroup, ohw, [&](int64_t begin, int64_t end) {
+        applyEpilogue(epilogue, y + begin * ohw, nullptr, (end - begin) * ohw);
+      });
     return {};
   };
   return {};

@@ -82,6 +82,8 @@ LABELS = {"cleave": "cleave", "libtorch": "LibTorch (C++)", "eager": "PyTorch ea
 DESCRIPTIONS = {
     "gpt-bench": "GPT, 6 layers, d_model 512, seq 256, vocab 8192, batch 8 (23.2M params)",
     "resnet50": "torchvision resnet50, batch 8, 224x224 (25.6M params)",
+    "regnet_x_3_2gf": "torchvision regnet_x_3_2gf, batch 8, 224x224 (15.3M params; 3x3 convs "
+                      "in groups of 48 channels)",
 }
 SPEED_GOAL, MEMORY_GOAL, LOSS_RTOL = 1.0, 0.7, 1e-3
 

@@ -69,6 +69,10 @@ def _resnet50(device=None):
     return torchvision.models.resnet50(weights=None)
 
 
+def _regnet_x_3_2gf(device=None):
+    return torchvision.models.regnet_x_3_2gf(weights=None)
+
+
 def _megatron_gpt(n_head, d_model, n_layer):
     # Megatron-LM Table 1 (REFERENCE.md): vocabulary 51200, sequence 2048, tied embedding.
     cfg = dict(vocab_size=51200, block_size=2048, n_layer=n_layer, n_head=n_head, d_model=d_model)
@@ -143,6 +147,10 @@ SPECS = {
                       _ids, "block_size"),
     "resnet50": Spec(_resnet50, {None: ({}, dict(batch=8, image=224))},
                      lambda c, s: [((s["batch"], 3, s["image"], s["image"]), torch.float32, None)]),
+    # Grouped 3x3 convolutions, 48 channels a group (the CPU training benchmark's grouped net).
+    "regnet_x_3_2gf": Spec(_regnet_x_3_2gf, {None: ({}, dict(batch=8, image=224))},
+                           lambda c, s: [((s["batch"], 3, s["image"], s["image"]), torch.float32,
+                                          None)]),
     "gpt-1.7b": _megatron_gpt(n_head=24, d_model=2304, n_layer=24),
     "gpt-18.4b": _megatron_gpt(n_head=48, d_model=6144, n_layer=40),
     "gpt-145.6b": _megatron_gpt(n_head=96, d_model=12288, n_layer=80),

@@ -53,22 +53,23 @@ inline bool smallGroupGemm(int64_t filtersPerGroup, int64_t depth, int64_t posit
 }
 
 /// Channels per group from which a grouped convolution runs the primitive.
-/// Measured on RegNet's groups at batch 2, 2 threads (whole models, the
-/// grouped layers' share of the time, the weights then reordered on every
-/// call): 128 channels a group (regnet_x_16gf) faster than a GEMM per group,
-/// 24 (regnet_x_1_6gf) slower, and ResNeXt's small groups faster as
-/// parallel tasks (smallGroupGemm).
-inline constexpr int64_t kConvPrimitiveMinGroupChannels = 64;
+/// Measured on RegNet's groups at 2 threads (docs/measurements.md): groups
+/// of 48 channels (regnet_x_3_2gf) take 0.81x the GEMMs' time in inference
+/// at batch 2 with prepacked weights, and 0.84-0.92x in a training step at
+/// batch 8 with the weights reordered on every call; groups of 16
+/// (regnet_x_800mf) and 24 gain nothing, and ResNeXt's small groups run
+/// faster as parallel tasks (smallGroupGemm).
+inline constexpr int64_t kConvPrimitiveMinGroupChannels = 32;
 
 /// Whether the CPU conv2d can run oneDNN's convolution primitive, by shape:
 /// not depthwise (one channel per group has its own direct kernel), a
 /// kernel larger than 1x1 (a 1x1 is a GEMM over the image, or over its
 /// strided subsample: cheaper than the primitive's layout copies), and,
-/// grouped, wide groups whose GEMMs are not small (smallGroupGemm). The
-/// kernel runs it only where it may keep the weights prepacked in the
-/// primitive's format (KernelSignature::ownedConstants: a forward-only
-/// program's weights); reordering them on every call, as training would,
-/// costs about what the primitive saves.
+/// grouped, wide groups whose GEMMs are not small (smallGroupGemm). A
+/// forward-only program's weights (KernelSignature::ownedConstants) are
+/// prepacked once, in place, where the primitive's format has their size
+/// (otherwise the kernel falls back to im2col); training's forward and both
+/// gradients reorder the weight into the scratch on every call.
 inline bool conv2dUsesPrimitive(const Shape &input, const Shape &weight, const Shape &output,
                                 int64_t groups) {
   if (input.size() != 4 || weight.size() != 4 || output.size() != 4 || groups < 1 ||

@@ -2063,6 +2063,10 @@ TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
       {{1, 16, 20, 19}, {64, 16, 5, 3}, {2, 1}, {2, 1}, {1, 2}, 1, true},
       {{2, 3, 23, 22}, {64, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, false},
       {{1, 128, 12, 12}, {128, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true},
+      // Groups of 48 channels (RegNet-X 3.2GF's), and of 40, which pad the
+      // prepacked weight and fall back to im2col.
+      {{1, 96, 12, 12}, {96, 48, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, true},
+      {{1, 80, 14, 14}, {80, 40, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, false},
   };
   for (const ConvCase &c : cases) {
     const int64_t n = c.x[0], cin = c.x[1], h = c.x[2], wd = c.x[3];
@@ -2190,6 +2194,7 @@ TEST_P(KernelTest, ConvScratchFormula) {
             size_t(64 * 9 * 56 * 56 * 4));
   EXPECT_TRUE(conv2dUsesPrimitive({2, 512, 7, 7}, {512, 512, 3, 3}, {2, 512, 7, 7}, 1));
   EXPECT_TRUE(conv2dUsesPrimitive({2, 896, 14, 14}, {896, 128, 3, 3}, {2, 896, 14, 14}, 7));
+  EXPECT_TRUE(conv2dUsesPrimitive({2, 432, 14, 14}, {432, 48, 3, 3}, {2, 432, 14, 14}, 9));
   // Not the primitive: 1x1, depthwise, small groups (run as parallel
   // tasks), narrow groups.
   EXPECT_FALSE(conv2dUsesPrimitive({8, 64, 56, 56}, {64, 64, 1, 1}, {8, 64, 56, 56}, 1));
@@ -4136,6 +4141,10 @@ const std::vector<ConvCase> kConvBackwardCases = {
     {{6, 3, 11, 12}, {5, 3, 3, 3}, {2, 1}, {1, 0}, {1, 2}, 1, false},
     {{5, 3, 23, 22}, {16, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1, false},
     {{2, 128, 8, 8}, {128, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, false},
+    // Groups of 48 channels, and of 40: the blocked weight in the scratch is
+    // padded to 48 channels a group.
+    {{5, 96, 12, 12}, {96, 48, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, false},
+    {{2, 80, 14, 14}, {80, 40, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2, false},
 };
 
 /// For each (n, f, oy, ox, c, ky, kx) of a conv2d, fn(x index, w index, y index).

@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -261,10 +262,30 @@ Status buildEmbedding(const KernelSignature &sig, KernelFn *fn) {
 /// be a vector loop's scalar tail.
 constexpr int64_t kShortDepthwiseRow = 32;
 
+/// Where a depthwise kernel finds its input plane inside the zero padding:
+/// `rows` padded rows of `pitch` columns (those the kernel reaches), each
+/// row `rowFloats` floats. With a column stride sw > 1 a row is stored as sw
+/// phases of `phase` floats, column c at (c % sw) * phase + c / sw, so that
+/// each tap reads consecutive floats for consecutive outputs (a strided
+/// read does not vectorize); with sw = 1 a row is its pitch. Tap j of a
+/// kernel row reads output column ox at row[ox + tapOffset[j]].
+struct DepthwiseLayout {
+  int64_t rows = 0, pitch = 0, phase = 0, rowFloats = 0;
+  std::vector<int64_t> tapOffset;
+
+  explicit DepthwiseLayout(const ConvGeometry &g)
+      : rows((g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1),
+        pitch((g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1), phase((pitch + g.sw - 1) / g.sw),
+        rowFloats(g.sw * phase) {
+    for (int64_t j = 0; j < g.kw; ++j)
+      tapOffset.push_back((j * g.dw) % g.sw * phase + (j * g.dw) / g.sw);
+  }
+};
+
 /// One output plane of a depthwise convolution: out[oy, ox] = bias + sum
 /// over taps (i, j) of w[i, j] * padded[oy*sh + i*dh, ox*sw + j*dw], where
-/// `padded` is the input plane inside its zero padding (`pitch` floats a
-/// row), so no tap needs a bounds check. KW > 0 fixes the kernel width at
+/// `padded` is the input plane inside its zero padding, laid out as `l`
+/// says, so no tap needs a bounds check. KW > 0 fixes the kernel width at
 /// compile time: the taps of a kernel row unroll and each output vector is
 /// loaded and stored once per kernel row. Each output adds its taps in the
 /// same order on either path.
@@ -276,16 +297,17 @@ constexpr int64_t kShortDepthwiseRow = 32;
 /// (kw - 1) * dw positions between rows are computed and dropped), then the
 /// rows are copied out.
 template <int KW>
-CLEAVE_CLONES void depthwiseRows(const ConvGeometry &g, const float *__restrict padded,
-                                 int64_t pitch, const float *__restrict w, float bias,
-                                 float *__restrict flat, float *__restrict out) {
-  const int64_t kw = KW > 0 ? KW : g.kw, ow = g.ow, sw = g.sw, dw = g.dw;
-  if (sw == 1 && g.sh == 1 && ow < kShortDepthwiseRow) {
-    const int64_t span = (g.oh - 1) * pitch + ow;
+CLEAVE_CLONES void depthwiseRows(const ConvGeometry &g, const DepthwiseLayout &l,
+                                 const float *__restrict padded, const float *__restrict w,
+                                 float bias, float *__restrict flat, float *__restrict out) {
+  const int64_t kw = KW > 0 ? KW : g.kw, ow = g.ow, dw = g.dw, rowFloats = l.rowFloats;
+  const int64_t *__restrict off = l.tapOffset.data();
+  if (g.sw == 1 && g.sh == 1 && ow < kShortDepthwiseRow) {
+    const int64_t span = (g.oh - 1) * rowFloats + ow;
     for (int64_t q = 0; q < span; ++q)
       flat[q] = bias;
     for (int64_t i = 0; i < g.kh; ++i) {
-      const float *__restrict base = padded + i * g.dh * pitch;
+      const float *__restrict base = padded + i * g.dh * rowFloats;
       const float *__restrict taps = w + i * kw;
       for (int64_t q = 0; q < span; ++q) {
         float s = flat[q];
@@ -296,7 +318,7 @@ CLEAVE_CLONES void depthwiseRows(const ConvGeometry &g, const float *__restrict 
     }
     for (int64_t oy = 0; oy < g.oh; ++oy)
       for (int64_t ox = 0; ox < ow; ++ox)
-        out[oy * ow + ox] = flat[oy * pitch + ox];
+        out[oy * ow + ox] = flat[oy * rowFloats + ox];
     return;
   }
   for (int64_t oy = 0; oy < g.oh; ++oy) {
@@ -304,45 +326,67 @@ CLEAVE_CLONES void depthwiseRows(const ConvGeometry &g, const float *__restrict 
     for (int64_t ox = 0; ox < ow; ++ox)
       d[ox] = bias;
     for (int64_t i = 0; i < g.kh; ++i) {
-      const float *__restrict row = padded + (oy * g.sh + i * g.dh) * pitch;
+      const float *__restrict row = padded + (oy * g.sh + i * g.dh) * rowFloats;
       const float *__restrict taps = w + i * kw;
-      if (sw == 1) {
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          float s = d[ox];
-          for (int64_t j = 0; j < kw; ++j)
-            s += taps[j] * row[ox + j * dw];
-          d[ox] = s;
-        }
-      } else {
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          float s = d[ox];
-          for (int64_t j = 0; j < kw; ++j)
-            s += taps[j] * row[ox * sw + j * dw];
-          d[ox] = s;
-        }
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        float s = d[ox];
+        for (int64_t j = 0; j < kw; ++j)
+          s += taps[j] * row[ox + off[j]];
+        d[ox] = s;
       }
     }
   }
 }
 
-/// Copies an H x W plane into the middle of a zeroed (rows x pitch) buffer
-/// at (ph, pw), cutting what lies beyond the rows the kernel reads.
-void padPlane(const ConvGeometry &g, const float *plane, int64_t rows, int64_t pitch,
-              float *padded) {
-  std::fill(padded, padded + rows * pitch, 0.0f);
-  const int64_t copyRows = std::min(g.height, rows - g.ph);
-  const int64_t copyCols = std::min(g.width, pitch - g.pw);
-  if (copyCols <= 0)
+/// Splits one padded row `line` (rowFloats floats) into its sw phases at
+/// `dst` (DepthwiseLayout): a stride-2 split as one loop of paired loads,
+/// which vectorizes.
+CLEAVE_CLONES void splitPhases(const DepthwiseLayout &l, int64_t sw, const float *__restrict line,
+                               float *__restrict dst) {
+  const int64_t phase = l.phase;
+  if (sw == 2) {
+    float *__restrict even = dst, *__restrict odd = dst + phase;
+    for (int64_t m = 0; m < phase; ++m) {
+      even[m] = line[2 * m];
+      odd[m] = line[2 * m + 1];
+    }
     return;
-  for (int64_t y = 0; y < copyRows; ++y)
-    std::memcpy(padded + (y + g.ph) * pitch + g.pw, plane + y * g.width,
-                sizeof(float) * copyCols);
+  }
+  for (int64_t p = 0; p < sw; ++p)
+    for (int64_t m = 0; m < phase; ++m)
+      dst[p * phase + m] = line[m * sw + p];
+}
+
+/// Copies an H x W plane into a padded plane laid out as `l` says, at (ph,
+/// pw), zero around it, cutting what lies beyond the rows and columns the
+/// kernel reads. `line` (l.rowFloats floats) stages a padded row before a
+/// strided layout splits it into phases.
+void padPlane(const ConvGeometry &g, const DepthwiseLayout &l, const float *plane,
+              float *padded, float *line) {
+  const int64_t copyCols = std::min(g.width, l.pitch - g.pw);
+  const int64_t copyRows = copyCols > 0 ? std::clamp(l.rows - g.ph, int64_t{0}, g.height) : 0;
+  if (g.sw == 1) {
+    std::fill(padded, padded + l.rows * l.rowFloats, 0.0f);
+    for (int64_t y = 0; y < copyRows; ++y)
+      std::memcpy(padded + (y + g.ph) * l.rowFloats + g.pw, plane + y * g.width,
+                  sizeof(float) * copyCols);
+    return;
+  }
+  const int64_t top = std::min(g.ph, l.rows);
+  std::fill(padded, padded + top * l.rowFloats, 0.0f);
+  std::fill(padded + (top + copyRows) * l.rowFloats, padded + l.rows * l.rowFloats, 0.0f);
+  // The staged row's borders stay zero: each row rewrites only its middle.
+  std::fill(line, line + l.rowFloats, 0.0f);
+  for (int64_t y = 0; y < copyRows; ++y) {
+    std::memcpy(line + g.pw, plane + y * g.width, sizeof(float) * copyCols);
+    splitPhases(l, g.sw, line, padded + (y + g.ph) * l.rowFloats);
+  }
 }
 
 /// Depthwise conv2d: output channel f of image n reads input channel
 /// f / multiplier alone. Planes run in parallel, each thread padding its
-/// input plane into its own buffer (a padded plane, and an output plane
-/// at the padded pitch for depthwiseRows' flattened path).
+/// input plane into its own buffer (a padded plane, an output plane at the
+/// padded pitch for depthwiseRows' flattened path, a staged row).
 KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
                          int64_t multiplier, bool hasBias, const ConvEpilogue &epilogue) {
   auto rows = depthwiseRows<0>;
@@ -353,8 +397,7 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
   else if (g.kw == 7)
     rows = depthwiseRows<7>;
   // Only the rows and columns the kernel reaches (at most the padded input).
-  const int64_t paddedRows = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
-  const int64_t pitch = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+  const auto layout = std::make_shared<const DepthwiseLayout>(g);
   return [=](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
@@ -364,22 +407,23 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
     float *y = static_cast<float *>(call.outputs[0]);
     const int64_t planes = batch * filters, hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t taps = g.kh * g.kw;
+    const DepthwiseLayout &l = *layout;
     auto plane = [&](int64_t t, float *padded) {
       const int64_t n = t / filters, f = t % filters;
-      padPlane(g, x + (n * (filters / multiplier) + f / multiplier) * hw, paddedRows, pitch,
-               padded);
-      rows(g, padded, pitch, w + f * taps, bias ? bias[f] : 0.0f,
-           padded + paddedRows * pitch, y + t * ohw);
+      float *flat = padded + l.rows * l.rowFloats, *line = flat + g.oh * l.rowFloats;
+      padPlane(g, l, x + (n * (filters / multiplier) + f / multiplier) * hw, padded, line);
+      rows(g, l, padded, w + f * taps, bias ? bias[f] : 0.0f, flat, y + t * ohw);
       if (epilogue.any()) // while the plane is in cache
         applyEpilogue(epilogue, y + t * ohw, residual ? residual + t * ohw : nullptr, ohw);
     };
-    const int64_t work = planes * (ohw * taps + paddedRows * pitch);
+    const int64_t work = planes * (ohw * taps + l.rows * l.rowFloats);
     const int threads = work >= kParallelGrain && !omp_in_parallel()
                             ? static_cast<int>(std::min<int64_t>(omp_get_max_threads(), planes))
                             : 1;
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-      std::vector<float> padded(paddedRows * pitch + g.oh * pitch);
+      // The padded plane, the flattened path's output plane, a staged row.
+      std::vector<float> padded((l.rows + g.oh + 1) * l.rowFloats);
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < planes; ++t)
         plane(t, padded.data());

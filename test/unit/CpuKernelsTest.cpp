@@ -2050,6 +2050,11 @@ TEST_P(KernelTest, Conv2dMatchesDirectConvolution) {
       {{1, 3, 8, 9}, {3, 1, 2, 4}, {1, 3}, {0, 1}, {1, 1}, 3, false},
       {{1, 2, 3, 4}, {2, 1, 3, 3}, {1, 1}, {4, 4}, {1, 1}, 2, true},
       {{1, 64, 6, 6}, {64, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 64, true},
+      // Column strides split padded rows into phases: 3 phases, a long
+      // stride-2 row, padding beyond the kernel's reach at stride 2.
+      {{1, 3, 20, 70}, {3, 1, 3, 3}, {1, 3}, {1, 2}, {1, 1}, 3, true},
+      {{2, 4, 9, 66}, {4, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 4, false},
+      {{1, 2, 3, 4}, {2, 1, 3, 3}, {2, 2}, {4, 4}, {1, 1}, 2, true},
       // Small grouped GEMMs as parallel tasks (RegNet, ResNeXt).
       {{2, 32, 9, 9}, {32, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 8, true},
       {{1, 48, 8, 8}, {48, 8, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 6, false},

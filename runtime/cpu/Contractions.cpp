@@ -30,7 +30,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -397,7 +396,7 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
   else if (g.kw == 7)
     rows = depthwiseRows<7>;
   // Only the rows and columns the kernel reaches (at most the padded input).
-  const auto layout = std::make_shared<const DepthwiseLayout>(g);
+  const DepthwiseLayout l(g);
   return [=](const KernelCall &call) -> Status {
     const float *x = static_cast<const float *>(call.inputs[0]);
     const float *w = static_cast<const float *>(call.inputs[1]);
@@ -407,7 +406,6 @@ KernelFn depthwiseConv2d(const ConvGeometry &g, int64_t batch, int64_t filters,
     float *y = static_cast<float *>(call.outputs[0]);
     const int64_t planes = batch * filters, hw = g.height * g.width, ohw = g.oh * g.ow;
     const int64_t taps = g.kh * g.kw;
-    const DepthwiseLayout &l = *layout;
     auto plane = [&](int64_t t, float *padded) {
       const int64_t n = t / filters, f = t % filters;
       float *flat = padded + l.rows * l.rowFloats, *line = flat + g.oh * l.rowFloats;

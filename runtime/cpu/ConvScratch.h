@@ -53,12 +53,14 @@ inline bool smallGroupGemm(int64_t filtersPerGroup, int64_t depth, int64_t posit
 }
 
 /// Channels per group from which a grouped convolution runs the primitive.
-/// Measured on RegNet's groups at 2 threads (docs/measurements.md): groups
-/// of 48 channels (regnet_x_3_2gf) take 0.81x the GEMMs' time in inference
-/// at batch 2 with prepacked weights, and 0.84-0.92x in a training step at
-/// batch 8 with the weights reordered on every call; groups of 16
-/// (regnet_x_800mf) and 24 gain nothing, and ResNeXt's small groups run
-/// faster as parallel tasks (smallGroupGemm).
+/// Measured on RegNet's groups at 2 threads (docs/measurements.md): with
+/// groups of 48 channels (regnet_x_3_2gf) the whole model takes 0.59-0.81x
+/// the time in inference at batch 2 with prepacked weights, and 0.84-0.92x
+/// in a training step at batch 8 with the weights reordered on every call;
+/// groups of 16 (regnet_x_800mf, regnet_y_800mf) gained nothing, groups of
+/// 24 (regnet_x_1_6gf) were slower when last measured (weights then
+/// reordered on every call), and ResNeXt's small groups run faster as
+/// parallel tasks (smallGroupGemm).
 inline constexpr int64_t kConvPrimitiveMinGroupChannels = 32;
 
 /// Whether the CPU conv2d can run oneDNN's convolution primitive, by shape:
